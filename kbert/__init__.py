@@ -1,0 +1,22 @@
+"""kbert: a Keras model zoo for the BERT family.
+
+`import kbert` stays light: `kbert.layers`, `kbert.models` and `kbert.presets` are
+backend-agnostic (keras.ops only) and never import TensorFlow, while `kbert.tokenizers`
+(tensorflow-text) is imported only when first used.
+"""
+
+import importlib
+
+__version__ = "0.1.0"
+
+_SUBMODULES = ("layers", "models", "presets", "tokenizers")
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"kbert.{name}")
+    raise AttributeError(f"module 'kbert' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_SUBMODULES))

@@ -1,0 +1,1 @@
+"""Checkpoint conversion between kbert and other BERT implementations."""

@@ -1,0 +1,17 @@
+"""Keras layers for the BERT family (keras.ops only: any Keras backend)."""
+
+from kbert.layers._utils import ACTIVATION_NAMES
+from kbert.layers.embeddings import Embeddings
+from kbert.layers.masked_lm_head import MaskedLMHead
+from kbert.layers.next_sentence_head import NextSentenceHead
+from kbert.layers.pooler import Pooler
+from kbert.layers.transformer_encoder import TransformerEncoder
+
+__all__ = [
+    "ACTIVATION_NAMES",
+    "Embeddings",
+    "MaskedLMHead",
+    "NextSentenceHead",
+    "Pooler",
+    "TransformerEncoder",
+]

@@ -1,0 +1,51 @@
+"""Small helpers shared by the layers: argument checks, initializers, activations."""
+
+import keras
+
+# Activations a config may name. "gelu" is the exact erf form (Hugging Face BERT);
+# "gelu_approximate" is the tanh form of google-research/bert's modeling.py and keras-hub.
+_ACTIVATIONS = {
+    "gelu": lambda x: keras.activations.gelu(x, approximate=False),
+    "gelu_approximate": lambda x: keras.activations.gelu(x, approximate=True),
+    "relu": keras.activations.relu,
+    "silu": keras.activations.silu,
+    "tanh": keras.activations.tanh,
+    "linear": keras.activations.linear,
+}
+ACTIVATION_NAMES = tuple(sorted(_ACTIVATIONS))
+
+
+def get_activation(name):
+    """Returns the activation function called `name` (a string, so configs stay plain data)."""
+    if name not in _ACTIVATIONS:
+        raise ValueError(
+            f"Unknown activation {name!r}. Allowed: {', '.join(ACTIVATION_NAMES)}."
+        )
+    return _ACTIVATIONS[name]
+
+
+def check_positive_int(name, value, allow_zero=False):
+    ok = isinstance(value, int) and not isinstance(value, bool) and (
+        value >= 0 if allow_zero else value > 0
+    )
+    if not ok:
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"`{name}` must be an integer {bound}, got {value!r}.")
+    return value
+
+
+def check_rate(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        raise ValueError(f"`{name}` must be a number in [0, 1), got {value!r}.")
+    return float(value)
+
+
+def check_positive_float(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"`{name}` must be a number > 0, got {value!r}.")
+    return float(value)
+
+
+def truncated_normal(stddev):
+    """BERT's initializer for every kernel and embedding table."""
+    return keras.initializers.TruncatedNormal(stddev=stddev)

@@ -1,0 +1,156 @@
+"""Token + segment + learned absolute position embeddings (BERT, ALBERT, DistilBERT, ELECTRA)."""
+
+import keras
+from keras import ops
+
+from kbert.layers import _utils
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class Embeddings(keras.layers.Layer):
+    """Sums token, segment and position embeddings, then LayerNorm and dropout.
+
+    With `embedding_size` smaller than `hidden_size` (ALBERT's factorized embedding), the
+    tables are `embedding_size` wide and a dense projection maps the normalized sum to
+    `hidden_size`. The token table is exposed as `token_embedding` so that a masked-LM head
+    can tie its output weights to it.
+
+    Args:
+        vocabulary_size: number of WordPiece ids.
+        hidden_size: width of the output.
+        max_sequence_length: number of learned positions (the longest input).
+        type_vocab_size: number of segments; 0 drops segment embeddings (DistilBERT).
+        embedding_size: width of the tables; `None` means `hidden_size` (no projection).
+        dropout: dropout rate after the LayerNorm.
+        layer_norm_epsilon: LayerNorm epsilon.
+        initializer_range: stddev of the truncated-normal initializer.
+
+    Call args:
+        token_ids: int tensor [B, S].
+        segment_ids: int tensor [B, S], or `None` for all zeros.
+
+    Returns:
+        float tensor [B, S, hidden_size].
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        hidden_size,
+        max_sequence_length=512,
+        type_vocab_size=2,
+        embedding_size=None,
+        dropout=0.1,
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.vocabulary_size = _utils.check_positive_int("vocabulary_size", vocabulary_size)
+        self.hidden_size = _utils.check_positive_int("hidden_size", hidden_size)
+        self.max_sequence_length = _utils.check_positive_int(
+            "max_sequence_length", max_sequence_length
+        )
+        self.type_vocab_size = _utils.check_positive_int(
+            "type_vocab_size", type_vocab_size, allow_zero=True
+        )
+        if embedding_size is not None:
+            _utils.check_positive_int("embedding_size", embedding_size)
+        self.embedding_size = embedding_size
+        self.dropout = _utils.check_rate("dropout", dropout)
+        self.layer_norm_epsilon = _utils.check_positive_float(
+            "layer_norm_epsilon", layer_norm_epsilon
+        )
+        self.initializer_range = _utils.check_positive_float(
+            "initializer_range", initializer_range
+        )
+        width = embedding_size or hidden_size
+
+        # === Layers ===
+        self.token_embedding = keras.layers.Embedding(
+            vocabulary_size,
+            width,
+            embeddings_initializer=_utils.truncated_normal(initializer_range),
+            dtype=self.dtype_policy,
+            name="token_embedding",
+        )
+        self.segment_embedding = None
+        if type_vocab_size:
+            self.segment_embedding = keras.layers.Embedding(
+                type_vocab_size,
+                width,
+                embeddings_initializer=_utils.truncated_normal(initializer_range),
+                dtype=self.dtype_policy,
+                name="segment_embedding",
+            )
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
+        )
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.projection = None
+        if width != hidden_size:
+            self.projection = keras.layers.Dense(
+                hidden_size,
+                kernel_initializer=_utils.truncated_normal(initializer_range),
+                dtype=self.dtype_policy,
+                name="projection",
+            )
+
+    def build(self, token_ids_shape, segment_ids_shape=None):
+        width = self.embedding_size or self.hidden_size
+        self.token_embedding.build(token_ids_shape)
+        if self.segment_embedding is not None:
+            self.segment_embedding.build(token_ids_shape)
+        self.position_embedding = self.add_weight(
+            name="position_embedding",
+            shape=(self.max_sequence_length, width),
+            initializer=_utils.truncated_normal(self.initializer_range),
+        )
+        self.layer_norm.build(tuple(token_ids_shape) + (width,))
+        if self.projection is not None:
+            self.projection.build(tuple(token_ids_shape) + (width,))
+        self.built = True
+
+    def call(self, token_ids, segment_ids=None, training=None):
+        sequence_length = ops.shape(token_ids)[1]
+        if isinstance(sequence_length, int) and sequence_length > self.max_sequence_length:
+            raise ValueError(
+                f"Sequence length {sequence_length} is longer than max_sequence_length="
+                f"{self.max_sequence_length}: the model has no position embedding past it."
+            )
+        x = self.token_embedding(token_ids)  # [B, S, E]
+        # Slicing the table is cheaper than a gather of arange(S), and its gradient is dense.
+        positions = ops.slice(
+            ops.convert_to_tensor(self.position_embedding),
+            (0, 0),
+            (sequence_length, ops.shape(x)[-1]),
+        )
+        x = x + ops.cast(positions, x.dtype)[None]
+        if self.segment_embedding is not None:
+            if segment_ids is None:
+                segment_ids = ops.zeros_like(token_ids)
+            x = x + self.segment_embedding(segment_ids)
+        x = self.layer_norm(x)
+        x = self.dropout_layer(x, training=training)
+        if self.projection is not None:
+            x = self.projection(x)  # [B, S, H]
+        return x
+
+    def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):
+        return tuple(token_ids_shape) + (self.hidden_size,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "hidden_size": self.hidden_size,
+                "max_sequence_length": self.max_sequence_length,
+                "type_vocab_size": self.type_vocab_size,
+                "embedding_size": self.embedding_size,
+                "dropout": self.dropout,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "initializer_range": self.initializer_range,
+            }
+        )
+        return config

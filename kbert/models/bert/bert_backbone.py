@@ -1,0 +1,125 @@
+"""BERT encoder: embeddings, post-LN transformer blocks, tanh pooler."""
+
+import keras
+
+from kbert.layers import Embeddings, Pooler, TransformerEncoder
+from kbert.models.bert.bert_config import BertConfig
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class BertBackbone(keras.Model):
+    """BERT encoder: embeddings, `num_layers` post-LN transformer blocks, tanh pooler.
+
+    Args: the fields of `BertConfig` (validated there), plus `dtype` (a dtype policy such as
+        "mixed_bfloat16") and the usual `keras.Model` keyword arguments.
+
+    Inputs (a dict): `token_ids`, `segment_ids`, `padding_mask`, each int [B, S].
+    Outputs (a dict): `sequence_output` [B, S, H] and `pooled_output` [B, H].
+
+    Example:
+        backbone = kbert.presets.load("bert_tiny", head=None)
+        backbone = BertBackbone.from_bert_config(BertConfig(30522, 2, 128, 2, 512))
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        hidden_size,
+        num_heads,
+        intermediate_size,
+        activation="gelu_approximate",
+        dropout=0.1,
+        attention_dropout=0.1,
+        max_sequence_length=512,
+        type_vocab_size=2,
+        initializer_range=0.02,
+        layer_norm_epsilon=1e-12,
+        embedding_size=None,
+        dtype=None,
+        **kwargs,
+    ):
+        config = BertConfig(
+            vocabulary_size=vocabulary_size,
+            num_layers=num_layers,
+            hidden_size=hidden_size,
+            num_heads=num_heads,
+            intermediate_size=intermediate_size,
+            activation=activation,
+            dropout=dropout,
+            attention_dropout=attention_dropout,
+            max_sequence_length=max_sequence_length,
+            type_vocab_size=type_vocab_size,
+            initializer_range=initializer_range,
+            layer_norm_epsilon=layer_norm_epsilon,
+            embedding_size=embedding_size,
+        )
+
+        # === Layers ===
+        embeddings = Embeddings(
+            vocabulary_size=vocabulary_size,
+            hidden_size=hidden_size,
+            max_sequence_length=max_sequence_length,
+            type_vocab_size=type_vocab_size,
+            embedding_size=embedding_size,
+            dropout=dropout,
+            layer_norm_epsilon=layer_norm_epsilon,
+            initializer_range=initializer_range,
+            dtype=dtype,
+            name="embeddings",
+        )
+        blocks = [
+            TransformerEncoder(
+                num_heads=num_heads,
+                intermediate_size=intermediate_size,
+                activation=activation,
+                dropout=dropout,
+                attention_dropout=attention_dropout,
+                layer_norm_epsilon=layer_norm_epsilon,
+                initializer_range=initializer_range,
+                dtype=dtype,
+                name=f"transformer_layer_{i}",
+            )
+            for i in range(num_layers)
+        ]
+        pooler = Pooler(initializer_range=initializer_range, dtype=dtype, name="pooler")
+
+        # === Functional model ===
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in ("token_ids", "segment_ids", "padding_mask")
+        }
+        x = embeddings(inputs["token_ids"], inputs["segment_ids"])  # [B, S, H]
+        for block in blocks:
+            x = block(x, padding_mask=inputs["padding_mask"])  # [B, S, H]
+        outputs = {"sequence_output": x, "pooled_output": pooler(x)}  # [B, S, H], [B, H]
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+
+        # === Config ===
+        self.bert_config = config
+        self.embeddings = embeddings
+        self.transformer_layers = blocks
+        self.pooler = pooler
+
+    @property
+    def token_embedding(self):
+        """The token `keras.layers.Embedding`; heads tie their output weights to it."""
+        return self.embeddings.token_embedding
+
+    @classmethod
+    def from_bert_config(cls, config, **kwargs):
+        """Builds a backbone from a `BertConfig`."""
+        return cls(**config.to_dict(), **kwargs)
+
+    def get_config(self):
+        config = {"name": self.name, "trainable": self.trainable}
+        config["dtype"] = keras.dtype_policies.serialize(self.dtype_policy)
+        config.update(self.bert_config.to_dict())
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)

@@ -1,0 +1,99 @@
+"""Every architecture field of a BERT model, validated in one place."""
+
+import dataclasses
+from typing import Optional
+
+from kbert.layers import _utils
+
+
+@dataclasses.dataclass(frozen=True)
+class BertConfig:
+    """Architecture of a BERT encoder.
+
+    Field names follow Keras (and `BertBackbone`'s arguments); `from_dict` also reads the
+    original `bert_config.json` names (`vocab_size`, `num_hidden_layers`, `hidden_act`, ...).
+
+    Args:
+        vocabulary_size: number of WordPiece ids (30522 for the English uncased vocab).
+        num_layers: transformer blocks.
+        hidden_size: width of every block.
+        num_heads: attention heads; `hidden_size` must be divisible by it.
+        intermediate_size: feed-forward width (4 x hidden_size in the published models).
+        activation: feed-forward and MLM-transform activation, one of
+            `kbert.layers.ACTIVATION_NAMES`; "gelu_approximate" is google-research/bert's.
+        dropout: hidden dropout rate.
+        attention_dropout: attention-probability dropout rate.
+        max_sequence_length: learned positions (max_position_embeddings).
+        type_vocab_size: segments (2 for BERT).
+        initializer_range: stddev of the truncated-normal initializer.
+        layer_norm_epsilon: LayerNorm epsilon.
+        embedding_size: embedding table width; `None` means `hidden_size`.
+    """
+
+    vocabulary_size: int
+    num_layers: int
+    hidden_size: int
+    num_heads: int
+    intermediate_size: int
+    activation: str = "gelu_approximate"
+    dropout: float = 0.1
+    attention_dropout: float = 0.1
+    max_sequence_length: int = 512
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+    layer_norm_epsilon: float = 1e-12
+    embedding_size: Optional[int] = None
+
+    # The original google-research/bert (and Hugging Face) names of the same fields.
+    ORIGINAL_NAMES = {
+        "vocab_size": "vocabulary_size",
+        "num_hidden_layers": "num_layers",
+        "num_attention_heads": "num_heads",
+        "hidden_act": "activation",
+        "hidden_dropout_prob": "dropout",
+        "attention_probs_dropout_prob": "attention_dropout",
+        "max_position_embeddings": "max_sequence_length",
+        "layer_norm_eps": "layer_norm_epsilon",
+    }
+
+    def __post_init__(self):
+        for name in ("vocabulary_size", "num_layers", "hidden_size", "num_heads",
+                     "intermediate_size", "max_sequence_length"):
+            _utils.check_positive_int(name, getattr(self, name))
+        _utils.check_positive_int("type_vocab_size", self.type_vocab_size, allow_zero=True)
+        if self.embedding_size is not None:
+            _utils.check_positive_int("embedding_size", self.embedding_size)
+        if self.hidden_size % self.num_heads:
+            raise ValueError(
+                f"hidden_size={self.hidden_size} is not divisible by "
+                f"num_heads={self.num_heads}: each head gets hidden_size / num_heads units."
+            )
+        _utils.get_activation(self.activation)
+        _utils.check_rate("dropout", self.dropout)
+        _utils.check_rate("attention_dropout", self.attention_dropout)
+        _utils.check_positive_float("initializer_range", self.initializer_range)
+        _utils.check_positive_float("layer_norm_epsilon", self.layer_norm_epsilon)
+
+    @classmethod
+    def from_dict(cls, values):
+        """Builds a config from kbert names or original bert_config.json names.
+
+        Unknown keys are an error that lists the known ones.
+        """
+        fields = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {}
+        for key, value in values.items():
+            name = cls.ORIGINAL_NAMES.get(key, key)
+            if name not in fields:
+                raise ValueError(
+                    f"Unknown BERT config field {key!r}. Known: {', '.join(sorted(fields))}."
+                )
+            kwargs[name] = value
+        return cls(**kwargs)
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    def replace(self, **changes):
+        """A copy with some fields changed (validated again)."""
+        return self.from_dict({**self.to_dict(), **changes})

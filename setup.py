@@ -1,0 +1,34 @@
+"""kbert: BERT, DistilBERT, ALBERT and ELECTRA for Keras 3 and TensorFlow."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="kbert",
+    version="0.1.0",
+    description="A Keras model zoo for the BERT family: layers, models, presets, pretraining.",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10,<3.13",
+    packages=find_packages(include=["kbert", "kbert.*"]) + ["kbert.preset_files"],
+    # presets/ stays a top-level data folder in the repository; installed wheels carry it as
+    # kbert/preset_files so that kbert.presets finds the JSON files either way.
+    package_dir={"kbert.preset_files": "presets"},
+    package_data={"kbert.preset_files": ["*.json"]},
+    install_requires=[
+        # A set that installs and passes the test suite together on Python 3.11.
+        "tensorflow==2.21.0",
+        "tensorflow-text==2.21.1",
+        "keras==3.15.1",
+        "keras-hub==0.32.0",
+        "tensorflow-datasets==4.9.10",
+        "absl-py==2.5.1",
+        "safetensors==0.8.0",
+        "numpy>=1.26,<3",
+    ],
+    extras_require={
+        "test": [
+            "pytest==9.2.0",
+            "jax[cpu]==0.10.2",
+        ],
+    },
+)
