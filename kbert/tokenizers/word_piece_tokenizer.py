@@ -81,8 +81,15 @@ class WordPieceTokenizer(tf.Module):
         return len(self.vocabulary)
 
     def tokenize(self, text):
-        """Strings [...] -> int32 ids, ragged [..., (tokens)]. No [CLS]/[SEP] is added."""
-        return self._tokenizer.tokenize(tf.convert_to_tensor(text, tf.string))
+        """Strings [...] -> int32 ids, ragged [..., (tokens)]. No [CLS]/[SEP] is added.
+
+        A scalar string (as `tf.data.Dataset.map` passes) gives a dense [tokens] vector.
+        """
+        text = tf.convert_to_tensor(text, tf.string)
+        if text.shape.rank == 0:
+            # tensorflow-text's normalizer fails on scalars in graph mode: use a batch of one.
+            return self._tokenizer.tokenize(text[tf.newaxis])[0]
+        return self._tokenizer.tokenize(text)
 
     def detokenize(self, ids):
         """Ids [..., (tokens)] (ragged or dense) -> strings [...], WordPieces merged."""

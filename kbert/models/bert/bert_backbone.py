@@ -96,6 +96,9 @@ class BertBackbone(keras.Model):
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
 
         # === Config ===
+        if dtype is not None:
+            # A functional Model does not keep `dtype`; get_config must save the policy.
+            self.dtype_policy = keras.dtype_policies.get(dtype)
         self.bert_config = config
         self.embeddings = embeddings
         self.transformer_layers = blocks
@@ -121,5 +124,5 @@ class BertBackbone(keras.Model):
     def from_config(cls, config):
         config = dict(config)
         if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+            config["dtype"] = keras.dtype_policies.get(config["dtype"])
         return cls(**config)

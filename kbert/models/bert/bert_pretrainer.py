@@ -79,8 +79,10 @@ class BertPretrainer(keras.Model):
     def compile(self, optimizer="adamw", loss=None, **kwargs):
         """Like `keras.Model.compile`, with the pretraining loss built in.
 
-        `optimizer="adamw"` (the default) is AdamW(1e-4, weight decay 0.01 on everything but
-        LayerNorm and biases, epsilon 1e-6, global gradient norm clipped at 1.0).
+        `optimizer="adamw"` (the default) is AdamW(1e-4, weight decay 0.01, epsilon 1e-6,
+        global gradient norm clipped at 1.0). For any optimizer with weight decay, LayerNorm
+        weights and biases are excluded from the decay, as in BERT (also after a reload:
+        Keras does not save the exclusion list).
         """
         if loss is not None:
             raise ValueError(
@@ -91,8 +93,15 @@ class BertPretrainer(keras.Model):
             optimizer = keras.optimizers.AdamW(
                 learning_rate=1e-4, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0
             )
+        if isinstance(optimizer, keras.optimizers.Optimizer) and optimizer.weight_decay:
             optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
         super().compile(optimizer=optimizer, **kwargs)
+
+    def compile_from_config(self, config):
+        # Keras skips models with a custom compile(); this one takes the saved arguments as is.
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
 
     def _labels(self, y):
         needed = LABEL_KEYS if self.next_sentence_prediction else LABEL_KEYS[:2]

@@ -83,11 +83,16 @@ def test_keras_save_and_load(tmp_path):
         np.testing.assert_array_equal(numpy_outputs(restored)[key], value)
 
 
-def test_mixed_bfloat16():
+def test_mixed_bfloat16(tmp_path):
     backbone = BertBackbone(**TINY, dtype="mixed_bfloat16")
     out = backbone(INPUTS)
     assert keras.backend.standardize_dtype(out["sequence_output"].dtype) == "bfloat16"
     assert all(keras.backend.standardize_dtype(w.dtype) == "float32" for w in backbone.weights)
+    path = str(tmp_path / "bf16.keras")
+    backbone.save(path)
+    restored = keras.saving.load_model(path)
+    assert restored.dtype_policy.name == "mixed_bfloat16"
+    assert keras.backend.standardize_dtype(restored(INPUTS)["pooled_output"].dtype) == "bfloat16"
 
 
 JAX_SCRIPT = textwrap.dedent(

@@ -1,0 +1,87 @@
+import json
+from pathlib import Path
+
+import pytest
+
+import kbert
+from kbert.models import BertBackbone, BertPretrainer
+
+EXPECTED = {  # name: (layers, hidden, heads), from the issue and the papers
+    "bert_tiny": (2, 128, 2),
+    "bert_mini": (4, 256, 4),
+    "bert_small": (4, 512, 8),
+    "bert_medium": (8, 512, 8),
+    "bert_base": (12, 768, 12),
+    "bert_large": (24, 1024, 16),
+}
+
+
+def test_list():
+    assert set(EXPECTED) <= set(kbert.presets.list())
+    assert kbert.presets.list() == sorted(kbert.presets.list())
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_preset_files_hold_the_published_architectures(name):
+    config = kbert.presets.get(name)["config"]
+    layers, hidden, heads = EXPECTED[name]
+    assert (config["num_layers"], config["hidden_size"], config["num_heads"]) == (layers, hidden, heads)
+    assert config["intermediate_size"] == 4 * hidden
+    assert config["vocabulary_size"] == 30522
+
+
+def test_preset_folder_is_data_only():
+    folder = Path(__file__).resolve().parent.parent / "presets"
+    files = sorted(p.name for p in folder.iterdir())
+    assert files and all(f.endswith(".json") for f in files), files
+    for path in folder.iterdir():
+        json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("name", ["bert_tiny", "bert_mini", "bert_small"])
+def test_load_heads(name):
+    pretrainer = kbert.presets.load(name)
+    assert isinstance(pretrainer, BertPretrainer) and pretrainer.next_sentence_prediction
+    mlm = kbert.presets.load(name, head="mlm")
+    assert isinstance(mlm, BertPretrainer) and not mlm.next_sentence_prediction
+    backbone = kbert.presets.load(name, head=None)
+    assert isinstance(backbone, BertBackbone)
+    assert backbone.bert_config.num_layers == EXPECTED[name][0]
+
+
+def test_overrides_and_dtype():
+    backbone = kbert.presets.load(
+        "bert_tiny", head=None, max_sequence_length=128, dropout=0.0, dtype="mixed_bfloat16"
+    )
+    assert backbone.bert_config.max_sequence_length == 128
+    assert backbone.bert_config.dropout == 0.0
+    assert backbone.dtype_policy.name == "mixed_bfloat16"
+
+
+def test_errors_name_the_bad_value_and_the_choices():
+    with pytest.raises(ValueError, match="Unknown preset 'bert_huge'. Available: bert_base, bert_large"):
+        kbert.presets.load("bert_huge")
+    with pytest.raises(ValueError, match="Unknown head 'classifier'. Allowed: 'pretrainer', 'mlm', None"):
+        kbert.presets.load("bert_tiny", head="classifier")
+    with pytest.raises(ValueError, match="weights='imagenet'"):
+        kbert.presets.load("bert_tiny", weights="imagenet")
+    with pytest.raises(ValueError, match="Unknown BERT config field 'hidden'"):
+        kbert.presets.load("bert_tiny", hidden=3)
+    with pytest.raises(ValueError, match="hidden_size=128 is not divisible by num_heads=3"):
+        kbert.presets.load("bert_tiny", num_heads=3)
+
+
+@pytest.mark.slow
+def test_parameter_counts():
+    """Known counts (Hugging Face BertForPreTraining / BertModel, uncased vocab 30522):
+
+    bert_base:  110,106,428 with the MLM and NSP heads; 109,482,240 backbone (with pooler).
+    bert_large: 336,226,108 with the MLM and NSP heads; 335,141,888 backbone (with pooler).
+    """
+    base = kbert.presets.load("bert_base")
+    assert base.count_params() == 110_106_428
+    assert base.backbone.count_params() == 109_482_240
+    del base
+    large = kbert.presets.load("bert_large")
+    assert large.count_params() == 336_226_108
+    assert large.backbone.count_params() == 335_141_888
