@@ -1,0 +1,182 @@
+"""Speed of kbert beside its peer, measured in one run on the same machine.
+
+    python tools/benchmark.py train_step [--steps=5] [--rounds=3] [--preset=bert_mini]
+
+`train_step`: one pretraining step (forward, loss, backward, Adam update) of kbert's
+`BertPretrainer` (MLM only, and MLM + NSP) and keras-hub's `BertMaskedLM` on the same
+architecture, float32, XLA on. After warm-up, the models take turns for `--rounds` rounds of
+`--steps` steps (so that drift in the machine's speed hits all alike). The best round gives
+sequences/s, as `timeit` does: interference (other processes, a shared host) only ever adds
+time; the median round is printed beside it. Printed: sequences/s, the ratio kbert / keras-hub, and the achieved
+GFLOP/s as a fraction of an XLA float32 matmul measured in the same run.
+"""
+
+import os
+import platform
+import statistics
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app, flags  # noqa: E402
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("preset", "bert_mini", "kbert preset whose architecture both models use.")
+flags.DEFINE_integer("batch_size", 32, "Sequences per step.")
+flags.DEFINE_integer("sequence_length", 128, "Tokens per sequence.")
+flags.DEFINE_integer("predictions", 20, "Masked positions per sequence.")
+flags.DEFINE_integer("steps", 3, "Training steps per timed round.")
+flags.DEFINE_integer("rounds", 6, "Timed rounds per model (the best is reported).")
+flags.DEFINE_integer("warmup_steps", 2, "Untimed steps per model after compilation.")
+flags.DEFINE_integer("matmul_size", 2048, "n of the n x n x n matmul that sets the peak.")
+
+COMMANDS = ("train_step",)
+
+
+def matmul_gflops(n):
+    """GFLOP/s of an XLA-compiled float32 [n, n] x [n, n] matmul (best of 5 timed runs)."""
+    import tensorflow as tf
+
+    a = tf.random.normal((n, n))
+    b = tf.random.normal((n, n))
+    matmul = tf.function(lambda x, y: tf.matmul(x, y), jit_compile=True)
+    matmul(a, b).numpy()
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        matmul(a, b).numpy()
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best / 1e9
+
+
+def train_flops_per_sequence(config, sequence_length, predictions, nsp):
+    """Matmul FLOPs of one training step per sequence: 3 x forward (forward + 2 backward)."""
+    s, h, i, v = sequence_length, config.hidden_size, config.intermediate_size, config.vocabulary_size
+    per_layer = 2 * s * h * 3 * h + 2 * s * s * h * 2 + 2 * s * h * h + 2 * s * h * i * 2
+    forward = config.num_layers * per_layer
+    forward += predictions * (2 * h * h + 2 * h * v)  # MLM transform + tied output
+    if nsp:
+        forward += 2 * h * h + 2 * h * 2  # pooler + NSP head
+    return 3 * forward
+
+
+def synthetic_batch(config, batch, seq, predictions):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    features = {
+        "token_ids": rng.integers(1000, config.vocabulary_size, (batch, seq)).astype("int32"),
+        "segment_ids": (np.arange(seq)[None] >= seq // 2).repeat(batch, 0).astype("int32"),
+        "padding_mask": np.ones((batch, seq), "int32"),
+        "mask_positions": np.sort(
+            np.stack([rng.choice(np.arange(1, seq), predictions, replace=False) for _ in range(batch)]),
+            axis=1,
+        ).astype("int32"),
+    }
+    mask_ids = rng.integers(1000, config.vocabulary_size, (batch, predictions)).astype("int32")
+    mask_weights = np.ones((batch, predictions), "float32")
+    nsp = rng.integers(0, 2, (batch,)).astype("int32")
+    return features, mask_ids, mask_weights, nsp
+
+
+def build_models(config, batch):
+    """(name, model, dataset, has_nsp) for each contestant, compiled the same way."""
+    import keras
+    import keras_hub
+    import tensorflow as tf
+
+    import kbert
+
+    features, mask_ids, mask_weights, nsp = batch
+    kbert_labels = {"mask_ids": mask_ids, "mask_weights": mask_weights, "next_sentence_labels": nsp}
+    contestants = []
+    for name, head in (("kbert BertPretrainer MLM", "mlm"), ("kbert BertPretrainer MLM+NSP", "pretrainer")):
+        model = kbert.presets.load(FLAGS.preset, head=head)
+        model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=True)
+        data = tf.data.Dataset.from_tensors((features, kbert_labels)).repeat()
+        contestants.append((name, model, data, head == "pretrainer"))
+
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=config.vocabulary_size,
+        num_layers=config.num_layers,
+        num_heads=config.num_heads,
+        hidden_dim=config.hidden_size,
+        intermediate_dim=config.intermediate_size,
+        dropout=config.dropout,
+        max_sequence_length=config.max_sequence_length,
+    )
+    model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
+    model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=True)
+    data = tf.data.Dataset.from_tensors((features, mask_ids, mask_weights)).repeat()
+    contestants.append(("keras-hub BertMaskedLM", model, data, False))
+    return contestants
+
+
+def train_step(argv):
+    import keras
+    import keras_hub
+    import tensorflow as tf
+
+    import kbert
+
+    config = kbert.models.BertConfig.from_dict(kbert.presets.get(FLAGS.preset)["config"])
+    batch, seq, preds = FLAGS.batch_size, FLAGS.sequence_length, FLAGS.predictions
+    print(
+        f"train_step: {FLAGS.preset} (L{config.num_layers} H{config.hidden_size} "
+        f"A{config.num_heads}), sequence {seq}, batch {batch}, {preds} masked, float32, XLA on"
+    )
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores; TensorFlow {tf.__version__}, "
+        f"Keras {keras.__version__}, keras-hub {keras_hub.__version__}, kbert {kbert.__version__}"
+    )
+    peak = matmul_gflops(FLAGS.matmul_size)
+    n = FLAGS.matmul_size
+    print(f"XLA float32 matmul {n}x{n}x{n}: {peak:.1f} GFLOP/s")
+
+    contestants = build_models(config, synthetic_batch(config, batch, seq, preds))
+    iterators = {}
+    for name, model, data, _ in contestants:
+        start = time.perf_counter()
+        iterators[name] = iter(data)
+        model.fit(data, steps_per_epoch=FLAGS.warmup_steps, epochs=1, verbose=0)
+        print(f"  compiled and warmed up {name} in {time.perf_counter() - start:.0f} s", flush=True)
+
+    times = {name: [] for name, *_ in contestants}
+    for r in range(FLAGS.rounds):
+        for name, model, data, _ in contestants:
+            start = time.perf_counter()
+            model.fit(data, steps_per_epoch=FLAGS.steps, epochs=1, verbose=0)
+            times[name].append(time.perf_counter() - start)
+        print(f"  round {r + 1}/{FLAGS.rounds} done", flush=True)
+
+    reference = min(times["keras-hub BertMaskedLM"])
+    reference_median = statistics.median(times["keras-hub BertMaskedLM"])
+    print()
+    print(
+        f"{'model':30s} {'seq/s':>7s} {'GFLOP/s':>8s} {'of matmul':>10s} "
+        f"{'kbert/keras-hub':>16s} {'(median rounds)':>16s}"
+    )
+    for name, _, _, nsp in contestants:
+        seconds = min(times[name])
+        seqs = FLAGS.steps * batch / seconds
+        gflops = seqs * train_flops_per_sequence(config, seq, preds, nsp) / 1e9
+        ratio = reference / seconds
+        ratio_median = reference_median / statistics.median(times[name])
+        print(
+            f"{name:30s} {seqs:7.1f} {gflops:8.1f} {gflops / peak:10.1%} "
+            f"{ratio:16.2f} {ratio_median:16.2f}"
+        )
+
+
+def main(argv):
+    if len(argv) != 2 or argv[1] not in COMMANDS:
+        raise app.UsageError(
+            f"Give one benchmark command, one of: {', '.join(COMMANDS)}; got {argv[1:]}."
+        )
+    {"train_step": train_step}[argv[1]](argv)
+
+
+if __name__ == "__main__":
+    app.run(main)
