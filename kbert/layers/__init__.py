@@ -2,6 +2,7 @@
 
 from kbert.layers._utils import ACTIVATION_NAMES
 from kbert.layers.embeddings import Embeddings
+from kbert.layers.hash_dropout import HashDropout
 from kbert.layers.masked_lm_head import MaskedLMHead
 from kbert.layers.next_sentence_head import NextSentenceHead
 from kbert.layers.pooler import Pooler
@@ -10,6 +11,7 @@ from kbert.layers.transformer_encoder import TransformerEncoder
 __all__ = [
     "ACTIVATION_NAMES",
     "Embeddings",
+    "HashDropout",
     "MaskedLMHead",
     "NextSentenceHead",
     "Pooler",

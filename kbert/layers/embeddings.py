@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from kbert.layers import _utils
+from kbert.layers.hash_dropout import HashDropout
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -86,7 +87,7 @@ class Embeddings(keras.layers.Layer):
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.dropout_layer = HashDropout(dropout, dtype=self.dtype_policy)
         self.projection = None
         if width != hidden_size:
             self.projection = keras.layers.Dense(

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from kbert.layers import _utils
+from kbert.layers.hash_dropout import HashDropout
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -86,8 +87,8 @@ class TransformerEncoder(keras.layers.Layer):
             dtype=policy,
             name="attention_output_dense",
         )
-        self.attention_probs_dropout = keras.layers.Dropout(self.attention_dropout, dtype=policy)
-        self.attention_output_dropout = keras.layers.Dropout(self.dropout, dtype=policy)
+        self.attention_probs_dropout = HashDropout(self.attention_dropout, dtype=policy)
+        self.attention_output_dropout = HashDropout(self.dropout, dtype=policy)
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=policy, name="attention_layer_norm"
         )
@@ -101,7 +102,7 @@ class TransformerEncoder(keras.layers.Layer):
         self.output_dense = keras.layers.Dense(
             hidden_size, kernel_initializer=kernel_init(), dtype=policy, name="output_dense"
         )
-        self.output_dropout = keras.layers.Dropout(self.dropout, dtype=policy)
+        self.output_dropout = HashDropout(self.dropout, dtype=policy)
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=policy, name="output_layer_norm"
         )

@@ -1,0 +1,78 @@
+"""HashDropout's mask statistics. Tolerances are stated per check; with n elements and drop
+rate p the standard deviation of the observed rate is sqrt(p (1 - p) / n)."""
+
+import keras
+import numpy as np
+import pytest
+
+from kbert.layers import HashDropout
+from tests.layers import _checks
+
+N = (50, 40, 500)  # 1,000,000 elements
+
+
+def dropped(layer, x):
+    return keras.ops.convert_to_numpy(layer(x, training=True)) == 0
+
+
+@pytest.mark.parametrize("rate", [0.1, 0.5])
+def test_rate_and_scale(rate):
+    x = np.ones(N, "float32")
+    layer = HashDropout(rate)
+    out = keras.ops.convert_to_numpy(layer(x, training=True))
+    # 1e6 elements: sd = 3e-4 (rate 0.1) / 5e-4 (0.5); allow +- 0.25%, about 5-8 sd.
+    assert abs((out == 0).mean() - rate) < 0.0025
+    np.testing.assert_allclose(out[out != 0], 1 / (1 - rate), rtol=1e-6)
+
+
+def test_no_pattern_between_neighbours_or_calls():
+    rate = 0.1
+    layer = HashDropout(rate)
+    x = np.ones(N, "float32")
+    a, b = dropped(layer, x), dropped(layer, x)
+    # Independence: P(both dropped) = rate^2 = 0.01 (sd 1e-4 over 1e6 pairs); allow +- 0.1%.
+    assert abs((a & b).mean() - rate**2) < 0.001  # two calls (two training steps)
+    flat = a.reshape(-1)
+    assert abs((flat[1:] & flat[:-1]).mean() - rate**2) < 0.001  # adjacent elements
+    assert abs((a[:, :, 1:] & a[:, :, :-1]).mean() - rate**2) < 0.001
+    assert abs((a[1:] & a[:-1]).mean() - rate**2) < 0.001  # same position, next example
+    # Every slice along each axis sees the rate (no dead rows or columns); sd over the
+    # 20,000 elements of a [40, 500] slice is 0.0021, over 25,000 of a [50, 500] slice 0.0019.
+    assert np.all(np.abs(a.mean(axis=(1, 2)) - rate) < 0.015)
+    assert np.all(np.abs(a.mean(axis=(0, 2)) - rate) < 0.015)
+
+
+def test_seeded_runs_repeat_and_inference_is_identity():
+    x = np.ones((8, 64), "float32")
+    keras.utils.set_random_seed(7)
+    first = [dropped(HashDropout(0.3), x) for _ in range(2)]
+    keras.utils.set_random_seed(7)
+    second = [dropped(HashDropout(0.3), x) for _ in range(2)]
+    np.testing.assert_array_equal(first[0], second[0])
+    np.testing.assert_array_equal(HashDropout(0.3)(x, training=False), x)
+    np.testing.assert_array_equal(HashDropout(0.0)(x, training=True), x)
+
+
+def test_bad_rate():
+    with pytest.raises(ValueError, match=r"`rate` must be a number in \[0, 1\), got 1.0"):
+        HashDropout(1.0)
+
+
+def test_config_round_trip():
+    _checks.check_config_round_trip(HashDropout(0.2, seed=3))
+
+
+def test_mixed_bfloat16():
+    x = np.ones((4, 8), "float32")
+    layer = HashDropout(0.5, dtype="mixed_bfloat16")
+    out = layer(keras.ops.cast(x, "bfloat16"), training=True)
+    assert keras.backend.standardize_dtype(out.dtype) == "bfloat16"
+
+
+def test_trains_inside_a_model():
+    inputs = keras.Input((16,))
+    model = keras.Model(inputs, keras.layers.Dense(1)(HashDropout(0.2)(inputs)))
+    model.compile(optimizer="sgd", loss="mse", jit_compile=True)
+    x = np.random.default_rng(0).normal(size=(64, 16)).astype("float32")
+    history = model.fit(x, x.sum(1, keepdims=True), epochs=3, verbose=0).history
+    assert history["loss"][-1] < history["loss"][0]
