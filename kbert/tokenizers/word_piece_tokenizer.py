@@ -86,6 +86,8 @@ class WordPieceTokenizer(tf.Module):
         A scalar string (as `tf.data.Dataset.map` passes) gives a dense [tokens] vector.
         """
         text = tf.convert_to_tensor(text, tf.string)
+        # Invalid UTF-8 becomes U+FFFD instead of failing the whole batch.
+        text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")
         if text.shape.rank == 0:
             # tensorflow-text's normalizer fails on scalars in graph mode: use a batch of one.
             return self._tokenizer.tokenize(text[tf.newaxis])[0]

@@ -1,0 +1,157 @@
+"""Sentence pairs for NSP / SOP, or packed single segments, from tokenized documents.
+
+This follows google-research/bert's `create_instances_from_document`: sentences of a document
+accumulate into a chunk until a target length (the full length, or with `short_seq_prob` a
+random shorter one), the chunk splits at a random sentence boundary into A and B, and the
+longer segment is truncated from a random end until the pair fits. Differences, on purpose:
+
+- the NSP label is drawn first, 50/50, and a one-sentence chunk is split inside the
+  sentence for a real continuation (the original forces such chunks to "random", which
+  skews the labels away from 50%);
+- the "random" segment B comes from another document in a buffer of recent documents (the
+  original holds the whole corpus in memory);
+- truncation takes the same number of tokens from each end as the original's token-by-token
+  coin flips (a binomial draw), so a 1 MB line costs no more than a short one.
+
+Labels: NSP 0 = B follows A, 1 = B is from another document; SOP 0 = in order, 1 = swapped.
+"""
+
+import collections
+
+import numpy as np
+
+OBJECTIVES = ("nsp", "sop", "none")
+
+
+def truncate_pair(a, b, max_tokens, rng):
+    """Truncates the longer of `a`, `b` until `len(a) + len(b) <= max_tokens`."""
+    la, lb = len(a), len(b)
+    excess = la + lb - max_tokens
+    if excess <= 0:
+        return a, b
+    # The original removes one token at a time from the longer (from b on ties).
+    cut_a = min(max(la - lb, 0), excess)
+    cut_b = min(max(lb - la, 0), excess - cut_a)
+    rest = excess - cut_a - cut_b
+    cut_b += (rest + 1) // 2  # alternating phase: equal lengths, b first
+    cut_a += rest // 2
+    front_a = rng.binomial(cut_a, 0.5) if cut_a else 0
+    front_b = rng.binomial(cut_b, 0.5) if cut_b else 0
+    return a[front_a : la - (cut_a - front_a)], b[front_b : lb - (cut_b - front_b)]
+
+
+class PairBuilder:
+    """Turns tokenized documents into fixed-length examples.
+
+    Args:
+        sequence_length: length of every example, [CLS] and [SEP]s included.
+        objective: "nsp", "sop" or "none" (one segment of whole sentences, no label).
+        cls_id, sep_id, pad_id: special-token ids.
+        short_seq_prob: probability of a shorter random target length for a document.
+        seed: seed of the numpy generator; the same seed and input give the same examples.
+        random_buffer: how many recent documents the random B segments come from.
+    """
+
+    def __init__(self, sequence_length, objective, cls_id, sep_id, pad_id,
+                 short_seq_prob=0.1, seed=0, random_buffer=1000):
+        if objective not in OBJECTIVES:
+            raise ValueError(f"Unknown objective {objective!r}. Allowed: {', '.join(OBJECTIVES)}.")
+        special = 3 if objective != "none" else 2
+        if not isinstance(sequence_length, int) or sequence_length < special + 2:
+            raise ValueError(
+                f"sequence_length must be an integer >= {special + 2}, got {sequence_length!r}."
+            )
+        if not 0 <= short_seq_prob <= 1:
+            raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob!r}.")
+        self.sequence_length = sequence_length
+        self.objective = objective
+        self.cls_id, self.sep_id, self.pad_id = cls_id, sep_id, pad_id
+        self.short_seq_prob = short_seq_prob
+        self.max_tokens = sequence_length - special
+        self.rng = np.random.default_rng(seed)
+        self.recent = collections.deque(maxlen=random_buffer)
+
+    def _target_length(self):
+        if self.rng.random() < self.short_seq_prob:
+            return int(self.rng.integers(2, self.max_tokens + 1))
+        return self.max_tokens
+
+    def _example(self, a, b=None, label=None):
+        s = self.sequence_length
+        token_ids = np.full(s, self.pad_id, np.int32)
+        segment_ids = np.zeros(s, np.int32)
+        parts = [[self.cls_id], a, [self.sep_id]]
+        if b is not None:
+            parts += [b, [self.sep_id]]
+        tokens = np.concatenate([np.asarray(p, np.int32) for p in parts])
+        token_ids[: len(tokens)] = tokens
+        if b is not None:
+            segment_ids[len(a) + 2 : len(tokens)] = 1
+        padding_mask = np.zeros(s, np.int32)
+        padding_mask[: len(tokens)] = 1
+        example = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
+        if label is not None:
+            example["next_sentence_labels"] = np.int32(label)
+        return example
+
+    def _random_segment(self, target, current):
+        others = [d for d in self.recent if d is not current] or list(self.recent)
+        document = others[int(self.rng.integers(len(others)))]
+        start = int(self.rng.integers(len(document)))
+        pieces, length = [], 0
+        for sentence in document[start:]:
+            pieces.append(sentence)
+            length += len(sentence)
+            if length >= target:
+                break
+        return np.concatenate(pieces)
+
+    def _split(self, chunk):
+        """A and B from a chunk of >= 2 tokens: at a sentence boundary, or inside one sentence."""
+        if len(chunk) >= 2:
+            a_end = int(self.rng.integers(1, len(chunk)))
+            return np.concatenate(chunk[:a_end]), np.concatenate(chunk[a_end:]), a_end
+        tokens = chunk[0]
+        cut = int(self.rng.integers(1, len(tokens)))
+        return tokens[:cut], tokens[cut:], 1
+
+    def document_examples(self, document):
+        """Examples from one document: a list of 1-D int arrays, one per sentence."""
+        document = [np.asarray(s, np.int32) for s in document if len(s)]
+        if not document:
+            return
+        self.recent.append(document)
+        target = self._target_length()
+        if self.objective == "none":
+            yield from self._packed(document, target)
+            return
+        chunk, length, i = [], 0, 0
+        while i < len(document):
+            chunk.append(document[i])
+            length += len(document[i])
+            if i == len(document) - 1 or length >= target:
+                if length >= 2:  # else the chunk cannot give two non-empty segments
+                    label = int(self.rng.random() < 0.5)
+                    a, b, a_end = self._split(chunk)
+                    if self.objective == "nsp" and label == 1:
+                        b = self._random_segment(target - len(a), document)
+                        i -= len(chunk) - a_end  # the unused sentences start the next chunk
+                    elif self.objective == "sop" and label == 1:
+                        a, b = b, a
+                    a, b = truncate_pair(a, b, self.max_tokens, self.rng)
+                    if len(a) and len(b):
+                        yield self._example(a, b, label)
+                chunk, length = [], 0
+            i += 1
+
+    def _packed(self, document, target):
+        chunk, length = [], 0
+        for sentence in document:
+            if chunk and length + len(sentence) > target:
+                yield self._example(np.concatenate(chunk)[: self.max_tokens])
+                chunk, length = [], 0
+                target = self._target_length()
+            chunk.append(sentence)
+            length += len(sentence)
+        if chunk:
+            yield self._example(np.concatenate(chunk)[: self.max_tokens])

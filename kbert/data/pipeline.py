@@ -1,0 +1,105 @@
+"""The pretraining input pipeline: documents -> WordPiece -> pairs -> batches -> masking.
+
+Everything runs on the host; the model only ever sees static-shape int tensors:
+`features = {token_ids, segment_ids, padding_mask, mask_positions}` and
+`labels = {mask_ids, mask_weights[, next_sentence_labels]}`.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from kbert.data.masking import Masker
+from kbert.data.pairs import PairBuilder
+
+AUTOTUNE = tf.data.AUTOTUNE
+FEATURE_KEYS = ("token_ids", "segment_ids", "padding_mask", "mask_positions")
+
+
+def tokenized_documents(documents, tokenizer):
+    """Documents (string vectors) -> (flat token ids, tokens per sentence), in parallel."""
+
+    def tokenize(sentences):
+        ids = tokenizer.tokenize(sentences)  # ragged [sentences, tokens]
+        return ids.flat_values, tf.cast(ids.row_lengths(), tf.int32)
+
+    return documents.map(tokenize, num_parallel_calls=AUTOTUNE, deterministic=True)
+
+
+def examples(documents, tokenizer, sequence_length, objective="nsp", short_seq_prob=0.1,
+             seed=0, random_buffer=1000):
+    """Unmasked fixed-length examples (see `PairBuilder`), as a dataset of dicts."""
+    builder_args = dict(
+        sequence_length=sequence_length,
+        objective=objective,
+        cls_id=tokenizer.cls_id,
+        sep_id=tokenizer.sep_id,
+        pad_id=tokenizer.pad_id,
+        short_seq_prob=short_seq_prob,
+        seed=seed,
+        random_buffer=random_buffer,
+    )
+    PairBuilder(**builder_args)  # bad arguments fail here, before any work
+    tokenized = tokenized_documents(documents, tokenizer).prefetch(AUTOTUNE)
+
+    def generate():
+        builder = PairBuilder(**builder_args)  # a fresh, equally seeded builder per pass
+        for values, lengths in tokenized.as_numpy_iterator():
+            sentences = np.split(values, np.cumsum(lengths)[:-1]) if len(lengths) else []
+            yield from builder.document_examples(sentences)
+
+    spec = {k: tf.TensorSpec([sequence_length], tf.int32)
+            for k in ("token_ids", "segment_ids", "padding_mask")}
+    if objective != "none":
+        spec["next_sentence_labels"] = tf.TensorSpec([], tf.int32)
+    return tf.data.Dataset.from_generator(generate, output_signature=spec)
+
+
+def split_features_and_labels(example):
+    features = {k: example[k] for k in FEATURE_KEYS}
+    labels = {k: example[k] for k in ("mask_ids", "mask_weights", "next_sentence_labels")
+              if k in example}
+    return features, labels
+
+
+def pretraining_dataset(documents, tokenizer, sequence_length=128, max_predictions=20,
+                        batch_size=32, objective="nsp", unit="token", rate=0.15,
+                        mask_token_rate=0.8, random_token_rate=0.1, max_ngram=3,
+                        short_seq_prob=0.1, seed=0, shuffle_buffer=1000, drop_remainder=True,
+                        random_buffer=1000):
+    """Batches of (features, labels) for `BertPretrainer.fit`, masked afresh every epoch.
+
+    Args:
+        documents: a dataset of documents (string vectors), e.g. `kbert.data.corpora.*`.
+        tokenizer: a `kbert.tokenizers.WordPieceTokenizer`.
+        sequence_length, max_predictions: the static shapes [B, S] and [B, P].
+        objective: "nsp", "sop" or "none" (one segment of whole sentences, no label).
+        unit, rate, mask_token_rate, random_token_rate, max_ngram: see `Masker`.
+        short_seq_prob: probability of a shorter target length for a document.
+        seed: every random choice derives from it: the same seed gives the same batches;
+            each new pass over the dataset (epoch) draws new masks.
+        shuffle_buffer: examples shuffled together (0: no shuffling).
+        drop_remainder: keep the batch dimension static (needed on TPU and for training).
+    """
+    masker = Masker(
+        tokenizer.vocabulary, max_predictions, rate=rate, mask_token_rate=mask_token_rate,
+        random_token_rate=random_token_rate, unit=unit, max_ngram=max_ngram,
+    )
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}.")
+    data = examples(documents, tokenizer, sequence_length, objective, short_seq_prob, seed,
+                    random_buffer)
+    if shuffle_buffer:
+        data = data.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    data = data.batch(batch_size, drop_remainder=drop_remainder)
+    seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
+
+    def mask(batch, batch_seed):
+        masked, labels = masker(batch, batch_seed)
+        out = {**masked, **labels}
+        for key in ("mask_positions", "mask_ids", "mask_weights"):
+            out[key].set_shape([batch_size if drop_remainder else None, max_predictions])
+        return split_features_and_labels(out)
+
+    data = tf.data.Dataset.zip(data, seeds).map(mask, num_parallel_calls=AUTOTUNE,
+                                                deterministic=True)
+    return data.prefetch(AUTOTUNE)
