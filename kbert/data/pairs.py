@@ -8,8 +8,9 @@ longer segment is truncated from a random end until the pair fits. Differences, 
 - the NSP label is drawn first, 50/50, and a one-sentence chunk is split inside the
   sentence for a real continuation (the original forces such chunks to "random", which
   skews the labels away from 50%);
-- the "random" segment B comes from another document in a buffer of recent documents (the
-  original holds the whole corpus in memory);
+- the "random" segment B comes from another document in a window of `random_buffer`
+  documents around the current one, half of them read ahead (the original holds the whole
+  corpus in memory);
 - truncation takes the same number of tokens from each end as the original's token-by-token
   coin flips (a binomial draw), so a 1 MB line costs no more than a short one.
 
@@ -49,7 +50,8 @@ class PairBuilder:
         cls_id, sep_id, pad_id: special-token ids.
         short_seq_prob: probability of a shorter random target length for a document.
         seed: seed of the numpy generator; the same seed and input give the same examples.
-        random_buffer: how many recent documents the random B segments come from.
+        random_buffer: how many documents around the current one the random B segments
+            come from (half of them read ahead).
     """
 
     def __init__(self, sequence_length, objective, cls_id, sep_id, pad_id,
@@ -69,7 +71,8 @@ class PairBuilder:
         self.short_seq_prob = short_seq_prob
         self.max_tokens = sequence_length - special
         self.rng = np.random.default_rng(seed)
-        self.recent = collections.deque(maxlen=random_buffer)
+        self.random_buffer = max(int(random_buffer), 2)
+        self.window = collections.deque(maxlen=self.random_buffer)
 
     def _target_length(self):
         if self.rng.random() < self.short_seq_prob:
@@ -95,7 +98,8 @@ class PairBuilder:
         return example
 
     def _random_segment(self, target, current):
-        others = [d for d in self.recent if d is not current] or list(self.recent)
+        # A one-document corpus has no other document: then, as in the original, the same.
+        others = [d for d in self.window if d is not current] or list(self.window)
         document = others[int(self.rng.integers(len(others)))]
         start = int(self.rng.integers(len(document)))
         pieces, length = [], 0
@@ -115,12 +119,21 @@ class PairBuilder:
         cut = int(self.rng.integers(1, len(tokens)))
         return tokens[:cut], tokens[cut:], 1
 
-    def document_examples(self, document):
-        """Examples from one document: a list of 1-D int arrays, one per sentence."""
-        document = [np.asarray(s, np.int32) for s in document if len(s)]
-        if not document:
-            return
-        self.recent.append(document)
+    def examples(self, documents):
+        """Examples from an iterable of documents, each a list of 1-D int arrays (sentences)."""
+        pending = collections.deque()
+        for document in documents:
+            document = [np.asarray(s, np.int32) for s in document if len(s)]
+            if not document:
+                continue
+            self.window.append(document)
+            pending.append(document)
+            if len(pending) > self.random_buffer // 2:
+                yield from self._document_examples(pending.popleft())
+        while pending:
+            yield from self._document_examples(pending.popleft())
+
+    def _document_examples(self, document):
         target = self._target_length()
         if self.objective == "none":
             yield from self._packed(document, target)

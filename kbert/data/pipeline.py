@@ -43,9 +43,11 @@ def examples(documents, tokenizer, sequence_length, objective="nsp", short_seq_p
 
     def generate():
         builder = PairBuilder(**builder_args)  # a fresh, equally seeded builder per pass
-        for values, lengths in tokenized.as_numpy_iterator():
-            sentences = np.split(values, np.cumsum(lengths)[:-1]) if len(lengths) else []
-            yield from builder.document_examples(sentences)
+        documents = (
+            np.split(values, np.cumsum(lengths)[:-1]) if len(lengths) else []
+            for values, lengths in tokenized.as_numpy_iterator()
+        )
+        yield from builder.examples(documents)
 
     spec = {k: tf.TensorSpec([sequence_length], tf.int32)
             for k in ("token_ids", "segment_ids", "padding_mask")}

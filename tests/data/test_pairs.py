@@ -1,0 +1,134 @@
+import numpy as np
+import pytest
+
+from kbert.data.pairs import PairBuilder, truncate_pair
+
+CLS, SEP, PAD = 2, 3, 0
+
+
+def synthetic_documents(num_docs=40, seed=0):
+    """Token ids are unique: id -> (document, position in the document)."""
+    rng = np.random.default_rng(seed)
+    docs, where, next_id = [], {}, 10
+    for d in range(num_docs):
+        doc, position = [], 0
+        for _ in range(rng.integers(1, 12)):
+            n = int(rng.integers(1, 30))
+            sentence = np.arange(next_id, next_id + n)
+            for t in sentence:
+                where[int(t)] = (d, position)
+                position += 1
+            next_id += n
+            doc.append(sentence)
+        docs.append(doc)
+    return docs, where
+
+
+def build(objective, docs, **kwargs):
+    builder = PairBuilder(64, objective, CLS, SEP, PAD, seed=1, **kwargs)
+    return list(builder.examples(docs))
+
+
+def segments(example):
+    ids = example["token_ids"][example["padding_mask"] == 1]
+    assert ids[0] == CLS and ids[-1] == SEP
+    seps = np.flatnonzero(ids == SEP)
+    if len(seps) == 1:
+        return ids[1:-1], None
+    a, b = ids[1 : seps[0]], ids[seps[0] + 1 : seps[1]]
+    expected_segments = np.r_[np.zeros(len(a) + 2), np.ones(len(b) + 1)]
+    np.testing.assert_array_equal(example["segment_ids"][: len(ids)], expected_segments)
+    return a, b
+
+
+def test_nsp_pairs():
+    docs, where = synthetic_documents()
+    examples = build("nsp", docs)
+    assert len(examples) > 50
+    for ex in examples:
+        assert ex["token_ids"].shape == (64,) and ex["padding_mask"].sum() <= 64
+        assert np.all(ex["token_ids"][ex["padding_mask"] == 0] == PAD)
+        a, b = segments(ex)
+        assert len(a) and len(b)
+        doc_a = {where[int(t)][0] for t in a}
+        doc_b = {where[int(t)][0] for t in b}
+        assert len(doc_a) == 1 and len(doc_b) == 1
+        position_a = [where[int(t)][1] for t in a]
+        position_b = [where[int(t)][1] for t in b]
+        assert position_a == sorted(position_a) and position_b == sorted(position_b)
+        if ex["next_sentence_labels"] == 0:  # a real continuation: same document, B after A
+            assert doc_a == doc_b and max(position_a) < min(position_b)
+        else:
+            assert doc_a != doc_b
+
+
+def test_sop_pairs():
+    docs, where = synthetic_documents()
+    for ex in build("sop", docs):
+        a, b = segments(ex)
+        assert {where[int(t)][0] for t in a} == {where[int(t)][0] for t in b}
+        a_first = where[int(a[0])][1] < where[int(b[0])][1]
+        assert a_first == (ex["next_sentence_labels"] == 0)
+
+
+def test_single_segment_packs_whole_sentences():
+    docs, where = synthetic_documents()
+    sentence_starts = {int(s[0]) for doc in docs for s in doc}
+    examples = build("none", docs, short_seq_prob=0.0)
+    for ex in examples:
+        a, b = segments(ex)
+        assert b is None and "next_sentence_labels" not in ex
+        assert int(a[0]) in sentence_starts  # starts on a sentence boundary
+        assert len({where[int(t)][0] for t in a}) == 1
+    total = sum(len(s) for doc in docs for s in doc)
+    # Only sentences longer than the room get cut: nearly every token is used.
+    assert sum(int(ex["padding_mask"].sum()) - 2 for ex in examples) > 0.95 * total
+
+
+def test_short_sequences():
+    docs, _ = synthetic_documents(200)
+    builder = PairBuilder(64, "nsp", CLS, SEP, PAD, short_seq_prob=1.0, seed=0)
+    long_builder = PairBuilder(64, "nsp", CLS, SEP, PAD, short_seq_prob=0.0, seed=0)
+    short = [ex["padding_mask"].sum() for ex in builder.examples(docs)]
+    full = [ex["padding_mask"].sum() for ex in long_builder.examples(docs)]
+    assert np.mean(short) < np.mean(full) - 5
+
+
+def original_truncate(a, b, max_tokens, rng):
+    """google-research/bert's truncate_seq_pair, token by token."""
+    a, b = list(a), list(b)
+    while len(a) + len(b) > max_tokens:
+        trunc = a if len(a) > len(b) else b
+        if rng.random() < 0.5:
+            del trunc[0]
+        else:
+            trunc.pop()
+    return a, b
+
+
+def test_truncation_keeps_the_original_lengths():
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        la, lb, m = (int(x) for x in rng.integers(1, 60, 3))
+        a, b = np.arange(la), np.arange(100, 100 + lb)
+        ta, tb = truncate_pair(a, b, m, rng)
+        oa, ob = original_truncate(a, b, m, rng)
+        assert (len(ta), len(tb)) == (len(oa), len(ob)), (la, lb, m)
+        for t, full in ((ta, a), (tb, b)):  # a contiguous piece of the original
+            if len(t):
+                start = int(np.flatnonzero(full == t[0])[0])
+                np.testing.assert_array_equal(full[start : start + len(t)], t)
+
+
+def test_one_megabyte_sentence_truncates_fast():
+    builder = PairBuilder(128, "nsp", CLS, SEP, PAD, seed=0)
+    doc = [np.arange(10, 250_010), np.arange(300_000, 300_050)]
+    examples = list(builder.examples([doc]))
+    assert examples and all(ex["padding_mask"].sum() <= 128 for ex in examples)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="Unknown objective 'mlm'. Allowed: nsp, sop, none"):
+        PairBuilder(64, "mlm", CLS, SEP, PAD)
+    with pytest.raises(ValueError, match="sequence_length must be an integer >= 5, got 4"):
+        PairBuilder(4, "nsp", CLS, SEP, PAD)
