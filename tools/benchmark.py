@@ -1,6 +1,7 @@
 """Speed of kbert beside its peer, measured in one run on the same machine.
 
-    python tools/benchmark.py train_step [--steps=5] [--rounds=3] [--preset=bert_mini]
+    python tools/benchmark.py train_step [--steps=3] [--rounds=6] [--preset=bert_mini]
+    python tools/benchmark.py preprocess [--lines=40000] [--rounds=2]
 
 `train_step`: one pretraining step (forward, loss, backward, Adam update) of kbert's
 `BertPretrainer` (MLM only, and MLM + NSP) and keras-hub's `BertMaskedLM` on the same
@@ -9,6 +10,13 @@ architecture, float32, XLA on. After warm-up, the models take turns for `--round
 sequences/s, as `timeit` does: interference (other processes, a shared host) only ever adds
 time; the median round is printed beside it. Printed: sequences/s, the ratio kbert / keras-hub, and the achieved
 GFLOP/s as a fraction of an XLA float32 matmul measured in the same run.
+
+`preprocess`: raw text lines (the standard library's docstring sentences, repeated to
+`--lines`, in BERT's one-sentence-per-line format) -> masked examples (sequence 128, 20
+predictions, batches of 256). kbert's `pretraining_dataset` also builds NSP pairs (so one
+example packs several lines); keras-hub's `BertMaskedLMPreprocessor` makes one example per
+line. Both use the same WordPiece vocabulary (learned from the corpus, untimed) and read the
+same file. Printed: examples/s, lines/s, and the ratios kbert / keras-hub (best round).
 """
 
 import os
@@ -34,11 +42,13 @@ flags.DEFINE_integer("batch_size", 32, "Sequences per step.")
 flags.DEFINE_integer("sequence_length", 128, "Tokens per sequence.")
 flags.DEFINE_integer("predictions", 20, "Masked positions per sequence.")
 flags.DEFINE_integer("steps", 3, "Training steps per timed round.")
-flags.DEFINE_integer("rounds", 6, "Timed rounds per model (the best is reported).")
+flags.DEFINE_integer("rounds", 6, "Timed rounds per contestant (the best is reported).")
 flags.DEFINE_integer("warmup_steps", 2, "Untimed steps per model after compilation.")
 flags.DEFINE_integer("matmul_size", 2048, "n of the n x n x n matmul that sets the peak.")
+flags.DEFINE_integer("lines", 40000, "preprocess: corpus lines (stdlib sentences, repeated).")
+flags.DEFINE_integer("preprocess_batch_size", 256, "preprocess: examples per batch.")
 
-COMMANDS = ("train_step",)
+COMMANDS = ("train_step", "preprocess")
 
 
 def matmul_gflops(n):
@@ -176,12 +186,99 @@ def train_step(argv):
         )
 
 
+def _corpus_file(folder, lines):
+    """BERT-format file of `lines` stdlib sentences (documents separated by blank lines)."""
+    from kbert.data import corpora
+
+    documents = [[s.decode() for s in d] for d in corpora.stdlib_docstrings().as_numpy_iterator()]
+    path = os.path.join(folder, "corpus.txt")
+    written = 0
+    with open(path, "w", encoding="utf-8") as f:
+        while written < lines:
+            for doc in documents:
+                take = doc[: lines - written]
+                f.write("\n".join(take) + "\n\n")
+                written += len(take)
+                if written >= lines:
+                    break
+    return path, written
+
+
+def tokens_per(rates):
+    return f"{rates[1] / rates[0]:.1f}"
+
+
+def preprocess(argv):
+    import tempfile
+
+    import keras_hub
+    import tensorflow as tf
+
+    import kbert
+    from kbert.data import corpora, pretraining_dataset
+    from kbert.tokenizers import WordPieceTokenizer
+    from kbert.tokenizers.vocab_learning import learn_vocabulary
+
+    batch, seq, preds = FLAGS.preprocess_batch_size, 128, 20
+    print(f"preprocess: {FLAGS.lines} lines -> masked examples, sequence {seq}, {preds} "
+          f"predictions, batches of {batch}")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores; TensorFlow {tf.__version__}, "
+          f"keras-hub {keras_hub.__version__}, kbert {kbert.__version__}")
+    with tempfile.TemporaryDirectory() as folder:
+        path, lines = _corpus_file(folder, FLAGS.lines)
+        vocabulary = learn_vocabulary(corpora.text_files(path), 8000, max_sentences=20000)
+        print(f"corpus: {lines} lines; vocabulary: {len(vocabulary)} tokens")
+        tokenizer = WordPieceTokenizer(vocabulary)
+
+        def kbert_data():
+            return pretraining_dataset(corpora.text_files(path), tokenizer, sequence_length=seq,
+                                       max_predictions=preds, batch_size=batch, objective="nsp")
+
+        hub_tokenizer = keras_hub.models.BertTokenizer(vocabulary=vocabulary, lowercase=True)
+        hub_preprocessor = keras_hub.models.BertMaskedLMPreprocessor(
+            hub_tokenizer, sequence_length=seq, mask_selection_length=preds
+        )
+
+        def hub_data():
+            text = tf.data.TextLineDataset(path).filter(lambda l: tf.strings.length(l) > 0)
+            return text.batch(batch).map(hub_preprocessor, num_parallel_calls=tf.data.AUTOTUNE)
+
+        contestants = (("kbert pretraining_dataset (NSP)", kbert_data),
+                       ("keras-hub BertMaskedLMPreprocessor", hub_data))
+        results = {name: [] for name, _ in contestants}
+        for r in range(FLAGS.rounds):
+            for name, make in contestants:
+                data = make()
+                start = time.perf_counter()
+                examples = tokens = 0
+                for element in data:
+                    mask = element[0]["padding_mask"]  # features (kbert) or x (keras-hub)
+                    examples += int(tf.shape(mask)[0])
+                    tokens += int(tf.reduce_sum(tf.cast(mask, tf.int64)))
+                results[name].append((time.perf_counter() - start, examples, tokens))
+            print(f"  round {r + 1}/{FLAGS.rounds} done", flush=True)
+
+    print()
+    print(f"{'pipeline':36s} {'examples':>9s} {'examples/s':>11s} {'lines/s':>9s} "
+          f"{'real tokens/s':>14s}")
+    rates = {}
+    for name, _ in contestants:
+        seconds, examples, tokens = min(results[name])
+        rates[name] = (examples / seconds, lines / seconds, tokens / seconds)
+        print(f"{name:36s} {examples:9d} {examples / seconds:11.0f} {lines / seconds:9.0f} "
+              f"{tokens / seconds:14.0f}")
+    ours, theirs = rates[contestants[0][0]], rates[contestants[1][0]]
+    print(f"kbert / keras-hub: {ours[0] / theirs[0]:.2f} in examples/s, "
+          f"{ours[1] / theirs[1]:.2f} in lines/s, {ours[2] / theirs[2]:.2f} in real tokens/s "
+          f"(a kbert example packs {tokens_per(ours)} lines)")
+
+
 def main(argv):
     if len(argv) != 2 or argv[1] not in COMMANDS:
         raise app.UsageError(
             f"Give one benchmark command, one of: {', '.join(COMMANDS)}; got {argv[1:]}."
         )
-    {"train_step": train_step}[argv[1]](argv)
+    {"train_step": train_step, "preprocess": preprocess}[argv[1]](argv)
 
 
 if __name__ == "__main__":

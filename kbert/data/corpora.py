@@ -24,12 +24,16 @@ import tensorflow as tf
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 
 
+_BAD_CATEGORIES = ("Cc", "Cf", "Cs", "Co")
+
+
 def clean_text(text):
     """Control characters (except whitespace) become spaces; whitespace runs collapse."""
-    if any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co") for c in text):
-        text = "".join(
-            " " if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co") else c for c in text
-        )
+    text = " ".join(text.split())
+    # isprintable() (C speed) is True for almost every line once whitespace is collapsed.
+    if text.isprintable():
+        return text
+    text = "".join(" " if unicodedata.category(c) in _BAD_CATEGORIES else c for c in text)
     return " ".join(text.split())
 
 

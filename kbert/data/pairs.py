@@ -80,27 +80,33 @@ class PairBuilder:
         return self.max_tokens
 
     def _example(self, a, b=None, label=None):
-        s = self.sequence_length
-        token_ids = np.full(s, self.pad_id, np.int32)
-        segment_ids = np.zeros(s, np.int32)
-        parts = [[self.cls_id], a, [self.sep_id]]
+        token_ids = np.full(self.sequence_length, self.pad_id, np.int32)
+        segment_ids = np.zeros(self.sequence_length, np.int32)
+        padding_mask = np.zeros(self.sequence_length, np.int32)
+        la = len(a)
+        token_ids[0] = self.cls_id
+        token_ids[1 : la + 1] = a
+        token_ids[la + 1] = self.sep_id
+        end = la + 2
         if b is not None:
-            parts += [b, [self.sep_id]]
-        tokens = np.concatenate([np.asarray(p, np.int32) for p in parts])
-        token_ids[: len(tokens)] = tokens
-        if b is not None:
-            segment_ids[len(a) + 2 : len(tokens)] = 1
-        padding_mask = np.zeros(s, np.int32)
-        padding_mask[: len(tokens)] = 1
+            token_ids[end : end + len(b)] = b
+            end += len(b)
+            token_ids[end] = self.sep_id
+            end += 1
+            segment_ids[la + 2 : end] = 1
+        padding_mask[:end] = 1
         example = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
         if label is not None:
             example["next_sentence_labels"] = np.int32(label)
         return example
 
     def _random_segment(self, target, current):
-        # A one-document corpus has no other document: then, as in the original, the same.
-        others = [d for d in self.window if d is not current] or list(self.window)
-        document = others[int(self.rng.integers(len(others)))]
+        # As in the original: up to 10 draws for another document; a one-document corpus
+        # has none, and then the same document serves.
+        for _ in range(10):
+            document = self.window[int(self.rng.integers(len(self.window)))]
+            if document is not current:
+                break
         start = int(self.rng.integers(len(document)))
         pieces, length = [], 0
         for sentence in document[start:]:

@@ -41,19 +41,31 @@ def examples(documents, tokenizer, sequence_length, objective="nsp", short_seq_p
     PairBuilder(**builder_args)  # bad arguments fail here, before any work
     tokenized = tokenized_documents(documents, tokenizer).prefetch(AUTOTUNE)
 
+    keys = ["token_ids", "segment_ids", "padding_mask"]
+    if objective != "none":
+        keys.append("next_sentence_labels")
+
     def generate():
+        # Examples go out in stacks of up to 64 (fewer Python -> TF hand-overs), unbatched below.
         builder = PairBuilder(**builder_args)  # a fresh, equally seeded builder per pass
         documents = (
             np.split(values, np.cumsum(lengths)[:-1]) if len(lengths) else []
             for values, lengths in tokenized.as_numpy_iterator()
         )
-        yield from builder.examples(documents)
+        stack = []
+        for example in builder.examples(documents):
+            stack.append(example)
+            if len(stack) == 64:
+                yield {k: np.stack([e[k] for e in stack]) for k in keys}
+                stack = []
+        if stack:
+            yield {k: np.stack([e[k] for e in stack]) for k in keys}
 
-    spec = {k: tf.TensorSpec([sequence_length], tf.int32)
+    spec = {k: tf.TensorSpec([None, sequence_length], tf.int32)
             for k in ("token_ids", "segment_ids", "padding_mask")}
     if objective != "none":
-        spec["next_sentence_labels"] = tf.TensorSpec([], tf.int32)
-    return tf.data.Dataset.from_generator(generate, output_signature=spec)
+        spec["next_sentence_labels"] = tf.TensorSpec([None], tf.int32)
+    return tf.data.Dataset.from_generator(generate, output_signature=spec).unbatch()
 
 
 def split_features_and_labels(example):

@@ -8,8 +8,10 @@ masked_lm_weights -> mask_weights, next_sentence_labels -> next_sentence_labels.
 """
 
 import os
+import time
 
 import tensorflow as tf
+from absl import logging
 
 from kbert.data import corpora
 from kbert.data.pipeline import split_features_and_labels
@@ -34,11 +36,14 @@ def _float_feature(values):
     return tf.train.Feature(float_list=tf.train.FloatList(value=[float(v) for v in values]))
 
 
-def write(dataset, path, num_shards=1):
+def write(dataset, path, num_shards=1, log_every=10000):
     """Writes a (features, labels) dataset (batched or not) to `path`[-NNNNN-of-NNNNN].
 
-    Returns the list of files written and the number of examples.
+    Logs progress every `log_every` examples. Returns the files written and the number of
+    examples.
     """
+    if not isinstance(num_shards, int) or num_shards < 1:
+        raise ValueError(f"num_shards must be an integer >= 1, got {num_shards!r}.")
     folder = os.path.dirname(path)
     if folder:
         tf.io.gfile.makedirs(folder)
@@ -48,6 +53,7 @@ def write(dataset, path, num_shards=1):
         files = [f"{path}-{i:05d}-of-{num_shards:05d}" for i in range(num_shards)]
     writers = [tf.io.TFRecordWriter(f) for f in files]
     count = 0
+    start = time.time()
     try:
         for features, labels in dataset.as_numpy_iterator():
             merged = {**features, **labels}
@@ -65,6 +71,9 @@ def write(dataset, path, num_shards=1):
                 example = tf.train.Example(features=tf.train.Features(feature=feature))
                 writers[count % num_shards].write(example.SerializeToString())
                 count += 1
+                if log_every and count % log_every == 0:
+                    logging.info("%d examples written (%.0f/s)", count,
+                                 count / (time.time() - start))
     finally:
         for w in writers:
             w.close()

@@ -157,3 +157,32 @@ def test_distributed_dataset_under_mirrored_strategy(tmp_path):
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
                             text=True, timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert "MIRRORED_OK" in result.stdout, result.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_create_pretraining_data_tool(tokenizer, tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(tokenizer.vocabulary) + "\n")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n\n".join(
+        "\n".join(f"Return the value {i} of the attribute {j}." for j in range(6)) for i in range(40)
+    ))
+    out = tmp_path / "out" / "train.tfrecord"
+    command = [sys.executable, str(ROOT / "tools" / "create_pretraining_data.py"),
+               f"--input={corpus}", f"--vocab={vocab}", f"--output={out}",
+               "--sequence_length=32", "--max_predictions=5", "--num_shards=2"]
+    one = subprocess.run(command + ["--dupe_factor=1"], capture_output=True, text=True, timeout=300)
+    assert one.returncode == 0, one.stderr[-3000:]
+    two = subprocess.run(command + ["--dupe_factor=2"], capture_output=True, text=True, timeout=300)
+    assert two.returncode == 0, two.stderr[-3000:]
+    counts = [int(r.stdout.split("Wrote ")[1].split()[0]) for r in (one, two)]
+    assert counts[0] > 20 and counts[1] == 2 * counts[0]
+    files = sorted(str(p) for p in (tmp_path / "out").iterdir())
+    assert len(files) == 2
+    read_back = sum(int(f["token_ids"].shape[0]) for f, _ in
+                    tfrecords.read(files, 32, 5, batch_size=4, drop_remainder=False))
+    assert read_back == counts[1]
+    bad = subprocess.run(command[:2] + ["--input=/nowhere/*.txt", f"--vocab={vocab}",
+                                        f"--output={out}"], capture_output=True, text=True,
+                         timeout=300)
+    assert bad.returncode != 0 and "No input file matches '/nowhere/*.txt'" in bad.stderr

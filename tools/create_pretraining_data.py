@@ -1,0 +1,73 @@
+"""Static masking: writes masked pretraining examples as TFRecords in the original format.
+
+    python tools/create_pretraining_data.py --input=stdlib --vocab=vocab.txt \\
+        --output=data/train.tfrecord --sequence_length=128 --max_predictions=20 --dupe_factor=5
+
+The files use google-research/bert's feature names (input_ids, input_mask, segment_ids,
+masked_lm_positions, masked_lm_ids, masked_lm_weights, next_sentence_labels), so either
+project can train on them; `kbert.data.tfrecords.read` maps them to kbert's names. Each of the
+`--dupe_factor` passes over the corpus draws new masks (dynamic masking does this every epoch
+without files: see `kbert.data.pretraining_dataset`).
+"""
+
+import os
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app, flags  # noqa: E402
+
+from kbert.data import inputs  # noqa: E402
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("input", None, f"Corpus: {inputs.INPUT_HELP}.")
+flags.DEFINE_string("vocab", None, "WordPiece vocab.txt (see tools/build_vocab.py).")
+flags.DEFINE_bool("lowercase", True, "Lower-case and strip accents (uncased vocab).")
+flags.DEFINE_string("output", None, "Output path; with --num_shards > 1, -NNNNN-of-NNNNN is added.")
+flags.DEFINE_integer("num_shards", 1, "Number of output files.")
+flags.DEFINE_integer("sequence_length", 128, "Tokens per example, [CLS] and [SEP] included.")
+flags.DEFINE_integer("max_predictions", 20, "Masked positions per example.")
+flags.DEFINE_enum("objective", "nsp", ["nsp", "sop", "none"], "Sentence objective of the pairs.")
+flags.DEFINE_enum("masking", "token", ["token", "word", "ngram"],
+                  "Masking unit: tokens, whole words, or n-grams of whole words (ALBERT).")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of the tokens to predict.")
+flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target length.")
+flags.DEFINE_integer("dupe_factor", 1, "Passes over the corpus, each with new masks.")
+flags.DEFINE_integer("seed", 12345, "Random seed.")
+flags.mark_flags_as_required(["input", "vocab", "output"])
+
+
+def main(argv):
+    del argv
+    import tensorflow as tf
+
+    from kbert.data import pretraining_dataset, tfrecords
+    from kbert.tokenizers import WordPieceTokenizer
+
+    try:
+        documents = inputs.documents(FLAGS.input)
+    except (FileNotFoundError, ValueError) as e:
+        raise app.UsageError(f"--input: {e}")
+    try:
+        tokenizer = WordPieceTokenizer(FLAGS.vocab, lowercase=FLAGS.lowercase)
+    except (FileNotFoundError, ValueError) as e:
+        raise app.UsageError(f"--vocab: {e}")
+    data = pretraining_dataset(
+        documents, tokenizer, sequence_length=FLAGS.sequence_length,
+        max_predictions=FLAGS.max_predictions, batch_size=256, objective=FLAGS.objective,
+        unit=FLAGS.masking, rate=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
+        seed=FLAGS.seed, drop_remainder=False,
+    )
+    # Each repetition is a new pass over the dataset, so it draws new masks.
+    data = data.repeat(FLAGS.dupe_factor)
+    start = time.time()
+    files, count = tfrecords.write(data, FLAGS.output, num_shards=FLAGS.num_shards)
+    print(f"Wrote {count} examples to {len(files)} file(s) ({files[0]}...) "
+          f"in {time.time() - start:.0f} s.")
+    del tf
+
+
+if __name__ == "__main__":
+    app.run(main)
