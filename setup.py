@@ -21,6 +21,7 @@ setup(
         "keras==3.15.1",
         "keras-hub==0.32.0",
         "tensorflow-datasets==4.9.10",
+        "tensorboard==2.21.0",  # tf.summary (TensorBoard logs of tools/pretrain.py)
         "absl-py==2.5.1",
         "safetensors==0.8.0",
         "numpy>=1.26,<3",

@@ -1,0 +1,89 @@
+"""Callbacks of the pretraining loop: throughput, learning rate, NaN guard, checkpoints."""
+
+import math
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+
+class LoopLogs(keras.callbacks.Callback):
+    """Adds `sequences_per_second` and `learning_rate` to each loop's logs (and TensorBoard)."""
+
+    def __init__(self, global_batch_size, steps_per_loop):
+        super().__init__()
+        self.global_batch_size = global_batch_size
+        self.steps_per_loop = steps_per_loop
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._start = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is None:
+            return
+        seconds = time.perf_counter() - self._start
+        logs["sequences_per_second"] = self.global_batch_size * self.steps_per_loop / seconds
+        schedule = self.model.optimizer.learning_rate
+        iterations = self.model.optimizer.iterations
+        rate = schedule(iterations) if callable(schedule) else schedule
+        logs["learning_rate"] = float(keras.ops.convert_to_numpy(rate))
+
+
+class NanGuard(keras.callbacks.Callback):
+    """Stops the run with an error when the loss is NaN or infinite (no checkpoint after it)."""
+
+    def __init__(self, checkpoints):
+        super().__init__()
+        self.checkpoints = checkpoints
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(float(np.asarray(loss))):
+            latest = self.checkpoints.latest or "none yet"
+            raise FloatingPointError(
+                f"The loss became {float(np.asarray(loss))} in step {batch + 1} of this loop. "
+                f"The run stopped; the last good checkpoint is {latest}. Lower the learning "
+                "rate, or check the data, and run the same command again to resume."
+            )
+
+
+class Checkpoints(keras.callbacks.Callback):
+    """Saves model, optimizer and dropout-seed state every loop; restores the newest readable.
+
+    A checkpoint is named by its global step. `restore()` falls back to older checkpoints
+    when the newest cannot be read, and says so.
+    """
+
+    def __init__(self, model, directory, steps_per_loop, max_to_keep=3):
+        super().__init__()
+        self.steps_per_loop = steps_per_loop
+        self.checkpoint = tf.train.Checkpoint(
+            model=list(model.variables), optimizer=list(model.optimizer.variables)
+        )
+        self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep)
+
+    @property
+    def latest(self):
+        return self.manager.latest_checkpoint
+
+    def restore(self):
+        """Restores the newest readable checkpoint; returns its step (0 when none)."""
+        for path in reversed(self.manager.checkpoints):
+            try:
+                self.checkpoint.restore(path).assert_existing_objects_matched()
+            except Exception as e:  # noqa: BLE001 - truncated files raise IndexError, OpError...
+                logging.warning(
+                    "Checkpoint %s cannot be read (%s: %s); trying the one before it.",
+                    path, type(e).__name__, str(e).splitlines()[0][:200],
+                )
+                print(f"Checkpoint {path} is unreadable; falling back to the previous one.")
+                continue
+            step = int(path.rsplit("-", 1)[1])
+            print(f"Resuming from {path} (step {step}).")
+            return step
+        return 0
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.manager.save(checkpoint_number=(epoch + 1) * self.steps_per_loop)

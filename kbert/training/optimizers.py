@@ -1,0 +1,95 @@
+"""Optimizers and learning-rate schedules for BERT pretraining (keras.optimizers underneath)."""
+
+import keras
+from keras import ops
+
+OPTIMIZERS = ("adamw", "lamb")
+DECAYS = ("linear", "polynomial", "constant")
+# BERT decays every weight but LayerNorm's and the biases.
+NO_DECAY_NAMES = ("bias", "gamma", "beta")
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warm-up from 0 to `peak` over `warmup_steps`, then `decay`.
+
+    decay: "linear" (to `end_learning_rate` at `total_steps`), "polynomial" (with `power`,
+    as in BERT's phase-2 and LAMB recipes) or "constant".
+    """
+
+    def __init__(self, peak, warmup_steps, total_steps, decay="linear", power=1.0,
+                 end_learning_rate=0.0):
+        if decay not in DECAYS:
+            raise ValueError(f"Unknown decay {decay!r}. Allowed: {', '.join(DECAYS)}.")
+        if peak <= 0:
+            raise ValueError(f"The learning rate must be > 0, got {peak!r}.")
+        if not 0 <= warmup_steps <= total_steps or total_steps < 1:
+            raise ValueError(
+                f"Need 0 <= warmup_steps <= total_steps and total_steps >= 1; got "
+                f"warmup_steps={warmup_steps!r}, total_steps={total_steps!r}."
+            )
+        self.peak = float(peak)
+        self.warmup_steps = int(warmup_steps)
+        self.total_steps = int(total_steps)
+        self.decay = decay
+        self.power = float(power) if decay == "polynomial" else 1.0
+        self.end_learning_rate = float(end_learning_rate)
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32")
+        warmup = self.peak * step / max(self.warmup_steps, 1)
+        if self.decay == "constant":
+            after = ops.convert_to_tensor(self.peak, "float32")
+        else:
+            span = max(self.total_steps - self.warmup_steps, 1)
+            left = ops.clip((self.total_steps - step) / span, 0.0, 1.0)
+            after = (self.peak - self.end_learning_rate) * left**self.power + self.end_learning_rate
+        return ops.where(step < self.warmup_steps, warmup, after)
+
+    def get_config(self):
+        return {
+            "peak": self.peak,
+            "warmup_steps": self.warmup_steps,
+            "total_steps": self.total_steps,
+            "decay": self.decay,
+            "power": self.power,
+            "end_learning_rate": self.end_learning_rate,
+        }
+
+
+def create_optimizer(name="adamw", learning_rate=1e-4, warmup_steps=0, total_steps=1,
+                     decay="linear", power=1.0, end_learning_rate=0.0, weight_decay=0.01,
+                     beta_1=0.9, beta_2=0.999, epsilon=1e-6, clipnorm=1.0,
+                     gradient_accumulation_steps=None):
+    """AdamW or LAMB with BERT's warm-up/decay schedule and weight decay.
+
+    Weight decay skips LayerNorm weights and biases. `clipnorm` clips the global gradient
+    norm (None: no clipping). `gradient_accumulation_steps` > 1 sums gradients over that many
+    batches before each update (Keras's own accumulation).
+    """
+    if name not in OPTIMIZERS:
+        raise ValueError(f"Unknown optimizer {name!r}. Allowed: {', '.join(OPTIMIZERS)}.")
+    if gradient_accumulation_steps is not None and (
+        not isinstance(gradient_accumulation_steps, int) or gradient_accumulation_steps < 1
+    ):
+        raise ValueError(
+            f"gradient_accumulation_steps must be an integer >= 1, got "
+            f"{gradient_accumulation_steps!r}."
+        )
+    if gradient_accumulation_steps == 1:
+        gradient_accumulation_steps = None
+    schedule = WarmupSchedule(learning_rate, warmup_steps, total_steps, decay, power,
+                              end_learning_rate)
+    cls = keras.optimizers.AdamW if name == "adamw" else keras.optimizers.Lamb
+    optimizer = cls(
+        learning_rate=schedule,
+        weight_decay=float(weight_decay or 0.0),
+        beta_1=beta_1,
+        beta_2=beta_2,
+        epsilon=epsilon,
+        global_clipnorm=clipnorm,
+        gradient_accumulation_steps=gradient_accumulation_steps,
+    )
+    if weight_decay:
+        optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
+    return optimizer

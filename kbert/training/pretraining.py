@@ -1,0 +1,229 @@
+"""The pretraining run behind tools/pretrain.py: every flag is a field of `PretrainingConfig`."""
+
+import dataclasses
+import json
+import os
+from typing import Optional
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from kbert import presets
+from kbert.data import inputs, pretraining_dataset, tfrecords
+from kbert.data.masking import UNITS
+from kbert.training import callbacks as kbert_callbacks
+from kbert.training.optimizers import DECAYS, OPTIMIZERS, create_optimizer
+from kbert.training.strategies import STRATEGIES, create_strategy
+
+OBJECTIVES = {"mlm": ("none", "mlm"), "mlm_nsp": ("nsp", "pretrainer"),
+              "mlm_sop": ("sop", "pretrainer")}  # objective -> (pairs, presets.load head)
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+@dataclasses.dataclass
+class PretrainingConfig:
+    """Everything a pretraining run needs. tools/pretrain.py has one flag per field."""
+
+    model_dir: str
+    preset: str = "bert_tiny"
+    config_overrides: dict = dataclasses.field(default_factory=dict)
+    input: str = "stdlib"
+    vocab: Optional[str] = None
+    vocab_size: int = 8000
+    lowercase: bool = True
+    sequence_length: int = 128
+    max_predictions: int = 20
+    objective: str = "mlm_nsp"
+    masking: str = "token"
+    masked_lm_prob: float = 0.15
+    short_seq_prob: float = 0.1
+    global_batch_size: int = 32
+    train_steps: Optional[int] = 1000
+    epochs: Optional[int] = None
+    steps_per_loop: int = 100
+    optimizer: str = "adamw"
+    learning_rate: float = 1e-4
+    warmup_steps: int = 0
+    decay: str = "linear"
+    power: float = 1.0
+    end_learning_rate: float = 0.0
+    weight_decay: float = 0.01
+    clipnorm: Optional[float] = 1.0
+    gradient_accumulation_steps: int = 1
+    precision: str = "float32"
+    jit_compile: bool = True
+    steps_per_execution: int = 1
+    strategy: str = "default"
+    tpu: str = ""
+    init_checkpoint: Optional[str] = None
+    export_dir: Optional[str] = None
+    seed: int = 0
+    verbose: int = 1
+
+    def validate(self):
+        """Fails fast, naming the field, before any work starts."""
+        choices = {"objective": tuple(OBJECTIVES), "masking": UNITS, "optimizer": OPTIMIZERS,
+                   "decay": DECAYS, "precision": PRECISIONS, "strategy": STRATEGIES}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(
+                    f"--{name}={getattr(self, name)!r} is not one of: {', '.join(allowed)}."
+                )
+        try:
+            preset = presets.get(self.preset)
+        except ValueError as e:
+            raise ValueError(f"--preset: {e}") from None
+        source = self.input[len("tfrecord:"):] if self.input.startswith("tfrecord:") else self.input
+        if source != "stdlib" and not source.startswith("tfds:"):
+            from kbert.data.corpora import expand_patterns
+
+            try:
+                expand_patterns([p for p in source.split(",") if p] or [source])
+            except FileNotFoundError as e:
+                raise ValueError(f"--input: {e}") from None
+        max_positions = {**preset["config"], **self.config_overrides}["max_sequence_length"]
+        if self.sequence_length > max_positions:
+            raise ValueError(
+                f"--sequence_length={self.sequence_length} is longer than the model's "
+                f"max_sequence_length={max_positions} (preset {self.preset})."
+            )
+        if (self.train_steps is None) == (self.epochs is None):
+            raise ValueError("Give exactly one of --train_steps and --epochs.")
+        for name in ("global_batch_size", "steps_per_loop", "sequence_length",
+                     "max_predictions", "gradient_accumulation_steps", "steps_per_execution"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"--{name} must be an integer >= 1, got {value!r}.")
+        if self.train_steps is not None and self.train_steps % self.steps_per_loop:
+            raise ValueError(
+                f"--train_steps={self.train_steps} must be a multiple of "
+                f"--steps_per_loop={self.steps_per_loop} (checkpoints are written every loop)."
+            )
+        if self.vocab is not None and not tf.io.gfile.exists(self.vocab):
+            raise ValueError(f"--vocab={self.vocab!r} does not exist.")
+
+
+def _tokenizer(config, model_dir):
+    from kbert.tokenizers import WordPieceTokenizer
+    from kbert.tokenizers.vocab_learning import learn_vocabulary, write_vocabulary
+
+    path = config.vocab or os.path.join(model_dir, "vocab.txt")
+    if config.vocab is None and not tf.io.gfile.exists(path):
+        print(f"Learning a WordPiece vocabulary (~{config.vocab_size} tokens) from "
+              f"{config.input} ...", flush=True)
+        write_vocabulary(learn_vocabulary(inputs.documents(config.input), config.vocab_size,
+                                          lowercase=config.lowercase), path)
+    return WordPieceTokenizer(path, lowercase=config.lowercase)
+
+
+def _dataset(config, tokenizer):
+    pairs = OBJECTIVES[config.objective][0]
+    if config.input.startswith("tfrecord:"):
+        return tfrecords.read(config.input[len("tfrecord:"):], config.sequence_length,
+                              config.max_predictions, config.global_batch_size,
+                              next_sentence_labels=pairs != "none", seed=config.seed)
+    return pretraining_dataset(
+        inputs.documents(config.input), tokenizer, sequence_length=config.sequence_length,
+        max_predictions=config.max_predictions, batch_size=config.global_batch_size,
+        objective=pairs, unit=config.masking, rate=config.masked_lm_prob,
+        short_seq_prob=config.short_seq_prob, seed=config.seed,
+    )
+
+
+def run_pretraining(config):
+    """Pretrains, checkpointing every loop, resuming from `model_dir` when it has a checkpoint.
+
+    Returns the last loop's logs (loss, mlm_accuracy, ...).
+    """
+    config.validate()
+    keras.utils.set_random_seed(config.seed)
+    strategy = create_strategy(config.strategy, config.tpu)
+    replicas = strategy.num_replicas_in_sync
+    if config.global_batch_size % replicas:
+        raise ValueError(
+            f"--global_batch_size={config.global_batch_size} is not divisible by the "
+            f"{replicas} replicas of --strategy={config.strategy}."
+        )
+    tf.io.gfile.makedirs(config.model_dir)
+    with tf.io.gfile.GFile(os.path.join(config.model_dir, "config.json"), "w") as f:
+        json.dump(dataclasses.asdict(config), f, indent=2)
+    tokenizer = _tokenizer(config, config.model_dir)
+    data = _dataset(config, tokenizer)
+    if config.epochs is not None:
+        steps_per_epoch = sum(1 for _ in data)
+        train_steps = steps_per_epoch * config.epochs
+        train_steps -= train_steps % config.steps_per_loop
+        print(f"{steps_per_epoch} batches per epoch: {train_steps} steps in all.")
+        if not train_steps:
+            raise ValueError(f"--epochs={config.epochs} is less than one loop of "
+                             f"--steps_per_loop={config.steps_per_loop} steps.")
+    else:
+        train_steps = config.train_steps
+
+    head = OBJECTIVES[config.objective][1]
+    with strategy.scope():
+        overrides = {"vocabulary_size": tokenizer.vocabulary_size, **config.config_overrides}
+        model = presets.load(config.preset, head=head,
+                             dtype=None if config.precision == "float32" else config.precision,
+                             **overrides)
+        optimizer = create_optimizer(
+            config.optimizer, learning_rate=config.learning_rate,
+            warmup_steps=config.warmup_steps, total_steps=train_steps, decay=config.decay,
+            power=config.power, end_learning_rate=config.end_learning_rate,
+            weight_decay=config.weight_decay, clipnorm=config.clipnorm,
+            gradient_accumulation_steps=config.gradient_accumulation_steps,
+        )
+        model.compile(optimizer=optimizer, jit_compile=config.jit_compile,
+                      steps_per_execution=config.steps_per_execution)
+        model.optimizer.build(model.trainable_variables)
+        checkpoints = kbert_callbacks.Checkpoints(
+            model, os.path.join(config.model_dir, "checkpoints"), config.steps_per_loop
+        )
+        start_step = checkpoints.restore()
+        if start_step == 0 and config.init_checkpoint:
+            _init_from(model, config.init_checkpoint)
+    if start_step >= train_steps:
+        print(f"Already trained {start_step} of {train_steps} steps.")
+        logs = {}
+    else:
+        # The data stream is deterministic: skipping the steps done restores its position.
+        stream = data.repeat().skip(start_step * config.gradient_accumulation_steps)
+        history = model.fit(
+            stream,
+            epochs=train_steps // config.steps_per_loop,
+            initial_epoch=start_step // config.steps_per_loop,
+            steps_per_epoch=config.steps_per_loop,
+            verbose=config.verbose,
+            callbacks=[
+                kbert_callbacks.LoopLogs(config.global_batch_size, config.steps_per_loop),
+                kbert_callbacks.NanGuard(checkpoints),
+                checkpoints,
+                keras.callbacks.TensorBoard(os.path.join(config.model_dir, "logs")),
+            ],
+        )
+        logs = {k: v[-1] for k, v in history.history.items()}
+        summary = ", ".join(f"{k} {logs[k]:.4f}" for k in
+                            ("mlm_accuracy", "nsp_accuracy", "mlm_loss", "nsp_loss") if k in logs)
+        print(f"Final ({train_steps} steps): {summary}")
+    if config.export_dir:
+        export(model, tokenizer, config.export_dir)
+    return logs
+
+
+def _init_from(model, model_dir):
+    """Model weights (not the optimizer) from another run's newest checkpoint (phase 2)."""
+    path = tf.train.latest_checkpoint(os.path.join(model_dir, "checkpoints")) or model_dir
+    tf.train.Checkpoint(model=list(model.variables)).restore(path).expect_partial()
+    print(f"Initialized the model from {path}.")
+
+
+def export(model, tokenizer, export_dir):
+    """The backbone as a SavedModel (integer-id signature) with its vocab.txt beside it."""
+    backbone = getattr(model, "backbone", model)
+    backbone.export(export_dir, format="tf_saved_model", verbose=False)
+    from kbert.tokenizers.vocab_learning import write_vocabulary
+
+    write_vocabulary(tokenizer.vocabulary, os.path.join(export_dir, "vocab.txt"))
+    print(f"Exported the backbone to {export_dir}.")
+    logging.info("SavedModel written to %s", export_dir)

@@ -1,0 +1,128 @@
+"""Pretrains a kbert preset and exports it: the main job of the package.
+
+    python tools/pretrain.py --flagfile=tools/flags/quickstart.flags
+    python tools/pretrain.py --preset=bert_base --input='corpus/*.txt' --vocab=vocab.txt \\
+        --model_dir=runs/base --train_steps=100000 --global_batch_size=256
+
+Every flag is a field of `kbert.training.PretrainingConfig` (same name), so Python code can
+do what this program does. Running the same command again resumes from the newest checkpoint
+in --model_dir.
+"""
+
+import json
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app, flags  # noqa: E402
+
+from kbert.data.inputs import INPUT_HELP  # noqa: E402
+
+FLAGS = flags.FLAGS
+# === Model ===
+flags.DEFINE_string("preset", "bert_tiny", "kbert preset to pretrain (kbert.presets.list()).")
+flags.DEFINE_multi_string("config_override", [],
+                          "Architecture field override KEY=VALUE (JSON value), repeatable, "
+                          "e.g. --config_override=dropout=0.0.")
+flags.DEFINE_string("init_checkpoint", None,
+                    "Start the model weights from this run's model_dir or checkpoint "
+                    "(e.g. phase 2 from phase 1); ignored when resuming.")
+# === Data ===
+flags.DEFINE_string("input", "stdlib",
+                    f"Corpus: {INPUT_HELP}; or 'tfrecord:GLOB' for original-format TFRecords.")
+flags.DEFINE_string("vocab", None, "WordPiece vocab.txt; unset: learn one into model_dir.")
+flags.DEFINE_integer("vocab_size", 8000, "Target size of a learned vocabulary.")
+flags.DEFINE_bool("lowercase", True, "Lower-case and strip accents (uncased).")
+flags.DEFINE_integer("sequence_length", 128, "Tokens per example.")
+flags.DEFINE_integer("max_predictions", 20, "Masked positions per example.")
+flags.DEFINE_enum("objective", "mlm_nsp", ["mlm", "mlm_nsp", "mlm_sop"],
+                  "Pretraining objective: masked LM alone, with next-sentence prediction, or "
+                  "with sentence-order prediction.")
+flags.DEFINE_enum("masking", "token", ["token", "word", "ngram"],
+                  "Masking unit: tokens, whole words, or n-grams of 1-3 whole words.")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of tokens to predict.")
+flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target length.")
+# === Schedule ===
+flags.DEFINE_integer("global_batch_size", 32, "Sequences per step over all replicas.")
+flags.DEFINE_integer("train_steps", None, "Training steps (give this or --epochs).")
+flags.DEFINE_integer("epochs", None, "Passes over the data (give this or --train_steps).")
+flags.DEFINE_integer("steps_per_loop", 100, "Steps between checkpoints and log lines.")
+flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
+flags.DEFINE_float("learning_rate", 1e-4, "Peak learning rate.")
+flags.DEFINE_integer("warmup_steps", 0, "Linear warm-up steps.")
+flags.DEFINE_enum("decay", "linear", ["linear", "polynomial", "constant"], "Decay after warm-up.")
+flags.DEFINE_float("power", 1.0, "Power of the polynomial decay.")
+flags.DEFINE_float("end_learning_rate", 0.0, "Learning rate at the last step.")
+flags.DEFINE_float("weight_decay", 0.01, "Decoupled weight decay (not on LayerNorm or biases).")
+flags.DEFINE_float("clipnorm", 1.0, "Global gradient-norm clipping (0: off).")
+flags.DEFINE_integer("gradient_accumulation_steps", 1, "Batches per optimizer update.")
+# === Hardware ===
+flags.DEFINE_enum("precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"],
+                  "Keras dtype policy (mixed_float16 scales the loss).")
+flags.DEFINE_bool("jit_compile", True, "Compile the train step with XLA.")
+flags.DEFINE_integer("steps_per_execution", 1, "Steps per tf.function call.")
+flags.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker", "tpu"],
+                  "tf.distribute strategy (multi_worker reads TF_CONFIG).")
+flags.DEFINE_string("tpu", "", "TPU name or address for --strategy=tpu ('' on Colab).")
+# === Output ===
+flags.DEFINE_string("model_dir", None, "Checkpoints, TensorBoard logs, vocab.txt, config.json.")
+flags.DEFINE_string("export_dir", None, "Export the backbone SavedModel here at the end.")
+flags.DEFINE_integer("seed", 0, "Seed of every random choice (data, masks, init, dropout).")
+flags.DEFINE_integer("verbose", 1, "Keras verbosity: 1 progress bar, 2 one line per loop.")
+flags.mark_flag_as_required("model_dir")
+
+
+def config_from_flags():
+    from kbert.training import PretrainingConfig
+
+    overrides = {}
+    for item in FLAGS.config_override:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise app.UsageError(f"--config_override={item!r} is not KEY=VALUE.")
+        try:
+            overrides[key] = json.loads(value)
+        except json.JSONDecodeError:
+            overrides[key] = value
+    train_steps = FLAGS.train_steps
+    if train_steps is None and FLAGS.epochs is None:
+        train_steps = 1000
+    return PretrainingConfig(
+        model_dir=FLAGS.model_dir, preset=FLAGS.preset, config_overrides=overrides,
+        input=FLAGS.input, vocab=FLAGS.vocab, vocab_size=FLAGS.vocab_size,
+        lowercase=FLAGS.lowercase, sequence_length=FLAGS.sequence_length,
+        max_predictions=FLAGS.max_predictions, objective=FLAGS.objective,
+        masking=FLAGS.masking, masked_lm_prob=FLAGS.masked_lm_prob,
+        short_seq_prob=FLAGS.short_seq_prob, global_batch_size=FLAGS.global_batch_size,
+        train_steps=train_steps, epochs=FLAGS.epochs, steps_per_loop=FLAGS.steps_per_loop,
+        optimizer=FLAGS.optimizer, learning_rate=FLAGS.learning_rate,
+        warmup_steps=FLAGS.warmup_steps, decay=FLAGS.decay, power=FLAGS.power,
+        end_learning_rate=FLAGS.end_learning_rate, weight_decay=FLAGS.weight_decay,
+        clipnorm=FLAGS.clipnorm or None,
+        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+        precision=FLAGS.precision, jit_compile=FLAGS.jit_compile,
+        steps_per_execution=FLAGS.steps_per_execution, strategy=FLAGS.strategy, tpu=FLAGS.tpu,
+        init_checkpoint=FLAGS.init_checkpoint, export_dir=FLAGS.export_dir, seed=FLAGS.seed,
+        verbose=FLAGS.verbose,
+    )
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    from kbert.training import run_pretraining
+
+    config = config_from_flags()
+    try:
+        config.validate()
+        run_pretraining(config)
+    except (ValueError, FileNotFoundError) as e:
+        raise app.UsageError(str(e))
+    except FloatingPointError as e:
+        raise SystemExit(f"Error: {e}")
+
+
+if __name__ == "__main__":
+    app.run(main)
