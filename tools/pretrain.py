@@ -16,7 +16,7 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from absl import app, flags  # noqa: E402
+from absl import app, flags, logging  # noqa: E402
 
 from kbert.data.inputs import INPUT_HELP  # noqa: E402
 
@@ -71,6 +71,7 @@ flags.DEFINE_string("model_dir", None, "Checkpoints, TensorBoard logs, vocab.txt
 flags.DEFINE_string("export_dir", None, "Export the backbone SavedModel here at the end.")
 flags.DEFINE_integer("seed", 0, "Seed of every random choice (data, masks, init, dropout).")
 flags.DEFINE_integer("verbose", 1, "Keras verbosity: 1 progress bar, 2 one line per loop.")
+flags.DEFINE_bool("dry_run", False, "Check the flags, print the resolved config, and stop.")
 flags.mark_flag_as_required("model_dir")
 
 
@@ -114,9 +115,16 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     from kbert.training import run_pretraining
 
+    # TensorFlow's INFO lines (one per checkpoint) would break the progress bar.
+    logging.set_verbosity(logging.WARNING)
     config = config_from_flags()
     try:
         config.validate()
+        if FLAGS.dry_run:
+            import dataclasses
+
+            print(json.dumps(dataclasses.asdict(config), indent=2))
+            return
         run_pretraining(config)
     except (ValueError, FileNotFoundError) as e:
         raise app.UsageError(str(e))
