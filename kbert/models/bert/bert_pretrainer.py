@@ -66,6 +66,8 @@ class BertPretrainer(keras.Model):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
         # === Config ===
+        # Keras decides on loss scaling (mixed_float16) from the compiled model's own policy.
+        self.dtype_policy = backbone.dtype_policy
         self.backbone = backbone
         self.next_sentence_prediction = bool(next_sentence_prediction)
         self.mlm_head = mlm_head

@@ -124,3 +124,12 @@ def test_weights_are_shared_not_duplicated():
     head = 32 * 32 + 32 + 2 * 32 + TINY["vocabulary_size"]  # dense + LayerNorm + output bias
     nsp = 32 * 2 + 2
     assert model.count_params() == backbone_params + head + nsp
+
+
+def test_mixed_float16_scales_the_loss():
+    model = BertPretrainer(BertBackbone(**TINY, dtype="mixed_float16"))
+    assert model.dtype_policy.name == "mixed_float16"
+    model.compile()
+    assert isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
+    logs = model.train_on_batch(FEATURES, LABELS, return_dict=True)
+    assert np.isfinite(logs["loss"])
