@@ -41,8 +41,6 @@ flags.mark_flags_as_required(["input", "vocab", "output"])
 
 def main(argv):
     del argv
-    import tensorflow as tf
-
     from kbert.data import pretraining_dataset, tfrecords
     from kbert.tokenizers import WordPieceTokenizer
 
@@ -66,7 +64,6 @@ def main(argv):
     files, count = tfrecords.write(data, FLAGS.output, num_shards=FLAGS.num_shards)
     print(f"Wrote {count} examples to {len(files)} file(s) ({files[0]}...) "
           f"in {time.time() - start:.0f} s.")
-    del tf
 
 
 if __name__ == "__main__":

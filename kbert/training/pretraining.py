@@ -188,7 +188,8 @@ def run_pretraining(config):
         logs = {}
     else:
         # The data stream is deterministic: skipping the steps done restores its position.
-        stream = data.repeat().skip(start_step * config.gradient_accumulation_steps)
+        # A step is one batch (Keras accumulates gradients inside the optimizer).
+        stream = data.repeat().skip(start_step)
         history = model.fit(
             stream,
             epochs=train_steps // config.steps_per_loop,

@@ -177,3 +177,4 @@ def test_flagfiles_are_valid(flagfile, tmp_path):
     result = run_tool(args, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert '"preset"' in result.stdout
+
