@@ -119,13 +119,13 @@ def main(argv):
     logging.set_verbosity(logging.WARNING)
     config = config_from_flags()
     try:
-        config.validate()
         if FLAGS.dry_run:
             import dataclasses
 
+            config.validate()
             print(json.dumps(dataclasses.asdict(config), indent=2))
             return
-        run_pretraining(config)
+        run_pretraining(config)  # validates the config first
     except (ValueError, FileNotFoundError) as e:
         raise app.UsageError(str(e))
     except FloatingPointError as e:

@@ -61,10 +61,8 @@ def examples(documents, tokenizer, sequence_length, objective="nsp", short_seq_p
         if stack:
             yield {k: np.stack([e[k] for e in stack]) for k in keys}
 
-    spec = {k: tf.TensorSpec([None, sequence_length], tf.int32)
-            for k in ("token_ids", "segment_ids", "padding_mask")}
-    if objective != "none":
-        spec["next_sentence_labels"] = tf.TensorSpec([None], tf.int32)
+    spec = {k: tf.TensorSpec([None] if k == "next_sentence_labels" else [None, sequence_length],
+                             tf.int32) for k in keys}
     return tf.data.Dataset.from_generator(generate, output_signature=spec).unbatch()
 
 

@@ -3,10 +3,10 @@
 import keras
 from keras import ops
 
+from kbert.models.bert.bert_pretrainer import NO_DECAY_NAMES
+
 OPTIMIZERS = ("adamw", "lamb")
 DECAYS = ("linear", "polynomial", "constant")
-# BERT decays every weight but LayerNorm's and the biases.
-NO_DECAY_NAMES = ("bias", "gamma", "beta")
 
 
 @keras.saving.register_keras_serializable(package="kbert")

@@ -6,6 +6,8 @@ from keras import ops
 from kbert.layers import MaskedLMHead, NextSentenceHead
 
 LABEL_KEYS = ("mask_ids", "mask_weights", "next_sentence_labels")
+# BERT decays every weight but LayerNorm's (gamma, beta) and the biases.
+NO_DECAY_NAMES = ("bias", "gamma", "beta")
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -96,7 +98,7 @@ class BertPretrainer(keras.Model):
                 learning_rate=1e-4, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0
             )
         if isinstance(optimizer, keras.optimizers.Optimizer) and optimizer.weight_decay:
-            optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
+            optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
         super().compile(optimizer=optimizer, **kwargs)
 
     def compile_from_config(self, config):
