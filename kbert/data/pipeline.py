@@ -77,7 +77,7 @@ def pretraining_dataset(documents, tokenizer, sequence_length=128, max_predictio
                         batch_size=32, objective="nsp", unit="token", rate=0.15,
                         mask_token_rate=0.8, random_token_rate=0.1, max_ngram=3,
                         short_seq_prob=0.1, seed=0, shuffle_buffer=1000, drop_remainder=True,
-                        random_buffer=1000):
+                        random_buffer=1000, repeat=False):
     """Batches of (features, labels) for `BertPretrainer.fit`, masked afresh every epoch.
 
     Args:
@@ -91,6 +91,12 @@ def pretraining_dataset(documents, tokenizer, sequence_length=128, max_predictio
             each new pass over the dataset (epoch) draws new masks.
         shuffle_buffer: examples shuffled together (0: no shuffling).
         drop_remainder: keep the batch dimension static (needed on TPU and for training).
+        repeat: False: one pass; every new iterator over the dataset (an epoch of
+            `fit(epochs=...)`) reshuffles and draws new masks, so what an iterator yields
+            depends on how many were made before it. True: an endless stream, reshuffled and
+            masked afresh on every pass, that every new iterator yields identically from its
+            start (what a resumable run needs: `skip(steps_done)` restores the position, and
+            tf.distribute may make extra iterators).
     """
     masker = Masker(
         tokenizer.vocabulary, max_predictions, rate=rate, mask_token_rate=mask_token_rate,
@@ -100,10 +106,12 @@ def pretraining_dataset(documents, tokenizer, sequence_length=128, max_predictio
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}.")
     data = examples(documents, tokenizer, sequence_length, objective, short_seq_prob, seed,
                     random_buffer)
+    if repeat:  # shuffling after repeat() mixes the passes from a state fixed by `seed`
+        data = data.repeat()
     if shuffle_buffer:
-        data = data.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+        data = data.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=not repeat)
     data = data.batch(batch_size, drop_remainder=drop_remainder)
-    seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
+    seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=not repeat)
 
     def mask(batch, batch_seed):
         masked, labels = masker(batch, batch_seed)

@@ -81,10 +81,12 @@ def write(dataset, path, num_shards=1, log_every=10000):
 
 
 def read(patterns, sequence_length, max_predictions, batch_size, next_sentence_labels=True,
-         shuffle_files=True, seed=0, drop_remainder=True, cycle_length=4):
+         shuffle_files=True, seed=0, drop_remainder=True, cycle_length=4, repeat=False):
     """Batches of (features, labels) in kbert's names from original-format TFRecords.
 
-    A pattern that matches no file is an error naming it, raised at once.
+    A pattern that matches no file is an error naming it, raised at once. `repeat=True`
+    gives an endless stream, the file order shuffled afresh on every pass, that every new
+    iterator yields identically from its start (see `pretraining_dataset`).
     """
     files = corpora.expand_patterns(patterns)
     spec = {
@@ -109,8 +111,10 @@ def read(patterns, sequence_length, max_predictions, batch_size, next_sentence_l
         return split_features_and_labels(out)
 
     data = tf.data.Dataset.from_tensor_slices(files)
+    if repeat:
+        data = data.repeat()
     if shuffle_files:
-        data = data.shuffle(len(files), seed=seed)
+        data = data.shuffle(len(files), seed=seed, reshuffle_each_iteration=not repeat)
     data = data.interleave(tf.data.TFRecordDataset, cycle_length=cycle_length,
                            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     data = data.batch(batch_size, drop_remainder=drop_remainder)

@@ -57,6 +57,39 @@ class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
+class _ClipTheSummedGradient:
+    """Global-norm clipping of the replicas' summed gradient under tf.distribute.
+
+    Keras clips each replica's gradient before it sums them across replicas (see
+    tensorflow/tensorflow#33929: "before gradients get aggregated (usually wrong)"), so with
+    N replicas the update is not the one a single device makes. Here the replicas first sum
+    their gradients, clip that sum by its global norm, and hand on 1/N of it each, so that
+    Keras's own sum gives the clipped total. One replica (or JAX): Keras's clipping as is.
+    """
+
+    def _clip_gradients(self, grads):
+        if self.global_clipnorm and keras.backend.backend() == "tensorflow":
+            import tensorflow as tf
+
+            context = tf.distribute.get_replica_context()
+            if context is not None and context.num_replicas_in_sync > 1:
+                total = context.all_reduce("sum", list(grads))
+                clipped, _ = tf.clip_by_global_norm(total, self.global_clipnorm)
+                share = 1.0 / context.num_replicas_in_sync
+                return [g * tf.cast(share, g.dtype) for g in clipped]
+        return super()._clip_gradients(grads)
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class AdamW(_ClipTheSummedGradient, keras.optimizers.AdamW):
+    """`keras.optimizers.AdamW`, clipping the summed gradient under tf.distribute."""
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class Lamb(_ClipTheSummedGradient, keras.optimizers.Lamb):
+    """`keras.optimizers.Lamb`, clipping the summed gradient under tf.distribute."""
+
+
 def create_optimizer(name="adamw", learning_rate=1e-4, warmup_steps=0, total_steps=1,
                      decay="linear", power=1.0, end_learning_rate=0.0, weight_decay=0.01,
                      beta_1=0.9, beta_2=0.999, epsilon=1e-6, clipnorm=1.0,
@@ -80,7 +113,7 @@ def create_optimizer(name="adamw", learning_rate=1e-4, warmup_steps=0, total_ste
         gradient_accumulation_steps = None
     schedule = WarmupSchedule(learning_rate, warmup_steps, total_steps, decay, power,
                               end_learning_rate)
-    cls = keras.optimizers.AdamW if name == "adamw" else keras.optimizers.Lamb
+    cls = AdamW if name == "adamw" else Lamb
     optimizer = cls(
         learning_rate=schedule,
         weight_decay=float(weight_decay or 0.0),

@@ -117,17 +117,19 @@ def _tokenizer(config, model_dir):
     return WordPieceTokenizer(path, lowercase=config.lowercase)
 
 
-def _dataset(config, tokenizer):
+def _dataset(config, tokenizer, repeat):
+    """The training batches; `repeat=True`: the endless stream, the same from every iterator."""
     pairs = OBJECTIVES[config.objective][0]
     if config.input.startswith("tfrecord:"):
         return tfrecords.read(config.input[len("tfrecord:"):], config.sequence_length,
                               config.max_predictions, config.global_batch_size,
-                              next_sentence_labels=pairs != "none", seed=config.seed)
+                              next_sentence_labels=pairs != "none", seed=config.seed,
+                              repeat=repeat)
     return pretraining_dataset(
         inputs.documents(config.input), tokenizer, sequence_length=config.sequence_length,
         max_predictions=config.max_predictions, batch_size=config.global_batch_size,
         objective=pairs, unit=config.masking, rate=config.masked_lm_prob,
-        short_seq_prob=config.short_seq_prob, seed=config.seed,
+        short_seq_prob=config.short_seq_prob, seed=config.seed, repeat=repeat,
     )
 
 
@@ -145,13 +147,26 @@ def run_pretraining(config):
             f"--global_batch_size={config.global_batch_size} is not divisible by the "
             f"{replicas} replicas of --strategy={config.strategy}."
         )
+    if replicas > 1 and config.gradient_accumulation_steps > 1:
+        raise ValueError(
+            f"--gradient_accumulation_steps={config.gradient_accumulation_steps} cannot run "
+            f"with the {replicas} replicas of --strategy={config.strategy}: Keras's gradient "
+            "accumulation syncs the replicas inside a conditional, which tf.distribute refuses "
+            "(keras-team/keras#20582). Use --gradient_accumulation_steps=1 and a larger "
+            "--global_batch_size."
+        )
+    if (config.strategy == "mirrored" and config.jit_compile
+            and not tf.config.list_logical_devices("GPU")):
+        raise ValueError(
+            "--strategy=mirrored over CPU devices needs --nojit_compile: XLA cannot run a "
+            "replica's step on one CPU device with variables on another."
+        )
     tf.io.gfile.makedirs(config.model_dir)
     with tf.io.gfile.GFile(os.path.join(config.model_dir, "config.json"), "w") as f:
         json.dump(dataclasses.asdict(config), f, indent=2)
     tokenizer = _tokenizer(config, config.model_dir)
-    data = _dataset(config, tokenizer)
     if config.epochs is not None:
-        steps_per_epoch = sum(1 for _ in data)
+        steps_per_epoch = sum(1 for _ in _dataset(config, tokenizer, repeat=False))
         train_steps = steps_per_epoch * config.epochs
         train_steps -= train_steps % config.steps_per_loop
         print(f"{steps_per_epoch} batches per epoch: {train_steps} steps in all.")
@@ -187,9 +202,9 @@ def run_pretraining(config):
         print(f"Already trained {start_step} of {train_steps} steps.")
         logs = {}
     else:
-        # The data stream is deterministic: skipping the steps done restores its position.
-        # A step is one batch (Keras accumulates gradients inside the optimizer).
-        stream = data.repeat().skip(start_step)
+        # The stream is the same from every iterator: skipping the steps done restores its
+        # position. A step is one batch (Keras accumulates gradients inside the optimizer).
+        stream = _dataset(config, tokenizer, repeat=True).skip(start_step)
         history = model.fit(
             stream,
             epochs=train_steps // config.steps_per_loop,

@@ -76,3 +76,14 @@ def test_trains_inside_a_model():
     x = np.random.default_rng(0).normal(size=(64, 16)).astype("float32")
     history = model.fit(x, x.sum(1, keepdims=True), epochs=3, verbose=0).history
     assert history["loss"][-1] < history["loss"][0]
+
+
+def test_row_offset_continues_the_global_batch():
+    """A replica's rows, hashed with its row offset, are the global batch's rows."""
+    from kbert.layers.hash_dropout import _hash_bits
+
+    whole = keras.ops.convert_to_numpy(_hash_bits((6, 5, 7), np.uint32(1234)))
+    for first in (0, 2, 4):
+        part = keras.ops.convert_to_numpy(_hash_bits((2, 5, 7), np.uint32(1234), row_offset=first))
+        np.testing.assert_array_equal(part, whole[first:first + 2])
+    assert not np.array_equal(whole[:2], whole[2:4])

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from kbert import _replicas
 from kbert.layers import MaskedLMHead, NextSentenceHead
 
 LABEL_KEYS = ("mask_ids", "mask_weights", "next_sentence_labels")
@@ -120,6 +121,11 @@ class BertPretrainer(keras.Model):
         return y
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        # Under tf.distribute each replica returns its share of the global loss (Keras sums
+        # the replicas' gradients): sums over its own examples, divided by global counts. The
+        # metric trackers get the share times the replica count, so their mean over replicas
+        # is the global value. One replica (default strategy, JAX): the plain means.
+        _, replicas = _replicas.replica_id_and_count()
         y = self._labels(y)
         logits = ops.cast(y_pred["mlm_logits"], "float32")  # [B, P, V]
         mask_ids = y["mask_ids"]
@@ -130,21 +136,25 @@ class BertPretrainer(keras.Model):
             mask_ids, logits, from_logits=True
         )  # [B, P]
         # google-research/bert adds 1e-5 to the denominator; max() keeps an all-padding batch at 0.
-        mlm_loss = ops.sum(token_losses * weights) / ops.maximum(ops.sum(weights), 1e-5)
-        self.mlm_loss_tracker.update_state(mlm_loss)
+        total_weight = _replicas.global_sum(ops.sum(weights))
+        mlm_loss = ops.sum(token_losses * weights) / ops.maximum(total_weight, 1e-5)
+        self.mlm_loss_tracker.update_state(mlm_loss * replicas)
         self.mlm_accuracy.update_state(mask_ids, logits, sample_weight=weights)
         loss = mlm_loss
         if self.next_sentence_prediction:
             nsp_logits = ops.cast(y_pred["nsp_logits"], "float32")  # [B, 2]
             labels = ops.reshape(y["next_sentence_labels"], (-1,))
-            nsp_loss = ops.mean(
-                keras.losses.sparse_categorical_crossentropy(labels, nsp_logits, from_logits=True)
+            nsp_losses = keras.losses.sparse_categorical_crossentropy(
+                labels, nsp_logits, from_logits=True
             )
-            self.nsp_loss_tracker.update_state(nsp_loss)
+            count = _replicas.global_sum(ops.cast(ops.shape(nsp_losses)[0], "float32"))
+            nsp_loss = ops.sum(nsp_losses) / ops.maximum(count, 1.0)
+            self.nsp_loss_tracker.update_state(nsp_loss * replicas)
             self.nsp_accuracy.update_state(labels, nsp_logits)
             loss = loss + nsp_loss
-        if self.losses:  # regularizers added by layers
-            loss = loss + ops.sum(ops.stack([ops.cast(l, "float32") for l in self.losses]))
+        if self.losses:  # regularizers added by layers, identical on every replica
+            regularization = ops.sum(ops.stack([ops.cast(l, "float32") for l in self.losses]))
+            loss = loss + regularization / replicas
         return loss
 
     def get_config(self):

@@ -1,0 +1,36 @@
+"""Which data-parallel replica is running, for the few places where the math depends on it.
+
+Keras's TensorFlow trainer sums the replicas' gradients under tf.distribute (Mirrored,
+MultiWorkerMirrored, TPU), so a loss must be each replica's share of the global loss. Under
+JAX (sharded arrays) and the default strategy there is one replica and nothing to do. This
+module imports TensorFlow only when Keras runs on it.
+"""
+
+import keras
+from keras import ops
+
+
+def _replica_context():
+    if keras.backend.backend() != "tensorflow":
+        return None
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return None
+    return context
+
+
+def replica_id_and_count():
+    """(id of this replica in the global sync group, number of replicas); (0, 1) when alone."""
+    context = _replica_context()
+    if context is None:
+        return 0, 1
+    return context.replica_id_in_sync_group, context.num_replicas_in_sync
+
+
+def global_sum(x):
+    """Sum of `x` over all replicas (no gradient flows through it)."""
+    x = ops.stop_gradient(x)
+    context = _replica_context()
+    return x if context is None else context.all_reduce("sum", x)
