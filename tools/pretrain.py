@@ -114,6 +114,7 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     from kbert.training import run_pretraining
+    from kbert.training.pretraining import ConfigError
 
     # TensorFlow's INFO lines (one per checkpoint) would break the progress bar.
     logging.set_verbosity(logging.WARNING)
@@ -126,7 +127,7 @@ def main(argv):
             print(json.dumps(dataclasses.asdict(config), indent=2))
             return
         run_pretraining(config)  # validates the config first
-    except (ValueError, FileNotFoundError) as e:
+    except ConfigError as e:  # a bad flag; any other error keeps its traceback
         raise app.UsageError(str(e))
     except FloatingPointError as e:
         raise SystemExit(f"Error: {e}")

@@ -3,13 +3,13 @@
 from kbert.training.optimizers import WarmupSchedule, create_optimizer
 from kbert.training.strategies import create_strategy
 
-__all__ = ["PretrainingConfig", "WarmupSchedule", "create_optimizer", "create_strategy",
+__all__ = ["ConfigError", "PretrainingConfig", "WarmupSchedule", "create_optimizer", "create_strategy",
            "run_pretraining"]
 
 
 def __getattr__(name):
     # The pretraining loop pulls in kbert.data and tensorflow-text: load it on first use.
-    if name in ("PretrainingConfig", "run_pretraining"):
+    if name in ("ConfigError", "PretrainingConfig", "run_pretraining"):
         from kbert.training import pretraining
 
         return getattr(pretraining, name)

@@ -1,6 +1,7 @@
 """Callbacks of the pretraining loop: throughput, learning rate, NaN guard, checkpoints."""
 
 import math
+import os
 import time
 
 import keras
@@ -53,16 +54,23 @@ class Checkpoints(keras.callbacks.Callback):
     """Saves model, optimizer and dropout-seed state every loop; restores the newest readable.
 
     A checkpoint is named by its global step. `restore()` falls back to older checkpoints
-    when the newest cannot be read, and says so.
+    when the newest cannot be read, and says so. `restore_from` (default: `directory`) is
+    where restore() looks: a MultiWorkerMirrored worker saves in its own directory and
+    restores from the chief's.
     """
 
-    def __init__(self, model, directory, steps_per_loop, max_to_keep=3):
+    def __init__(self, model, directory, steps_per_loop, max_to_keep=3, restore_from=None):
         super().__init__()
         self.steps_per_loop = steps_per_loop
         self.checkpoint = tf.train.Checkpoint(
             model=list(model.variables), optimizer=list(model.optimizer.variables)
         )
         self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep)
+        self.restore_manager = self.manager
+        if restore_from is not None and os.path.normpath(restore_from) != os.path.normpath(
+                directory):
+            self.restore_manager = tf.train.CheckpointManager(self.checkpoint, restore_from,
+                                                              max_to_keep)
 
     @property
     def latest(self):
@@ -70,7 +78,7 @@ class Checkpoints(keras.callbacks.Callback):
 
     def restore(self):
         """Restores the newest readable checkpoint; returns its step (0 when none)."""
-        for path in reversed(self.manager.checkpoints):
+        for path in reversed(self.restore_manager.checkpoints):
             try:
                 self.checkpoint.restore(path).assert_existing_objects_matched()
             except Exception as e:  # noqa: BLE001 - truncated files raise IndexError, OpError...

@@ -21,6 +21,10 @@ OBJECTIVES = {"mlm": ("none", "mlm"), "mlm_nsp": ("nsp", "pretrainer"),
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
+class ConfigError(ValueError):
+    """A pretraining setting that cannot run; the message names the flag and what is allowed."""
+
+
 @dataclasses.dataclass
 class PretrainingConfig:
     """Everything a pretraining run needs. tools/pretrain.py has one flag per field."""
@@ -67,13 +71,13 @@ class PretrainingConfig:
                    "decay": DECAYS, "precision": PRECISIONS, "strategy": STRATEGIES}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
-                raise ValueError(
+                raise ConfigError(
                     f"--{name}={getattr(self, name)!r} is not one of: {', '.join(allowed)}."
                 )
         try:
             preset = presets.get(self.preset)
         except ValueError as e:
-            raise ValueError(f"--preset: {e}") from None
+            raise ConfigError(f"--preset: {e}") from None
         source = self.input[len("tfrecord:"):] if self.input.startswith("tfrecord:") else self.input
         if source != "stdlib" and not source.startswith("tfds:"):
             from kbert.data.corpora import expand_patterns
@@ -81,27 +85,32 @@ class PretrainingConfig:
             try:
                 expand_patterns([p for p in source.split(",") if p] or [source])
             except FileNotFoundError as e:
-                raise ValueError(f"--input: {e}") from None
+                raise ConfigError(f"--input: {e}") from None
+        try:
+            config_class = presets._FAMILIES[preset["model"]][0]
+            config_class.from_dict({**preset["config"], **self.config_overrides})
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"--config_override: {e}") from None
         max_positions = {**preset["config"], **self.config_overrides}["max_sequence_length"]
         if self.sequence_length > max_positions:
-            raise ValueError(
+            raise ConfigError(
                 f"--sequence_length={self.sequence_length} is longer than the model's "
                 f"max_sequence_length={max_positions} (preset {self.preset})."
             )
         if (self.train_steps is None) == (self.epochs is None):
-            raise ValueError("Give exactly one of --train_steps and --epochs.")
+            raise ConfigError("Give exactly one of --train_steps and --epochs.")
         for name in ("global_batch_size", "steps_per_loop", "sequence_length",
                      "max_predictions", "gradient_accumulation_steps", "steps_per_execution"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
-                raise ValueError(f"--{name} must be an integer >= 1, got {value!r}.")
+                raise ConfigError(f"--{name} must be an integer >= 1, got {value!r}.")
         if self.train_steps is not None and self.train_steps % self.steps_per_loop:
-            raise ValueError(
+            raise ConfigError(
                 f"--train_steps={self.train_steps} must be a multiple of "
                 f"--steps_per_loop={self.steps_per_loop} (checkpoints are written every loop)."
             )
         if self.vocab is not None and not tf.io.gfile.exists(self.vocab):
-            raise ValueError(f"--vocab={self.vocab!r} does not exist.")
+            raise ConfigError(f"--vocab={self.vocab!r} does not exist.")
 
 
 def _tokenizer(config, model_dir):
@@ -143,35 +152,39 @@ def run_pretraining(config):
     strategy = create_strategy(config.strategy, config.tpu)
     replicas = strategy.num_replicas_in_sync
     if config.global_batch_size % replicas:
-        raise ValueError(
+        raise ConfigError(
             f"--global_batch_size={config.global_batch_size} is not divisible by the "
             f"{replicas} replicas of --strategy={config.strategy}."
         )
     if replicas > 1 and config.gradient_accumulation_steps > 1:
-        raise ValueError(
+        raise ConfigError(
             f"--gradient_accumulation_steps={config.gradient_accumulation_steps} cannot run "
             f"with the {replicas} replicas of --strategy={config.strategy}: Keras's gradient "
             "accumulation syncs the replicas inside a conditional, which tf.distribute refuses "
             "(keras-team/keras#20582). Use --gradient_accumulation_steps=1 and a larger "
             "--global_batch_size."
         )
-    if (config.strategy == "mirrored" and config.jit_compile
+    if (config.strategy in ("mirrored", "multi_worker") and config.jit_compile
             and not tf.config.list_logical_devices("GPU")):
-        raise ValueError(
-            "--strategy=mirrored over CPU devices needs --nojit_compile: XLA cannot run a "
-            "replica's step on one CPU device with variables on another."
-        )
-    tf.io.gfile.makedirs(config.model_dir)
-    with tf.io.gfile.GFile(os.path.join(config.model_dir, "config.json"), "w") as f:
+        why = ("XLA cannot run a replica's step on one CPU device with variables on another"
+               if config.strategy == "mirrored" else
+               "XLA on CPU has no kernels for the collective ops that sync the workers")
+        raise ConfigError(f"--strategy={config.strategy} over CPU devices needs "
+                          f"--nojit_compile: {why}.")
+    # Under MultiWorkerMirrored every worker saves (saving may sync them), but only the chief
+    # writes to model_dir and export_dir; the others write under model_dir/workers/.
+    work_dir = _worker_dir(strategy, config.model_dir)
+    tf.io.gfile.makedirs(work_dir)
+    with tf.io.gfile.GFile(os.path.join(work_dir, "config.json"), "w") as f:
         json.dump(dataclasses.asdict(config), f, indent=2)
-    tokenizer = _tokenizer(config, config.model_dir)
+    tokenizer = _tokenizer(config, work_dir)
     if config.epochs is not None:
         steps_per_epoch = sum(1 for _ in _dataset(config, tokenizer, repeat=False))
         train_steps = steps_per_epoch * config.epochs
         train_steps -= train_steps % config.steps_per_loop
         print(f"{steps_per_epoch} batches per epoch: {train_steps} steps in all.")
         if not train_steps:
-            raise ValueError(f"--epochs={config.epochs} is less than one loop of "
+            raise ConfigError(f"--epochs={config.epochs} is less than one loop of "
                              f"--steps_per_loop={config.steps_per_loop} steps.")
     else:
         train_steps = config.train_steps
@@ -193,7 +206,9 @@ def run_pretraining(config):
                       steps_per_execution=config.steps_per_execution)
         model.optimizer.build(model.trainable_variables)
         checkpoints = kbert_callbacks.Checkpoints(
-            model, os.path.join(config.model_dir, "checkpoints"), config.steps_per_loop
+            model, os.path.join(work_dir, "checkpoints"), config.steps_per_loop,
+            max_to_keep=3 if work_dir == config.model_dir else 1,
+            restore_from=os.path.join(config.model_dir, "checkpoints"),
         )
         start_step = checkpoints.restore()
         if start_step == 0 and config.init_checkpoint:
@@ -205,6 +220,14 @@ def run_pretraining(config):
         # The stream is the same from every iterator: skipping the steps done restores its
         # position. A step is one batch (Keras accumulates gradients inside the optimizer).
         stream = _dataset(config, tokenizer, repeat=True).skip(start_step)
+        # Workers of MultiWorkerMirrored each build the whole stream and keep their rows of
+        # every global batch (the Python-built pairs cannot be split by file).
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = (
+            tf.data.experimental.AutoShardPolicy.DATA)
+        stream = stream.with_options(options)
+        if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            _patch_keras_for_multi_worker(model)
         history = model.fit(
             stream,
             epochs=train_steps // config.steps_per_loop,
@@ -215,7 +238,7 @@ def run_pretraining(config):
                 kbert_callbacks.LoopLogs(config.global_batch_size, config.steps_per_loop),
                 kbert_callbacks.NanGuard(checkpoints),
                 checkpoints,
-                keras.callbacks.TensorBoard(os.path.join(config.model_dir, "logs")),
+                keras.callbacks.TensorBoard(os.path.join(work_dir, "logs")),
             ],
         )
         logs = {k: v[-1] for k, v in history.history.items()}
@@ -223,8 +246,39 @@ def run_pretraining(config):
                             ("mlm_accuracy", "nsp_accuracy", "mlm_loss", "nsp_loss") if k in logs)
         print(f"Final ({train_steps} steps): {summary}")
     if config.export_dir:
-        export(model, tokenizer, config.export_dir)
+        export_dir = config.export_dir
+        if work_dir != config.model_dir:
+            export_dir = os.path.join(work_dir, "export")
+        export(model, tokenizer, export_dir)
     return logs
+
+
+def _patch_keras_for_multi_worker(model):
+    """Works around two places where Keras 3's fit() fails under MultiWorkerMirrored.
+
+    (tensorflow/tensorflow#72388.) 1. Before training, fit() reduces a first input batch
+    across the workers only to build the model symbolically, and that reduce fails on a dict
+    of inputs; the model and its optimizer are built already, so the build is skipped. 2. The
+    step's scalar logs are averaged across workers with `reduce("MEAN", axis=0)`, which fails
+    on scalars; each log is given a length-1 axis, so that reduce averages the workers'
+    values. Weights and gradients are untouched by both.
+    """
+    model._maybe_symbolic_build = lambda *args, **kwargs: None
+    train_step = model.train_step
+
+    def train_step_with_vector_logs(data):
+        logs = train_step(data)
+        return {name: tf.reshape(value, [1]) for name, value in logs.items()}
+
+    model.train_step = train_step_with_vector_logs
+
+
+def _worker_dir(strategy, model_dir):
+    """`model_dir` on the chief (or the only worker); model_dir/workers/TYPE_ID elsewhere."""
+    if getattr(strategy.extended, "should_checkpoint", True):
+        return model_dir
+    resolver = strategy.cluster_resolver
+    return os.path.join(model_dir, "workers", f"{resolver.task_type}_{resolver.task_id}")
 
 
 def _init_from(model, model_dir):

@@ -1,7 +1,9 @@
 """tools/pretrain.py and kbert.training.run_pretraining: flags, resume, faults, learning."""
 
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -129,6 +131,49 @@ def test_mirrored_two_replicas_match_the_default_strategy(tmp_path, vocab_file):
     first = tf.train.load_checkpoint(str(tmp_path / "default" / "checkpoints" / "ckpt-10"))
     moved = [name for name in a if not np.allclose(first.get_tensor(name), a[name])]
     assert len(moved) > 20
+
+
+def free_ports(n):
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+@pytest.mark.slow
+def test_two_workers_on_localhost_agree(tmp_path, vocab_file):
+    """MultiWorkerMirrored, two worker processes (TF_CONFIG): both finish with equal weights."""
+    model_dir = str(tmp_path / "run")
+    cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
+    args = small_run_flags(model_dir, vocab_file, steps=20, strategy="multi_worker",
+                           jit_compile="false", export_dir=f"{model_dir}/export")
+    workers = []
+    for index in range(2):
+        env = dict(ENV, TF_CONFIG=json.dumps({"cluster": cluster,
+                                              "task": {"type": "worker", "index": index}}))
+        log = open(tmp_path / f"worker{index}.log", "w")
+        workers.append(subprocess.Popen([sys.executable, PRETRAIN, *args], stdout=log,
+                                        stderr=subprocess.STDOUT, env=env, cwd=ROOT))
+    try:
+        codes = [worker.wait(timeout=400) for worker in workers]
+    finally:
+        for worker in workers:
+            worker.kill()
+    logs = [(tmp_path / f"worker{index}.log").read_text() for index in range(2)]
+    assert codes == [0, 0], logs[0][-3000:] + logs[1][-3000:]
+    for log in logs:
+        assert "Final (20 steps)" in log
+    # The chief (worker 0) writes model_dir and export_dir; worker 1 writes under workers/.
+    worker_dir = os.path.join(model_dir, "workers", "worker_1")
+    assert os.path.exists(os.path.join(model_dir, "export", "saved_model.pb"))
+    assert os.path.exists(os.path.join(worker_dir, "export", "saved_model.pb"))
+    chief, other = final_weights(model_dir), final_weights(worker_dir)
+    assert chief.keys() == other.keys() and len(chief) > 20
+    for name in chief:
+        np.testing.assert_array_equal(chief[name], other[name], err_msg=name)
 
 
 @pytest.mark.slow
