@@ -177,23 +177,28 @@ def test_two_workers_on_localhost_agree(tmp_path, vocab_file):
 
 
 @pytest.mark.slow
-def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path, vocab_file):
+@pytest.mark.parametrize("accumulation", [1, 4])
+def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path, vocab_file, accumulation):
+    """With accumulation 4 the checkpoint at step 10 falls inside an accumulation cycle."""
+    flags = dict(gradient_accumulation_steps=accumulation)
     whole = str(tmp_path / "whole")
-    result = run_tool(small_run_flags(whole, vocab_file))
+    result = run_tool(small_run_flags(whole, vocab_file, **flags))
     assert result.returncode == 0, result.stderr[-3000:]
 
     broken = str(tmp_path / "broken")
-    process = subprocess.Popen([sys.executable, PRETRAIN, *small_run_flags(broken, vocab_file)],
+    process = subprocess.Popen([sys.executable, PRETRAIN,
+                                *small_run_flags(broken, vocab_file, **flags)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV,
                                cwd=ROOT)
     deadline = time.time() + 300
-    while not os.path.exists(os.path.join(broken, "checkpoints", "ckpt-10.index")):
+    state = os.path.join(broken, "checkpoints", "checkpoint")  # written after ckpt-10.*
+    while not (os.path.exists(state) and "ckpt-10" in Path(state).read_text()):
         assert process.poll() is None and time.time() < deadline, "no checkpoint appeared"
         time.sleep(0.2)
     process.send_signal(signal.SIGKILL)  # kill -9 in the middle of the run
     process.wait()
     assert not os.path.exists(os.path.join(broken, "checkpoints", "ckpt-30.index"))
-    resumed = run_tool(small_run_flags(broken, vocab_file))
+    resumed = run_tool(small_run_flags(broken, vocab_file, **flags))
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "Resuming from" in resumed.stdout
 
@@ -201,6 +206,31 @@ def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path, vocab_file):
     assert a.keys() == b.keys() and len(a) > 20
     for name in a:
         np.testing.assert_allclose(a[name], b[name], atol=1e-5, err_msg=name)
+
+
+@pytest.mark.slow
+def test_epochs_count_the_passes_over_a_text_corpus(tmp_path, vocab_file):
+    from kbert.data import corpora, pretraining_dataset
+    from kbert.tokenizers import WordPieceTokenizer
+
+    sentences = [s for document in corpora.stdlib_docstrings().take(40).as_numpy_iterator()
+                 for s in document[:6]]
+    corpus = tmp_path / "corpus.txt"  # BERT format: a sentence per line, blank between docs
+    corpus.write_text("\n\n".join("\n".join(s.decode() for s in sentences[i:i + 6])
+                                  for i in range(0, len(sentences), 6)) + "\n")
+    batches = sum(1 for _ in pretraining_dataset(
+        corpora.text_files([str(corpus)]), WordPieceTokenizer(vocab_file), sequence_length=32,
+        max_predictions=5, batch_size=8, seed=7))
+    assert batches >= 4
+    model_dir = str(tmp_path / "run")
+    flags = small_run_flags(model_dir, vocab_file, loop=2, input=str(corpus), epochs=2)
+    result = run_tool([f for f in flags if not f.startswith("--train_steps")])
+    assert result.returncode == 0, result.stderr[-3000:]
+    steps = 2 * batches - (2 * batches) % 2
+    assert f"{batches} batches per epoch: {steps} steps in all." in result.stdout
+    assert f"Final ({steps} steps)" in result.stdout
+    assert tf.train.latest_checkpoint(os.path.join(model_dir, "checkpoints")).endswith(
+        f"ckpt-{steps}")
 
 
 @pytest.mark.slow
