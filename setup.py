@@ -30,6 +30,10 @@ setup(
         "test": [
             "pytest==9.2.0",
             "jax[cpu]==0.10.2",
+            # Runs colab/*.ipynb in the tests.
+            "nbclient==0.11.0",
+            "nbformat==5.11.1",
+            "ipykernel==7.4.0",
         ],
     },
 )

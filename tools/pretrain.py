@@ -65,7 +65,9 @@ flags.DEFINE_bool("jit_compile", True, "Compile the train step with XLA.")
 flags.DEFINE_integer("steps_per_execution", 1, "Steps per tf.function call.")
 flags.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker", "tpu"],
                   "tf.distribute strategy (multi_worker reads TF_CONFIG).")
-flags.DEFINE_string("tpu", "", "TPU name or address for --strategy=tpu ('' on Colab).")
+flags.DEFINE_string("tpu", "", "TPU for --strategy=tpu: 'local' on a TPU VM (Colab's TPU "
+                    "runtime), else its name or grpc:// address ('' reads $TPU_NAME or "
+                    "$COLAB_TPU_ADDR).")
 # === Output ===
 flags.DEFINE_string("model_dir", None, "Checkpoints, TensorBoard logs, vocab.txt, config.json.")
 flags.DEFINE_string("export_dir", None, "Export the backbone SavedModel here at the end.")

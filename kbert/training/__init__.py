@@ -1,10 +1,10 @@
 """Training glue: optimizers and schedules, strategies, callbacks, the pretraining loop."""
 
 from kbert.training.optimizers import WarmupSchedule, create_optimizer
-from kbert.training.strategies import create_strategy
+from kbert.training.strategies import create_strategy, find_tpu
 
-__all__ = ["ConfigError", "PretrainingConfig", "WarmupSchedule", "create_optimizer", "create_strategy",
-           "run_pretraining"]
+__all__ = ["ConfigError", "PretrainingConfig", "WarmupSchedule", "create_optimizer",
+           "create_strategy", "find_tpu", "run_pretraining"]
 
 
 def __getattr__(name):

@@ -109,6 +109,10 @@ class PretrainingConfig:
                 f"--train_steps={self.train_steps} must be a multiple of "
                 f"--steps_per_loop={self.steps_per_loop} (checkpoints are written every loop)."
             )
+        if self.warmup_steps < 0 or (self.train_steps is not None
+                                     and self.warmup_steps > self.train_steps):
+            raise ConfigError(f"--warmup_steps={self.warmup_steps} must be in "
+                              f"[0, --train_steps={self.train_steps}].")
         if self.vocab is not None and not tf.io.gfile.exists(self.vocab):
             raise ConfigError(f"--vocab={self.vocab!r} does not exist.")
 
@@ -186,6 +190,9 @@ def run_pretraining(config):
         if not train_steps:
             raise ConfigError(f"--epochs={config.epochs} is less than one loop of "
                              f"--steps_per_loop={config.steps_per_loop} steps.")
+        if config.warmup_steps > train_steps:
+            raise ConfigError(f"--warmup_steps={config.warmup_steps} is more than the "
+                              f"{train_steps} steps of --epochs={config.epochs}.")
     else:
         train_steps = config.train_steps
 

@@ -1,5 +1,8 @@
 """tf.distribute strategies by name (nothing home-made)."""
 
+import glob
+import os
+
 import tensorflow as tf
 
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
@@ -26,3 +29,19 @@ def create_strategy(name="default", tpu=""):
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver)
+
+
+def find_tpu():
+    """The `tpu` argument of `create_strategy("tpu", ...)` for an attached TPU, else None.
+
+    A TPU VM (Colab's TPU runtime, Cloud TPU VMs) has local TPU devices (/dev/accel*):
+    "local". A TPU reached over the network is named by $TPU_NAME, or by $COLAB_TPU_ADDR on
+    Colab's older TPU runtime ("" lets TPUClusterResolver read it).
+    """
+    if os.environ.get("TPU_NAME"):
+        return os.environ["TPU_NAME"]
+    if os.environ.get("COLAB_TPU_ADDR"):
+        return ""
+    if glob.glob("/dev/accel*"):
+        return "local"
+    return None

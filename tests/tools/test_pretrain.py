@@ -60,6 +60,10 @@ def final_weights(model_dir):
                                      "max_sequence_length=512"),
         (["--train_steps=150", "--steps_per_loop=100"], "--train_steps=150 must be a multiple"),
         (["--vocab=/no/vocab.txt"], "--vocab='/no/vocab.txt' does not exist"),
+        (["--train_steps=100", "--steps_per_loop=50", "--warmup_steps=200"],
+         "--warmup_steps=200 must be in [0, --train_steps=100]"),
+        (["--config_override=num_layers=0"],
+         "--config_override: `num_layers` must be an integer > 0, got 0."),
     ],
 )
 def test_bad_flags_fail_fast(tmp_path, args, message):
