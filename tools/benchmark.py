@@ -2,6 +2,7 @@
 
     python tools/benchmark.py train_step [--steps=3] [--rounds=6] [--preset=bert_mini]
     python tools/benchmark.py preprocess [--lines=40000] [--rounds=2]
+    python tools/benchmark.py serve [--serve_preset=bert_base] [--serve_calls=40]
 
 `train_step`: one pretraining step (forward, loss, backward, Adam update) of kbert's
 `BertPretrainer` (MLM only, and MLM + NSP) and keras-hub's `BertMaskedLM` on the same
@@ -17,6 +18,14 @@ predictions, batches of 256). kbert's `pretraining_dataset` also builds NSP pair
 example packs several lines); keras-hub's `BertMaskedLMPreprocessor` makes one example per
 line. Both use the same WordPiece vocabulary (learned from the corpus, untimed) and read the
 same file. Printed: examples/s, lines/s, and the ratios kbert / keras-hub (best round).
+
+`serve`: latency of a reloaded SavedModel (`tf.saved_model.load`), `--serve_preset` with
+random weights, sequence 128, TensorFlow limited to `--serve_threads` threads. kbert's
+string signature (`serving_default`: tokenization and packing in the graph) and its
+integer-id signature (`serving_ids`) take the same sentences at batch 1 and 8; keras-hub's
+`BertBackbone.export` (integer ids only: keras-hub cannot put its tokenizer in a SavedModel)
+is the peer. Calls take turns across the contestants. Printed: p50 and p99 in ms, the ratio
+string / ids at p50 (what tokenization adds; target <= 1.10) and kbert ids / keras-hub.
 """
 
 import os
@@ -47,8 +56,11 @@ flags.DEFINE_integer("warmup_steps", 2, "Untimed steps per model after compilati
 flags.DEFINE_integer("matmul_size", 2048, "n of the n x n x n matmul that sets the peak.")
 flags.DEFINE_integer("lines", 40000, "preprocess: corpus lines (stdlib sentences, repeated).")
 flags.DEFINE_integer("preprocess_batch_size", 256, "preprocess: examples per batch.")
+flags.DEFINE_string("serve_preset", "bert_base", "serve: the preset (random weights).")
+flags.DEFINE_integer("serve_calls", 40, "serve: timed calls per contestant and batch size.")
+flags.DEFINE_integer("serve_threads", 2, "serve: TensorFlow intra- and inter-op threads.")
 
-COMMANDS = ("train_step", "preprocess")
+COMMANDS = ("train_step", "preprocess", "serve")
 
 
 def matmul_gflops(n):
@@ -273,12 +285,93 @@ def preprocess(argv):
           f"(a kbert example packs {tokens_per(ours)} lines)")
 
 
+def serve(argv):
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(FLAGS.serve_threads)
+    tf.config.threading.set_inter_op_parallelism_threads(FLAGS.serve_threads)
+    import tempfile
+
+    import keras_hub
+    import numpy as np
+
+    import kbert
+    from kbert.data import corpora
+    from kbert.export import export_saved_model
+    from kbert.export.saved_model import pack
+    from kbert.tokenizers import WordPieceTokenizer
+    from kbert.tokenizers.vocab_learning import learn_vocabulary, write_vocabulary
+
+    sequence_length = 128
+    folder = tempfile.mkdtemp(prefix="kbert-serve-")
+    vocab = os.path.join(folder, "vocab.txt")
+    print("Learning a vocabulary from the stdlib corpus (untimed) ...", flush=True)
+    write_vocabulary(learn_vocabulary(corpora.stdlib_docstrings(), 8000, max_sentences=20000),
+                     vocab)
+    tokenizer = WordPieceTokenizer(vocab)
+    backbone = kbert.presets.load(FLAGS.serve_preset, head=None,
+                                  vocabulary_size=tokenizer.vocabulary_size)
+    config = backbone.bert_config
+    print(f"Exporting {FLAGS.serve_preset} (random weights) ...", flush=True)
+    export_saved_model(backbone, os.path.join(folder, "kbert"), tokenizer,
+                       sequence_length=sequence_length)
+    peer = keras_hub.models.BertBackbone(
+        vocabulary_size=config.vocabulary_size, num_layers=config.num_layers,
+        num_heads=config.num_heads, hidden_dim=config.hidden_size,
+        intermediate_dim=config.intermediate_size, dropout=config.dropout,
+        max_sequence_length=config.max_sequence_length,
+    )
+    peer.export(os.path.join(folder, "keras_hub"), format="tf_saved_model", verbose=False)
+    ours = tf.saved_model.load(os.path.join(folder, "kbert"))
+    theirs = tf.saved_model.load(os.path.join(folder, "keras_hub"))
+
+    sentences = [s for d in corpora.stdlib_docstrings().take(200).as_numpy_iterator()
+                 for s in d if len(s.split()) > 8]
+    results = {}
+    for batch in (1, 8):
+        texts = [tf.constant(sentences[i * batch:(i + 1) * batch])
+                 for i in range(FLAGS.serve_calls)]
+        ids = [pack(tokenizer, [tokenizer.tokenize(t)], sequence_length) for t in texts]
+        contestants = {
+            "kbert strings (serving_default)":
+                lambda i: ours.signatures["serving_default"](text=texts[i]),
+            "kbert ids (serving_ids)": lambda i: ours.signatures["serving_ids"](**ids[i]),
+            "keras-hub ids (serve)": lambda i: theirs.serve(ids[i]),
+        }
+        for call in contestants.values():  # warm-up
+            for i in range(3):
+                call(i)
+        times = {name: [] for name in contestants}
+        for i in range(FLAGS.serve_calls):
+            for name, call in contestants.items():
+                start = time.perf_counter()
+                out = call(i)
+                tf.nest.map_structure(lambda t: t.numpy(), out)
+                times[name].append(1000 * (time.perf_counter() - start))
+        for name, values in times.items():
+            results[(name, batch)] = (np.percentile(values, 50), np.percentile(values, 99))
+        print(f"  batch {batch} done", flush=True)
+
+    print()
+    print(f"{FLAGS.serve_preset}, sequence {sequence_length}, {FLAGS.serve_threads} threads, "
+          f"{FLAGS.serve_calls} calls each")
+    print(f"{'signature':34s} {'batch':>5s} {'p50 ms':>9s} {'p99 ms':>9s}")
+    for (name, batch), (p50, p99) in results.items():
+        print(f"{name:34s} {batch:5d} {p50:9.1f} {p99:9.1f}")
+    for batch in (1, 8):
+        strings = results[("kbert strings (serving_default)", batch)][0]
+        ids_p50 = results[("kbert ids (serving_ids)", batch)][0]
+        peer_p50 = results[("keras-hub ids (serve)", batch)][0]
+        print(f"batch {batch}: strings / ids at p50 {strings / ids_p50:.3f} (target <= 1.10); "
+              f"kbert ids / keras-hub ids at p50 {ids_p50 / peer_p50:.3f}")
+
+
 def main(argv):
     if len(argv) != 2 or argv[1] not in COMMANDS:
         raise app.UsageError(
             f"Give one benchmark command, one of: {', '.join(COMMANDS)}; got {argv[1:]}."
         )
-    {"train_step": train_step, "preprocess": preprocess}[argv[1]](argv)
+    {"train_step": train_step, "preprocess": preprocess, "serve": serve}[argv[1]](argv)
 
 
 if __name__ == "__main__":

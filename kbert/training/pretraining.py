@@ -256,7 +256,7 @@ def run_pretraining(config):
         export_dir = config.export_dir
         if work_dir != config.model_dir:
             export_dir = os.path.join(work_dir, "export")
-        export(model, tokenizer, export_dir)
+        export(model, tokenizer, export_dir, config.sequence_length)
     return logs
 
 
@@ -295,12 +295,11 @@ def _init_from(model, model_dir):
     print(f"Initialized the model from {path}.")
 
 
-def export(model, tokenizer, export_dir):
-    """The backbone as a SavedModel (integer-id signature) with its vocab.txt beside it."""
-    backbone = getattr(model, "backbone", model)
-    backbone.export(export_dir, format="tf_saved_model", verbose=False)
-    from kbert.tokenizers.vocab_learning import write_vocabulary
+def export(model, tokenizer, export_dir, sequence_length):
+    """A SavedModel with the tokenizer inside (`kbert.export.export_saved_model`)."""
+    from kbert.export import export_saved_model
 
-    write_vocabulary(tokenizer.vocabulary, os.path.join(export_dir, "vocab.txt"))
-    print(f"Exported the backbone to {export_dir}.")
+    export_saved_model(model, export_dir, tokenizer, sequence_length=sequence_length)
+    print(f"Exported a SavedModel (signatures serving_default, serving_pairs, serving_ids, "
+          f"fill_mask) to {export_dir}.")
     logging.info("SavedModel written to %s", export_dir)

@@ -1,0 +1,188 @@
+"""SavedModels with the tokenizer inside: raw strings in, model outputs out.
+
+The SavedModel needs only TensorFlow and tensorflow-text to load (`import tensorflow_text`
+registers the tokenizer's ops); not kbert, not Keras, not keras-hub. Tokenization, packing
+into [CLS] A [SEP] (B [SEP]), truncation and padding all run inside the graph.
+"""
+
+import os
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from kbert.models.bert.bert_backbone import BertBackbone
+from kbert.models.bert.bert_pretrainer import BertPretrainer
+
+MASK_TOKEN = "[MASK]"
+BACKBONE_OUTPUTS = ("sequence_output", "pooled_output")
+
+
+def _check(name, value, minimum):
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}.")
+
+
+def pack(tokenizer, segments, sequence_length):
+    """[CLS] A [SEP] (B [SEP]) from ragged wordpiece ids, trimmed round-robin and padded.
+
+    Args:
+        tokenizer: gives the special ids.
+        segments: one or two `tf.RaggedTensor`s [batch, (pieces)] of int32 ids.
+        sequence_length: the padded length; longer inputs are truncated.
+
+    Returns:
+        A dict of int32 [batch, sequence_length] tensors: `token_ids`, `segment_ids`,
+        `padding_mask`.
+    """
+    budget = sequence_length - 1 - len(segments)  # [CLS] and one [SEP] per segment
+    trimmed = tf_text.RoundRobinTrimmer(max_seq_length=budget).trim(list(segments))
+    ids, segment_ids = tf_text.combine_segments(
+        trimmed, start_of_sequence_id=tokenizer.cls_id, end_of_segment_id=tokenizer.sep_id
+    )
+    token_ids, padding_mask = tf_text.pad_model_inputs(
+        ids, max_seq_length=sequence_length, pad_value=tokenizer.pad_id
+    )
+    segment_ids, _ = tf_text.pad_model_inputs(segment_ids, max_seq_length=sequence_length)
+    return {
+        "token_ids": tf.cast(token_ids, tf.int32),
+        "segment_ids": tf.cast(segment_ids, tf.int32),
+        "padding_mask": tf.cast(padding_mask, tf.int32),
+    }
+
+
+def tokenize_with_masks(tokenizer, text):
+    """Wordpiece ids of `text` [batch], where each literal "[MASK]" becomes the mask id.
+
+    The tokenizer's normaliser would split "[MASK]" into "[", "mask", "]", so the text is
+    split on it first and the pieces are joined again around the mask id.
+    """
+    pieces = tf.strings.split(text, sep=MASK_TOKEN)  # [batch, (masks + 1)]
+    ids = tokenizer.tokenize(pieces.flat_values)  # [pieces, (wordpieces)]
+    per_row = pieces.row_lengths()
+    index_in_row = tf.ragged.range(per_row).flat_values
+    last_in_row = tf.repeat(per_row - 1, per_row)
+    masks_after = tf.cast(index_in_row < last_in_row, tf.int64)  # 1 after all but the last
+    mask_ids = tf.RaggedTensor.from_row_lengths(
+        tf.fill([tf.reduce_sum(masks_after)], tf.constant(tokenizer.mask_id, tf.int32)),
+        masks_after,
+    )
+    joined = tf.concat([ids, mask_ids], axis=1)
+    return tf.RaggedTensor.from_row_lengths(joined, per_row).merge_dims(1, 2)
+
+
+def _backbone_of(model):
+    if isinstance(model, BertBackbone):
+        return model
+    if isinstance(model, BertPretrainer):
+        return model.backbone
+    raise TypeError(
+        f"export_saved_model takes a BertBackbone or a BertPretrainer; got "
+        f"{type(model).__name__}."
+    )
+
+
+def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, max_masks=8,
+                       write_vocabulary=True):
+    """Writes a SavedModel for TensorFlow Serving and plain `tf.saved_model.load`.
+
+    Signatures (inputs -> outputs):
+      - `serving_default`: `text` (string [batch]) -> the backbone's `sequence_output`
+        [batch, sequence_length, hidden] and `pooled_output` [batch, hidden], and the
+        `padding_mask` [batch, sequence_length] that says which positions are text;
+      - `serving_pairs`: `text_a`, `text_b` (string [batch] each) -> the same, for sentence
+        pairs packed as [CLS] A [SEP] B [SEP];
+      - `serving_ids`: `token_ids`, `segment_ids`, `padding_mask` (int32 [batch, length])
+        -> `sequence_output` and `pooled_output` (batched or TPU serving, ids made elsewhere);
+      - `fill_mask` (models with a masked-LM head): `text` with "[MASK]" in it ->
+        `tokens` (string [batch, max_masks, top_k]), `token_ids` (int32, same shape),
+        `scores` (float32 softmax probabilities, same shape) for each mask in order, and
+        `num_masks` (int32 [batch]). Rows past `num_masks` hold "", -1 and 0.
+
+    Text longer than `sequence_length` wordpieces is truncated (pairs round-robin).
+
+    Args:
+        model: a `BertBackbone`, or a `BertPretrainer` (which adds `fill_mask`).
+        path: the SavedModel directory.
+        tokenizer: the `kbert.tokenizers.WordPieceTokenizer` of the model's vocabulary.
+        sequence_length: padded length of the string signatures (default: the model's
+            `max_sequence_length`).
+        top_k, max_masks: the shape of `fill_mask`'s outputs.
+        write_vocabulary: also write the tokenizer's `vocab.txt` beside `saved_model.pb`.
+    """
+    backbone = _backbone_of(model)
+    config = backbone.bert_config
+    sequence_length = config.max_sequence_length if sequence_length is None else sequence_length
+    _check("sequence_length", sequence_length, 4)
+    if sequence_length > config.max_sequence_length:
+        raise ValueError(
+            f"sequence_length={sequence_length} is longer than the model's "
+            f"max_sequence_length={config.max_sequence_length}."
+        )
+    _check("top_k", top_k, 1)
+    _check("max_masks", max_masks, 1)
+    if tokenizer.vocabulary_size != config.vocabulary_size:
+        raise ValueError(
+            f"The tokenizer has {tokenizer.vocabulary_size} tokens but the model's "
+            f"vocabulary_size is {config.vocabulary_size}."
+        )
+    top_k = min(top_k, config.vocabulary_size)
+
+    def encode(inputs):
+        outputs = backbone(inputs, training=False)
+        return {name: tf.cast(outputs[name], tf.float32) for name in BACKBONE_OUTPUTS}
+
+    def serve_text(text):
+        inputs = pack(tokenizer, [tokenizer.tokenize(text)], sequence_length)
+        return {**encode(inputs), "padding_mask": inputs["padding_mask"]}
+
+    def serve_pairs(text_a, text_b):
+        inputs = pack(tokenizer, [tokenizer.tokenize(text_a), tokenizer.tokenize(text_b)],
+                      sequence_length)
+        return {**encode(inputs), "padding_mask": inputs["padding_mask"]}
+
+    def serve_ids(token_ids, segment_ids, padding_mask):
+        return encode({"token_ids": token_ids, "segment_ids": segment_ids,
+                       "padding_mask": padding_mask})
+
+    string_batch = tf.TensorSpec([None], tf.string)
+    ids_batch = tf.TensorSpec([None, None], tf.int32)
+    archive = keras.export.ExportArchive()
+    archive.track(backbone)
+    archive.track(tokenizer)
+    archive.add_endpoint("serving_default", serve_text, [string_batch])
+    archive.add_endpoint("serving_pairs", serve_pairs, [string_batch, string_batch])
+    archive.add_endpoint("serving_ids", serve_ids, [ids_batch, ids_batch, ids_batch])
+
+    if isinstance(model, BertPretrainer):
+        vocabulary = tf.constant(tokenizer.vocabulary)
+
+        def fill_mask(text):
+            inputs = pack(tokenizer, [tokenize_with_masks(tokenizer, text)], sequence_length)
+            is_mask = tf.equal(inputs["token_ids"], tokenizer.mask_id)
+            positions = tf.ragged.boolean_mask(
+                tf.broadcast_to(tf.range(sequence_length), tf.shape(is_mask)), is_mask
+            )
+            num_masks = tf.minimum(tf.cast(positions.row_lengths(), tf.int32), max_masks)
+            positions = positions[:, :max_masks].to_tensor(0, shape=[None, max_masks])
+            outputs = model({**inputs, "mask_positions": positions}, training=False)
+            probabilities = tf.nn.softmax(tf.cast(outputs["mlm_logits"], tf.float32))
+            scores, ids = tf.math.top_k(probabilities, k=top_k)
+            present = tf.sequence_mask(num_masks, max_masks)[:, :, None]
+            ids = tf.where(present, ids, -1)
+            return {
+                "tokens": tf.where(present, tf.gather(vocabulary, tf.maximum(ids, 0)), ""),
+                "token_ids": ids,
+                "scores": tf.where(present, scores, 0.0),
+                "num_masks": num_masks,
+            }
+
+        archive.track(model)
+        archive.add_endpoint("fill_mask", fill_mask, [string_batch])
+
+    archive.write_out(path, verbose=False)
+    if write_vocabulary:
+        from kbert.tokenizers.vocab_learning import write_vocabulary as write
+
+        write(tokenizer.vocabulary, os.path.join(path, "vocab.txt"))
+    return path
