@@ -105,7 +105,10 @@ def test_a_fresh_tensorflow_process_gives_the_keras_outputs(exported, tmp_path):
         "fill_mask": {"text": MASKED},
     }
     (tmp_path / "inputs.json").write_text(json.dumps(spec))
-    many_spec = {"serving_default": {"text": many}, "fill_mask": {"text": many[:1]}}
+    # A batch of a thousand, and batches of one.
+    many_spec = {"serving_default": {"text": many}, "fill_mask": {"text": many[:1]},
+                 "serving_pairs": {"text_a": TEXTS[:1], "text_b": PAIRS_B[:1]},
+                 "serving_ids": {k: v.numpy()[:1].tolist() for k, v in ids.items()}}
     (tmp_path / "many.json").write_text(json.dumps(many_spec))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     for name in ("inputs", "many"):
@@ -161,6 +164,11 @@ def test_a_fresh_tensorflow_process_gives_the_keras_outputs(exported, tmp_path):
     assert many_out["serving_default/sequence_output"].shape == (1000, SEQUENCE_LENGTH, 128)
     np.testing.assert_allclose(many_out["serving_default/pooled_output"][999],
                                many_out["serving_default/pooled_output"][0], atol=1e-6)
+    np.testing.assert_allclose(many_out["serving_pairs/pooled_output"],
+                               pairs["pooled_output"][:1], atol=1e-5)
+    np.testing.assert_allclose(many_out["serving_ids/pooled_output"],
+                               single["pooled_output"][:1], atol=1e-5)
+    assert many_out["fill_mask/num_masks"].tolist() == [0]
 
 
 def test_saved_model_cli_lists_the_signatures(exported):
