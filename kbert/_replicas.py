@@ -10,7 +10,8 @@ import keras
 from keras import ops
 
 
-def _replica_context():
+def replica_context():
+    """tf.distribute's replica context when several replicas run in sync, else None."""
     if keras.backend.backend() != "tensorflow":
         return None
     import tensorflow as tf
@@ -23,7 +24,7 @@ def _replica_context():
 
 def replica_id_and_count():
     """(id of this replica in the global sync group, number of replicas); (0, 1) when alone."""
-    context = _replica_context()
+    context = replica_context()
     if context is None:
         return 0, 1
     return context.replica_id_in_sync_group, context.num_replicas_in_sync
@@ -32,5 +33,5 @@ def replica_id_and_count():
 def global_sum(x):
     """Sum of `x` over all replicas (no gradient flows through it)."""
     x = ops.stop_gradient(x)
-    context = _replica_context()
+    context = replica_context()
     return x if context is None else context.all_reduce("sum", x)

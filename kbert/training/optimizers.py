@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from kbert import _replicas
 from kbert.models.bert.bert_pretrainer import NO_DECAY_NAMES
 
 OPTIMIZERS = ("adamw", "lamb")
@@ -68,15 +69,14 @@ class _ClipTheSummedGradient:
     """
 
     def _clip_gradients(self, grads):
-        if self.global_clipnorm and keras.backend.backend() == "tensorflow":
+        context = _replicas.replica_context() if self.global_clipnorm else None
+        if context is not None:
             import tensorflow as tf
 
-            context = tf.distribute.get_replica_context()
-            if context is not None and context.num_replicas_in_sync > 1:
-                total = context.all_reduce("sum", list(grads))
-                clipped, _ = tf.clip_by_global_norm(total, self.global_clipnorm)
-                share = 1.0 / context.num_replicas_in_sync
-                return [g * tf.cast(share, g.dtype) for g in clipped]
+            total = context.all_reduce("sum", list(grads))
+            clipped, _ = tf.clip_by_global_norm(total, self.global_clipnorm)
+            share = 1.0 / context.num_replicas_in_sync
+            return [g * tf.cast(share, g.dtype) for g in clipped]
         return super()._clip_gradients(grads)
 
 
