@@ -40,6 +40,12 @@ def get(name):
         return json.load(f)
 
 
+def config(name, **config_overrides):
+    """The architecture config of preset `name` with `config_overrides` applied, validated."""
+    preset = get(name)
+    return _FAMILIES[preset["model"]][0].from_dict({**preset["config"], **config_overrides})
+
+
 def load(name, head="pretrainer", weights=None, dtype=None, **config_overrides):
     """Builds the model of preset `name`.
 
@@ -65,12 +71,12 @@ def load(name, head="pretrainer", weights=None, dtype=None, **config_overrides):
             f"weights={weights!r}: kbert cannot load pretrained weights yet; "
             "use weights=None for a random initialisation."
         )
-    config_class, backbone_class, pretrainer_class = _FAMILIES[preset["model"]]
-    config = config_class.from_dict({**preset["config"], **config_overrides})
-    backbone = backbone_class.from_bert_config(config, dtype=dtype, name=f"{name}_backbone")
+    _, backbone_class, pretrainer_class = _FAMILIES[preset["model"]]
+    backbone = backbone_class.from_bert_config(config(name, **config_overrides), dtype=dtype,
+                                               name=f"{name}_backbone")
     if head is None:
         return backbone
     return pretrainer_class(backbone, next_sentence_prediction=(head == "pretrainer"), name=name)
 
 
-__all__ = ["HEADS", "get", "list", "load"]
+__all__ = ["HEADS", "config", "get", "list", "load"]

@@ -75,7 +75,7 @@ class PretrainingConfig:
                     f"--{name}={getattr(self, name)!r} is not one of: {', '.join(allowed)}."
                 )
         try:
-            preset = presets.get(self.preset)
+            presets.get(self.preset)
         except ValueError as e:
             raise ConfigError(f"--preset: {e}") from None
         source = self.input[len("tfrecord:"):] if self.input.startswith("tfrecord:") else self.input
@@ -87,11 +87,10 @@ class PretrainingConfig:
             except FileNotFoundError as e:
                 raise ConfigError(f"--input: {e}") from None
         try:
-            config_class = presets._FAMILIES[preset["model"]][0]
-            config_class.from_dict({**preset["config"], **self.config_overrides})
+            max_positions = presets.config(self.preset,
+                                           **self.config_overrides).max_sequence_length
         except (TypeError, ValueError) as e:
             raise ConfigError(f"--config_override: {e}") from None
-        max_positions = {**preset["config"], **self.config_overrides}["max_sequence_length"]
         if self.sequence_length > max_positions:
             raise ConfigError(
                 f"--sequence_length={self.sequence_length} is longer than the model's "
