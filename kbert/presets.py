@@ -5,17 +5,17 @@ family, every architecture field, the tokenizer settings and the weight source.
 """
 
 import json
+import os
 from pathlib import Path
 
-from kbert.models import BertBackbone, BertConfig, BertPretrainer
+from kbert import models
 
 # A source checkout (or editable install) reads ../presets; a wheel carries kbert/preset_files.
 _SEARCH_PATH = (
     Path(__file__).resolve().parent.parent / "presets",
     Path(__file__).resolve().parent / "preset_files",
 )
-HEADS = ("pretrainer", "mlm", None)
-_FAMILIES = {"bert": (BertConfig, BertBackbone, BertPretrainer)}
+HEADS = models.HEADS
 
 
 def _preset_files():
@@ -43,22 +43,63 @@ def get(name):
 def config(name, **config_overrides):
     """The architecture config of preset `name` with `config_overrides` applied, validated."""
     preset = get(name)
-    return _FAMILIES[preset["model"]][0].from_dict({**preset["config"], **config_overrides})
+    return models.FAMILIES[preset["model"]][0].from_dict({**preset["config"], **config_overrides})
 
 
-def load(name, head="pretrainer", weights=None, dtype=None, **config_overrides):
-    """Builds the model of preset `name`.
+PRETRAINED = "pretrained"
+# Fields that must agree between a preset and a checkpoint passed as weights="path".
+_SHAPE_FIELDS = ("vocabulary_size", "num_layers", "hidden_size", "num_heads",
+                 "intermediate_size", "type_vocab_size", "embedding_size")
+
+
+def _checkpoint(name, preset, weights):
+    """The `kbert.convert.Checkpoint` that `weights` names for preset `name`."""
+    from kbert import convert
+    from kbert.convert import download
+
+    if weights == PRETRAINED:
+        if not preset.get("weights"):
+            raise ValueError(
+                f"Preset {name!r} has no pretrained release; use weights=None (random) or "
+                "weights='/path/to/checkpoint'."
+            )
+        return download.pretrained(name, preset["weights"])
+    if not isinstance(weights, (str, os.PathLike)):
+        raise ValueError(
+            f"weights={weights!r}: expected {PRETRAINED!r} (the preset's release), None "
+            "(random initialisation) or the path of a checkpoint directory."
+        )
+    checkpoint = convert.read(weights)
+    expected = config(name)
+    wrong = [f"{field}: preset {getattr(expected, field)}, checkpoint "
+             f"{getattr(checkpoint.config, field)}"
+             for field in _SHAPE_FIELDS
+             if getattr(expected, field) != getattr(checkpoint.config, field)]
+    if checkpoint.family != preset["model"] or wrong:
+        raise ValueError(
+            f"{weights} is not a {name} checkpoint ({checkpoint.family}; "
+            f"{'; '.join(wrong) or 'family differs'}). Load it with "
+            "kbert.convert.load(path) instead."
+        )
+    return checkpoint
+
+
+def load(name, head="pretrainer", weights=PRETRAINED, dtype=None, **config_overrides):
+    """Builds the model of preset `name`, by default with its pretrained weights.
 
     Args:
         name: a preset name, see `list()`.
         head: "pretrainer" (default) gives the pretraining model with every head the family
             uses (BERT: masked LM + next-sentence prediction); "mlm" the masked-LM pretrainer
             alone (RoBERTa style); `None` the bare backbone.
-        weights: `None` initialises at random. Pretrained weights are not available yet; any
-            other value is an error.
+        weights: "pretrained" (default): the preset's official release, downloaded once into
+            `$KBERT_CACHE_DIR` (default ~/.cache/kbert), checked against its sha256 and
+            converted. A path: a local checkpoint directory (Hugging Face, original TF1 or
+            keras-hub) of this architecture. `None`: random initialisation.
         dtype: a Keras dtype policy for the model, e.g. "mixed_bfloat16".
         **config_overrides: architecture fields to change, e.g. `max_sequence_length=128`
-            or `dropout=0.0` (validated by the family's config class).
+            or `dropout=0.0` (validated by the family's config class). With pretrained
+            weights only the dropouts and a shorter `max_sequence_length` may change.
 
     Returns:
         a `keras.Model`: e.g. `BertPretrainer` or `BertBackbone`.
@@ -66,17 +107,16 @@ def load(name, head="pretrainer", weights=None, dtype=None, **config_overrides):
     preset = get(name)
     if head not in HEADS:
         raise ValueError(f"Unknown head {head!r}. Allowed: {', '.join(map(repr, HEADS))}.")
-    if weights is not None:
-        raise ValueError(
-            f"weights={weights!r}: kbert cannot load pretrained weights yet; "
-            "use weights=None for a random initialisation."
-        )
-    _, backbone_class, pretrainer_class = _FAMILIES[preset["model"]]
-    backbone = backbone_class.from_bert_config(config(name, **config_overrides), dtype=dtype,
-                                               name=f"{name}_backbone")
-    if head is None:
-        return backbone
-    return pretrainer_class(backbone, next_sentence_prediction=(head == "pretrainer"), name=name)
+    if weights is None:
+        return models.build(preset["model"], config(name, **config_overrides), head=head,
+                            dtype=dtype, name=name)
+    return _checkpoint(name, preset, weights).build(head=head, dtype=dtype, name=name,
+                                                    **config_overrides)
 
 
-__all__ = ["HEADS", "config", "get", "list", "load"]
+def load_tokenizer(name, weights=PRETRAINED):
+    """The WordPiece tokenizer of preset `name`'s release (or of the checkpoint at `weights`)."""
+    return _checkpoint(name, get(name), weights).tokenizer()
+
+
+__all__ = ["HEADS", "PRETRAINED", "config", "get", "list", "load", "load_tokenizer"]

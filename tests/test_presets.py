@@ -40,18 +40,18 @@ def test_preset_folder_is_data_only():
 
 @pytest.mark.parametrize("name", ["bert_tiny", "bert_mini", "bert_small"])
 def test_load_heads(name):
-    pretrainer = kbert.presets.load(name)
+    pretrainer = kbert.presets.load(name, weights=None)
     assert isinstance(pretrainer, BertPretrainer) and pretrainer.next_sentence_prediction
-    mlm = kbert.presets.load(name, head="mlm")
+    mlm = kbert.presets.load(name, head="mlm", weights=None)
     assert isinstance(mlm, BertPretrainer) and not mlm.next_sentence_prediction
-    backbone = kbert.presets.load(name, head=None)
+    backbone = kbert.presets.load(name, head=None, weights=None)
     assert isinstance(backbone, BertBackbone)
     assert backbone.bert_config.num_layers == EXPECTED[name][0]
 
 
 def test_overrides_and_dtype():
     backbone = kbert.presets.load(
-        "bert_tiny", head=None, max_sequence_length=128, dropout=0.0, dtype="mixed_bfloat16"
+        "bert_tiny", head=None, weights=None, max_sequence_length=128, dropout=0.0, dtype="mixed_bfloat16"
     )
     assert backbone.bert_config.max_sequence_length == 128
     assert backbone.bert_config.dropout == 0.0
@@ -63,12 +63,12 @@ def test_errors_name_the_bad_value_and_the_choices():
         kbert.presets.load("bert_huge")
     with pytest.raises(ValueError, match="Unknown head 'classifier'. Allowed: 'pretrainer', 'mlm', None"):
         kbert.presets.load("bert_tiny", head="classifier")
-    with pytest.raises(ValueError, match="weights='imagenet'"):
-        kbert.presets.load("bert_tiny", weights="imagenet")
+    with pytest.raises(ValueError, match="weights=3: expected 'pretrained'"):
+        kbert.presets.load("bert_tiny", weights=3)
     with pytest.raises(ValueError, match="Unknown BERT config field 'hidden'"):
-        kbert.presets.load("bert_tiny", hidden=3)
+        kbert.presets.load("bert_tiny", weights=None, hidden=3)
     with pytest.raises(ValueError, match="hidden_size=128 is not divisible by num_heads=3"):
-        kbert.presets.load("bert_tiny", num_heads=3)
+        kbert.presets.load("bert_tiny", weights=None, num_heads=3)
 
 
 @pytest.mark.slow
@@ -78,10 +78,10 @@ def test_parameter_counts():
     bert_base:  110,106,428 with the MLM and NSP heads; 109,482,240 backbone (with pooler).
     bert_large: 336,226,108 with the MLM and NSP heads; 335,141,888 backbone (with pooler).
     """
-    base = kbert.presets.load("bert_base")
+    base = kbert.presets.load("bert_base", weights=None)
     assert base.count_params() == 110_106_428
     assert base.backbone.count_params() == 109_482_240
     del base
-    large = kbert.presets.load("bert_large")
+    large = kbert.presets.load("bert_large", weights=None)
     assert large.count_params() == 336_226_108
     assert large.backbone.count_params() == 335_141_888

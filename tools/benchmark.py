@@ -121,7 +121,7 @@ def build_models(config, batch):
     kbert_labels = {"mask_ids": mask_ids, "mask_weights": mask_weights, "next_sentence_labels": nsp}
     contestants = []
     for name, head in (("kbert BertPretrainer MLM", "mlm"), ("kbert BertPretrainer MLM+NSP", "pretrainer")):
-        model = kbert.presets.load(FLAGS.preset, head=head)
+        model = kbert.presets.load(FLAGS.preset, head=head, weights=None)
         model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=True)
         data = tf.data.Dataset.from_tensors((features, kbert_labels)).repeat()
         contestants.append((name, model, data, head == "pretrainer"))
@@ -309,7 +309,7 @@ def serve(argv):
     write_vocabulary(learn_vocabulary(corpora.stdlib_docstrings(), 8000, max_sentences=20000),
                      vocab)
     tokenizer = WordPieceTokenizer(vocab)
-    backbone = kbert.presets.load(FLAGS.serve_preset, head=None,
+    backbone = kbert.presets.load(FLAGS.serve_preset, head=None, weights=None,
                                   vocabulary_size=tokenizer.vocabulary_size)
     config = backbone.bert_config
     print(f"Exporting {FLAGS.serve_preset} (random weights) ...", flush=True)

@@ -1,1 +1,82 @@
-"""Checkpoint conversion between kbert and other BERT implementations."""
+"""Checkpoint conversion: Hugging Face, original TF1 and keras-hub checkpoints in and out of kbert.
+
+    checkpoint = kbert.convert.read("path/to/bert-base-uncased")  # format detected
+    model = checkpoint.build(head=None)                            # a kbert BertBackbone
+    tokenizer = checkpoint.tokenizer()
+    kbert.convert.save_hugging_face(model, "out/", vocabulary=tokenizer)
+
+Every reader gives a `Checkpoint` in one common form (Hugging Face names, numpy arrays), so a
+model converts from any format to any other through it.
+"""
+
+from pathlib import Path
+
+from kbert.convert import hugging_face, kbert_format, keras_hub, tf1
+from kbert.convert.checkpoint import Checkpoint
+
+FORMATS = ("hf", "tf1", "keras_hub", "kbert")
+_READERS = {"hf": hugging_face.read, "tf1": tf1.read, "keras_hub": keras_hub.read,
+            "kbert": kbert_format.read}
+
+
+def detect_format(path):
+    """"hf", "tf1", "keras_hub" or "kbert" for a checkpoint directory (or a TF1 prefix)."""
+    path = Path(path)
+    if not path.exists() and not Path(f"{path}.index").exists():
+        raise FileNotFoundError(f"Checkpoint {str(path)!r} does not exist.")
+    if kbert_format.is_kbert(path):
+        return "kbert"
+    if keras_hub.is_keras_hub(path):
+        return "keras_hub"
+    if hugging_face.is_hugging_face(path):
+        return "hf"
+    if tf1.is_tf1(path):
+        return "tf1"
+    raise ValueError(
+        f"{path} is not a checkpoint kbert can read. Expected a Hugging Face directory "
+        "(config.json + model.safetensors or pytorch_model.bin), an original TF1 release "
+        "(bert_model.ckpt.* + bert_config.json), a keras-hub preset directory or a kbert "
+        "directory (model.keras + vocab.txt)."
+    )
+
+
+def read(path, format="auto", **kwargs):  # noqa: A002 - "format" is the CLI flag's name too
+    """Reads a checkpoint into a `Checkpoint`.
+
+    Args:
+        path: the checkpoint directory (or a TF1 checkpoint prefix).
+        format: "auto" (detect), or one of `FORMATS`.
+        **kwargs: passed to the reader, e.g. `config_path=` for "tf1".
+    """
+    if format == "auto":
+        format = detect_format(path)
+    if format not in _READERS:
+        raise ValueError(f"Unknown format {format!r}. Allowed: 'auto', {', '.join(FORMATS)}.")
+    return _READERS[format](path, **kwargs)
+
+
+def load(path, head="auto", format="auto", dtype=None, **config_overrides):  # noqa: A002
+    """The kbert model of a checkpoint: `read(path, format).build(head, dtype, ...)`."""
+    return read(path, format).build(head=head, dtype=dtype, **config_overrides)
+
+
+def load_tokenizer(path, format="auto"):  # noqa: A002
+    """The checkpoint's WordPiece tokenizer (its vocab.txt and casing)."""
+    return read(path, format).tokenizer()
+
+
+def save_kbert(model, path, vocabulary=None, lowercase=True):
+    """Writes a kbert model as a kbert directory (model.keras, vocab.txt)."""
+    return kbert_format.write(Checkpoint.from_model(model, vocabulary, lowercase), path)
+
+
+def save_hugging_face(model, path, vocabulary=None, lowercase=True):
+    """Writes a kbert model as a Hugging Face directory (config.json, model.safetensors, vocab).
+
+    `vocabulary` is a `WordPieceTokenizer`, a vocab.txt path or a list of tokens.
+    """
+    return hugging_face.write(Checkpoint.from_model(model, vocabulary, lowercase), path)
+
+
+__all__ = ["FORMATS", "Checkpoint", "detect_format", "load", "load_tokenizer", "read",
+           "save_hugging_face", "save_kbert"]

@@ -4,6 +4,10 @@ keras-hub keeps separate query/key/value projections ([H, N, D] kernels); kbert 
 one [H, 3, N, D] kernel, so the mapping stacks them (and splits them on the way back).
 """
 
+import json
+import logging
+from pathlib import Path
+
 import numpy as np
 
 
@@ -58,3 +62,55 @@ def bert_weights_from_keras_hub(source, target):
             )
         variable.assign(value)
     return target
+
+
+def is_keras_hub(path):
+    config = Path(path) / "config.json"
+    if not config.is_file():
+        return False
+    with open(config, encoding="utf-8") as f:
+        return "registered_name" in json.load(f)
+
+
+def read(path):
+    """Reads a keras-hub BERT preset directory (config.json, model.weights.h5, tokenizer assets).
+
+    The backbone's weights come across. keras-hub's `BertMaskedLM` head is not read: it
+    applies the exact GELU where the backbone and kbert's head use the tanh form.
+    """
+    import keras_hub
+
+    from kbert.convert import bert
+    from kbert.convert.checkpoint import Checkpoint
+    from kbert.models import BertBackbone, BertConfig
+
+    path = Path(path)
+    source = keras_hub.models.Backbone.from_preset(str(path))
+    if not isinstance(source, keras_hub.models.BertBackbone):
+        raise ValueError(
+            f"{path} holds a keras-hub {type(source).__name__}; kbert reads BertBackbone presets."
+        )
+    config = BertConfig(
+        vocabulary_size=source.vocabulary_size,
+        num_layers=source.num_layers,
+        hidden_size=source.hidden_dim,
+        num_heads=source.num_heads,
+        intermediate_size=source.intermediate_dim,
+        activation="gelu_approximate",  # keras-hub's BertBackbone
+        dropout=source.dropout,
+        attention_dropout=source.dropout,
+        max_sequence_length=source.max_sequence_length,
+        type_vocab_size=source.num_segments,
+        layer_norm_epsilon=1e-12,
+    )
+    target = BertBackbone.from_bert_config(config)
+    bert_weights_from_keras_hub(source, target)
+    if (path / "task.json").is_file():
+        logging.info("%s: task.json is not read; only the backbone is imported.", path)
+    vocabulary, lowercase = None, True
+    if (path / "tokenizer.json").is_file():
+        tokenizer = keras_hub.models.Tokenizer.from_preset(str(path))
+        vocabulary = list(tokenizer.get_vocabulary())
+        lowercase = bool(getattr(tokenizer, "lowercase", True))
+    return Checkpoint("bert", config, bert.weights_of(target), vocabulary, lowercase,
+                      source=str(path))

@@ -5,7 +5,7 @@ import os
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
 
-from kbert.tokenizers.word_piece_tokenizer import SPECIAL_TOKENS
+from kbert.tokenizers.word_piece_tokenizer import SPECIAL_TOKENS, normalize
 
 RESERVED_TOKENS = list(SPECIAL_TOKENS.values())  # [PAD]=0, [UNK], [CLS], [SEP], [MASK]
 
@@ -34,11 +34,13 @@ def learn_vocabulary(documents, vocab_size, lowercase=True, max_sentences=None, 
         sentences = documents.unbatch()
     if max_sentences is not None:
         sentences = sentences.take(max_sentences)
+    # The same normalisation as WordPieceTokenizer, so that every learned token is reachable.
+    batches = sentences.batch(batch_size).map(lambda text: normalize(text, bool(lowercase)))
     vocabulary = bert_vocab_from_dataset.bert_vocab_from_dataset(
-        sentences.batch(batch_size).prefetch(2),
+        batches.prefetch(2),
         vocab_size=vocab_size,
         reserved_tokens=RESERVED_TOKENS,
-        bert_tokenizer_params={"lower_case": bool(lowercase)},
+        bert_tokenizer_params={"lower_case": False},
         # With the default count threshold (10), small corpora fall far short of the target.
         learn_params={"lower_thresh": 1},
     )

@@ -14,6 +14,22 @@ SPECIAL_TOKENS = {
 }
 
 
+def normalize(text, lowercase=True):
+    """BERT's uncased normalisation in the graph: lower-case, NFD, drop combining marks (Mn).
+
+    This is what google-research/bert's tokenization.py and Hugging Face's BertTokenizer do.
+    tensorflow-text's own `lower_case_nfd_strip_accents` case-folds with NFKC instead, which
+    also rewrites compatibility characters ("™" -> "tm", "ﬁ" -> "fi", full-width letters),
+    and so gives other ids than the pretrained checkpoints' tokenizers for them.
+    """
+    text = tf.convert_to_tensor(text, tf.string)
+    if not lowercase:
+        return text
+    text = tf.strings.lower(text, encoding="utf-8")
+    text = tf_text.normalize_utf8(text, "NFD")
+    return tf.strings.regex_replace(text, r"\p{Mn}", "")
+
+
 def read_vocabulary(path):
     """Reads a vocab.txt (one token per line, the line number is the id)."""
     if not tf.io.gfile.exists(path):
@@ -72,7 +88,7 @@ class WordPieceTokenizer(tf.Module):
             token_out_type=tf.int32,
             unknown_token=SPECIAL_TOKENS["unk"],
             max_bytes_per_word=max_bytes_per_word,
-            lower_case_nfd_strip_accents=self.lowercase,
+            lower_case_nfd_strip_accents=False,  # `normalize` does it, as BERT did
             support_detokenization=True,
         )
 
@@ -88,6 +104,7 @@ class WordPieceTokenizer(tf.Module):
         text = tf.convert_to_tensor(text, tf.string)
         # Invalid UTF-8 becomes U+FFFD instead of failing the whole batch.
         text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")
+        text = normalize(text, self.lowercase)
         if text.shape.rank == 0:
             # tensorflow-text's normalizer fails on scalars in graph mode: use a batch of one.
             return self._tokenizer.tokenize(text[tf.newaxis])[0]

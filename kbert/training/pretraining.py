@@ -198,7 +198,7 @@ def run_pretraining(config):
     head = OBJECTIVES[config.objective][1]
     with strategy.scope():
         overrides = {"vocabulary_size": tokenizer.vocabulary_size, **config.config_overrides}
-        model = presets.load(config.preset, head=head,
+        model = presets.load(config.preset, head=head, weights=None,
                              dtype=None if config.precision == "float32" else config.precision,
                              **overrides)
         optimizer = create_optimizer(

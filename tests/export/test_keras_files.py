@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def good(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("keras") / "backbone.keras")
-    backbone = presets.load("bert_tiny", head=None, vocabulary_size=300)
+    backbone = presets.load("bert_tiny", head=None, weights=None, vocabulary_size=300)
     backbone.save(path)
     return path, backbone
 

@@ -42,7 +42,7 @@ def exported(tmp_path_factory):
     write_vocabulary(learn_vocabulary(corpora.stdlib_docstrings(), 2000, max_sentences=4000),
                      vocab)
     tokenizer = WordPieceTokenizer(vocab)
-    model = presets.load("bert_tiny", head="pretrainer",
+    model = presets.load("bert_tiny", head="pretrainer", weights=None,
                          vocabulary_size=tokenizer.vocabulary_size, max_sequence_length=64)
     path = str(tmp / "saved_model")
     export_saved_model(model, path, tokenizer, sequence_length=SEQUENCE_LENGTH, top_k=4,

@@ -1,0 +1,119 @@
+"""`Checkpoint`: a model's architecture, weights and vocabulary, read from any format."""
+
+import dataclasses
+import logging
+from typing import Optional
+
+from kbert import models
+from kbert.convert import bert
+
+# Config fields a caller may change on pretrained weights: they do not change any weight's
+# shape. max_sequence_length may only shrink (the position table is cut). `activation` is here
+# to reproduce other loaders (keras-hub uses the tanh GELU for every BERT).
+FREE_FIELDS = ("dropout", "attention_dropout", "initializer_range", "activation")
+_MAPPINGS = {"bert": bert}
+
+
+@dataclasses.dataclass
+class Checkpoint:
+    """A checkpoint in kbert's common form, whatever format it came from.
+
+    Attributes:
+        family: the model family, a key of `kbert.models.FAMILIES` ("bert").
+        config: the family's config (a `BertConfig`).
+        weights: numpy arrays keyed by Hugging Face names (see `kbert.convert.bert`).
+        vocabulary: the WordPiece tokens (index = id), or `None` when the checkpoint has none.
+        lowercase: whether the tokenizer lower-cases (uncased models).
+        source: where it was read from, for messages.
+    """
+
+    family: str
+    config: object
+    weights: dict
+    vocabulary: Optional[list] = None
+    lowercase: bool = True
+    source: str = "checkpoint"
+
+    @property
+    def head(self):
+        """The richest `head` the weights support: "pretrainer", "mlm" or `None`."""
+        return _MAPPINGS[self.family].heads_in(self.weights)
+
+    def build(self, head="auto", dtype=None, name=None, **config_overrides):
+        """The kbert model with these weights.
+
+        Args:
+            head: "auto" (every head the checkpoint has), "pretrainer", "mlm" or `None`.
+            dtype: a Keras dtype policy, e.g. "mixed_bfloat16".
+            name: the model's name.
+            **config_overrides: `dropout`, `attention_dropout`, `initializer_range`,
+                `activation`, or a `max_sequence_length` no longer than the checkpoint's.
+        """
+        if head == "auto":
+            head = self.head
+        if head not in models.HEADS:
+            raise ValueError(
+                f"Unknown head {head!r}. Allowed: 'auto', {', '.join(map(repr, models.HEADS))}."
+            )
+        config = self.config_with(**config_overrides)
+        model = models.build(self.family, config, head=head, dtype=dtype, name=name)
+        unused = _MAPPINGS[self.family].assign(model, self.weights, source=self.source)
+        if unused:
+            logging.info("%s: %d tensors not used by the %s model: %s", self.source,
+                         len(unused), head or "backbone", ", ".join(unused[:10]))
+        return model
+
+    def config_with(self, **config_overrides):
+        """The checkpoint's config with the overrides that keep every weight's shape."""
+        changed = {}
+        for key, value in config_overrides.items():
+            if key == "max_sequence_length":
+                if not isinstance(value, int) or not 0 < value <= self.config.max_sequence_length:
+                    raise ValueError(
+                        f"max_sequence_length={value!r}: the checkpoint has "
+                        f"{self.config.max_sequence_length} positions; pass a positive int "
+                        "no larger than that."
+                    )
+            elif key not in FREE_FIELDS:
+                raise ValueError(
+                    f"{key}={value!r} would change the pretrained architecture. With pretrained "
+                    f"weights only {', '.join(FREE_FIELDS)} and a shorter max_sequence_length "
+                    "may change; use weights=None for a new architecture."
+                )
+            changed[key] = value
+        return self.config.replace(**changed)
+
+    def tokenizer(self):
+        """A `kbert.tokenizers.WordPieceTokenizer` on the checkpoint's vocabulary."""
+        if self.vocabulary is None:
+            raise ValueError(f"{self.source} has no vocabulary (vocab.txt).")
+        from kbert.tokenizers import WordPieceTokenizer
+
+        return WordPieceTokenizer(self.vocabulary, lowercase=self.lowercase)
+
+    @classmethod
+    def from_model(cls, model, vocabulary=None, lowercase=True, family="bert"):
+        """A `Checkpoint` of a kbert model (a backbone or a pretrainer).
+
+        `vocabulary` is a `WordPieceTokenizer`, a path of a vocab.txt or a list of tokens.
+        """
+        backbone = getattr(model, "backbone", model)
+        if hasattr(vocabulary, "vocabulary"):  # a WordPieceTokenizer
+            lowercase = vocabulary.lowercase
+            vocabulary = vocabulary.vocabulary
+        elif vocabulary is not None and not isinstance(vocabulary, (list, tuple)):
+            from kbert.tokenizers import read_vocabulary
+
+            vocabulary = read_vocabulary(str(vocabulary))
+        weights = _MAPPINGS[family].weights_of(model)
+        return cls(family, backbone.bert_config, weights,
+                   None if vocabulary is None else list(vocabulary), lowercase,
+                   source=f"model {model.name!r}")
+
+
+def uppercase_free(vocabulary):
+    """True when no token but the [XXX] specials has an upper-case letter: an uncased vocab."""
+    return not any(
+        token != token.lower() for token in vocabulary
+        if not (token.startswith("[") and token.endswith("]"))
+    )

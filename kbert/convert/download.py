@@ -1,0 +1,161 @@
+"""Pretrained releases: download once, verify the sha256, convert once, then read from a cache.
+
+Layout of the cache (`$KBERT_CACHE_DIR`, default `~/.cache/kbert`):
+
+    downloads/<file name>          the release archive, kept only when its sha256 verified
+    converted/<preset>-<key>/      the release converted to the Hugging Face format
+                                   (config.json, model.safetensors, vocab.txt)
+
+Files appear under their final names only when complete: downloads land in a staging folder
+and are renamed into place after the hash check, so an interrupted download or a hash
+mismatch leaves nothing in the cache.
+"""
+
+import hashlib
+import logging
+import os
+import shutil
+import tarfile
+import tempfile
+import zipfile
+from pathlib import Path
+
+from kbert.convert import hugging_face
+
+CACHE_ENV = "KBERT_CACHE_DIR"
+SOURCE_FIELDS = ("url", "sha256", "format", "path")
+
+
+class DownloadError(OSError):
+    """The release could not be fetched and there is no cached copy."""
+
+
+def cache_dir():
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "kbert")
+
+
+def sha256_of(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fetch(url, sha256=None, cache=None):
+    """The path of the verified download of `url` in the cache (downloaded if not there).
+
+    With `sha256` the file must match it: a cached copy that does not is fetched again, and a
+    download that does not is deleted before the ValueError. Without one, the computed hash is
+    logged so that it can be recorded.
+    """
+    import keras
+
+    folder = Path(cache or cache_dir()) / "downloads"
+    target = folder / Path(url.split("?")[0]).name
+    if target.is_file() and (sha256 is None or sha256_of(target) == sha256):
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=folder))
+    try:
+        try:
+            downloaded = keras.utils.get_file(target.name, origin=url, cache_dir=str(staging),
+                                              cache_subdir=".")
+        except Exception as error:  # keras raises a bare Exception for URL errors
+            raise DownloadError(f"Could not download {url}: {error}") from error
+        actual = sha256_of(downloaded)
+        if sha256 is not None and actual != sha256:
+            raise ValueError(
+                f"sha256 mismatch for {url}: expected {sha256}, got {actual}. The file was "
+                "deleted; nothing was cached."
+            )
+        if sha256 is None:
+            logging.warning("%s has no sha256 in its preset; downloaded file sha256=%s.", url,
+                            actual)
+        os.replace(downloaded, target)
+        return target
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _extract(archive, destination):
+    name = archive.name
+    if name.endswith(".zip"):
+        with zipfile.ZipFile(archive) as z:
+            for member in z.namelist():  # refuse absolute paths and ../ escapes
+                if Path(member).is_absolute() or ".." in Path(member).parts:
+                    raise ValueError(f"{archive}: unsafe member path {member!r}.")
+            z.extractall(destination)
+    elif name.endswith((".tar.gz", ".tgz", ".tar")):
+        with tarfile.open(archive) as t:
+            t.extractall(destination, filter="data")
+    else:
+        raise ValueError(f"{archive}: unknown archive type; expected .zip, .tar.gz or .tar.")
+
+
+def _checkpoint_folder(unpacked, hint):
+    """`hint` inside the archive, else the one folder that holds a checkpoint."""
+    from kbert import convert
+
+    if hint and (unpacked / hint).exists():
+        return unpacked / hint
+    found = []
+    for folder in [unpacked, *sorted(p for p in unpacked.rglob("*") if p.is_dir())]:
+        try:
+            convert.detect_format(folder)
+        except (ValueError, FileNotFoundError):
+            continue
+        found.append(folder)
+    if len(found) != 1:
+        raise ValueError(
+            f"The archive holds {len(found)} checkpoint folders ({[str(f) for f in found]}); "
+            "name one with the preset's weights.path."
+        )
+    return found[0]
+
+
+def pretrained(name, source, cache=None):
+    """The `Checkpoint` of preset `name`'s release, converted on first use and cached.
+
+    Args:
+        name: the preset name (the cache folder's name).
+        source: the preset's "weights" dict: `url`, `sha256` (or null), `format` ("tf1",
+            "hf" or "keras_hub") and `path`, the checkpoint folder inside the archive.
+    """
+    from kbert import convert
+
+    unknown = set(source) - set(SOURCE_FIELDS) - {"description"}
+    if unknown or "url" not in source or "format" not in source:
+        raise ValueError(
+            f"Preset {name!r}: its weights entry needs url and format (fields: "
+            f"{', '.join(SOURCE_FIELDS)}); got {sorted(source)}."
+        )
+    cache = Path(cache or cache_dir())
+    key = source.get("sha256") or hashlib.sha256(source["url"].encode()).hexdigest()
+    converted = cache / "converted" / f"{name}-{key[:16]}"
+    if (converted / "config.json").is_file():
+        return hugging_face.read(converted)
+    try:
+        archive = fetch(source["url"], source.get("sha256"), cache)
+    except DownloadError as error:
+        raise DownloadError(
+            f"{error}\nNo cached copy of preset {name!r} in {cache} (set ${CACHE_ENV} to use "
+            f"another cache). Download {source['url']} yourself, unpack it, and pass its "
+            f"folder: kbert.presets.load({name!r}, weights='/path/to/checkpoint'); or use "
+            "weights=None for a random initialisation."
+        ) from error
+    with tempfile.TemporaryDirectory(dir=cache) as scratch:
+        unpacked = Path(scratch) / "unpacked"
+        _extract(archive, unpacked)
+        checkpoint = convert.read(_checkpoint_folder(unpacked, source.get("path")),
+                                  format=source["format"])
+        staging = Path(scratch) / "converted"
+        hugging_face.write(checkpoint, staging)
+        converted.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(staging, converted)
+        except OSError:
+            if not (converted / "config.json").is_file():  # not a concurrent writer's result
+                raise
+    logging.info("Converted %s into %s.", source["url"], converted)
+    return hugging_face.read(converted)

@@ -1,0 +1,120 @@
+"""presets.load with pretrained weights, against a release served on 127.0.0.1."""
+
+import functools
+import hashlib
+import http.server
+import json
+import logging
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from kbert import presets
+from kbert.convert import download
+from tests.convert import _checkpoints
+
+NAME = "bert_served"
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    requests = []
+
+    def do_GET(self):  # noqa: N802 - the http.server API
+        _Handler.requests.append(self.path)
+        super().do_GET()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def served(tmp_path, monkeypatch):
+    """A google-style release zip on a local HTTP server, and a preset that names it."""
+    original = _checkpoints.random_pretrainer(seed=5)
+    release = _checkpoints.write_tf1_release(original, tmp_path / "build" / "uncased_test")
+    www = tmp_path / "www"
+    www.mkdir()
+    archive = shutil.make_archive(str(www / "uncased_test"), "zip", release.parent)
+    sha256 = hashlib.sha256(Path(archive).read_bytes()).hexdigest()
+    _Handler.requests = []
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_Handler, directory=str(www)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    preset_folder = tmp_path / "presets"
+    preset_folder.mkdir()
+    monkeypatch.setattr(presets, "_SEARCH_PATH", presets._SEARCH_PATH + (preset_folder,))
+    monkeypatch.setenv(download.CACHE_ENV, str(tmp_path / "cache"))
+
+    def write_preset(sha256=sha256, url=f"http://127.0.0.1:{server.server_port}/uncased_test.zip"):
+        (preset_folder / f"{NAME}.json").write_text(json.dumps({
+            "name": NAME, "model": "bert", "description": "served by the test",
+            "config": original.backbone.bert_config.to_dict(),
+            "tokenizer": {"type": "wordpiece", "lowercase": True},
+            "weights": {"url": url, "sha256": sha256, "format": "tf1", "path": "uncased_test"},
+        }))
+
+    write_preset()
+    yield original, write_preset, release, tmp_path / "cache"
+    server.shutdown()
+    server.server_close()
+
+
+def _files(folder):
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+def test_download_verify_convert_then_cache_hit(served):
+    original, _, _, cache = served
+    model = presets.load(NAME)
+    _checkpoints.assert_same_outputs(original, model, _checkpoints.inputs())
+    assert _Handler.requests == ["/uncased_test.zip"]
+    assert presets.load_tokenizer(NAME).vocabulary == _checkpoints.VOCABULARY
+    files = _files(cache)
+    assert "downloads/uncased_test.zip" in files
+    assert any(f.startswith("converted/") and f.endswith("model.safetensors") for f in files)
+    # A cache hit: no request, the same weights, any head.
+    backbone = presets.load(NAME, head=None, max_sequence_length=16)
+    _checkpoints.assert_same_outputs(original.backbone, backbone, _checkpoints.inputs())
+    assert len(_Handler.requests) == 1
+
+
+def test_hash_mismatch_leaves_nothing_in_the_cache(served):
+    _, write_preset, _, cache = served
+    write_preset(sha256="0" * 64)
+    with pytest.raises(ValueError, match="sha256 mismatch .* expected 0000.*nothing was cached"):
+        presets.load(NAME)
+    assert _Handler.requests == ["/uncased_test.zip"]
+    assert _files(cache) == []
+
+
+def test_offline_without_cache_names_the_url_and_the_way_out(served):
+    _, write_preset, _, cache = served
+    write_preset(url="http://127.0.0.1:9/nowhere.zip")  # port 9 (discard): refused
+    with pytest.raises(download.DownloadError) as error:
+        presets.load(NAME)
+    message = str(error.value)
+    assert "http://127.0.0.1:9/nowhere.zip" in message
+    assert f"kbert.presets.load({NAME!r}, weights='/path/to/checkpoint')" in message
+    assert _files(cache) == []
+
+
+def test_unrecorded_hash_is_logged(served, caplog):
+    original, write_preset, _, _ = served
+    write_preset(sha256=None)
+    with caplog.at_level(logging.WARNING):
+        model = presets.load(NAME, head=None)
+    assert "has no sha256 in its preset; downloaded file sha256=" in caplog.text
+    _checkpoints.assert_same_outputs(original.backbone, model, _checkpoints.inputs())
+
+
+def test_local_checkpoint_path(served, tmp_path):
+    original, _, release, _ = served
+    model = presets.load(NAME, weights=str(release))
+    _checkpoints.assert_same_outputs(original, model, _checkpoints.inputs())
+    assert _Handler.requests == []
+    with pytest.raises(ValueError, match="is not a bert_tiny checkpoint .*hidden_size: preset "
+                                         "128, checkpoint 16"):
+        presets.load("bert_tiny", weights=str(release))
