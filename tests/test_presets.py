@@ -13,11 +13,19 @@ EXPECTED = {  # name: (layers, hidden, heads), from the issue and the papers
     "bert_medium": (8, 512, 8),
     "bert_base": (12, 768, 12),
     "bert_large": (24, 1024, 16),
+    "albert_base": (12, 768, 12),
+    "albert_large": (24, 1024, 16),
+    "albert_xlarge": (24, 2048, 16),
+    "albert_xxlarge": (12, 4096, 64),
+    "distil_bert_base": (6, 768, 12),
+    "electra_small": (12, 256, 4),
+    "electra_base": (12, 768, 12),
+    "electra_large": (24, 1024, 16),
 }
 
 
 def test_list():
-    assert set(EXPECTED) <= set(kbert.presets.list())
+    assert set(EXPECTED) == set(kbert.presets.list())
     assert kbert.presets.list() == sorted(kbert.presets.list())
 
 
@@ -27,7 +35,7 @@ def test_preset_files_hold_the_published_architectures(name):
     layers, hidden, heads = EXPECTED[name]
     assert (config["num_layers"], config["hidden_size"], config["num_heads"]) == (layers, hidden, heads)
     assert config["intermediate_size"] == 4 * hidden
-    assert config["vocabulary_size"] == 30522
+    assert config["vocabulary_size"] == (30000 if name.startswith("albert") else 30522)
 
 
 def test_preset_folder_is_data_only():
@@ -59,7 +67,7 @@ def test_overrides_and_dtype():
 
 
 def test_errors_name_the_bad_value_and_the_choices():
-    with pytest.raises(ValueError, match="Unknown preset 'bert_huge'. Available: bert_base, bert_large"):
+    with pytest.raises(ValueError, match="Unknown preset 'bert_huge'. Available: albert_base, albert_large, .*, bert_base, bert_large"):
         kbert.presets.load("bert_huge")
     with pytest.raises(ValueError, match="Unknown head 'classifier'. Allowed: 'pretrainer', 'mlm', None"):
         kbert.presets.load("bert_tiny", head="classifier")

@@ -98,6 +98,13 @@ class Checkpoint:
         `vocabulary` is a `WordPieceTokenizer`, a path of a vocab.txt or a list of tokens.
         """
         backbone = getattr(model, "backbone", model)
+        families = [name for name, classes in models.FAMILIES.items()
+                    if type(backbone) is classes[1]]
+        if families and families[0] != family:
+            raise ValueError(
+                f"{type(backbone).__name__} is a {families[0]} model; kbert.convert maps "
+                f"{', '.join(_MAPPINGS)} weights only so far."
+            )
         if hasattr(vocabulary, "vocabulary"):  # a WordPieceTokenizer
             lowercase = vocabulary.lowercase
             vocabulary = vocabulary.vocabulary

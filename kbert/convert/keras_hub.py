@@ -1,4 +1,4 @@
-"""Weights between keras-hub's `BertBackbone` and kbert's `BertBackbone`.
+"""Weights from keras-hub's BERT-family backbones into kbert's.
 
 keras-hub keeps separate query/key/value projections ([H, N, D] kernels); kbert fuses them into
 one [H, 3, N, D] kernel, so the mapping stacks them (and splits them on the way back).
@@ -15,26 +15,54 @@ def _numpy(variable):
     return np.asarray(variable.numpy() if hasattr(variable, "numpy") else variable)
 
 
-def bert_weights_from_keras_hub(source, target):
-    """Copies a keras-hub `BertBackbone`'s weights into a kbert `BertBackbone` of the same shape.
+def weights_from_keras_hub(source, target):
+    """Copies a keras-hub backbone's weights into the kbert backbone of the same architecture.
 
-    Raises ValueError when the architectures differ (layer count or any weight shape).
+    Works for keras-hub's `BertBackbone` -> `BertBackbone`, `AlbertBackbone` ->
+    `AlbertBackbone`, `DistilBertBackbone` -> `DistilBertBackbone` and `ElectraBackbone` ->
+    `ElectraBackbone`. Raises ValueError when the architectures differ (block count, a weight
+    one side lacks, or any weight shape).
     """
-    if len(source.transformer_layers) != len(target.transformer_layers):
+    blocks = source.transformer_layers
+    if blocks and isinstance(blocks[0], (list, tuple)):  # ALBERT: groups of inner layers
+        if any(len(group) != 1 for group in blocks):
+            raise ValueError("keras-hub ALBERT with num_inner_repetitions > 1 has no kbert form.")
+        blocks = [group[0] for group in blocks]
+    if len(blocks) != len(target.transformer_layers):
         raise ValueError(
-            f"keras-hub backbone has {len(source.transformer_layers)} layers, "
+            f"keras-hub backbone has {len(blocks)} transformer blocks, "
             f"kbert backbone {len(target.transformer_layers)}."
         )
+    embeddings = getattr(source, "embeddings", None)  # DistilBERT: TokenAndPositionEmbedding
+    if embeddings is not None and hasattr(embeddings, "position_embedding"):
+        token_table = embeddings.token_embedding.embeddings
+        position_table = embeddings.position_embedding.position_embeddings
+    else:
+        token_table = source.token_embedding.embeddings
+        position_table = source.position_embedding.position_embeddings
+    ours = target.embeddings
     pairs = [
-        (target.embeddings.token_embedding.embeddings, source.token_embedding.embeddings),
-        (target.embeddings.position_embedding, source.position_embedding.position_embeddings),
-        (target.embeddings.segment_embedding.embeddings, source.segment_embedding.embeddings),
-        (target.embeddings.layer_norm.gamma, source.embeddings_layer_norm.gamma),
-        (target.embeddings.layer_norm.beta, source.embeddings_layer_norm.beta),
-        (target.pooler.dense.kernel, source.pooled_dense.kernel),
-        (target.pooler.dense.bias, source.pooled_dense.bias),
+        (ours.token_embedding.embeddings, token_table),
+        (ours.position_embedding, position_table),
+        (ours.layer_norm.gamma, source.embeddings_layer_norm.gamma),
+        (ours.layer_norm.beta, source.embeddings_layer_norm.beta),
     ]
-    for ours, theirs in zip(target.transformer_layers, source.transformer_layers):
+    optional = [  # (kbert layer, keras-hub layer): both present or both absent
+        (ours.segment_embedding, getattr(source, "segment_embedding", None), ("embeddings",)),
+        (ours.projection, getattr(source, "embeddings_projection", None), ("kernel", "bias")),
+        (target.pooler and target.pooler.dense, getattr(source, "pooled_dense", None),
+         ("kernel", "bias")),
+    ]
+    for mine, theirs, names in optional:
+        if (mine is None) != (theirs is None):
+            raise ValueError(
+                f"keras-hub {type(source).__name__} and kbert {type(target).__name__} differ: "
+                f"one has {getattr(theirs, 'name', None) or getattr(mine, 'name', '?')}, the "
+                "other not."
+            )
+        if mine is not None:
+            pairs += [(getattr(mine, n), getattr(theirs, n)) for n in names]
+    for ours, theirs in zip(target.transformer_layers, blocks):
         attention = theirs._self_attention_layer
         projections = (attention._query_dense, attention._key_dense, attention._value_dense)
         qkv_kernel = np.stack([_numpy(p.kernel) for p in projections], axis=1)  # [H, 3, N, D]
@@ -62,6 +90,9 @@ def bert_weights_from_keras_hub(source, target):
             )
         variable.assign(value)
     return target
+
+
+bert_weights_from_keras_hub = weights_from_keras_hub  # the name of kbert 0.1's BERT-only copy
 
 
 def is_keras_hub(path):

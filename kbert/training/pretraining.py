@@ -75,9 +75,19 @@ class PretrainingConfig:
                     f"--{name}={getattr(self, name)!r} is not one of: {', '.join(allowed)}."
                 )
         try:
-            presets.get(self.preset)
+            family = presets.get(self.preset)["model"]
         except ValueError as e:
             raise ConfigError(f"--preset: {e}") from None
+        from kbert import models
+
+        if family not in models.FAMILIES:
+            raise ConfigError(f"--preset={self.preset}: unknown model family {family!r}.")
+        if OBJECTIVES[self.objective][0] != "none" and (
+                not models.FAMILIES[family][2].has_sentence_head):
+            raise ConfigError(
+                f"--objective={self.objective}: {self.preset} ({family}) has no sentence-level "
+                "head; use --objective=mlm."
+            )
         source = self.input[len("tfrecord:"):] if self.input.startswith("tfrecord:") else self.input
         if source != "stdlib" and not source.startswith("tfds:"):
             from kbert.data.corpora import expand_patterns

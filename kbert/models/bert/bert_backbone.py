@@ -55,44 +55,58 @@ class BertBackbone(keras.Model):
             embedding_size=embedding_size,
         )
 
+        self._build(config, dtype, **kwargs)
+
+    # Subclasses change the structure through the config (num_groups, type_vocab_size,
+    # embedding_size) and this flag.
+    has_pooler = True
+
+    def _build(self, config, dtype, **kwargs):
         # === Layers ===
         embeddings = Embeddings(
-            vocabulary_size=vocabulary_size,
-            hidden_size=hidden_size,
-            max_sequence_length=max_sequence_length,
-            type_vocab_size=type_vocab_size,
-            embedding_size=embedding_size,
-            dropout=dropout,
-            layer_norm_epsilon=layer_norm_epsilon,
-            initializer_range=initializer_range,
+            vocabulary_size=config.vocabulary_size,
+            hidden_size=config.hidden_size,
+            max_sequence_length=config.max_sequence_length,
+            type_vocab_size=config.type_vocab_size,
+            embedding_size=config.embedding_size,
+            dropout=config.dropout,
+            layer_norm_epsilon=config.layer_norm_epsilon,
+            initializer_range=config.initializer_range,
             dtype=dtype,
             name="embeddings",
         )
+        # ALBERT shares one block among num_layers / num_groups consecutive layers.
+        num_blocks = getattr(config, "num_groups", config.num_layers)
         blocks = [
             TransformerEncoder(
-                num_heads=num_heads,
-                intermediate_size=intermediate_size,
-                activation=activation,
-                dropout=dropout,
-                attention_dropout=attention_dropout,
-                layer_norm_epsilon=layer_norm_epsilon,
-                initializer_range=initializer_range,
+                num_heads=config.num_heads,
+                intermediate_size=config.intermediate_size,
+                activation=config.activation,
+                dropout=config.dropout,
+                attention_dropout=config.attention_dropout,
+                layer_norm_epsilon=config.layer_norm_epsilon,
+                initializer_range=config.initializer_range,
                 dtype=dtype,
                 name=f"transformer_layer_{i}",
             )
-            for i in range(num_layers)
+            for i in range(num_blocks)
         ]
-        pooler = Pooler(initializer_range=initializer_range, dtype=dtype, name="pooler")
+        pooler = None
+        if self.has_pooler:
+            pooler = Pooler(initializer_range=config.initializer_range, dtype=dtype,
+                            name="pooler")
 
         # === Functional model ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in ("token_ids", "segment_ids", "padding_mask")
-        }
-        x = embeddings(inputs["token_ids"], inputs["segment_ids"])  # [B, S, H]
-        for block in blocks:
+        names = ("token_ids", "segment_ids", "padding_mask") if config.type_vocab_size else (
+            "token_ids", "padding_mask")
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in names}
+        x = embeddings(inputs["token_ids"], inputs.get("segment_ids"))  # [B, S, H]
+        for i in range(config.num_layers):
+            block = blocks[i * num_blocks // config.num_layers]
             x = block(x, padding_mask=inputs["padding_mask"])  # [B, S, H]
-        outputs = {"sequence_output": x, "pooled_output": pooler(x)}  # [B, S, H], [B, H]
+        outputs = {"sequence_output": x}  # [B, S, H]
+        if pooler is not None:
+            outputs["pooled_output"] = pooler(x)  # [B, H]
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
 
         # === Config ===

@@ -44,6 +44,7 @@ class BertConfig:
     layer_norm_epsilon: float = 1e-12
     embedding_size: Optional[int] = None
 
+    FAMILY = "BERT"  # for messages
     # The original google-research/bert (and Hugging Face) names of the same fields.
     ORIGINAL_NAMES = {
         "vocab_size": "vocabulary_size",
@@ -86,7 +87,8 @@ class BertConfig:
             name = cls.ORIGINAL_NAMES.get(key, key)
             if name not in fields:
                 raise ValueError(
-                    f"Unknown BERT config field {key!r}. Known: {', '.join(sorted(fields))}."
+                    f"Unknown {cls.FAMILY} config field {key!r}. Known: "
+                    f"{', '.join(sorted(fields))}."
                 )
             kwargs[name] = value
         return cls(**kwargs)

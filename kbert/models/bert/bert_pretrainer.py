@@ -38,6 +38,9 @@ class BertPretrainer(keras.Model):
         pretrainer.fit(dataset_of_features_and_labels, epochs=1)
     """
 
+    # Whether the family has a sentence-level head (NSP / SOP) for `head="pretrainer"`.
+    has_sentence_head = True
+
     def __init__(self, backbone, next_sentence_prediction=True, **kwargs):
         config = backbone.bert_config
 
