@@ -102,7 +102,7 @@ class Checkpoint:
                     if type(backbone) is classes[1]]
         if families and families[0] != family:
             raise ValueError(
-                f"{type(backbone).__name__} is a {families[0]} model; kbert.convert maps "
+                f"{type(backbone).__name__} (family {families[0]!r}): kbert.convert maps "
                 f"{', '.join(_MAPPINGS)} weights only so far."
             )
         if hasattr(vocabulary, "vocabulary"):  # a WordPieceTokenizer

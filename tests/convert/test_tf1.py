@@ -92,3 +92,14 @@ def test_errors_name_the_problem(tmp_path):
         checkpoint.build(max_sequence_length=100)
     short = checkpoint.build(head=None, max_sequence_length=12, dropout=0.2)
     assert short.bert_config.max_sequence_length == 12 and short.bert_config.dropout == 0.2
+
+
+def test_families_without_a_mapping_are_refused(tmp_path):
+    from kbert.models import AlbertBackbone
+
+    albert = AlbertBackbone(vocabulary_size=len(_checkpoints.VOCABULARY), num_layers=2,
+                            hidden_size=16, num_heads=2, intermediate_size=32, embedding_size=8)
+    with pytest.raises(ValueError, match="AlbertBackbone \\(family 'albert'\\): kbert.convert "
+                                         "maps bert weights only so far"):
+        kbert.convert.save_hugging_face(albert, tmp_path / "albert")
+    assert not (tmp_path / "albert").exists()

@@ -54,7 +54,10 @@ def final_weights(model_dir):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--preset=bert_huge"], "--preset: Unknown preset 'bert_huge'. Available: bert_base"),
+        (["--preset=bert_huge"], "--preset: Unknown preset 'bert_huge'. Available: albert_base"),
+        (["--preset=distil_bert_base", "--objective=mlm_nsp"],
+         "--objective=mlm_nsp: distil_bert_base (distil_bert) has no sentence-level head; use "
+         "--objective=mlm."),
         (["--input=/no/such/*.txt"], "--input: No input file matches '/no/such/*.txt'"),
         (["--sequence_length=1024"], "--sequence_length=1024 is longer than the model's "
                                      "max_sequence_length=512"),
