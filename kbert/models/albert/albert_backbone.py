@@ -21,39 +21,4 @@ class AlbertBackbone(BertBackbone):
         backbone = kbert.presets.load("albert_base", head=None, weights=None)
     """
 
-    def __init__(
-        self,
-        vocabulary_size,
-        num_layers,
-        hidden_size,
-        num_heads,
-        intermediate_size,
-        activation="gelu_approximate",
-        dropout=0.0,
-        attention_dropout=0.0,
-        max_sequence_length=512,
-        type_vocab_size=2,
-        initializer_range=0.02,
-        layer_norm_epsilon=1e-12,
-        embedding_size=128,
-        num_groups=1,
-        dtype=None,
-        **kwargs,
-    ):
-        config = AlbertConfig(
-            vocabulary_size=vocabulary_size,
-            num_layers=num_layers,
-            hidden_size=hidden_size,
-            num_heads=num_heads,
-            intermediate_size=intermediate_size,
-            activation=activation,
-            dropout=dropout,
-            attention_dropout=attention_dropout,
-            max_sequence_length=max_sequence_length,
-            type_vocab_size=type_vocab_size,
-            initializer_range=initializer_range,
-            layer_norm_epsilon=layer_norm_epsilon,
-            embedding_size=embedding_size,
-            num_groups=num_groups,
-        )
-        self._build(config, dtype, **kwargs)
+    config_class = AlbertConfig

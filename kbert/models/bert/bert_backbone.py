@@ -1,5 +1,7 @@
 """BERT encoder: embeddings, post-LN transformer blocks, tanh pooler."""
 
+import dataclasses
+
 import keras
 
 from kbert.layers import Embeddings, Pooler, TransformerEncoder
@@ -10,8 +12,8 @@ from kbert.models.bert.bert_config import BertConfig
 class BertBackbone(keras.Model):
     """BERT encoder: embeddings, `num_layers` post-LN transformer blocks, tanh pooler.
 
-    Args: the fields of `BertConfig` (validated there), plus `dtype` (a dtype policy such as
-        "mixed_bfloat16") and the usual `keras.Model` keyword arguments.
+    Args: the fields of `BertConfig` (validated there; its defaults apply), plus `dtype` (a
+        dtype policy such as "mixed_bfloat16") and the usual `keras.Model` keyword arguments.
 
     Inputs (a dict): `token_ids`, `segment_ids`, `padding_mask`, each int [B, S].
     Outputs (a dict): `sequence_output` [B, S, H] and `pooled_output` [B, H].
@@ -21,40 +23,20 @@ class BertBackbone(keras.Model):
         backbone = BertBackbone.from_bert_config(BertConfig(30522, 2, 128, 2, 512))
     """
 
-    def __init__(
-        self,
-        vocabulary_size,
-        num_layers,
-        hidden_size,
-        num_heads,
-        intermediate_size,
-        activation="gelu_approximate",
-        dropout=0.1,
-        attention_dropout=0.1,
-        max_sequence_length=512,
-        type_vocab_size=2,
-        initializer_range=0.02,
-        layer_norm_epsilon=1e-12,
-        embedding_size=None,
-        dtype=None,
-        **kwargs,
-    ):
-        config = BertConfig(
+    # The config class: its fields are this backbone's arguments, with their defaults.
+    config_class = BertConfig
+
+    def __init__(self, vocabulary_size, num_layers, hidden_size, num_heads, intermediate_size,
+                 dtype=None, **kwargs):
+        fields = {f.name for f in dataclasses.fields(self.config_class)}
+        config = self.config_class(
             vocabulary_size=vocabulary_size,
             num_layers=num_layers,
             hidden_size=hidden_size,
             num_heads=num_heads,
             intermediate_size=intermediate_size,
-            activation=activation,
-            dropout=dropout,
-            attention_dropout=attention_dropout,
-            max_sequence_length=max_sequence_length,
-            type_vocab_size=type_vocab_size,
-            initializer_range=initializer_range,
-            layer_norm_epsilon=layer_norm_epsilon,
-            embedding_size=embedding_size,
+            **{name: kwargs.pop(name) for name in list(kwargs) if name in fields},
         )
-
         self._build(config, dtype, **kwargs)
 
     # Subclasses change the structure through the config (num_groups, type_vocab_size,

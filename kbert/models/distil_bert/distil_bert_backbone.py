@@ -19,39 +19,5 @@ class DistilBertBackbone(BertBackbone):
         backbone = kbert.presets.load("distil_bert_base", head=None, weights=None)
     """
 
+    config_class = DistilBertConfig
     has_pooler = False
-
-    def __init__(
-        self,
-        vocabulary_size,
-        num_layers,
-        hidden_size,
-        num_heads,
-        intermediate_size,
-        activation="gelu",
-        dropout=0.1,
-        attention_dropout=0.1,
-        max_sequence_length=512,
-        type_vocab_size=0,
-        initializer_range=0.02,
-        layer_norm_epsilon=1e-12,
-        embedding_size=None,
-        dtype=None,
-        **kwargs,
-    ):
-        config = DistilBertConfig(
-            vocabulary_size=vocabulary_size,
-            num_layers=num_layers,
-            hidden_size=hidden_size,
-            num_heads=num_heads,
-            intermediate_size=intermediate_size,
-            activation=activation,
-            dropout=dropout,
-            attention_dropout=attention_dropout,
-            max_sequence_length=max_sequence_length,
-            type_vocab_size=type_vocab_size,
-            initializer_range=initializer_range,
-            layer_norm_epsilon=layer_norm_epsilon,
-            embedding_size=embedding_size,
-        )
-        self._build(config, dtype, **kwargs)

@@ -19,37 +19,4 @@ class ElectraBackbone(BertBackbone):
         backbone = kbert.presets.load("electra_small", head=None, weights=None)
     """
 
-    def __init__(
-        self,
-        vocabulary_size,
-        num_layers,
-        hidden_size,
-        num_heads,
-        intermediate_size,
-        activation="gelu_approximate",
-        dropout=0.1,
-        attention_dropout=0.1,
-        max_sequence_length=512,
-        type_vocab_size=2,
-        initializer_range=0.02,
-        layer_norm_epsilon=1e-12,
-        embedding_size=None,
-        dtype=None,
-        **kwargs,
-    ):
-        config = ElectraConfig(
-            vocabulary_size=vocabulary_size,
-            num_layers=num_layers,
-            hidden_size=hidden_size,
-            num_heads=num_heads,
-            intermediate_size=intermediate_size,
-            activation=activation,
-            dropout=dropout,
-            attention_dropout=attention_dropout,
-            max_sequence_length=max_sequence_length,
-            type_vocab_size=type_vocab_size,
-            initializer_range=initializer_range,
-            layer_norm_epsilon=layer_norm_epsilon,
-            embedding_size=embedding_size,
-        )
-        self._build(config, dtype, **kwargs)
+    config_class = ElectraConfig
