@@ -99,7 +99,8 @@ def load(name, head="pretrainer", weights=PRETRAINED, dtype=None, **config_overr
         dtype: a Keras dtype policy for the model, e.g. "mixed_bfloat16".
         **config_overrides: architecture fields to change, e.g. `max_sequence_length=128`
             or `dropout=0.0` (validated by the family's config class). With pretrained
-            weights only the dropouts and a shorter `max_sequence_length` may change.
+            weights only `kbert.convert.checkpoint.FREE_FIELDS` (the dropouts, `activation`,
+            `initializer_range`) and a shorter `max_sequence_length` may change.
 
     Returns:
         a `keras.Model`: e.g. `BertPretrainer` or `BertBackbone`.

@@ -7,6 +7,7 @@ prefix dropped (`embeddings.word_embeddings.weight`, `encoder.layer.0.attention.
 kbert's variables and back, so each format needs only its own name translation.
 """
 
+import keras
 import numpy as np
 
 from kbert.models import BertConfig
@@ -36,7 +37,7 @@ GOOGLE_ACTIVATIONS = {"gelu": "gelu_approximate", "relu": "relu", "tanh": "tanh"
                       "linear": "linear"}
 
 # config.json fields -> BertConfig fields. Others (architectures, pad_token_id, ...) do not
-# change the computation and are ignored; the ones that would are checked in `_check_hf`.
+# change the computation and are ignored; the ones that would are checked in `config_from_hf`.
 _CONFIG_FIELDS = {
     "vocab_size": "vocabulary_size",
     "num_hidden_layers": "num_layers",
@@ -73,16 +74,17 @@ def config_from_hf(values, source="config.json"):
             f"{source}: position_embedding_type={position_type!r} is not supported; kbert "
             "BERT models use learned absolute positions ('absolute')."
         )
-    kwargs = {ours: values[theirs] for theirs, ours in _CONFIG_FIELDS.items() if theirs in values}
-    kwargs["activation"] = _activation(values.get("hidden_act", "gelu"), HF_ACTIVATIONS, source)
-    return BertConfig(**kwargs)
+    return _config(values, HF_ACTIVATIONS, source)
 
 
 def config_from_google(values, source="bert_config.json"):
     """A `BertConfig` from google-research/bert's bert_config.json dict."""
+    return _config(values, GOOGLE_ACTIVATIONS, source)
+
+
+def _config(values, activations, source):
     kwargs = {ours: values[theirs] for theirs, ours in _CONFIG_FIELDS.items() if theirs in values}
-    kwargs["activation"] = _activation(values.get("hidden_act", "gelu"), GOOGLE_ACTIVATIONS,
-                                       source)
+    kwargs["activation"] = _activation(values.get("hidden_act", "gelu"), activations, source)
     return BertConfig(**kwargs)
 
 
@@ -242,8 +244,8 @@ def weights_of(model):
     """The model's weights as float32 numpy arrays keyed by Hugging Face names."""
     result = {}
     for names, variable, kind in entries(model):
-        value = np.asarray(variable.numpy() if hasattr(variable, "numpy") else variable)
-        for name, array in zip(names, _to_hf(value.astype("float32"), kind)):
+        value = keras.ops.convert_to_numpy(variable).astype("float32")
+        for name, array in zip(names, _to_hf(value, kind)):
             result[name] = np.ascontiguousarray(array)
     return result
 

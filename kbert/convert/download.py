@@ -149,13 +149,10 @@ def pretrained(name, source, cache=None):
         _extract(archive, unpacked)
         checkpoint = convert.read(_checkpoint_folder(unpacked, source.get("path")),
                                   format=source["format"])
-        staging = Path(scratch) / "converted"
-        hugging_face.write(checkpoint, staging)
-        converted.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.replace(staging, converted)
-        except OSError:
-            if not (converted / "config.json").is_file():  # not a concurrent writer's result
-                raise
+    try:
+        hugging_face.write(checkpoint, converted)  # written aside, renamed into place
+    except OSError:
+        if not (converted / "config.json").is_file():  # not a concurrent writer's result
+            raise
     logging.info("Converted %s into %s.", source["url"], converted)
     return hugging_face.read(converted)

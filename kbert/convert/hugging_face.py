@@ -1,13 +1,11 @@
 """Hugging Face format: config.json + model.safetensors (or pytorch_model.bin) + vocab.txt."""
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from kbert.convert import bert
+from kbert.convert import _directory, bert
 from kbert.convert.checkpoint import Checkpoint, uppercase_free
 
 _FAMILY_OF_MODEL_TYPE = {"bert": "bert"}
@@ -21,15 +19,6 @@ def is_hugging_face(path):
     return (path / "config.json").is_file() and any(
         (path / name).is_file() for name in (_SAFETENSORS, _SAFETENSORS_INDEX, _TORCH)
     )
-
-
-def read_vocabulary(path):
-    """vocab.txt -> list of tokens (line number = id); a trailing empty line is no token."""
-    with open(path, encoding="utf-8") as f:
-        tokens = [line.rstrip("\r\n") for line in f]
-    while tokens and not tokens[-1]:
-        tokens.pop()
-    return tokens
 
 
 def _load_safetensors(files):
@@ -103,13 +92,7 @@ def read(path):
         raise FileNotFoundError(
             f"{path} has no {_SAFETENSORS}, {_SAFETENSORS_INDEX} or {_TORCH}."
         )
-    vocabulary = None
-    if (path / "vocab.txt").is_file():
-        vocabulary = read_vocabulary(path / "vocab.txt")
-    lowercase = None
-    if (path / "tokenizer_config.json").is_file():
-        with open(path / "tokenizer_config.json", encoding="utf-8") as f:
-            lowercase = json.load(f).get("do_lower_case")
+    vocabulary, lowercase = _directory.read_tokenizer_files(path)
     if lowercase is None:
         lowercase = uppercase_free(vocabulary or [])
     return Checkpoint(_FAMILY_OF_MODEL_TYPE[model_type], config, _normalise(weights),
@@ -128,35 +111,17 @@ def write(checkpoint, path):
     """
     from safetensors.numpy import save_file
 
-    path = Path(path)
-    if path.exists() and any(path.iterdir()):
-        raise FileExistsError(f"{path} exists and is not empty; choose a new --output.")
     head = checkpoint.head
     hf_config = bert.config_to_hf(checkpoint.config, _ARCHITECTURES[head])
     weights = dict(checkpoint.weights)
     if head is not None:  # BertForMaskedLM / BertForPreTraining keep the encoder under bert.
         weights = {(k if k.startswith("cls.") else f"bert.{k}"): v for k, v in weights.items()}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
-    try:
+    with _directory.staged(path) as staging:
         with open(staging / "config.json", "w", encoding="utf-8") as f:
             json.dump(hf_config, f, indent=2, sort_keys=True)
         save_file({k: np.ascontiguousarray(v, dtype=np.float32) for k, v in weights.items()},
                   str(staging / _SAFETENSORS), metadata={"format": "pt"})
-        if checkpoint.vocabulary is not None:
-            with open(staging / "vocab.txt", "w", encoding="utf-8") as f:
-                f.write("".join(f"{token}\n" for token in checkpoint.vocabulary))
-            with open(staging / "tokenizer_config.json", "w", encoding="utf-8") as f:
-                json.dump({"do_lower_case": checkpoint.lowercase,
-                           "tokenizer_class": "BertTokenizer",
-                           "model_max_length": checkpoint.config.max_sequence_length}, f,
-                          indent=2)
-        if path.exists():
-            path.rmdir()
-        os.replace(staging, path)
-    except BaseException:
-        for file in staging.iterdir():
-            file.unlink()
-        staging.rmdir()
-        raise
-    return path
+        _directory.write_tokenizer_files(
+            staging, checkpoint, tokenizer_class="BertTokenizer",
+            model_max_length=checkpoint.config.max_sequence_length)
+    return Path(path)

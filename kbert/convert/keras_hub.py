@@ -135,7 +135,7 @@ def read(path):
         layer_norm_epsilon=1e-12,
     )
     target = BertBackbone.from_bert_config(config)
-    bert_weights_from_keras_hub(source, target)
+    weights_from_keras_hub(source, target)
     if (path / "task.json").is_file():
         logging.info("%s: task.json is not read; only the backbone is imported.", path)
     vocabulary, lowercase = None, True

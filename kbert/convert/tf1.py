@@ -10,9 +10,8 @@ import logging
 import re
 from pathlib import Path
 
-from kbert.convert import bert
+from kbert.convert import _directory, bert
 from kbert.convert.checkpoint import Checkpoint, uppercase_free
-from kbert.convert.hugging_face import read_vocabulary
 
 CONFIG_FILES = ("bert_config.json",)
 # Optimizer slots and bookkeeping in pretraining checkpoints: not model weights.
@@ -121,8 +120,6 @@ def read(path, config_path=None):
     if ignored:
         logging.info("%s: ignored %d variables that are not BERT weights: %s", prefix,
                      len(ignored), ", ".join(ignored[:10]))
-    vocabulary = None
-    if (folder / "vocab.txt").is_file():
-        vocabulary = read_vocabulary(folder / "vocab.txt")
+    vocabulary, _ = _directory.read_tokenizer_files(folder)  # the releases have no casing file
     return Checkpoint("bert", config, weights, vocabulary,
                       lowercase=uppercase_free(vocabulary or []), source=prefix)

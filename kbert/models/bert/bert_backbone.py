@@ -23,8 +23,10 @@ class BertBackbone(keras.Model):
         backbone = BertBackbone.from_bert_config(BertConfig(30522, 2, 128, 2, 512))
     """
 
-    # The config class: its fields are this backbone's arguments, with their defaults.
+    # Subclasses change the structure through their config class, whose fields (with their
+    # defaults) are the constructor's arguments: num_groups, type_vocab_size, embedding_size.
     config_class = BertConfig
+    has_pooler = True
 
     def __init__(self, vocabulary_size, num_layers, hidden_size, num_heads, intermediate_size,
                  dtype=None, **kwargs):
@@ -37,13 +39,7 @@ class BertBackbone(keras.Model):
             intermediate_size=intermediate_size,
             **{name: kwargs.pop(name) for name in list(kwargs) if name in fields},
         )
-        self._build(config, dtype, **kwargs)
 
-    # Subclasses change the structure through the config (num_groups, type_vocab_size,
-    # embedding_size) and this flag.
-    has_pooler = True
-
-    def _build(self, config, dtype, **kwargs):
         # === Layers ===
         embeddings = Embeddings(
             vocabulary_size=config.vocabulary_size,
