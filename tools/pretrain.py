@@ -23,6 +23,7 @@ from kbert.data.inputs import INPUT_HELP  # noqa: E402
 FLAGS = flags.FLAGS
 # === Model ===
 flags.DEFINE_string("preset", "bert_tiny", "kbert preset to pretrain (kbert.presets.list()).")
+flags.DEFINE_alias("model", "preset")
 flags.DEFINE_multi_string("config_override", [],
                           "Architecture field override KEY=VALUE (JSON value), repeatable, "
                           "e.g. --config_override=dropout=0.0.")
@@ -37,13 +38,19 @@ flags.DEFINE_integer("vocab_size", 8000, "Target size of a learned vocabulary.")
 flags.DEFINE_bool("lowercase", True, "Lower-case and strip accents (uncased).")
 flags.DEFINE_integer("sequence_length", 128, "Tokens per example.")
 flags.DEFINE_integer("max_predictions", 20, "Masked positions per example.")
-flags.DEFINE_enum("objective", "mlm_nsp", ["mlm", "mlm_nsp", "mlm_sop"],
-                  "Pretraining objective: masked LM alone, with next-sentence prediction, or "
-                  "with sentence-order prediction.")
+flags.DEFINE_enum("objective", "mlm_nsp", ["mlm", "mlm_nsp", "mlm_sop", "rtd"],
+                  "Pretraining objective: masked LM alone, with next-sentence prediction, "
+                  "with sentence-order prediction (ALBERT), or ELECTRA's replaced-token "
+                  "detection (rtd, ELECTRA presets).")
 flags.DEFINE_enum("masking", "token", ["token", "word", "ngram"],
                   "Masking unit: tokens, whole words, or n-grams of 1-3 whole words.")
 flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of tokens to predict.")
 flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target length.")
+# === ELECTRA (--objective=rtd) ===
+flags.DEFINE_float("generator_hidden_fraction", 0.25,
+                   "Generator width as a fraction of the discriminator's, in (0, 1].")
+flags.DEFINE_float("mlm_loss_weight", 1.0, "Weight of the generator's masked-LM loss.")
+flags.DEFINE_float("rtd_loss_weight", 50.0, "Weight of the replaced-token-detection loss.")
 # === Schedule ===
 flags.DEFINE_integer("global_batch_size", 32, "Sequences per step over all replicas.")
 flags.DEFINE_integer("train_steps", None, "Training steps (give this or --epochs).")
@@ -98,7 +105,10 @@ def config_from_flags():
         lowercase=FLAGS.lowercase, sequence_length=FLAGS.sequence_length,
         max_predictions=FLAGS.max_predictions, objective=FLAGS.objective,
         masking=FLAGS.masking, masked_lm_prob=FLAGS.masked_lm_prob,
-        short_seq_prob=FLAGS.short_seq_prob, global_batch_size=FLAGS.global_batch_size,
+        short_seq_prob=FLAGS.short_seq_prob,
+        generator_hidden_fraction=FLAGS.generator_hidden_fraction,
+        mlm_loss_weight=FLAGS.mlm_loss_weight, rtd_loss_weight=FLAGS.rtd_loss_weight,
+        global_batch_size=FLAGS.global_batch_size,
         train_steps=train_steps, epochs=FLAGS.epochs, steps_per_loop=FLAGS.steps_per_loop,
         optimizer=FLAGS.optimizer, learning_rate=FLAGS.learning_rate,
         warmup_steps=FLAGS.warmup_steps, decay=FLAGS.decay, power=FLAGS.power,

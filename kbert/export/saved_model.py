@@ -13,6 +13,7 @@ import tensorflow_text as tf_text
 
 from kbert.models.bert.bert_backbone import BertBackbone
 from kbert.models.bert.bert_pretrainer import BertPretrainer
+from kbert.models.pretrainer import Pretrainer
 
 MASK_TOKEN = "[MASK]"
 BACKBONE_OUTPUTS = ("sequence_output", "pooled_output")
@@ -74,10 +75,12 @@ def tokenize_with_masks(tokenizer, text):
 def _backbone_of(model):
     if isinstance(model, BertBackbone):
         return model
-    if isinstance(model, BertPretrainer):
+    if isinstance(model, Pretrainer) and isinstance(getattr(model, "backbone", None),
+                                                    BertBackbone):
         return model.backbone
     raise TypeError(
-        f"export_saved_model takes a BertBackbone or a BertPretrainer; got "
+        f"export_saved_model takes a backbone (BertBackbone, AlbertBackbone, ...) or a "
+        f"pretrainer with one (BertPretrainer, ElectraPretrainer, ...); got "
         f"{type(model).__name__}."
     )
 
@@ -88,13 +91,16 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
 
     Signatures (inputs -> outputs):
       - `serving_default`: `text` (string [batch]) -> the backbone's `sequence_output`
-        [batch, sequence_length, hidden] and `pooled_output` [batch, hidden], and the
-        `padding_mask` [batch, sequence_length] that says which positions are text;
+        [batch, sequence_length, hidden] and `pooled_output` [batch, hidden] (not for
+        DistilBERT, which has no pooler), and the `padding_mask` [batch, sequence_length]
+        that says which positions are text;
       - `serving_pairs`: `text_a`, `text_b` (string [batch] each) -> the same, for sentence
         pairs packed as [CLS] A [SEP] B [SEP];
-      - `serving_ids`: `token_ids`, `segment_ids`, `padding_mask` (int32 [batch, length])
-        -> `sequence_output` and `pooled_output` (batched or TPU serving, ids made elsewhere);
-      - `fill_mask` (models with a masked-LM head): `text` with "[MASK]" in it ->
+      - `serving_ids`: `token_ids`, `segment_ids`, `padding_mask` (int32 [batch, length];
+        no `segment_ids` for DistilBERT) -> the backbone's outputs (batched or TPU serving,
+        ids made elsewhere);
+      - `fill_mask` (a `BertPretrainer` or its subclasses: a masked-LM head on the
+        backbone): `text` with "[MASK]" in it ->
         `tokens` (string [batch, max_masks, top_k]), `token_ids` (int32, same shape),
         `scores` (float32 softmax probabilities, same shape) for each mask in order, and
         `num_masks` (int32 [batch]). Rows past `num_masks` hold "", -1 and 0.
@@ -102,7 +108,9 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
     Text longer than `sequence_length` wordpieces is truncated (pairs round-robin).
 
     Args:
-        model: a `BertBackbone`, or a `BertPretrainer` (which adds `fill_mask`).
+        model: a backbone, or a pretrainer: its backbone is exported (for
+            `ElectraPretrainer` the discriminator), and a `BertPretrainer`'s masked-LM head
+            adds `fill_mask`.
         path: the SavedModel directory.
         tokenizer: the `kbert.tokenizers.WordPieceTokenizer` of the model's vocabulary.
         sequence_length: padded length of the string signatures (default: the model's
@@ -129,8 +137,9 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
     top_k = min(top_k, config.vocabulary_size)
 
     def encode(inputs):
-        outputs = backbone(inputs, training=False)
-        return {name: tf.cast(outputs[name], tf.float32) for name in BACKBONE_OUTPUTS}
+        outputs = backbone({name: inputs[name] for name in backbone.input}, training=False)
+        return {name: tf.cast(outputs[name], tf.float32) for name in BACKBONE_OUTPUTS
+                if name in outputs}
 
     def serve_text(text):
         inputs = pack(tokenizer, [tokenizer.tokenize(text)], sequence_length)
@@ -145,6 +154,9 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
         return encode({"token_ids": token_ids, "segment_ids": segment_ids,
                        "padding_mask": padding_mask})
 
+    def serve_ids_without_segments(token_ids, padding_mask):
+        return encode({"token_ids": token_ids, "padding_mask": padding_mask})
+
     string_batch = tf.TensorSpec([None], tf.string)
     ids_batch = tf.TensorSpec([None, None], tf.int32)
     archive = keras.export.ExportArchive()
@@ -152,7 +164,10 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
     archive.track(tokenizer)
     archive.add_endpoint("serving_default", serve_text, [string_batch])
     archive.add_endpoint("serving_pairs", serve_pairs, [string_batch, string_batch])
-    archive.add_endpoint("serving_ids", serve_ids, [ids_batch, ids_batch, ids_batch])
+    if "segment_ids" in backbone.input:
+        archive.add_endpoint("serving_ids", serve_ids, [ids_batch, ids_batch, ids_batch])
+    else:
+        archive.add_endpoint("serving_ids", serve_ids_without_segments, [ids_batch, ids_batch])
 
     if isinstance(model, BertPretrainer):
         vocabulary = tf.constant(tokenizer.vocabulary)
@@ -165,7 +180,8 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
             )
             num_masks = tf.minimum(tf.cast(positions.row_lengths(), tf.int32), max_masks)
             positions = positions[:, :max_masks].to_tensor(0, shape=[None, max_masks])
-            outputs = model({**inputs, "mask_positions": positions}, training=False)
+            features = {name: inputs[name] for name in model.input if name in inputs}
+            outputs = model({**features, "mask_positions": positions}, training=False)
             probabilities = tf.nn.softmax(tf.cast(outputs["mlm_logits"], tf.float32))
             scores, ids = tf.math.top_k(probabilities, k=top_k)
             present = tf.sequence_mask(num_masks, max_masks)[:, :, None]

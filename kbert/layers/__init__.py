@@ -4,8 +4,10 @@ from kbert.layers._utils import ACTIVATION_NAMES
 from kbert.layers.embeddings import Embeddings
 from kbert.layers.hash_dropout import HashDropout
 from kbert.layers.masked_lm_head import MaskedLMHead
+from kbert.layers.masked_token_sampler import MaskedTokenSampler
 from kbert.layers.next_sentence_head import NextSentenceHead
 from kbert.layers.pooler import Pooler
+from kbert.layers.replaced_token_head import ReplacedTokenHead
 from kbert.layers.transformer_encoder import TransformerEncoder
 
 __all__ = [
@@ -13,7 +15,9 @@ __all__ = [
     "Embeddings",
     "HashDropout",
     "MaskedLMHead",
+    "MaskedTokenSampler",
     "NextSentenceHead",
     "Pooler",
+    "ReplacedTokenHead",
     "TransformerEncoder",
 ]

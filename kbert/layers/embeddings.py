@@ -29,9 +29,11 @@ class Embeddings(keras.layers.Layer):
     Call args:
         token_ids: int tensor [B, S].
         segment_ids: int tensor [B, S], or `None` for all zeros.
+        project: `False` skips the projection and returns the `embedding_size`-wide
+            embeddings (ELECTRA's generator shares them and projects to its own width).
 
     Returns:
-        float tensor [B, S, hidden_size].
+        float tensor [B, S, hidden_size] ([B, S, embedding_size] with `project=False`).
     """
 
     def __init__(
@@ -112,7 +114,7 @@ class Embeddings(keras.layers.Layer):
             self.projection.build(tuple(token_ids_shape) + (width,))
         self.built = True
 
-    def call(self, token_ids, segment_ids=None, training=None):
+    def call(self, token_ids, segment_ids=None, training=None, project=True):
         sequence_length = ops.shape(token_ids)[1]
         if isinstance(sequence_length, int) and sequence_length > self.max_sequence_length:
             raise ValueError(
@@ -133,12 +135,13 @@ class Embeddings(keras.layers.Layer):
             x = x + self.segment_embedding(segment_ids)
         x = self.layer_norm(x)
         x = self.dropout_layer(x, training=training)
-        if self.projection is not None:
+        if project and self.projection is not None:
             x = self.projection(x)  # [B, S, H]
         return x
 
-    def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):
-        return tuple(token_ids_shape) + (self.hidden_size,)
+    def compute_output_spec(self, token_ids, segment_ids=None, training=None, project=True):
+        width = self.hidden_size if project else (self.embedding_size or self.hidden_size)
+        return keras.KerasTensor(tuple(token_ids.shape) + (width,), dtype=self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()

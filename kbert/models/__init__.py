@@ -3,16 +3,16 @@
 from kbert.models.albert import AlbertBackbone, AlbertConfig, AlbertPretrainer
 from kbert.models.bert import BertBackbone, BertConfig, BertPretrainer
 from kbert.models.distil_bert import DistilBertBackbone, DistilBertConfig, DistilBertPretrainer
-from kbert.models.electra import ElectraBackbone, ElectraConfig
+from kbert.models.electra import (
+    ElectraBackbone, ElectraConfig, ElectraMaskedLM, ElectraPretrainer,
+)
 
 # family -> (config class, backbone class, pretrainer class); the "model" field of a preset.
-# ELECTRA's own pretrainer (generator + discriminator) is not built here yet: its masked-LM
-# pretrainer is BERT's on the ELECTRA backbone.
 FAMILIES = {
     "bert": (BertConfig, BertBackbone, BertPretrainer),
     "albert": (AlbertConfig, AlbertBackbone, AlbertPretrainer),
     "distil_bert": (DistilBertConfig, DistilBertBackbone, DistilBertPretrainer),
-    "electra": (ElectraConfig, ElectraBackbone, BertPretrainer),
+    "electra": (ElectraConfig, ElectraBackbone, ElectraPretrainer),
 }
 # What `build` (and `kbert.presets.load`) put on top of the backbone.
 HEADS = ("pretrainer", "mlm", None)
@@ -24,8 +24,9 @@ def build(family, config, head="pretrainer", dtype=None, name=None):
     Args:
         family: a key of `FAMILIES`: "bert", "albert", "distil_bert", "electra".
         config: the family's config (e.g. a `BertConfig`).
-        head: "pretrainer" (every pretraining head of the family: BERT MLM + NSP, ALBERT
-            MLM + SOP, DistilBERT MLM), "mlm" (masked LM alone) or `None` (the backbone).
+        head: "pretrainer" (the family's pretraining model: BERT MLM + NSP, ALBERT MLM + SOP,
+            DistilBERT MLM, ELECTRA generator + replaced-token detection), "mlm" (a masked-LM
+            head on the backbone) or `None` (the backbone).
         dtype: a Keras dtype policy name, e.g. "mixed_bfloat16".
         name: the model's name; the backbone gets `f"{name}_backbone"`.
     """
@@ -39,12 +40,14 @@ def build(family, config, head="pretrainer", dtype=None, name=None):
     )
     if head is None:
         return backbone
-    sentence_head = head == "pretrainer" and pretrainer_class.has_sentence_head
-    return pretrainer_class(backbone, next_sentence_prediction=sentence_head, name=name)
+    if head == "mlm":
+        masked_lm_class = getattr(pretrainer_class, "masked_lm_class", pretrainer_class)
+        return masked_lm_class(backbone, next_sentence_prediction=False, name=name)
+    return pretrainer_class(backbone, name=name)
 
 
 __all__ = [
     "AlbertBackbone", "AlbertConfig", "AlbertPretrainer", "BertBackbone", "BertConfig",
     "BertPretrainer", "DistilBertBackbone", "DistilBertConfig", "DistilBertPretrainer",
-    "ElectraBackbone", "ElectraConfig", "FAMILIES", "HEADS", "build",
+    "ElectraBackbone", "ElectraConfig", "ElectraMaskedLM", "ElectraPretrainer", "FAMILIES", "HEADS", "build",
 ]

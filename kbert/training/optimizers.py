@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from kbert import _replicas
-from kbert.models.bert.bert_pretrainer import NO_DECAY_NAMES
+from kbert.models.pretrainer import NO_DECAY_NAMES
 
 OPTIMIZERS = ("adamw", "lamb")
 DECAYS = ("linear", "polynomial", "constant")

@@ -16,8 +16,9 @@ from kbert.training import callbacks as kbert_callbacks
 from kbert.training.optimizers import DECAYS, OPTIMIZERS, create_optimizer
 from kbert.training.strategies import STRATEGIES, create_strategy
 
+# objective -> (sentence pairs, presets.load head)
 OBJECTIVES = {"mlm": ("none", "mlm"), "mlm_nsp": ("nsp", "pretrainer"),
-              "mlm_sop": ("sop", "pretrainer")}  # objective -> (pairs, presets.load head)
+              "mlm_sop": ("sop", "pretrainer"), "rtd": ("none", "pretrainer")}
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
@@ -61,6 +62,9 @@ class PretrainingConfig:
     strategy: str = "default"
     tpu: str = ""
     init_checkpoint: Optional[str] = None
+    generator_hidden_fraction: float = 0.25
+    mlm_loss_weight: float = 1.0
+    rtd_loss_weight: float = 50.0
     export_dir: Optional[str] = None
     seed: int = 0
     verbose: int = 1
@@ -84,10 +88,27 @@ class PretrainingConfig:
             raise ConfigError(f"--preset={self.preset}: unknown model family {family!r}.")
         if OBJECTIVES[self.objective][0] != "none" and (
                 not models.FAMILIES[family][2].has_sentence_head):
+            use = "--objective=rtd (or mlm)" if family == "electra" else "--objective=mlm"
             raise ConfigError(
                 f"--objective={self.objective}: {self.preset} ({family}) has no sentence-level "
-                "head; use --objective=mlm."
+                f"head; use {use}."
             )
+        if self.objective == "rtd" and family != "electra":
+            electras = [p for p in presets.list() if presets.get(p)["model"] == "electra"]
+            raise ConfigError(
+                f"--objective=rtd (replaced-token detection) needs an ELECTRA preset "
+                f"({', '.join(electras)}); --preset={self.preset} is {family}."
+            )
+        if self.objective == "rtd":
+            from kbert.models.electra.electra_generator import generator_size
+
+            try:
+                generator_size(presets.config(self.preset), self.generator_hidden_fraction)
+            except ValueError as e:
+                raise ConfigError(f"--{e}") from None
+        for name in ("mlm_loss_weight", "rtd_loss_weight"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"--{name} must be >= 0, got {getattr(self, name)!r}.")
         source = self.input[len("tfrecord:"):] if self.input.startswith("tfrecord:") else self.input
         if source != "stdlib" and not source.startswith("tfds:"):
             from kbert.data.corpora import expand_patterns
@@ -208,9 +229,7 @@ def run_pretraining(config):
     head = OBJECTIVES[config.objective][1]
     with strategy.scope():
         overrides = {"vocabulary_size": tokenizer.vocabulary_size, **config.config_overrides}
-        model = presets.load(config.preset, head=head, weights=None,
-                             dtype=None if config.precision == "float32" else config.precision,
-                             **overrides)
+        model = _model(config, head, overrides)
         optimizer = create_optimizer(
             config.optimizer, learning_rate=config.learning_rate,
             warmup_steps=config.warmup_steps, total_steps=train_steps, decay=config.decay,
@@ -242,6 +261,9 @@ def run_pretraining(config):
         options.experimental_distribute.auto_shard_policy = (
             tf.data.experimental.AutoShardPolicy.DATA)
         stream = stream.with_options(options)
+        # Only the features the model takes (DistilBERT has no segment_ids).
+        names = set(model.input)
+        stream = stream.map(lambda x, y: ({k: v for k, v in x.items() if k in names}, y))
         if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
             _patch_keras_for_multi_worker(model)
         history = model.fit(
@@ -259,7 +281,8 @@ def run_pretraining(config):
         )
         logs = {k: v[-1] for k, v in history.history.items()}
         summary = ", ".join(f"{k} {logs[k]:.4f}" for k in
-                            ("mlm_accuracy", "nsp_accuracy", "mlm_loss", "nsp_loss") if k in logs)
+                            ("mlm_accuracy", "nsp_accuracy", "rtd_accuracy", "mlm_loss",
+                             "nsp_loss", "rtd_loss") if k in logs)
         print(f"Final ({train_steps} steps): {summary}")
     if config.export_dir:
         export_dir = config.export_dir
@@ -267,6 +290,22 @@ def run_pretraining(config):
             export_dir = os.path.join(work_dir, "export")
         export(model, tokenizer, export_dir, config.sequence_length)
     return logs
+
+
+def _model(config, head, overrides):
+    """The randomly initialised model that `config.objective` trains."""
+    dtype = None if config.precision == "float32" else config.precision
+    if config.objective == "rtd":
+        from kbert.models import ElectraPretrainer
+
+        backbone = presets.load(config.preset, head=None, weights=None, dtype=dtype,
+                                **overrides)
+        return ElectraPretrainer(
+            backbone, generator_hidden_fraction=config.generator_hidden_fraction,
+            mlm_loss_weight=config.mlm_loss_weight, rtd_loss_weight=config.rtd_loss_weight,
+            seed=config.seed, name=config.preset,
+        )
+    return presets.load(config.preset, head=head, weights=None, dtype=dtype, **overrides)
 
 
 def _patch_keras_for_multi_worker(model):
@@ -308,7 +347,11 @@ def export(model, tokenizer, export_dir, sequence_length):
     """A SavedModel with the tokenizer inside (`kbert.export.export_saved_model`)."""
     from kbert.export import export_saved_model
 
+    from kbert.models import BertPretrainer
+
     export_saved_model(model, export_dir, tokenizer, sequence_length=sequence_length)
-    print(f"Exported a SavedModel (signatures serving_default, serving_pairs, serving_ids, "
-          f"fill_mask) to {export_dir}.")
+    signatures = "serving_default, serving_pairs, serving_ids" + (
+        ", fill_mask" if isinstance(model, BertPretrainer) else "")
+    what = "the discriminator" if hasattr(model, "rtd_head") else "the backbone"
+    print(f"Exported {what} as a SavedModel (signatures {signatures}) to {export_dir}.")
     logging.info("SavedModel written to %s", export_dir)

@@ -216,5 +216,30 @@ def test_bad_arguments(exported):
         export_saved_model(model, path + "_x", tokenizer, sequence_length=65)
     with pytest.raises(ValueError, match="`top_k` must be an integer >= 1, got 0"):
         export_saved_model(model, path + "_x", tokenizer, top_k=0)
-    with pytest.raises(TypeError, match="takes a BertBackbone or a BertPretrainer"):
+    with pytest.raises(TypeError, match=r"takes a backbone \(BertBackbone, AlbertBackbone, ...\) or a pretrainer"):
         export_saved_model(object(), path, tokenizer)
+
+
+def test_a_model_without_segments_or_pooler(exported, tmp_path):
+    """DistilBERT: serving_ids takes no segment_ids and nothing returns pooled_output; its
+    masked-LM head still gives fill_mask."""
+    _, tokenizer, _ = exported
+    model = presets.load("distil_bert_base", weights=None, num_layers=1, hidden_size=32,
+                         num_heads=2, intermediate_size=64, max_sequence_length=64,
+                         vocabulary_size=tokenizer.vocabulary_size)
+    path = str(tmp_path / "distil")
+    export_saved_model(model, path, tokenizer, sequence_length=SEQUENCE_LENGTH)
+    loaded = tf.saved_model.load(path)
+    outputs = loaded.signatures["serving_default"](text=tf.constant(["A single word"]))
+    assert sorted(outputs) == ["padding_mask", "sequence_output"]
+    inputs = pack(tokenizer, [tokenizer.tokenize(tf.constant(["A single word"]))],
+                  SEQUENCE_LENGTH)
+    by_ids = loaded.signatures["serving_ids"](token_ids=inputs["token_ids"],
+                                              padding_mask=inputs["padding_mask"])
+    expected = model.backbone({k: inputs[k] for k in ("token_ids", "padding_mask")})
+    np.testing.assert_allclose(by_ids["sequence_output"].numpy(),
+                               np.asarray(expected["sequence_output"]), atol=1e-5)
+    np.testing.assert_allclose(outputs["sequence_output"].numpy(),
+                               by_ids["sequence_output"].numpy(), atol=1e-6)
+    filled = loaded.signatures["fill_mask"](text=tf.constant(["Return the [MASK]."]))
+    assert filled["num_masks"].numpy().tolist() == [1]

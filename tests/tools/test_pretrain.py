@@ -58,6 +58,13 @@ def final_weights(model_dir):
         (["--preset=distil_bert_base", "--objective=mlm_nsp"],
          "--objective=mlm_nsp: distil_bert_base (distil_bert) has no sentence-level head; use "
          "--objective=mlm."),
+        (["--objective=rtd"], "--objective=rtd (replaced-token detection) needs an ELECTRA "
+                              "preset (electra_base, electra_large, electra_small); "
+                              "--preset=bert_tiny is bert."),
+        (["--model=electra_small", "--objective=mlm_nsp"],
+         "electra_small (electra) has no sentence-level head; use --objective=rtd (or mlm)."),
+        (["--model=electra_small", "--objective=rtd", "--generator_hidden_fraction=1.5"],
+         "--generator_hidden_fraction must be in (0, 1], got 1.5."),
         (["--input=/no/such/*.txt"], "--input: No input file matches '/no/such/*.txt'"),
         (["--sequence_length=1024"], "--sequence_length=1024 is longer than the model's "
                                      "max_sequence_length=512"),
@@ -302,3 +309,34 @@ def test_flagfiles_are_valid(flagfile, tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert '"preset"' in result.stdout
 
+
+
+def test_electra_trains_and_exports_the_discriminator(tmp_path, vocab_file):
+    """--model=electra_small --objective=rtd through the tool; the SavedModel is the
+    discriminator of the last checkpoint."""
+    import keras
+
+    from kbert import presets
+    from kbert.models import ElectraPretrainer
+
+    model_dir, export_dir = tmp_path / "run", tmp_path / "export"
+    overrides = ["--config_override=num_layers=2", "--config_override=max_sequence_length=32"]
+    result = run_tool(small_run_flags(model_dir, vocab_file, steps=20, model="electra_small",
+                                      objective="rtd", export_dir=export_dir) + overrides)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "rtd_accuracy" in result.stdout and "Exported the discriminator" in result.stdout
+
+    vocabulary_size = sum(1 for _ in open(vocab_file, encoding="utf-8"))
+    backbone = presets.load("electra_small", head=None, weights=None, num_layers=2,
+                            max_sequence_length=32, vocabulary_size=vocabulary_size)
+    model = ElectraPretrainer(backbone, name="electra_small")
+    path = tf.train.latest_checkpoint(str(model_dir / "checkpoints"))
+    tf.train.Checkpoint(model=list(model.variables)).restore(path).expect_partial()
+    ids = np.array([[2, 40, 41, 42, 3, 0, 0, 0]], "int32")
+    inputs = {"token_ids": ids, "segment_ids": np.zeros_like(ids),
+              "padding_mask": (ids > 0).astype("int32") | (np.arange(8) == 0)}
+    expected = keras.ops.convert_to_numpy(backbone(inputs)["sequence_output"])
+    served = tf.saved_model.load(str(export_dir)).signatures["serving_ids"](
+        **{k: tf.constant(v) for k, v in inputs.items()})
+    np.testing.assert_allclose(served["sequence_output"].numpy(), expected, atol=1e-5)
+    assert "fill_mask" not in tf.saved_model.load(str(export_dir)).signatures

@@ -5,14 +5,13 @@ from keras import ops
 
 from kbert import _replicas
 from kbert.layers import MaskedLMHead, NextSentenceHead
+from kbert.models.pretrainer import Pretrainer
 
-LABEL_KEYS = ("mask_ids", "mask_weights", "next_sentence_labels")
-# BERT decays every weight but LayerNorm's (gamma, beta) and the biases.
-NO_DECAY_NAMES = ("bias", "gamma", "beta")
+LABEL_KEYS = ("mask_ids", "next_sentence_labels")  # and the optional "mask_weights"
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class BertPretrainer(keras.Model):
+class BertPretrainer(Pretrainer):
     """Masked-LM (+ optional next-sentence) heads on a `BertBackbone`, trained by `fit`.
 
     The loss needs no `compile(loss=...)`: it is BERT's `L = L_MLM + L_NSP`, where `L_MLM` is
@@ -23,7 +22,8 @@ class BertPretrainer(keras.Model):
 
     Args:
         backbone: a `BertBackbone`.
-        next_sentence_prediction: `False` trains the masked LM alone (RoBERTa style).
+        next_sentence_prediction: `False` trains the masked LM alone (RoBERTa style);
+            `None` (the default): the family's sentence head if it has one.
 
     Inputs (a dict): the backbone's `token_ids`, `segment_ids`, `padding_mask` [B, S] and
         `mask_positions` int [B, P].
@@ -38,10 +38,16 @@ class BertPretrainer(keras.Model):
         pretrainer.fit(dataset_of_features_and_labels, epochs=1)
     """
 
-    # Whether the family has a sentence-level head (NSP / SOP) for `head="pretrainer"`.
     has_sentence_head = True
 
-    def __init__(self, backbone, next_sentence_prediction=True, **kwargs):
+    def __init__(self, backbone, next_sentence_prediction=None, **kwargs):
+        if next_sentence_prediction is None:
+            next_sentence_prediction = self.has_sentence_head
+        if next_sentence_prediction and not self.has_sentence_head:
+            raise ValueError(
+                f"{type(self).__name__} has no sentence head: next_sentence_prediction must "
+                "be False."
+            )
         config = backbone.bert_config
 
         # === Layers ===
@@ -84,66 +90,14 @@ class BertPretrainer(keras.Model):
             self.nsp_loss_tracker = keras.metrics.Mean(name="nsp_loss")
             self.nsp_accuracy = keras.metrics.SparseCategoricalAccuracy(name="nsp_accuracy")
 
-    def compile(self, optimizer="adamw", loss=None, **kwargs):
-        """Like `keras.Model.compile`, with the pretraining loss built in.
-
-        `optimizer="adamw"` (the default) is AdamW(1e-4, weight decay 0.01, epsilon 1e-6,
-        global gradient norm clipped at 1.0). For any optimizer with weight decay, LayerNorm
-        weights and biases are excluded from the decay, as in BERT (also after a reload:
-        Keras does not save the exclusion list).
-        """
-        if loss is not None:
-            raise ValueError(
-                f"BertPretrainer computes its own loss (MLM + NSP); got loss={loss!r}. "
-                "Call compile() without `loss`."
-            )
-        if optimizer == "adamw":
-            optimizer = keras.optimizers.AdamW(
-                learning_rate=1e-4, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0
-            )
-        if isinstance(optimizer, keras.optimizers.Optimizer) and optimizer.weight_decay:
-            optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
-        super().compile(optimizer=optimizer, **kwargs)
-
-    def compile_from_config(self, config):
-        # Keras skips models with a custom compile(); this one takes the saved arguments as is.
-        self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built:
-            self.optimizer.build(self.trainable_variables)
-
     def _labels(self, y):
-        needed = LABEL_KEYS if self.next_sentence_prediction else LABEL_KEYS[:2]
-        if not isinstance(y, dict) or "mask_ids" not in y or (
-            self.next_sentence_prediction and "next_sentence_labels" not in y
-        ):
-            got = sorted(y) if isinstance(y, dict) else type(y).__name__
-            raise ValueError(
-                f"BertPretrainer needs labels as a dict with keys {list(needed)} "
-                f"(mask_weights optional); got {got}."
-            )
-        return y
+        needed = LABEL_KEYS if self.next_sentence_prediction else LABEL_KEYS[:1]
+        return self._check_labels(y, needed)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        # Under tf.distribute each replica returns its share of the global loss (Keras sums
-        # the replicas' gradients): sums over its own examples, divided by global counts. The
-        # metric trackers get the share times the replica count, so their mean over replicas
-        # is the global value. One replica (default strategy, JAX): the plain means.
         _, replicas = _replicas.replica_id_and_count()
         y = self._labels(y)
-        logits = ops.cast(y_pred["mlm_logits"], "float32")  # [B, P, V]
-        mask_ids = y["mask_ids"]
-        weights = y.get("mask_weights")
-        weights = ops.ones(ops.shape(mask_ids)) if weights is None else weights
-        weights = ops.cast(weights, "float32")
-        token_losses = keras.losses.sparse_categorical_crossentropy(
-            mask_ids, logits, from_logits=True
-        )  # [B, P]
-        # google-research/bert adds 1e-5 to the denominator; max() keeps an all-padding batch at 0.
-        total_weight = _replicas.global_sum(ops.sum(weights))
-        mlm_loss = ops.sum(token_losses * weights) / ops.maximum(total_weight, 1e-5)
-        self.mlm_loss_tracker.update_state(mlm_loss * replicas)
-        self.mlm_accuracy.update_state(mask_ids, logits, sample_weight=weights)
-        loss = mlm_loss
+        loss, _ = self.masked_lm_loss(y, y_pred["mlm_logits"])
         if self.next_sentence_prediction:
             nsp_logits = ops.cast(y_pred["nsp_logits"], "float32")  # [B, 2]
             labels = ops.reshape(y["next_sentence_labels"], (-1,))
@@ -155,10 +109,7 @@ class BertPretrainer(keras.Model):
             self.nsp_loss_tracker.update_state(nsp_loss * replicas)
             self.nsp_accuracy.update_state(labels, nsp_logits)
             loss = loss + nsp_loss
-        if self.losses:  # regularizers added by layers, identical on every replica
-            regularization = ops.sum(ops.stack([ops.cast(l, "float32") for l in self.losses]))
-            loss = loss + regularization / replicas
-        return loss
+        return self.add_regularization(loss)
 
     def get_config(self):
         return {

@@ -14,11 +14,3 @@ class DistilBertPretrainer(BertPretrainer):
     """
 
     has_sentence_head = False
-
-    def __init__(self, backbone, next_sentence_prediction=False, **kwargs):
-        if next_sentence_prediction:
-            raise ValueError(
-                "DistilBertPretrainer has no sentence head: next_sentence_prediction must be "
-                "False (DistilBERT has no pooler and no NSP objective)."
-            )
-        super().__init__(backbone, next_sentence_prediction=False, **kwargs)

@@ -1,4 +1,7 @@
 from kbert.models.electra.electra_backbone import ElectraBackbone
 from kbert.models.electra.electra_config import ElectraConfig
+from kbert.models.electra.electra_generator import ElectraGenerator
+from kbert.models.electra.electra_pretrainer import ElectraMaskedLM, ElectraPretrainer
 
-__all__ = ["ElectraBackbone", "ElectraConfig"]
+__all__ = ["ElectraBackbone", "ElectraConfig", "ElectraGenerator", "ElectraMaskedLM",
+           "ElectraPretrainer"]

@@ -1,0 +1,165 @@
+"""ELECTRA pretraining: a small masked-LM generator corrupts the input, the discriminator
+(the backbone) tells replaced tokens from original ones."""
+
+import keras
+from keras import ops
+
+from kbert import _replicas
+from kbert.layers import MaskedLMHead, MaskedTokenSampler, ReplacedTokenHead
+from kbert.layers.masked_token_sampler import scatter_positions
+from kbert.models.bert.bert_pretrainer import BertPretrainer
+from kbert.models.electra.electra_generator import ElectraGenerator, generator_size
+from kbert.models.pretrainer import Pretrainer
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class ElectraMaskedLM(BertPretrainer):
+    """A masked-LM head on an `ElectraBackbone` (Hugging Face's `ElectraForMaskedLM`): what a
+    released ELECTRA generator is, and `head="mlm"` for the electra presets."""
+
+    has_sentence_head = False
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class ElectraPretrainer(Pretrainer):
+    """Replaced-token detection (Clark et al. 2020) on an `ElectraBackbone`, trained by `fit`.
+
+    1. The generator, a narrower encoder (`generator_hidden_fraction` of the discriminator's
+       width, 1/4 by default; one head per 64 units; 4 x hidden feed-forward) on the
+       discriminator's own token, position and segment embeddings, predicts the masked
+       tokens with a masked-LM head tied to the shared token table.
+    2. A token is sampled from its softmax at every masked position (no gradient) and
+       written into the input.
+    3. The discriminator (`backbone`) reads the corrupted input and a `ReplacedTokenHead`
+       scores every token. The label is 1 where the token differs from the original; a
+       sample that equals the original counts as original.
+
+    Loss: `mlm_loss_weight * L_MLM + rtd_loss_weight * L_RTD`, with `L_RTD` the sigmoid
+    cross-entropy averaged over the non-padding tokens (ELECTRA: 1 and 50). `fit` reports
+    `loss`, `mlm_loss`, `mlm_accuracy` (the generator's), `rtd_loss` and `rtd_accuracy`.
+    After pretraining, `pretrainer.backbone` is the discriminator to fine-tune or export.
+
+    Args:
+        backbone: an `ElectraBackbone` (the discriminator).
+        generator_hidden_fraction: generator width / discriminator width, in (0, 1].
+        generator_layers_fraction: generator depth / discriminator depth, in (0, 1].
+        mlm_loss_weight, rtd_loss_weight: the weights of the two losses.
+        seed: seed of the token sampling.
+
+    Inputs (a dict): the backbone's inputs and `mask_positions` int [B, P].
+    Labels (a dict): `mask_ids` int [B, P] and optional `mask_weights` [B, P].
+    Outputs (a dict): `mlm_logits` [B, P, V] (the generator's), `replaced_token_ids` [B, S]
+        (the discriminator's input) and `rtd_logits` [B, S].
+
+    Example:
+        pretrainer = kbert.presets.load("electra_small", weights=None)
+        pretrainer.compile(optimizer=keras.optimizers.AdamW(5e-4))
+        pretrainer.fit(dataset_of_features_and_labels, epochs=1)
+    """
+
+    # What `kbert.models.build(head="mlm")` builds for this family.
+    masked_lm_class = ElectraMaskedLM
+
+    def __init__(self, backbone, generator_hidden_fraction=0.25, generator_layers_fraction=1.0,
+                 mlm_loss_weight=1.0, rtd_loss_weight=50.0, seed=None, **kwargs):
+        for name, value in (("mlm_loss_weight", mlm_loss_weight),
+                            ("rtd_loss_weight", rtd_loss_weight)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ValueError(f"{name} must be a number >= 0, got {value!r}.")
+        config = backbone.bert_config
+        hidden, layers, heads, intermediate = generator_size(
+            config, generator_hidden_fraction, generator_layers_fraction)
+        policy = backbone.dtype_policy
+
+        # === Layers ===
+        generator = ElectraGenerator(
+            hidden_size=hidden, num_layers=layers, num_heads=heads,
+            intermediate_size=intermediate, activation=config.activation,
+            dropout=config.dropout, attention_dropout=config.attention_dropout,
+            layer_norm_epsilon=config.layer_norm_epsilon,
+            initializer_range=config.initializer_range, dtype=policy, name="generator",
+        )
+        mlm_head = MaskedLMHead(
+            vocabulary_size=config.vocabulary_size,
+            token_embedding=backbone.token_embedding,
+            activation=config.activation,
+            layer_norm_epsilon=config.layer_norm_epsilon,
+            initializer_range=config.initializer_range,
+            dtype=policy,
+            name="mlm_head",
+        )
+        sampler = MaskedTokenSampler(seed=seed, dtype=policy, name="sampler")
+        rtd_head = ReplacedTokenHead(
+            activation=config.activation, initializer_range=config.initializer_range,
+            dtype=policy, name="rtd_head",
+        )
+
+        # === Functional model ===
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+                  for name in (*backbone.input, "mask_positions")}
+        # The generator reads the discriminator's embeddings before their projection.
+        shared = backbone.embeddings(inputs["token_ids"], inputs.get("segment_ids"),
+                                     project=False)  # [B, S, E]
+        generated = generator(shared, padding_mask=inputs["padding_mask"])  # [B, S, Hg]
+        mlm_logits = mlm_head(generated, inputs["mask_positions"])  # [B, P, V]
+        replaced, _ = sampler(inputs["token_ids"], inputs["mask_positions"], mlm_logits)
+        features = backbone({**{name: inputs[name] for name in backbone.input},
+                             "token_ids": replaced})
+        outputs = {
+            "mlm_logits": mlm_logits,
+            "replaced_token_ids": replaced,  # [B, S]
+            "rtd_logits": rtd_head(features["sequence_output"]),  # [B, S]
+        }
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+        # === Config ===
+        self.dtype_policy = policy
+        self.backbone = backbone
+        self.generator = generator
+        self.mlm_head = mlm_head
+        self.sampler = sampler
+        self.rtd_head = rtd_head
+        self.generator_hidden_fraction = generator_hidden_fraction
+        self.generator_layers_fraction = generator_layers_fraction
+        self.mlm_loss_weight = float(mlm_loss_weight)
+        self.rtd_loss_weight = float(rtd_loss_weight)
+        self.seed = seed
+        self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
+        self.mlm_accuracy = keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")
+        self.rtd_loss_tracker = keras.metrics.Mean(name="rtd_loss")
+        self.rtd_accuracy = keras.metrics.BinaryAccuracy(name="rtd_accuracy", threshold=0.0)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        _, replicas = _replicas.replica_id_and_count()
+        y = self._check_labels(y, ("mask_ids",))
+        mlm_loss, _ = self.masked_lm_loss(y, y_pred["mlm_logits"])
+        original = scatter_positions(x["token_ids"], x["mask_positions"], y["mask_ids"])
+        labels = ops.cast(ops.not_equal(y_pred["replaced_token_ids"], original), "float32")
+        logits = ops.cast(y_pred["rtd_logits"], "float32")  # [B, S]
+        mask = ops.cast(x["padding_mask"], "float32")
+        token_losses = ops.binary_crossentropy(labels, logits, from_logits=True)  # [B, S]
+        total = _replicas.global_sum(ops.sum(mask))
+        rtd_loss = ops.sum(token_losses * mask) / ops.maximum(total, 1.0)
+        self.rtd_loss_tracker.update_state(rtd_loss * replicas)
+        # BinaryAccuracy with threshold 0 on the logits: positive logit = "replaced".
+        self.rtd_accuracy.update_state(labels, logits, sample_weight=mask)
+        loss = self.mlm_loss_weight * mlm_loss + self.rtd_loss_weight * rtd_loss
+        return self.add_regularization(loss)
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "backbone": keras.saving.serialize_keras_object(self.backbone),
+            "generator_hidden_fraction": self.generator_hidden_fraction,
+            "generator_layers_fraction": self.generator_layers_fraction,
+            "mlm_loss_weight": self.mlm_loss_weight,
+            "rtd_loss_weight": self.rtd_loss_weight,
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
+        return cls(**config)

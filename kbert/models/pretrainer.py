@@ -1,0 +1,90 @@
+"""What every kbert pretraining model shares: compile with the loss built in, the masked-LM loss."""
+
+import keras
+from keras import ops
+
+from kbert import _replicas
+
+# BERT decays every weight but LayerNorm's (gamma, beta) and the biases.
+NO_DECAY_NAMES = ("bias", "gamma", "beta")
+
+
+class Pretrainer(keras.Model):
+    """Base of `BertPretrainer`, `ElectraPretrainer` and `Distiller`: they compute their own
+    loss in `compute_loss`, so `compile` takes no `loss`.
+
+    Subclasses set `mlm_loss_tracker` and `mlm_accuracy` for `masked_lm_loss`.
+    """
+
+    # Whether the family has a sentence-level head (NSP / SOP) for `head="pretrainer"`.
+    has_sentence_head = False
+
+    def compile(self, optimizer="adamw", loss=None, **kwargs):
+        """Like `keras.Model.compile`, with the pretraining loss built in.
+
+        `optimizer="adamw"` (the default) is AdamW(1e-4, weight decay 0.01, epsilon 1e-6,
+        global gradient norm clipped at 1.0). For any optimizer with weight decay, LayerNorm
+        weights and biases are excluded from the decay, as in BERT (also after a reload:
+        Keras does not save the exclusion list).
+        """
+        if loss is not None:
+            raise ValueError(
+                f"{type(self).__name__} computes its own loss; got loss={loss!r}. "
+                "Call compile() without `loss`."
+            )
+        if optimizer == "adamw":
+            optimizer = keras.optimizers.AdamW(
+                learning_rate=1e-4, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0
+            )
+        if isinstance(optimizer, keras.optimizers.Optimizer) and optimizer.weight_decay:
+            optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
+        super().compile(optimizer=optimizer, **kwargs)
+
+    def compile_from_config(self, config):
+        # Keras skips models with a custom compile(); this one takes the saved arguments as is.
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    def _check_labels(self, y, needed):
+        if not isinstance(y, dict) or any(key not in y for key in needed):
+            got = sorted(y) if isinstance(y, dict) else type(y).__name__
+            raise ValueError(
+                f"{type(self).__name__} needs labels as a dict with keys {list(needed)} "
+                f"(mask_weights optional); got {got}."
+            )
+        return y
+
+    def masked_lm_loss(self, y, logits):
+        """Mean cross-entropy over the masked positions, weighted by `mask_weights`.
+
+        Under tf.distribute each replica returns its share of the global loss (Keras sums
+        the replicas' gradients): sums over its own examples, divided by global counts. The
+        trackers get the share times the replica count, so their mean over replicas is the
+        global value. One replica (default strategy, JAX): the plain mean.
+
+        Returns: (loss, weights [B, P] float32).
+        """
+        _, replicas = _replicas.replica_id_and_count()
+        logits = ops.cast(logits, "float32")  # [B, P, V]
+        mask_ids = y["mask_ids"]
+        weights = y.get("mask_weights")
+        weights = ops.ones(ops.shape(mask_ids)) if weights is None else weights
+        weights = ops.cast(weights, "float32")
+        token_losses = keras.losses.sparse_categorical_crossentropy(
+            mask_ids, logits, from_logits=True
+        )  # [B, P]
+        # google-research/bert adds 1e-5 to the denominator; max() keeps an all-padding batch at 0.
+        total_weight = _replicas.global_sum(ops.sum(weights))
+        loss = ops.sum(token_losses * weights) / ops.maximum(total_weight, 1e-5)
+        self.mlm_loss_tracker.update_state(loss * replicas)
+        self.mlm_accuracy.update_state(mask_ids, logits, sample_weight=weights)
+        return loss, weights
+
+    def add_regularization(self, loss):
+        """`loss` plus the layers' regularizers (identical on every replica, so shared)."""
+        if not self.losses:
+            return loss
+        _, replicas = _replicas.replica_id_and_count()
+        regularization = ops.sum(ops.stack([ops.cast(l, "float32") for l in self.losses]))
+        return loss + regularization / replicas
