@@ -38,10 +38,10 @@ flags.DEFINE_integer("vocab_size", 8000, "Target size of a learned vocabulary.")
 flags.DEFINE_bool("lowercase", True, "Lower-case and strip accents (uncased).")
 flags.DEFINE_integer("sequence_length", 128, "Tokens per example.")
 flags.DEFINE_integer("max_predictions", 20, "Masked positions per example.")
-flags.DEFINE_enum("objective", "mlm_nsp", ["mlm", "mlm_nsp", "mlm_sop", "rtd"],
+flags.DEFINE_enum("objective", "mlm_nsp", ["mlm", "mlm_nsp", "mlm_sop", "rtd", "distill"],
                   "Pretraining objective: masked LM alone, with next-sentence prediction, "
-                  "with sentence-order prediction (ALBERT), or ELECTRA's replaced-token "
-                  "detection (rtd, ELECTRA presets).")
+                  "with sentence-order prediction (ALBERT), ELECTRA's replaced-token "
+                  "detection (rtd, ELECTRA presets), or distillation from --teacher.")
 flags.DEFINE_enum("masking", "token", ["token", "word", "ngram"],
                   "Masking unit: tokens, whole words, or n-grams of 1-3 whole words.")
 flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of tokens to predict.")
@@ -51,6 +51,21 @@ flags.DEFINE_float("generator_hidden_fraction", 0.25,
                    "Generator width as a fraction of the discriminator's, in (0, 1].")
 flags.DEFINE_float("mlm_loss_weight", 1.0, "Weight of the generator's masked-LM loss.")
 flags.DEFINE_float("rtd_loss_weight", 50.0, "Weight of the replaced-token-detection loss.")
+# === Distillation (--objective=distill) ===
+flags.DEFINE_string("teacher", None,
+                    "Teacher of --objective=distill: a kbert run's --model_dir, a preset name "
+                    "(its pretrained release) or a checkpoint directory (Hugging Face, TF1, "
+                    "keras-hub, kbert). The student (--preset) uses its vocabulary.")
+flags.DEFINE_float("temperature", 2.0, "Softmax temperature of the distillation KL.")
+flags.DEFINE_float("distill_kl_weight", 5.0, "Weight of the KL to the teacher (x T^2).")
+flags.DEFINE_float("distill_mlm_weight", 2.0, "Weight of the student's masked-LM loss.")
+flags.DEFINE_float("distill_cosine_weight", 1.0,
+                   "Weight of the cosine loss between student and teacher hidden states.")
+flags.DEFINE_bool("init_student", True,
+                  "Start the student from the teacher's embeddings, layers and MLM head.")
+flags.DEFINE_list("student_layers", None,
+                  "Teacher layer of each student layer, e.g. 0,2,4,7,9,11 (default: spread "
+                  "evenly, which is that for 6 of 12).")
 # === Schedule ===
 flags.DEFINE_integer("global_batch_size", 32, "Sequences per step over all replicas.")
 flags.DEFINE_integer("train_steps", None, "Training steps (give this or --epochs).")
@@ -84,6 +99,15 @@ flags.DEFINE_bool("dry_run", False, "Check the flags, print the resolved config,
 flags.mark_flag_as_required("model_dir")
 
 
+def _layers(values):
+    if values is None:
+        return None
+    try:
+        return [int(v) for v in values]
+    except ValueError:
+        raise app.UsageError(f"--student_layers={','.join(values)}: expected integers.")
+
+
 def config_from_flags():
     from kbert.training import PretrainingConfig
 
@@ -108,6 +132,10 @@ def config_from_flags():
         short_seq_prob=FLAGS.short_seq_prob,
         generator_hidden_fraction=FLAGS.generator_hidden_fraction,
         mlm_loss_weight=FLAGS.mlm_loss_weight, rtd_loss_weight=FLAGS.rtd_loss_weight,
+        teacher=FLAGS.teacher, temperature=FLAGS.temperature,
+        distill_kl_weight=FLAGS.distill_kl_weight, distill_mlm_weight=FLAGS.distill_mlm_weight,
+        distill_cosine_weight=FLAGS.distill_cosine_weight, init_student=FLAGS.init_student,
+        student_layers=_layers(FLAGS.student_layers),
         global_batch_size=FLAGS.global_batch_size,
         train_steps=train_steps, epochs=FLAGS.epochs, steps_per_loop=FLAGS.steps_per_loop,
         optimizer=FLAGS.optimizer, learning_rate=FLAGS.learning_rate,

@@ -2,7 +2,9 @@
 
 from kbert.models.albert import AlbertBackbone, AlbertConfig, AlbertPretrainer
 from kbert.models.bert import BertBackbone, BertConfig, BertPretrainer
-from kbert.models.distil_bert import DistilBertBackbone, DistilBertConfig, DistilBertPretrainer
+from kbert.models.distil_bert import (
+    DistilBertBackbone, DistilBertConfig, DistilBertPretrainer, Distiller, initialize_student,
+)
 from kbert.models.electra import (
     ElectraBackbone, ElectraConfig, ElectraMaskedLM, ElectraPretrainer,
 )
@@ -49,5 +51,6 @@ def build(family, config, head="pretrainer", dtype=None, name=None):
 __all__ = [
     "AlbertBackbone", "AlbertConfig", "AlbertPretrainer", "BertBackbone", "BertConfig",
     "BertPretrainer", "DistilBertBackbone", "DistilBertConfig", "DistilBertPretrainer",
-    "ElectraBackbone", "ElectraConfig", "ElectraMaskedLM", "ElectraPretrainer", "FAMILIES", "HEADS", "build",
+    "Distiller", "ElectraBackbone", "ElectraConfig", "ElectraMaskedLM", "ElectraPretrainer",
+    "FAMILIES", "HEADS", "build", "initialize_student",
 ]

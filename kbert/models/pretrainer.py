@@ -9,10 +9,12 @@ from kbert import _replicas
 NO_DECAY_NAMES = ("bias", "gamma", "beta")
 
 
-class Pretrainer(keras.Model):
-    """Base of `BertPretrainer`, `ElectraPretrainer` and `Distiller`: they compute their own
-    loss in `compute_loss`, so `compile` takes no `loss`.
+class Pretrainer:
+    """Mixed into `BertPretrainer`, `ElectraPretrainer` and `Distiller` (before `keras.Model`):
+    they compute their own loss in `compute_loss`, so `compile` takes no `loss`.
 
+    A mixin and not a `keras.Model` subclass: Keras rewrites the bases of a class built as a
+    functional model to `Functional`, which would then reach the subclassed `Distiller` too.
     Subclasses set `mlm_loss_tracker` and `mlm_accuracy` for `masked_lm_loss`.
     """
 

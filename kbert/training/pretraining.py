@@ -18,7 +18,8 @@ from kbert.training.strategies import STRATEGIES, create_strategy
 
 # objective -> (sentence pairs, presets.load head)
 OBJECTIVES = {"mlm": ("none", "mlm"), "mlm_nsp": ("nsp", "pretrainer"),
-              "mlm_sop": ("sop", "pretrainer"), "rtd": ("none", "pretrainer")}
+              "mlm_sop": ("sop", "pretrainer"), "rtd": ("none", "pretrainer"),
+              "distill": ("none", "mlm")}
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
@@ -65,6 +66,13 @@ class PretrainingConfig:
     generator_hidden_fraction: float = 0.25
     mlm_loss_weight: float = 1.0
     rtd_loss_weight: float = 50.0
+    teacher: Optional[str] = None
+    temperature: float = 2.0
+    distill_kl_weight: float = 5.0
+    distill_mlm_weight: float = 2.0
+    distill_cosine_weight: float = 1.0
+    init_student: bool = True
+    student_layers: Optional[list] = None
     export_dir: Optional[str] = None
     seed: int = 0
     verbose: int = 1
@@ -106,7 +114,20 @@ class PretrainingConfig:
                 generator_size(presets.config(self.preset), self.generator_hidden_fraction)
             except ValueError as e:
                 raise ConfigError(f"--{e}") from None
-        for name in ("mlm_loss_weight", "rtd_loss_weight"):
+        if (self.objective == "distill") != (self.teacher is not None):
+            raise ConfigError("--objective=distill and --teacher go together: give both or "
+                              "neither.")
+        if self.teacher is not None and self.teacher not in presets.list() and not (
+                tf.io.gfile.exists(self.teacher) or tf.io.gfile.exists(self.teacher + ".index")):
+            raise ConfigError(
+                f"--teacher={self.teacher!r}: not a kbert run (model_dir with config.json and "
+                f"checkpoints/), a preset ({', '.join(presets.list())}) or a checkpoint "
+                "directory: it does not exist."
+            )
+        if self.temperature <= 0:
+            raise ConfigError(f"--temperature must be > 0, got {self.temperature!r}.")
+        for name in ("mlm_loss_weight", "rtd_loss_weight", "distill_kl_weight",
+                     "distill_mlm_weight", "distill_cosine_weight"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"--{name} must be >= 0, got {getattr(self, name)!r}.")
         source = self.input[len("tfrecord:"):] if self.input.startswith("tfrecord:") else self.input
@@ -147,11 +168,19 @@ class PretrainingConfig:
             raise ConfigError(f"--vocab={self.vocab!r} does not exist.")
 
 
-def _tokenizer(config, model_dir):
+def _tokenizer(config, model_dir, teacher=None):
     from kbert.tokenizers import WordPieceTokenizer
     from kbert.tokenizers.vocab_learning import learn_vocabulary, write_vocabulary
+    from kbert.tokenizers.word_piece_tokenizer import read_vocabulary
 
     path = config.vocab or os.path.join(model_dir, "vocab.txt")
+    if teacher is not None:  # the student speaks the teacher's vocabulary
+        if not tf.io.gfile.exists(path):
+            write_vocabulary(teacher.vocabulary, path)
+        elif read_vocabulary(path) != teacher.vocabulary:
+            raise ConfigError(f"{path} is not the vocabulary of the teacher ({teacher.description})"
+                              "; leave --vocab unset to use the teacher's.")
+        return WordPieceTokenizer(path, lowercase=teacher.lowercase)
     if config.vocab is None and not tf.io.gfile.exists(path):
         print(f"Learning a WordPiece vocabulary (~{config.vocab_size} tokens) from "
               f"{config.input} ...", flush=True)
@@ -205,13 +234,18 @@ def run_pretraining(config):
                "XLA on CPU has no kernels for the collective ops that sync the workers")
         raise ConfigError(f"--strategy={config.strategy} over CPU devices needs "
                           f"--nojit_compile: {why}.")
+    teacher = None
+    if config.objective == "distill":
+        from kbert.training.distillation import teacher_source
+
+        teacher = teacher_source(config.teacher)
     # Under MultiWorkerMirrored every worker saves (saving may sync them), but only the chief
     # writes to model_dir and export_dir; the others write under model_dir/workers/.
     work_dir = _worker_dir(strategy, config.model_dir)
     tf.io.gfile.makedirs(work_dir)
     with tf.io.gfile.GFile(os.path.join(work_dir, "config.json"), "w") as f:
         json.dump(dataclasses.asdict(config), f, indent=2)
-    tokenizer = _tokenizer(config, work_dir)
+    tokenizer = _tokenizer(config, work_dir, teacher)
     if config.epochs is not None:
         steps_per_epoch = sum(1 for _ in _dataset(config, tokenizer, repeat=False))
         train_steps = steps_per_epoch * config.epochs
@@ -230,6 +264,17 @@ def run_pretraining(config):
     with strategy.scope():
         overrides = {"vocabulary_size": tokenizer.vocabulary_size, **config.config_overrides}
         model = _model(config, head, overrides)
+        if teacher is not None:
+            from kbert.models import Distiller
+
+            print(f"Teacher: {teacher.description}.")
+            model = Distiller(
+                model, teacher.build(None if config.precision == "float32" else
+                                     config.precision),
+                temperature=config.temperature, kl_weight=config.distill_kl_weight,
+                mlm_weight=config.distill_mlm_weight,
+                cosine_weight=config.distill_cosine_weight, name="distiller",
+            )
         optimizer = create_optimizer(
             config.optimizer, learning_rate=config.learning_rate,
             warmup_steps=config.warmup_steps, total_steps=train_steps, decay=config.decay,
@@ -248,6 +293,14 @@ def run_pretraining(config):
         start_step = checkpoints.restore()
         if start_step == 0 and config.init_checkpoint:
             _init_from(model, config.init_checkpoint)
+        elif start_step == 0 and teacher is not None and config.init_student:
+            from kbert.models import initialize_student
+
+            try:
+                layers = initialize_student(model.student, model.teacher, config.student_layers)
+            except ValueError as e:
+                raise ConfigError(f"{e} Pass --noinit_student to start from random weights.")
+            print(f"Initialized the student from the teacher's embeddings and layers {layers}.")
     if start_step >= train_steps:
         print(f"Already trained {start_step} of {train_steps} steps.")
         logs = {}
@@ -262,7 +315,7 @@ def run_pretraining(config):
             tf.data.experimental.AutoShardPolicy.DATA)
         stream = stream.with_options(options)
         # Only the features the model takes (DistilBERT has no segment_ids).
-        names = set(model.input)
+        names = set(getattr(model, "feature_names", None) or model.input)
         stream = stream.map(lambda x, y: ({k: v for k, v in x.items() if k in names}, y))
         if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
             _patch_keras_for_multi_worker(model)
@@ -282,7 +335,7 @@ def run_pretraining(config):
         logs = {k: v[-1] for k, v in history.history.items()}
         summary = ", ".join(f"{k} {logs[k]:.4f}" for k in
                             ("mlm_accuracy", "nsp_accuracy", "rtd_accuracy", "mlm_loss",
-                             "nsp_loss", "rtd_loss") if k in logs)
+                             "nsp_loss", "rtd_loss", "kl_loss") if k in logs)
         print(f"Final ({train_steps} steps): {summary}")
     if config.export_dir:
         export_dir = config.export_dir
@@ -349,6 +402,7 @@ def export(model, tokenizer, export_dir, sequence_length):
 
     from kbert.models import BertPretrainer
 
+    model = getattr(model, "student", model)  # a distillation exports the student
     export_saved_model(model, export_dir, tokenizer, sequence_length=sequence_length)
     signatures = "serving_default, serving_pairs, serving_ids" + (
         ", fill_mask" if isinstance(model, BertPretrainer) else "")

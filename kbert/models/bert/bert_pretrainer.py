@@ -11,7 +11,7 @@ LABEL_KEYS = ("mask_ids", "next_sentence_labels")  # and the optional "mask_weig
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class BertPretrainer(Pretrainer):
+class BertPretrainer(Pretrainer, keras.Model):
     """Masked-LM (+ optional next-sentence) heads on a `BertBackbone`, trained by `fit`.
 
     The loss needs no `compile(loss=...)`: it is BERT's `L = L_MLM + L_NSP`, where `L_MLM` is

@@ -1,5 +1,7 @@
 from kbert.models.distil_bert.distil_bert_backbone import DistilBertBackbone
 from kbert.models.distil_bert.distil_bert_config import DistilBertConfig
 from kbert.models.distil_bert.distil_bert_pretrainer import DistilBertPretrainer
+from kbert.models.distil_bert.distiller import Distiller, initialize_student, student_layers
 
-__all__ = ["DistilBertBackbone", "DistilBertConfig", "DistilBertPretrainer"]
+__all__ = ["DistilBertBackbone", "DistilBertConfig", "DistilBertPretrainer", "Distiller",
+           "initialize_student", "student_layers"]

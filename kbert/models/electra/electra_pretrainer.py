@@ -21,7 +21,7 @@ class ElectraMaskedLM(BertPretrainer):
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class ElectraPretrainer(Pretrainer):
+class ElectraPretrainer(Pretrainer, keras.Model):
     """Replaced-token detection (Clark et al. 2020) on an `ElectraBackbone`, trained by `fit`.
 
     1. The generator, a narrower encoder (`generator_hidden_fraction` of the discriminator's

@@ -1,0 +1,221 @@
+"""Knowledge distillation (Sanh et al. 2019): a student masked LM learns from a frozen teacher."""
+
+import keras
+import numpy as np
+from keras import ops
+
+from kbert import _replicas
+from kbert.models.pretrainer import Pretrainer
+
+
+def student_layers(teacher_layers, num_student_layers):
+    """Which teacher layers initialise the student: spread evenly, first and last included.
+
+    For 6 of 12 this is [0, 2, 4, 7, 9, 11], the layers DistilBERT took from BERT-Base.
+    """
+    if not 0 < num_student_layers <= teacher_layers:
+        raise ValueError(f"A student of {num_student_layers} layers cannot take its layers "
+                         f"from a teacher of {teacher_layers}.")
+    return [int(i) for i in np.round(np.linspace(0, teacher_layers - 1, num_student_layers))]
+
+
+def _copy(target, source, what):
+    if len(target.weights) != len(source.weights):
+        raise ValueError(f"{what}: the student has {len(target.weights)} weights, the "
+                         f"teacher {len(source.weights)}.")
+    for t, s in zip(target.weights, source.weights):
+        if tuple(t.shape) != tuple(s.shape):
+            raise ValueError(f"{what}: student {t.path} is {tuple(t.shape)}, teacher "
+                             f"{s.path} is {tuple(s.shape)}.")
+        t.assign(s)
+
+
+def initialize_student(student, teacher, layers=None):
+    """Copies a teacher's embeddings, chosen layers and masked-LM head into a student.
+
+    As DistilBERT's initialisation: the token and position embeddings (and their LayerNorm
+    and projection), the segment embeddings when both have them, the blocks of `layers`, the
+    pooler when both have one, and the masked-LM transform and bias.
+
+    Args:
+        student, teacher: pretrainers with a masked-LM head (or bare backbones) whose
+            widths agree; the student has one block per layer.
+        layers: teacher layer of each student layer; default `student_layers(...)`.
+
+    Returns:
+        the teacher layers used.
+    """
+    s_backbone = getattr(student, "backbone", student)
+    t_backbone = getattr(teacher, "backbone", teacher)
+    s_config, t_config = s_backbone.bert_config, t_backbone.bert_config
+    fields = ("vocabulary_size", "hidden_size", "num_heads", "intermediate_size")
+    wrong = [f"{f} {getattr(s_config, f)} vs {getattr(t_config, f)}" for f in fields
+             if getattr(s_config, f) != getattr(t_config, f)]
+    if (s_config.embedding_size or s_config.hidden_size) != (
+            t_config.embedding_size or t_config.hidden_size):
+        wrong.append(f"embedding_size {s_config.embedding_size} vs {t_config.embedding_size}")
+    if s_config.max_sequence_length > t_config.max_sequence_length:
+        wrong.append(f"max_sequence_length {s_config.max_sequence_length} vs "
+                     f"{t_config.max_sequence_length}")
+    if len(s_backbone.transformer_layers) != s_config.num_layers:
+        wrong.append("the student shares blocks between layers (num_groups)")
+    if wrong:
+        raise ValueError("The student cannot start from the teacher's weights (student vs "
+                         f"teacher): {'; '.join(wrong)}.")
+    if layers is None:
+        layers = student_layers(t_config.num_layers, s_config.num_layers)
+    layers = [int(i) for i in layers]
+    if len(layers) != s_config.num_layers or not all(0 <= i < t_config.num_layers
+                                                     for i in layers):
+        raise ValueError(f"layers={layers}: need {s_config.num_layers} teacher layers, each in "
+                         f"[0, {t_config.num_layers}).")
+
+    s_emb, t_emb = s_backbone.embeddings, t_backbone.embeddings
+    _copy(s_emb.token_embedding, t_emb.token_embedding, "token embedding")
+    s_emb.position_embedding.assign(
+        t_emb.position_embedding[: s_config.max_sequence_length])
+    _copy(s_emb.layer_norm, t_emb.layer_norm, "embedding LayerNorm")
+    if s_emb.projection is not None and t_emb.projection is not None:
+        _copy(s_emb.projection, t_emb.projection, "embedding projection")
+    if s_emb.segment_embedding is not None and t_emb.segment_embedding is not None:
+        _copy(s_emb.segment_embedding, t_emb.segment_embedding, "segment embedding")
+    t_blocks = t_backbone.transformer_layers
+    for j, i in enumerate(layers):
+        block = t_blocks[i * len(t_blocks) // t_config.num_layers]  # ALBERT teachers share
+        _copy(s_backbone.transformer_layers[j], block, f"student layer {j} <- teacher {i}")
+    if s_backbone.pooler is not None and t_backbone.pooler is not None:
+        _copy(s_backbone.pooler, t_backbone.pooler, "pooler")
+    s_head, t_head = getattr(student, "mlm_head", None), getattr(teacher, "mlm_head", None)
+    if s_head is not None and t_head is not None:
+        _copy(s_head.dense, t_head.dense, "masked-LM dense")
+        _copy(s_head.layer_norm, t_head.layer_norm, "masked-LM LayerNorm")
+        s_head.output_bias.assign(t_head.output_bias)
+    return layers
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class Distiller(Pretrainer, keras.Model):
+    """Trains `student` to imitate the frozen `teacher` at the masked positions (DistilBERT).
+
+    Loss = `kl_weight * L_KL + mlm_weight * L_MLM + cosine_weight * L_cos`:
+      - `L_KL`: KL(teacher || student) of the vocabulary distributions at temperature
+        `temperature`, times `temperature**2` (Hinton et al. 2015), averaged over the masked
+        positions (Hugging Face's distiller with `restrict_ce_to_mask`);
+      - `L_MLM`: the student's masked-LM cross-entropy against the true tokens;
+      - `L_cos`: 1 - cosine similarity of the student's and teacher's last hidden states,
+        averaged over the non-padding tokens (needs equal hidden sizes).
+    The defaults 5 / 2 / 1 and T = 2 are DistilBERT's training command. The teacher runs in
+    inference mode (no dropout) and is never trained. `fit` reports `loss`, `kl_loss`,
+    `mlm_loss`, `mlm_accuracy` (the student's) and `cosine_loss`.
+
+    Args:
+        student: a pretrainer with a masked-LM head (`BertPretrainer` without NSP,
+            `DistilBertPretrainer`, ...): what is trained and exported.
+        teacher: a pretrainer with a masked-LM head over the same vocabulary.
+        temperature: softmax temperature of the KL term, > 0.
+        kl_weight, mlm_weight, cosine_weight: the weights of the three losses, >= 0.
+
+    Inputs: the union of both models' inputs (e.g. a BERT teacher's `segment_ids`) and
+        `mask_positions`. Labels: `mask_ids` and optional `mask_weights`.
+    """
+
+    def __init__(self, student, teacher, temperature=2.0, kl_weight=5.0, mlm_weight=2.0,
+                 cosine_weight=1.0, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or (
+                temperature <= 0):
+            raise ValueError(f"temperature must be a number > 0, got {temperature!r}.")
+        for name, value in (("kl_weight", kl_weight), ("mlm_weight", mlm_weight),
+                            ("cosine_weight", cosine_weight)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ValueError(f"{name} must be a number >= 0, got {value!r}.")
+        for role, model in (("student", student), ("teacher", teacher)):
+            if getattr(model, "mlm_head", None) is None or not hasattr(model, "backbone"):
+                raise ValueError(f"The {role} must be a pretrainer with a masked-LM head "
+                                 f"(e.g. head='mlm'); got {type(model).__name__}.")
+        s_config, t_config = student.backbone.bert_config, teacher.backbone.bert_config
+        if s_config.vocabulary_size != t_config.vocabulary_size:
+            raise ValueError(f"The student's vocabulary_size {s_config.vocabulary_size} differs "
+                             f"from the teacher's {t_config.vocabulary_size}.")
+        if cosine_weight and s_config.hidden_size != t_config.hidden_size:
+            raise ValueError(
+                f"The cosine loss compares hidden states: the student's hidden_size "
+                f"{s_config.hidden_size} differs from the teacher's {t_config.hidden_size}. "
+                "Use cosine_weight=0."
+            )
+        teacher.trainable = False
+        self.student = student
+        self.teacher = teacher
+        self.backbone = student.backbone  # what is exported
+        self.temperature = float(temperature)
+        self.kl_weight = float(kl_weight)
+        self.mlm_weight = float(mlm_weight)
+        self.cosine_weight = float(cosine_weight)
+        # The features it reads (a functional model's are `model.input`).
+        self.feature_names = sorted({*student.backbone.input, *teacher.backbone.input,
+                                     "mask_positions"})
+        self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
+        self.mlm_accuracy = keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")
+        self.kl_loss_tracker = keras.metrics.Mean(name="kl_loss")
+        self.cosine_loss_tracker = keras.metrics.Mean(name="cosine_loss")
+
+    @staticmethod
+    def _run(model, inputs, training):
+        features = model.backbone({k: inputs[k] for k in model.backbone.input},
+                                  training=training)
+        sequence = features["sequence_output"]  # [B, S, H]
+        return sequence, model.mlm_head(sequence, inputs["mask_positions"])  # [B, P, V]
+
+    def call(self, inputs, training=None):
+        sequence, logits = self._run(self.student, inputs, training)
+        t_sequence, t_logits = self._run(self.teacher, inputs, False)
+        return {"mlm_logits": logits, "sequence_output": sequence,
+                "teacher_logits": ops.stop_gradient(t_logits),
+                "teacher_sequence_output": ops.stop_gradient(t_sequence)}
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        _, replicas = _replicas.replica_id_and_count()
+        y = self._check_labels(y, ("mask_ids",))
+        mlm_loss, weights = self.masked_lm_loss(y, y_pred["mlm_logits"])
+        total_weight = ops.maximum(_replicas.global_sum(ops.sum(weights)), 1e-5)
+
+        t = self.temperature
+        student = ops.log_softmax(ops.cast(y_pred["mlm_logits"], "float32") / t, axis=-1)
+        teacher = ops.log_softmax(ops.cast(y_pred["teacher_logits"], "float32") / t, axis=-1)
+        kl = ops.sum(ops.exp(teacher) * (teacher - student), axis=-1)  # [B, P]
+        kl_loss = ops.sum(kl * weights) / total_weight * t * t
+        self.kl_loss_tracker.update_state(kl_loss * replicas)
+
+        mask = ops.cast(x["padding_mask"], "float32")  # [B, S]
+        s_hidden = ops.cast(y_pred["sequence_output"], "float32")
+        t_hidden = ops.cast(y_pred["teacher_sequence_output"], "float32")
+        if self.cosine_weight:
+            cosine = ops.sum(s_hidden * t_hidden, axis=-1) / ops.maximum(
+                ops.norm(s_hidden, axis=-1) * ops.norm(t_hidden, axis=-1), 1e-8)
+            tokens = ops.maximum(_replicas.global_sum(ops.sum(mask)), 1.0)
+            cosine_loss = ops.sum((1.0 - cosine) * mask) / tokens
+        else:
+            cosine_loss = ops.zeros(())
+        self.cosine_loss_tracker.update_state(cosine_loss * replicas)
+        loss = (self.kl_weight * kl_loss + self.mlm_weight * mlm_loss
+                + self.cosine_weight * cosine_loss)
+        return self.add_regularization(loss)
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "student": keras.saving.serialize_keras_object(self.student),
+            "teacher": keras.saving.serialize_keras_object(self.teacher),
+            "temperature": self.temperature,
+            "kl_weight": self.kl_weight,
+            "mlm_weight": self.mlm_weight,
+            "cosine_weight": self.cosine_weight,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        for key in ("student", "teacher"):
+            config[key] = keras.saving.deserialize_keras_object(config[key])
+        return cls(**config)

@@ -1,0 +1,70 @@
+"""The teacher of `--objective=distill`: a kbert run, a preset or any checkpoint kbert reads."""
+
+import dataclasses
+import json
+import os
+
+import tensorflow as tf
+
+from kbert import presets
+
+
+@dataclasses.dataclass
+class TeacherSource:
+    """Where a teacher comes from: its vocabulary now, its model later (inside a strategy)."""
+
+    description: str
+    vocabulary: list
+    lowercase: bool
+    build: object  # dtype -> a pretrainer with a masked-LM head
+
+
+def _from_run(path, run_config):
+    """A kbert pretraining run's model_dir: its config.json, vocab.txt and newest checkpoint."""
+    from kbert.tokenizers.word_piece_tokenizer import read_vocabulary
+    from kbert.training.pretraining import OBJECTIVES, ConfigError, PretrainingConfig, _model
+
+    config = PretrainingConfig(**run_config)
+    if config.objective in ("rtd", "distill"):
+        raise ConfigError(f"--teacher={path}: that run trained --objective={config.objective}; "
+                          "a teacher must be a masked-LM run (mlm, mlm_nsp or mlm_sop).")
+    checkpoint = tf.train.latest_checkpoint(os.path.join(path, "checkpoints"))
+    if checkpoint is None:
+        raise ConfigError(f"--teacher={path} has no checkpoint in {path}/checkpoints.")
+    vocabulary = read_vocabulary(config.vocab or os.path.join(path, "vocab.txt"))
+
+    def build(dtype):
+        config.precision = dtype or "float32"
+        model = _model(config, OBJECTIVES[config.objective][1],
+                       {"vocabulary_size": len(vocabulary), **config.config_overrides})
+        tf.train.Checkpoint(model=list(model.variables)).restore(checkpoint).expect_partial()
+        return model
+
+    return TeacherSource(f"run {path} ({checkpoint})", vocabulary, config.lowercase, build)
+
+
+def teacher_source(spec):
+    """The `TeacherSource` of `--teacher`: a kbert run's model_dir, a preset name (its
+    pretrained release) or a checkpoint directory (Hugging Face, TF1, keras-hub, kbert)."""
+    from kbert import convert
+    from kbert.training.pretraining import ConfigError
+
+    run_config = os.path.join(spec, "config.json")
+    if os.path.isdir(os.path.join(spec, "checkpoints")) and os.path.exists(run_config):
+        with open(run_config, encoding="utf-8") as f:
+            return _from_run(spec, json.load(f))
+    if spec in presets.list():
+        tokenizer = presets.load_tokenizer(spec)
+        return TeacherSource(f"preset {spec}", tokenizer.vocabulary, tokenizer.lowercase,
+                             lambda dtype: presets.load(spec, head="mlm", dtype=dtype))
+    try:
+        checkpoint = convert.read(spec)
+    except (FileNotFoundError, ValueError) as e:
+        raise ConfigError(
+            f"--teacher={spec!r}: not a kbert run (model_dir with config.json and "
+            f"checkpoints/), a preset ({', '.join(presets.list())}) or a checkpoint: {e}"
+        ) from None
+    if checkpoint.vocabulary is None:
+        raise ConfigError(f"--teacher={spec}: the checkpoint has no vocab.txt.")
+    return TeacherSource(f"checkpoint {spec}", checkpoint.vocabulary, checkpoint.lowercase,
+                         lambda dtype: checkpoint.build(head="mlm", dtype=dtype))
