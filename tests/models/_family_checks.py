@@ -80,7 +80,8 @@ def check_jax_train_step(build_code, expected_logs):
         """
     ) + textwrap.dedent(build_code) + textwrap.dedent(
         """
-        features = {k: v for k, v in features.items() if k in model.input}
+        names = getattr(model, "feature_names", None) or model.input
+        features = {k: v for k, v in features.items() if k in names}
         model.compile(optimizer=keras.optimizers.Adam(1e-2))
         table = model.backbone.token_embedding.embeddings
         before = keras.ops.convert_to_numpy(table).copy()

@@ -27,7 +27,9 @@ def _copy(target, source, what):
         if tuple(t.shape) != tuple(s.shape):
             raise ValueError(f"{what}: student {t.path} is {tuple(t.shape)}, teacher "
                              f"{s.path} is {tuple(s.shape)}.")
-        t.assign(s)
+        # A copy: under JAX, assigning the variable itself would share one buffer between
+        # student and teacher, which a jitted step cannot donate twice.
+        t.assign(ops.convert_to_numpy(s))
 
 
 def initialize_student(student, teacher, layers=None):
@@ -73,7 +75,7 @@ def initialize_student(student, teacher, layers=None):
     s_emb, t_emb = s_backbone.embeddings, t_backbone.embeddings
     _copy(s_emb.token_embedding, t_emb.token_embedding, "token embedding")
     s_emb.position_embedding.assign(
-        t_emb.position_embedding[: s_config.max_sequence_length])
+        ops.convert_to_numpy(t_emb.position_embedding)[: s_config.max_sequence_length])
     _copy(s_emb.layer_norm, t_emb.layer_norm, "embedding LayerNorm")
     if s_emb.projection is not None and t_emb.projection is not None:
         _copy(s_emb.projection, t_emb.projection, "embedding projection")
@@ -89,7 +91,7 @@ def initialize_student(student, teacher, layers=None):
     if s_head is not None and t_head is not None:
         _copy(s_head.dense, t_head.dense, "masked-LM dense")
         _copy(s_head.layer_norm, t_head.layer_norm, "masked-LM LayerNorm")
-        s_head.output_bias.assign(t_head.output_bias)
+        s_head.output_bias.assign(ops.convert_to_numpy(t_head.output_bias))
     return layers
 
 
