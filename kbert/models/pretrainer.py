@@ -4,9 +4,24 @@ import keras
 from keras import ops
 
 from kbert import _replicas
+from kbert.layers import MaskedLMHead
 
 # BERT decays every weight but LayerNorm's (gamma, beta) and the biases.
 NO_DECAY_NAMES = ("bias", "gamma", "beta")
+
+
+def masked_lm_head(backbone, name="mlm_head"):
+    """A `MaskedLMHead` tied to `backbone`'s token table, configured as the backbone."""
+    config = backbone.bert_config
+    return MaskedLMHead(
+        vocabulary_size=config.vocabulary_size,
+        token_embedding=backbone.token_embedding,
+        activation=config.activation,
+        layer_norm_epsilon=config.layer_norm_epsilon,
+        initializer_range=config.initializer_range,
+        dtype=backbone.dtype_policy,
+        name=name,
+    )
 
 
 class Pretrainer:
@@ -90,3 +105,14 @@ class Pretrainer:
         _, replicas = _replicas.replica_id_and_count()
         regularization = ops.sum(ops.stack([ops.cast(l, "float32") for l in self.losses]))
         return loss + regularization / replicas
+
+    # The models a pretrainer's config holds (serialized by its get_config).
+    _NESTED_MODELS = ("backbone", "student", "teacher")
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        for key in cls._NESTED_MODELS:
+            if isinstance(config.get(key), dict):
+                config[key] = keras.saving.deserialize_keras_object(config[key])
+        return cls(**config)

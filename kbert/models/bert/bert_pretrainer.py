@@ -4,8 +4,8 @@ import keras
 from keras import ops
 
 from kbert import _replicas
-from kbert.layers import MaskedLMHead, NextSentenceHead
-from kbert.models.pretrainer import Pretrainer
+from kbert.layers import NextSentenceHead
+from kbert.models.pretrainer import Pretrainer, masked_lm_head
 
 LABEL_KEYS = ("mask_ids", "next_sentence_labels")  # and the optional "mask_weights"
 
@@ -51,15 +51,7 @@ class BertPretrainer(Pretrainer, keras.Model):
         config = backbone.bert_config
 
         # === Layers ===
-        mlm_head = MaskedLMHead(
-            vocabulary_size=config.vocabulary_size,
-            token_embedding=backbone.token_embedding,
-            activation=config.activation,
-            layer_norm_epsilon=config.layer_norm_epsilon,
-            initializer_range=config.initializer_range,
-            dtype=backbone.dtype_policy,
-            name="mlm_head",
-        )
+        mlm_head = masked_lm_head(backbone)
         nsp_head = None
         if next_sentence_prediction:
             nsp_head = NextSentenceHead(
@@ -118,9 +110,3 @@ class BertPretrainer(Pretrainer, keras.Model):
             "backbone": keras.saving.serialize_keras_object(self.backbone),
             "next_sentence_prediction": self.next_sentence_prediction,
         }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
-        return cls(**config)

@@ -214,10 +214,3 @@ class Distiller(Pretrainer, keras.Model):
             "mlm_weight": self.mlm_weight,
             "cosine_weight": self.cosine_weight,
         }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        for key in ("student", "teacher"):
-            config[key] = keras.saving.deserialize_keras_object(config[key])
-        return cls(**config)

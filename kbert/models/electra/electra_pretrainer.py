@@ -5,11 +5,11 @@ import keras
 from keras import ops
 
 from kbert import _replicas
-from kbert.layers import MaskedLMHead, MaskedTokenSampler, ReplacedTokenHead
+from kbert.layers import MaskedTokenSampler, ReplacedTokenHead
 from kbert.layers.masked_token_sampler import scatter_positions
 from kbert.models.bert.bert_pretrainer import BertPretrainer
 from kbert.models.electra.electra_generator import ElectraGenerator, generator_size
-from kbert.models.pretrainer import Pretrainer
+from kbert.models.pretrainer import Pretrainer, masked_lm_head
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -79,15 +79,7 @@ class ElectraPretrainer(Pretrainer, keras.Model):
             layer_norm_epsilon=config.layer_norm_epsilon,
             initializer_range=config.initializer_range, dtype=policy, name="generator",
         )
-        mlm_head = MaskedLMHead(
-            vocabulary_size=config.vocabulary_size,
-            token_embedding=backbone.token_embedding,
-            activation=config.activation,
-            layer_norm_epsilon=config.layer_norm_epsilon,
-            initializer_range=config.initializer_range,
-            dtype=policy,
-            name="mlm_head",
-        )
+        mlm_head = masked_lm_head(backbone)
         sampler = MaskedTokenSampler(seed=seed, dtype=policy, name="sampler")
         rtd_head = ReplacedTokenHead(
             activation=config.activation, initializer_range=config.initializer_range,
@@ -157,9 +149,3 @@ class ElectraPretrainer(Pretrainer, keras.Model):
             "rtd_loss_weight": self.rtd_loss_weight,
             "seed": self.seed,
         }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
-        return cls(**config)
