@@ -40,9 +40,13 @@ def check_rate(name, value):
     return float(value)
 
 
-def check_positive_float(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"`{name}` must be a number > 0, got {value!r}.")
+def check_positive_float(name, value, allow_zero=False):
+    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and (
+        value >= 0 if allow_zero else value > 0
+    )
+    if not ok:
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"`{name}` must be a number {bound}, got {value!r}.")
     return float(value)
 
 

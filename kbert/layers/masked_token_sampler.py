@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from kbert.layers import _utils
+
 
 def scatter_positions(token_ids, positions, values):
     """`token_ids` [B, S] with `values` [B, P] written at `positions` [B, P].
@@ -44,9 +46,7 @@ class MaskedTokenSampler(keras.layers.Layer):
 
     def __init__(self, temperature=1.0, seed=None, **kwargs):
         super().__init__(**kwargs)
-        if not isinstance(temperature, (int, float)) or temperature <= 0:
-            raise ValueError(f"temperature must be a number > 0, got {temperature!r}.")
-        self.temperature = float(temperature)
+        self.temperature = _utils.check_positive_float("temperature", temperature)
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
 

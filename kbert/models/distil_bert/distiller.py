@@ -5,6 +5,7 @@ import numpy as np
 from keras import ops
 
 from kbert import _replicas
+from kbert.layers import _utils
 from kbert.models.pretrainer import Pretrainer
 
 
@@ -124,13 +125,11 @@ class Distiller(Pretrainer, keras.Model):
     def __init__(self, student, teacher, temperature=2.0, kl_weight=5.0, mlm_weight=2.0,
                  cosine_weight=1.0, **kwargs):
         super().__init__(**kwargs)
-        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or (
-                temperature <= 0):
-            raise ValueError(f"temperature must be a number > 0, got {temperature!r}.")
-        for name, value in (("kl_weight", kl_weight), ("mlm_weight", mlm_weight),
-                            ("cosine_weight", cosine_weight)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ValueError(f"{name} must be a number >= 0, got {value!r}.")
+        temperature = _utils.check_positive_float("temperature", temperature)
+        kl_weight, mlm_weight, cosine_weight = (
+            _utils.check_positive_float(name, value, allow_zero=True)
+            for name, value in (("kl_weight", kl_weight), ("mlm_weight", mlm_weight),
+                                ("cosine_weight", cosine_weight)))
         for role, model in (("student", student), ("teacher", teacher)):
             if getattr(model, "mlm_head", None) is None or not hasattr(model, "backbone"):
                 raise ValueError(f"The {role} must be a pretrainer with a masked-LM head "
@@ -149,10 +148,10 @@ class Distiller(Pretrainer, keras.Model):
         self.student = student
         self.teacher = teacher
         self.backbone = student.backbone  # what is exported
-        self.temperature = float(temperature)
-        self.kl_weight = float(kl_weight)
-        self.mlm_weight = float(mlm_weight)
-        self.cosine_weight = float(cosine_weight)
+        self.temperature = temperature
+        self.kl_weight = kl_weight
+        self.mlm_weight = mlm_weight
+        self.cosine_weight = cosine_weight
         # The features it reads (a functional model's are `model.input`).
         self.feature_names = sorted({*student.backbone.input, *teacher.backbone.input,
                                      "mask_positions"})

@@ -5,7 +5,7 @@ import keras
 from keras import ops
 
 from kbert import _replicas
-from kbert.layers import MaskedTokenSampler, ReplacedTokenHead
+from kbert.layers import MaskedTokenSampler, ReplacedTokenHead, _utils
 from kbert.layers.masked_token_sampler import scatter_positions
 from kbert.models.bert.bert_pretrainer import BertPretrainer
 from kbert.models.electra.electra_generator import ElectraGenerator, generator_size
@@ -62,10 +62,10 @@ class ElectraPretrainer(Pretrainer, keras.Model):
 
     def __init__(self, backbone, generator_hidden_fraction=0.25, generator_layers_fraction=1.0,
                  mlm_loss_weight=1.0, rtd_loss_weight=50.0, seed=None, **kwargs):
-        for name, value in (("mlm_loss_weight", mlm_loss_weight),
-                            ("rtd_loss_weight", rtd_loss_weight)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ValueError(f"{name} must be a number >= 0, got {value!r}.")
+        mlm_loss_weight = _utils.check_positive_float("mlm_loss_weight", mlm_loss_weight,
+                                                      allow_zero=True)
+        rtd_loss_weight = _utils.check_positive_float("rtd_loss_weight", rtd_loss_weight,
+                                                      allow_zero=True)
         config = backbone.bert_config
         hidden, layers, heads, intermediate = generator_size(
             config, generator_hidden_fraction, generator_layers_fraction)
@@ -113,8 +113,8 @@ class ElectraPretrainer(Pretrainer, keras.Model):
         self.rtd_head = rtd_head
         self.generator_hidden_fraction = generator_hidden_fraction
         self.generator_layers_fraction = generator_layers_fraction
-        self.mlm_loss_weight = float(mlm_loss_weight)
-        self.rtd_loss_weight = float(rtd_loss_weight)
+        self.mlm_loss_weight = mlm_loss_weight
+        self.rtd_loss_weight = rtd_loss_weight
         self.seed = seed
         self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
         self.mlm_accuracy = keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")
