@@ -34,8 +34,8 @@ def _from_run(path, run_config):
     vocabulary = read_vocabulary(config.vocab or os.path.join(path, "vocab.txt"))
 
     def build(dtype):
-        config.precision = dtype or "float32"
-        model = _model(config, OBJECTIVES[config.objective][1],
+        model = _model(dataclasses.replace(config, precision=dtype or "float32"),
+                       OBJECTIVES[config.objective][1],
                        {"vocabulary_size": len(vocabulary), **config.config_overrides})
         tf.train.Checkpoint(model=list(model.variables)).restore(checkpoint).expect_partial()
         return model

@@ -187,10 +187,10 @@ class Distiller(Pretrainer, keras.Model):
         kl_loss = ops.sum(kl * weights) / total_weight * t * t
         self.kl_loss_tracker.update_state(kl_loss * replicas)
 
-        mask = ops.cast(x["padding_mask"], "float32")  # [B, S]
-        s_hidden = ops.cast(y_pred["sequence_output"], "float32")
-        t_hidden = ops.cast(y_pred["teacher_sequence_output"], "float32")
         if self.cosine_weight:
+            mask = ops.cast(x["padding_mask"], "float32")  # [B, S]
+            s_hidden = ops.cast(y_pred["sequence_output"], "float32")
+            t_hidden = ops.cast(y_pred["teacher_sequence_output"], "float32")
             cosine = ops.sum(s_hidden * t_hidden, axis=-1) / ops.maximum(
                 ops.norm(s_hidden, axis=-1) * ops.norm(t_hidden, axis=-1), 1e-8)
             tokens = ops.maximum(_replicas.global_sum(ops.sum(mask)), 1.0)
