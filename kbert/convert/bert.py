@@ -4,41 +4,29 @@ Every reader (Hugging Face, original TF1, keras-hub) turns its checkpoint into a
 arrays keyed and shaped as in Hugging Face's `BertForPreTraining`, with the encoder's `bert.`
 prefix dropped (`embeddings.word_embeddings.weight`, `encoder.layer.0.attention.self.query.weight`,
 ..., `cls.predictions.bias`, `cls.seq_relationship.weight`). This module maps that dict onto
-kbert's variables and back, so each format needs only its own name translation.
+kbert's variables and back (with `kbert.convert._mapping`), so each format needs only its own
+name translation. `albert`, `distil_bert` and `electra` are the same for their families.
 """
 
-import keras
-import numpy as np
+import re
 
+from kbert.convert import _mapping
 from kbert.models import BertConfig
 
-# Hugging Face `hidden_act` -> kbert activation. Hugging Face's "gelu" is the exact erf form;
-# google-research/bert's "gelu" is the tanh form, which Hugging Face calls "gelu_new".
-HF_ACTIVATIONS = {
-    "gelu": "gelu",
-    "gelu_new": "gelu_approximate",
-    "gelu_pytorch_tanh": "gelu_approximate",
-    "relu": "relu",
-    "silu": "silu",
-    "swish": "silu",
-    "tanh": "tanh",
-    "linear": "linear",
-}
-KBERT_TO_HF_ACTIVATIONS = {
-    "gelu": "gelu",
-    "gelu_approximate": "gelu_new",
-    "relu": "relu",
-    "silu": "silu",
-    "tanh": "tanh",
-    "linear": "linear",
-}
-# google-research/bert's bert_config.json: its "gelu" is the tanh approximation (modeling.py).
-GOOGLE_ACTIVATIONS = {"gelu": "gelu_approximate", "relu": "relu", "tanh": "tanh",
-                      "linear": "linear"}
+FAMILY = "bert"
+MODEL_TYPE = "bert"  # config.json's model_type
+PREFIX = "bert."  # the encoder's prefix in *ForPreTraining / *ForMaskedLM
+HEAD_PREFIXES = ("cls.",)
+ARCHITECTURES = {None: "BertModel", "mlm": "BertForMaskedLM",
+                 "pretrainer": "BertForPreTraining"}
+TIED = ("cls.predictions.decoder.weight",)  # the token table again
+ALIASES = {"cls.predictions.decoder.bias": "cls.predictions.bias"}
+TOKENIZER_CLASS = "BertTokenizer"
+TF1_CONFIG_FILES = ("bert_config.json",)
 
 # config.json fields -> BertConfig fields. Others (architectures, pad_token_id, ...) do not
 # change the computation and are ignored; the ones that would are checked in `config_from_hf`.
-_CONFIG_FIELDS = {
+CONFIG_FIELDS = {
     "vocab_size": "vocabulary_size",
     "num_hidden_layers": "num_layers",
     "hidden_size": "hidden_size",
@@ -53,200 +41,87 @@ _CONFIG_FIELDS = {
 }
 
 
-def _activation(value, table, source):
-    if value not in table:
-        raise ValueError(
-            f"{source}: hidden_act={value!r} is not supported. Supported: "
-            f"{', '.join(sorted(table))}."
-        )
-    return table[value]
-
-
-def config_from_hf(values, source="config.json"):
-    """A `BertConfig` from a Hugging Face BERT config.json dict."""
-    if values.get("model_type", "bert") != "bert":
-        raise ValueError(
-            f"{source}: model_type={values['model_type']!r}, expected 'bert'."
-        )
+def check_model_type(values, model_type, source):
+    if values.get("model_type", model_type) != model_type:
+        raise ValueError(f"{source}: model_type={values['model_type']!r}, expected "
+                         f"{model_type!r}.")
     position_type = values.get("position_embedding_type", "absolute")
     if position_type != "absolute":
         raise ValueError(
             f"{source}: position_embedding_type={position_type!r} is not supported; kbert "
-            "BERT models use learned absolute positions ('absolute')."
+            "models use learned absolute positions ('absolute')."
         )
-    return _config(values, HF_ACTIVATIONS, source)
+
+
+def config_kwargs(values, fields, activations, source, activation_key="hidden_act"):
+    """Config keyword arguments from a config dict: its `fields` renamed, and the activation."""
+    kwargs = {ours: values[theirs] for theirs, ours in fields.items() if theirs in values}
+    kwargs["activation"] = _mapping.activation(values.get(activation_key, "gelu"), activations,
+                                               source)
+    return kwargs
+
+
+def config_values(config, fields, model_type, activation_key="hidden_act"):
+    """The config dict of `config` for `fields` (the inverse of `config_kwargs`)."""
+    values = {theirs: getattr(config, ours) for theirs, ours in fields.items()}
+    values[activation_key] = _mapping.KBERT_TO_HF_ACTIVATIONS[config.activation]
+    values.update(model_type=model_type, pad_token_id=0)
+    return values
+
+
+def config_from_hf(values, source="config.json"):
+    """A `BertConfig` from a Hugging Face BERT config.json dict."""
+    check_model_type(values, MODEL_TYPE, source)
+    return BertConfig(**config_kwargs(values, CONFIG_FIELDS, _mapping.HF_ACTIVATIONS, source))
 
 
 def config_from_google(values, source="bert_config.json"):
     """A `BertConfig` from google-research/bert's bert_config.json dict."""
-    return _config(values, GOOGLE_ACTIVATIONS, source)
+    return BertConfig(**config_kwargs(values, CONFIG_FIELDS, _mapping.GOOGLE_ACTIVATIONS,
+                                      source))
 
 
-def _config(values, activations, source):
-    kwargs = {ours: values[theirs] for theirs, ours in _CONFIG_FIELDS.items() if theirs in values}
-    kwargs["activation"] = _activation(values.get("hidden_act", "gelu"), activations, source)
-    return BertConfig(**kwargs)
-
-
-def config_to_hf(config, architecture):
-    """A Hugging Face config.json dict for `config` (a `BertConfig`)."""
-    values = {theirs: getattr(config, ours) for theirs, ours in _CONFIG_FIELDS.items()}
+def config_to_hf(config):
+    """A Hugging Face config.json dict for `config` (a `BertConfig`), without `architectures`."""
     if config.embedding_size not in (None, config.hidden_size):
         raise ValueError(
             f"embedding_size={config.embedding_size} differs from hidden_size="
             f"{config.hidden_size}: Hugging Face's BERT has no factorized embedding."
         )
-    values.update(
-        model_type="bert",
-        architectures=[architecture],
-        hidden_act=KBERT_TO_HF_ACTIVATIONS[config.activation],
-        position_embedding_type="absolute",
-        pad_token_id=0,
-    )
+    values = config_values(config, CONFIG_FIELDS, MODEL_TYPE)
+    values["position_embedding_type"] = "absolute"
     return values
 
 
-# === Weight mapping ===
-# Each entry: (Hugging Face names, kbert variable, kind). Kinds convert between layouts:
-#   copy       same array (position tables may be cut to a shorter max_sequence_length)
-#   dense      HF [out, in] <-> Keras [in, out]
-#   qkv        three HF [H, H] (query, key, value) <-> kbert's fused [H, 3, N, D]
-#   qkv_bias   three HF [H] <-> [3, N, D]
-#   attn_out   HF [H, N*D] <-> [N, D, H]
-
-
-def _backbone_entries(backbone):
-    e = backbone.embeddings
-    entries = [
-        (("embeddings.word_embeddings.weight",), e.token_embedding.embeddings, "copy"),
-        (("embeddings.position_embeddings.weight",), e.position_embedding, "copy"),
-        (("embeddings.LayerNorm.weight",), e.layer_norm.gamma, "copy"),
-        (("embeddings.LayerNorm.bias",), e.layer_norm.beta, "copy"),
-    ]
-    if e.segment_embedding is not None:
-        entries.append(
-            (("embeddings.token_type_embeddings.weight",), e.segment_embedding.embeddings, "copy")
+def encoder_entries(blocks, prefix="encoder.layer."):
+    """BERT's (and ELECTRA's) transformer blocks under `prefix{i}.`."""
+    result = []
+    for i, block in enumerate(blocks):
+        p = f"{prefix}{i}."
+        result += _mapping.block_entries(
+            block,
+            *(f"{p}attention.self.{x}" for x in ("query", "key", "value")),
+            attention_output=f"{p}attention.output.dense",
+            attention_norm=f"{p}attention.output.LayerNorm",
+            intermediate=f"{p}intermediate.dense",
+            output=f"{p}output.dense",
+            output_norm=f"{p}output.LayerNorm",
         )
-    for i, block in enumerate(backbone.transformer_layers):
-        p = f"encoder.layer.{i}."
-        qkv = tuple(f"{p}attention.self.{x}" for x in ("query", "key", "value"))
-        entries += [
-            (tuple(f"{n}.weight" for n in qkv), block.qkv_dense.kernel, "qkv"),
-            (tuple(f"{n}.bias" for n in qkv), block.qkv_dense.bias, "qkv_bias"),
-            ((p + "attention.output.dense.weight",), block.attention_output_dense.kernel,
-             "attn_out"),
-            ((p + "attention.output.dense.bias",), block.attention_output_dense.bias, "copy"),
-            ((p + "attention.output.LayerNorm.weight",), block.attention_layer_norm.gamma, "copy"),
-            ((p + "attention.output.LayerNorm.bias",), block.attention_layer_norm.beta, "copy"),
-            ((p + "intermediate.dense.weight",), block.intermediate_dense.kernel, "dense"),
-            ((p + "intermediate.dense.bias",), block.intermediate_dense.bias, "copy"),
-            ((p + "output.dense.weight",), block.output_dense.kernel, "dense"),
-            ((p + "output.dense.bias",), block.output_dense.bias, "copy"),
-            ((p + "output.LayerNorm.weight",), block.output_layer_norm.gamma, "copy"),
-            ((p + "output.LayerNorm.bias",), block.output_layer_norm.beta, "copy"),
-        ]
-    entries += [
-        (("pooler.dense.weight",), backbone.pooler.dense.kernel, "dense"),
-        (("pooler.dense.bias",), backbone.pooler.dense.bias, "copy"),
-    ]
-    return entries
-
-
-def _mlm_entries(head):
-    return [
-        (("cls.predictions.transform.dense.weight",), head.dense.kernel, "dense"),
-        (("cls.predictions.transform.dense.bias",), head.dense.bias, "copy"),
-        (("cls.predictions.transform.LayerNorm.weight",), head.layer_norm.gamma, "copy"),
-        (("cls.predictions.transform.LayerNorm.bias",), head.layer_norm.beta, "copy"),
-        (("cls.predictions.bias",), head.output_bias, "copy"),
-    ]
-
-
-def _nsp_entries(head):
-    return [
-        (("cls.seq_relationship.weight",), head.dense.kernel, "dense"),
-        (("cls.seq_relationship.bias",), head.dense.bias, "copy"),
-    ]
+    return result
 
 
 def entries(model):
     """The weight map of a kbert `BertBackbone` or `BertPretrainer`."""
     backbone = getattr(model, "backbone", model)
-    result = _backbone_entries(backbone)
+    result = [*_mapping.embedding_entries(backbone.embeddings),
+              *encoder_entries(backbone.transformer_layers),
+              *_mapping.dense_entries("pooler.dense", backbone.pooler.dense)]
     if getattr(model, "mlm_head", None) is not None:
-        result += _mlm_entries(model.mlm_head)
+        result += _mapping.masked_lm_entries(
+            model.mlm_head, "cls.predictions.transform.dense",
+            "cls.predictions.transform.LayerNorm", "cls.predictions.bias")
     if getattr(model, "nsp_head", None) is not None:
-        result += _nsp_entries(model.nsp_head)
-    return result
-
-
-def _to_kbert(arrays, kind, shape):
-    if kind == "copy":
-        (a,) = arrays
-        if a.ndim == 2 and len(shape) == 2 and a.shape[1] == shape[1] and a.shape[0] > shape[0]:
-            a = a[: shape[0]]  # a position table cut to a shorter max_sequence_length
-        return a
-    if kind == "dense":
-        return arrays[0].T
-    if kind == "qkv":
-        hidden, _, heads, size = shape
-        return np.stack([a.T.reshape(hidden, heads, size) for a in arrays], axis=1)
-    if kind == "qkv_bias":
-        return np.stack([a.reshape(shape[1:]) for a in arrays], axis=0)
-    if kind == "attn_out":
-        return arrays[0].T.reshape(shape)
-    raise AssertionError(kind)
-
-
-def _to_hf(value, kind):
-    if kind == "copy":
-        return (value,)
-    if kind == "dense":
-        return (value.T,)
-    if kind == "qkv":
-        hidden = value.shape[0]
-        return tuple(value[:, c].reshape(hidden, -1).T for c in range(3))
-    if kind == "qkv_bias":
-        return tuple(value[c].reshape(-1) for c in range(3))
-    if kind == "attn_out":
-        return (value.reshape(-1, value.shape[-1]).T,)
-    raise AssertionError(kind)
-
-
-def assign(model, weights, source="checkpoint"):
-    """Assigns `weights` (Hugging Face names) to `model`'s variables.
-
-    Raises a ValueError naming every missing tensor and every shape that does not fit.
-    Returns the names in `weights` that the model did not use.
-    """
-    model_entries = entries(model)
-    missing = [n for names, _, _ in model_entries for n in names if n not in weights]
-    if missing:
-        shown = ", ".join(missing[:8]) + (f" (and {len(missing) - 8} more)" if len(missing) > 8
-                                          else "")
-        raise ValueError(f"{source} lacks {len(missing)} tensors the model needs: {shown}.")
-    updates = []
-    for names, variable, kind in model_entries:
-        value = _to_kbert([np.asarray(weights[n]) for n in names], kind, tuple(variable.shape))
-        if tuple(value.shape) != tuple(variable.shape):
-            raise ValueError(
-                f"{source}: {names[0]} gives shape {tuple(value.shape)} for {variable.path}, "
-                f"which has shape {tuple(variable.shape)}."
-            )
-        updates.append((variable, value))
-    for variable, value in updates:
-        variable.assign(value.astype(variable.dtype))
-    used = {n for names, _, _ in model_entries for n in names}
-    return sorted(set(weights) - used)
-
-
-def weights_of(model):
-    """The model's weights as float32 numpy arrays keyed by Hugging Face names."""
-    result = {}
-    for names, variable, kind in entries(model):
-        value = keras.ops.convert_to_numpy(variable).astype("float32")
-        for name, array in zip(names, _to_hf(value, kind)):
-            result[name] = np.ascontiguousarray(array)
+        result += _mapping.dense_entries("cls.seq_relationship", model.nsp_head.dense)
     return result
 
 
@@ -255,3 +130,46 @@ def heads_in(weights):
     if "cls.predictions.transform.dense.weight" not in weights:
         return None
     return "pretrainer" if "cls.seq_relationship.weight" in weights else "mlm"
+
+
+# === Original TF1 names ===
+_TF1_SPECIAL = {
+    "cls/predictions/output_bias": "cls.predictions.bias",
+    "cls/seq_relationship/output_weights": "cls.seq_relationship.weight",  # [2, H] like HF
+    "cls/seq_relationship/output_bias": "cls.seq_relationship.bias",
+}
+
+
+def tf1_name(name):
+    """`bert/encoder/layer_0/output/dense/kernel` -> (`encoder.layer.0.output.dense.weight`,
+    transpose?). `None` for names that are not BERT weights."""
+    if name in _TF1_SPECIAL:
+        return _TF1_SPECIAL[name], False
+    parts = name.split("/")
+    if parts[0] == "bert":
+        parts = parts[1:]
+    elif parts[0] != "cls":
+        return None
+    return tf1_parts_to_hf(parts)
+
+
+def tf1_parts_to_hf(parts):
+    """TF scope parts -> a dotted Hugging Face name: layer_3 -> layer.3, kernel -> weight
+    (transposed), gamma/beta -> weight/bias, tables get `.weight`."""
+    out, transpose = [], False
+    for part in parts:
+        match = re.fullmatch(r"layer_(\d+)", part)
+        if match:
+            out += ["layer", match.group(1)]
+        elif part == "kernel":
+            out.append("weight")
+            transpose = True
+        elif part == "gamma":
+            out.append("weight")
+        elif part == "beta":
+            out.append("bias")
+        else:
+            out.append(part)
+    if out[-1].endswith("_embeddings"):
+        out.append("weight")
+    return ".".join(out), transpose

@@ -5,13 +5,14 @@ import logging
 from typing import Optional
 
 from kbert import models
-from kbert.convert import bert
+from kbert.convert import _mapping, albert, bert, distil_bert, electra
 
 # Config fields a caller may change on pretrained weights: they do not change any weight's
 # shape. max_sequence_length may only shrink (the position table is cut). `activation` is here
 # to reproduce other loaders (keras-hub uses the tanh GELU for every BERT).
 FREE_FIELDS = ("dropout", "attention_dropout", "initializer_range", "activation")
-_MAPPINGS = {"bert": bert}
+# family -> the module of its weight map and config translations.
+MAPPINGS = {m.FAMILY: m for m in (bert, albert, distil_bert, electra)}
 
 
 @dataclasses.dataclass
@@ -19,12 +20,16 @@ class Checkpoint:
     """A checkpoint in kbert's common form, whatever format it came from.
 
     Attributes:
-        family: the model family, a key of `kbert.models.FAMILIES` ("bert").
-        config: the family's config (a `BertConfig`).
-        weights: numpy arrays keyed by Hugging Face names (see `kbert.convert.bert`).
+        family: the model family, a key of `kbert.models.FAMILIES` ("bert", "albert",
+            "distil_bert", "electra").
+        config: the family's config (a `BertConfig`, `AlbertConfig`, ...).
+        weights: numpy arrays keyed by Hugging Face names without the model prefix (see
+            `kbert.convert.bert` and the other family modules).
         vocabulary: the WordPiece tokens (index = id), or `None` when the checkpoint has none.
         lowercase: whether the tokenizer lower-cases (uncased models).
         source: where it was read from, for messages.
+        sentencepiece_model: the bytes of a SentencePiece model (ALBERT's spiece.model), the
+            tokenizer of checkpoints that have no WordPiece vocabulary.
     """
 
     family: str
@@ -33,11 +38,12 @@ class Checkpoint:
     vocabulary: Optional[list] = None
     lowercase: bool = True
     source: str = "checkpoint"
+    sentencepiece_model: Optional[bytes] = None
 
     @property
     def head(self):
         """The richest `head` the weights support: "pretrainer", "mlm" or `None`."""
-        return _MAPPINGS[self.family].heads_in(self.weights)
+        return MAPPINGS[self.family].heads_in(self.weights)
 
     def build(self, head="auto", dtype=None, name=None, **config_overrides):
         """The kbert model with these weights.
@@ -56,11 +62,24 @@ class Checkpoint:
                 f"Unknown head {head!r}. Allowed: 'auto', {', '.join(map(repr, models.HEADS))}."
             )
         config = self.config_with(**config_overrides)
-        model = models.build(self.family, config, head=head, dtype=dtype, name=name)
-        unused = _MAPPINGS[self.family].assign(model, self.weights, source=self.source)
+        mapping = MAPPINGS[self.family]
+        arguments = {}
+        if head == "pretrainer" and hasattr(mapping, "pretrainer_arguments"):
+            if self.head != "pretrainer":
+                raise ValueError(
+                    f"{self.source} has no {self.family} pretraining heads (it has "
+                    f"{self.head or 'no heads'}); use head='auto', 'mlm' or None."
+                )
+            arguments = mapping.pretrainer_arguments(config, self.weights)
+        model = models.build(self.family, config, head=head, dtype=dtype, name=name,
+                             **arguments)
+        unused, kept = _mapping.assign(mapping.entries(model), self.weights, source=self.source)
         if unused:
             logging.info("%s: %d tensors not used by the %s model: %s", self.source,
                          len(unused), head or "backbone", ", ".join(unused[:10]))
+        if kept:
+            logging.warning("%s has no %s; the model keeps their initial values.", self.source,
+                            ", ".join(kept))
         return model
 
     def config_with(self, **config_overrides):
@@ -92,7 +111,7 @@ class Checkpoint:
         return WordPieceTokenizer(self.vocabulary, lowercase=self.lowercase)
 
     @classmethod
-    def from_model(cls, model, vocabulary=None, lowercase=True, family="bert"):
+    def from_model(cls, model, vocabulary=None, lowercase=True):
         """A `Checkpoint` of a kbert model (a backbone or a pretrainer).
 
         `vocabulary` is a `WordPieceTokenizer`, a path of a vocab.txt or a list of tokens.
@@ -100,11 +119,12 @@ class Checkpoint:
         backbone = getattr(model, "backbone", model)
         families = [name for name, classes in models.FAMILIES.items()
                     if type(backbone) is classes[1]]
-        if families and families[0] != family:
+        if not families:
             raise ValueError(
-                f"{type(backbone).__name__} (family {families[0]!r}): kbert.convert maps "
-                f"{', '.join(_MAPPINGS)} weights only so far."
+                f"{type(model).__name__} is not a kbert model of a known family: expected a "
+                f"backbone or pretrainer of {', '.join(models.FAMILIES)}."
             )
+        family = families[0]
         if hasattr(vocabulary, "vocabulary"):  # a WordPieceTokenizer
             lowercase = vocabulary.lowercase
             vocabulary = vocabulary.vocabulary
@@ -112,7 +132,7 @@ class Checkpoint:
             from kbert.tokenizers import read_vocabulary
 
             vocabulary = read_vocabulary(str(vocabulary))
-        weights = _MAPPINGS[family].weights_of(model)
+        weights = _mapping.weights_of(MAPPINGS[family].entries(model))
         return cls(family, backbone.bert_config, weights,
                    None if vocabulary is None else list(vocabulary), lowercase,
                    source=f"model {model.name!r}")

@@ -1,14 +1,18 @@
 """Hugging Face format: config.json + model.safetensors (or pytorch_model.bin) + vocab.txt."""
 
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
+from safetensors.numpy import save_file
 
-from kbert.convert import _directory, bert
-from kbert.convert.checkpoint import Checkpoint, uppercase_free
+from kbert.convert import _directory, electra
+from kbert.convert.checkpoint import MAPPINGS, Checkpoint, uppercase_free
 
-_FAMILY_OF_MODEL_TYPE = {"bert": "bert"}
+MODEL_TYPES = {m.MODEL_TYPE: m for m in MAPPINGS.values()}  # config.json's model_type
+GENERATOR_FOLDER = "generator"
+SENTENCEPIECE_MODEL = "spiece.model"
 _SAFETENSORS = "model.safetensors"
 _SAFETENSORS_INDEX = "model.safetensors.index.json"
 _TORCH = "pytorch_model.bin"
@@ -47,39 +51,40 @@ def _load_torch(file):
             for k, v in state.items()}
 
 
-def _normalise(weights):
-    """Old Hugging Face names (LayerNorm gamma/beta) and the `bert.` prefix -> the common form."""
+def _normalise(weights, mapping):
+    """Hugging Face names -> the common form: no model prefix (`bert.`), LayerNorm weight/bias
+    for the old gamma/beta, no tied copies of the token table, no buffers."""
     result = {}
     for name, value in weights.items():
-        if name.startswith("bert."):
-            name = name[len("bert."):]
+        if name.startswith(mapping.PREFIX):
+            name = name[len(mapping.PREFIX):]
         if ".LayerNorm." in name:
             name = name.replace("LayerNorm.gamma", "LayerNorm.weight")
             name = name.replace("LayerNorm.beta", "LayerNorm.bias")
         result[name] = value
     # Some exports keep the MLM output bias only as the (tied) decoder bias.
-    if "cls.predictions.bias" not in result and "cls.predictions.decoder.bias" in result:
-        result["cls.predictions.bias"] = result["cls.predictions.decoder.bias"]
-    result.pop("cls.predictions.decoder.bias", None)
-    result.pop("cls.predictions.decoder.weight", None)  # tied to the word embeddings
-    result.pop("embeddings.position_ids", None)  # a buffer (arange), not a weight
+    for alias, name in mapping.ALIASES.items():
+        if alias in result:
+            result.setdefault(name, result[alias])
+            del result[alias]
+    for name in (*mapping.TIED, "embeddings.position_ids", "embeddings.token_type_ids"):
+        result.pop(name, None)  # the token table again, and buffers (arange, zeros)
     return result
 
 
-def read(path):
-    """Reads a Hugging Face BERT directory into a `Checkpoint`."""
-    path = Path(path)
-    if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"{path} has no config.json: not a Hugging Face model directory.")
+def _read_config(path):
     with open(path / "config.json", encoding="utf-8") as f:
         hf_config = json.load(f)
     model_type = hf_config.get("model_type")
-    if model_type not in _FAMILY_OF_MODEL_TYPE:
+    if model_type not in MODEL_TYPES:
         raise ValueError(
             f"{path / 'config.json'}: model_type={model_type!r} is not supported. Supported: "
-            f"{', '.join(sorted(_FAMILY_OF_MODEL_TYPE))}."
+            f"{', '.join(sorted(MODEL_TYPES))}."
         )
-    config = bert.config_from_hf(hf_config, source=str(path / "config.json"))
+    return hf_config, MODEL_TYPES[model_type]
+
+
+def _read_weights(path, mapping):
     if (path / _SAFETENSORS).is_file():
         weights = _load_safetensors([path / _SAFETENSORS])
     elif (path / _SAFETENSORS_INDEX).is_file():
@@ -92,36 +97,100 @@ def read(path):
         raise FileNotFoundError(
             f"{path} has no {_SAFETENSORS}, {_SAFETENSORS_INDEX} or {_TORCH}."
         )
+    return _normalise(weights, mapping)
+
+
+def _read_generator(path, weights, source):
+    """ELECTRA: a generator in `path` (an ElectraForMaskedLM directory, as kbert writes next
+    to the discriminator) joins the discriminator's weights under `generator.`."""
+    values, mapping = _read_config(path)
+    if mapping is not electra:
+        raise ValueError(f"{path}: a {values.get('model_type')} model, not an ELECTRA generator.")
+    electra.check_generator_config(values, str(path / "config.json"))
+    generator = _read_weights(path, mapping)
+    different = [n for n, v in generator.items() if n.startswith("embeddings.")
+                 and (n not in weights or not np.array_equal(v, weights[n]))]
+    if different:
+        logging.warning("%s: the generator's embeddings differ from the discriminator's "
+                        "(%s); kbert's generator shares the discriminator's.", source,
+                        ", ".join(different))
+    for name, value in generator.items():
+        if name.startswith(("embeddings_project.", "encoder.")):
+            weights[electra.GENERATOR + name] = value
+        elif name.startswith(("generator_predictions.", "generator_lm_head.")):
+            weights[name] = value
+
+
+def read(path):
+    """Reads a Hugging Face BERT, ALBERT, DistilBERT or ELECTRA directory into a `Checkpoint`.
+
+    An ELECTRA discriminator directory with a `generator/` subdirectory (as `write` makes for
+    an `ElectraPretrainer`) reads as the whole pretrainer.
+    """
+    path = Path(path)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"{path} has no config.json: not a Hugging Face model directory.")
+    hf_config, mapping = _read_config(path)
+    config = mapping.config_from_hf(hf_config, source=str(path / "config.json"))
+    weights = _read_weights(path, mapping)
+    if mapping is electra and (path / GENERATOR_FOLDER / "config.json").is_file():
+        _read_generator(path / GENERATOR_FOLDER, weights, str(path))
     vocabulary, lowercase = _directory.read_tokenizer_files(path)
     if lowercase is None:
         lowercase = uppercase_free(vocabulary or [])
-    return Checkpoint(_FAMILY_OF_MODEL_TYPE[model_type], config, _normalise(weights),
-                      vocabulary, bool(lowercase), source=str(path))
+    sentencepiece = None
+    if (path / SENTENCEPIECE_MODEL).is_file():
+        sentencepiece = (path / SENTENCEPIECE_MODEL).read_bytes()
+    return Checkpoint(mapping.FAMILY, config, weights, vocabulary, bool(lowercase),
+                      source=str(path), sentencepiece_model=sentencepiece)
 
 
-_ARCHITECTURES = {None: "BertModel", "mlm": "BertForMaskedLM", "pretrainer": "BertForPreTraining"}
+def _write_one(folder, checkpoint, mapping, head, hf_config, weights):
+    hf_config = {**hf_config, "architectures": [mapping.ARCHITECTURES[head]]}
+    if head is not None:  # *ForMaskedLM / *ForPreTraining keep the encoder under the prefix
+        weights = {(k if k.startswith(mapping.HEAD_PREFIXES) else mapping.PREFIX + k): v
+                   for k, v in weights.items()}
+    with open(folder / "config.json", "w", encoding="utf-8") as f:
+        json.dump(hf_config, f, indent=2, sort_keys=True)
+    save_file({k: np.ascontiguousarray(v, dtype=np.float32) for k, v in weights.items()},
+              str(folder / _SAFETENSORS), metadata={"format": "pt"})
+    _directory.write_tokenizer_files(
+        folder, checkpoint, tokenizer_class=mapping.TOKENIZER_CLASS,
+        model_max_length=checkpoint.config.max_sequence_length)
+    if checkpoint.sentencepiece_model is not None:
+        (folder / SENTENCEPIECE_MODEL).write_bytes(checkpoint.sentencepiece_model)
 
 
 def write(checkpoint, path):
     """Writes `checkpoint` as a Hugging Face directory that `transformers` loads.
 
-    Files: config.json, model.safetensors, and vocab.txt + tokenizer_config.json when the
-    checkpoint has a vocabulary. The directory is written next to `path` and renamed into
-    place, so a crash leaves no half-written model.
+    Files: config.json, model.safetensors, and vocab.txt (or spiece.model) +
+    tokenizer_config.json when the checkpoint has a vocabulary. An ELECTRA pretrainer is
+    written as its discriminator (`ElectraForPreTraining`) with the generator
+    (`ElectraForMaskedLM`) in `generator/`, as Google published them. The directory is
+    written next to `path` and renamed into place, so a crash leaves no half-written model.
     """
-    from safetensors.numpy import save_file
-
+    mapping = MAPPINGS[checkpoint.family]
     head = checkpoint.head
-    hf_config = bert.config_to_hf(checkpoint.config, _ARCHITECTURES[head])
-    weights = dict(checkpoint.weights)
-    if head is not None:  # BertForMaskedLM / BertForPreTraining keep the encoder under bert.
-        weights = {(k if k.startswith("cls.") else f"bert.{k}"): v for k, v in weights.items()}
+    hf_config = mapping.config_to_hf(checkpoint.config)
+    weights = {k: v for k, v in checkpoint.weights.items()
+               if k not in getattr(mapping, "NOT_IN_HF", ())}
+    dropped = sorted(set(checkpoint.weights) - set(weights))
+    if dropped:
+        logging.info("%s: Hugging Face's %s has no place for %s; not written.",
+                     checkpoint.source, mapping.ARCHITECTURES[None], ", ".join(dropped))
     with _directory.staged(path) as staging:
-        with open(staging / "config.json", "w", encoding="utf-8") as f:
-            json.dump(hf_config, f, indent=2, sort_keys=True)
-        save_file({k: np.ascontiguousarray(v, dtype=np.float32) for k, v in weights.items()},
-                  str(staging / _SAFETENSORS), metadata={"format": "pt"})
-        _directory.write_tokenizer_files(
-            staging, checkpoint, tokenizer_class="BertTokenizer",
-            model_max_length=checkpoint.config.max_sequence_length)
+        if mapping is electra and head == "pretrainer":
+            generator = {k[len(electra.GENERATOR):]: v for k, v in weights.items()
+                         if k.startswith(electra.GENERATOR)}
+            generator.update({k: v for k, v in weights.items() if k.startswith(
+                ("embeddings.", "generator_predictions.", "generator_lm_head."))})
+            discriminator = {k: v for k, v in weights.items() if not k.startswith(
+                ("generator", ))}
+            (staging / GENERATOR_FOLDER).mkdir()
+            _write_one(staging / GENERATOR_FOLDER, checkpoint, mapping, "mlm",
+                       electra.generator_config_to_hf(checkpoint.config, weights), generator)
+            _write_one(staging, checkpoint, mapping, "pretrainer", hf_config, discriminator)
+        else:
+            _write_one(staging, checkpoint, mapping, head, hf_config, weights)
     return Path(path)

@@ -103,45 +103,78 @@ def is_keras_hub(path):
         return "registered_name" in json.load(f)
 
 
-def read(path):
-    """Reads a keras-hub BERT preset directory (config.json, model.weights.h5, tokenizer assets).
+def _config(source):
+    """(family, kbert config) of a keras-hub backbone, from its get_config()."""
+    from kbert.models import AlbertConfig, BertConfig, DistilBertConfig, ElectraConfig
 
-    The backbone's weights come across. keras-hub's `BertMaskedLM` head is not read: it
-    applies the exact GELU where the backbone and kbert's head use the tanh form.
+    c = source.get_config()
+    common = dict(
+        vocabulary_size=c.get("vocabulary_size", c.get("vocab_size")),
+        num_layers=c["num_layers"],
+        hidden_size=c["hidden_dim"],
+        num_heads=c["num_heads"],
+        intermediate_size=c["intermediate_dim"],
+        dropout=c["dropout"],
+        attention_dropout=c["dropout"],
+        max_sequence_length=c["max_sequence_length"],
+        layer_norm_epsilon=1e-12,
+    )
+    name = type(source).__name__
+    if name == "DistilBertBackbone":  # exact GELU, no segments
+        return "distil_bert", DistilBertConfig(**common, activation="gelu", type_vocab_size=0)
+    # keras-hub's BERT, ALBERT and ELECTRA use the tanh GELU.
+    common.update(activation="gelu_approximate", type_vocab_size=c["num_segments"])
+    if name == "AlbertBackbone":
+        if c["num_inner_repetitions"] != 1:
+            raise ValueError("keras-hub ALBERT with num_inner_repetitions > 1 has no kbert form.")
+        return "albert", AlbertConfig(**common, embedding_size=c["embedding_dim"],
+                                      num_groups=c["num_groups"])
+    if name == "ElectraBackbone":
+        embedding = c["embedding_dim"]
+        return "electra", ElectraConfig(
+            **common, embedding_size=None if embedding == c["hidden_dim"] else embedding)
+    return "bert", BertConfig(**common)
+
+
+_BACKBONES = ("BertBackbone", "AlbertBackbone", "DistilBertBackbone", "ElectraBackbone")
+
+
+def read(path):
+    """Reads a keras-hub BERT, ALBERT, DistilBERT or ELECTRA preset directory (config.json,
+    model.weights.h5, tokenizer assets) into a `Checkpoint`.
+
+    The backbone's weights come across. keras-hub's task heads (task.json) are not read: its
+    `BertMaskedLM` head, for one, applies the exact GELU where the backbone and kbert's head
+    use the tanh form.
     """
     import keras_hub
 
-    from kbert.convert import bert
-    from kbert.convert.checkpoint import Checkpoint
-    from kbert.models import BertBackbone, BertConfig
+    from kbert import models
+    from kbert.convert import _mapping
+    from kbert.convert.checkpoint import MAPPINGS, Checkpoint
 
     path = Path(path)
     source = keras_hub.models.Backbone.from_preset(str(path))
-    if not isinstance(source, keras_hub.models.BertBackbone):
+    if type(source).__name__ not in _BACKBONES:
         raise ValueError(
-            f"{path} holds a keras-hub {type(source).__name__}; kbert reads BertBackbone presets."
+            f"{path} holds a keras-hub {type(source).__name__}; kbert reads "
+            f"{', '.join(_BACKBONES)} presets."
         )
-    config = BertConfig(
-        vocabulary_size=source.vocabulary_size,
-        num_layers=source.num_layers,
-        hidden_size=source.hidden_dim,
-        num_heads=source.num_heads,
-        intermediate_size=source.intermediate_dim,
-        activation="gelu_approximate",  # keras-hub's BertBackbone
-        dropout=source.dropout,
-        attention_dropout=source.dropout,
-        max_sequence_length=source.max_sequence_length,
-        type_vocab_size=source.num_segments,
-        layer_norm_epsilon=1e-12,
-    )
-    target = BertBackbone.from_bert_config(config)
+    family, config = _config(source)
+    target = models.build(family, config, head=None)
     weights_from_keras_hub(source, target)
+    weights = _mapping.weights_of(MAPPINGS[family].entries(target))
     if (path / "task.json").is_file():
         logging.info("%s: task.json is not read; only the backbone is imported.", path)
-    vocabulary, lowercase = None, True
+    vocabulary, lowercase, sentencepiece = None, True, None
     if (path / "tokenizer.json").is_file():
         tokenizer = keras_hub.models.Tokenizer.from_preset(str(path))
-        vocabulary = list(tokenizer.get_vocabulary())
         lowercase = bool(getattr(tokenizer, "lowercase", True))
-    return Checkpoint("bert", config, bert.weights_of(target), vocabulary, lowercase,
-                      source=str(path))
+        if getattr(tokenizer, "proto", None) is not None:  # SentencePiece (ALBERT)
+            sentencepiece = tokenizer.proto
+            if not isinstance(sentencepiece, bytes):
+                sentencepiece = Path(sentencepiece).read_bytes()
+        else:
+            vocabulary = list(tokenizer.get_vocabulary())
+    return Checkpoint(family, config, weights, vocabulary, lowercase, source=str(path),
+                      sentencepiece_model=sentencepiece)

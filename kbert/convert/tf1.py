@@ -1,8 +1,10 @@
-"""Original google-research/bert TF1 checkpoints: bert_model.ckpt.* + bert_config.json + vocab.txt.
+"""Original Google TF1 checkpoints: google-research/bert (bert_model.ckpt.* + bert_config.json +
+vocab.txt), google-research/albert (model.ckpt-best.* + albert_config.json + 30k-clean.model)
+and google-research/electra (electra_small.* + vocab.txt, no config).
 
 Read with `tf.train.load_checkpoint` (no TF1 graph, no session); variable names such as
 `bert/encoder/layer_3/attention/self/query/kernel` are translated to the common Hugging Face
-names of `kbert.convert.bert`.
+names of the family's module (`kbert.convert.bert`, `albert`, `electra`).
 """
 
 import json
@@ -10,17 +12,14 @@ import logging
 import re
 from pathlib import Path
 
-from kbert.convert import _directory, bert
-from kbert.convert.checkpoint import Checkpoint, uppercase_free
+from kbert.convert import _directory, bert, electra
+from kbert.convert._mapping import GOOGLE_ACTIVATIONS
+from kbert.convert.checkpoint import MAPPINGS, Checkpoint, uppercase_free
+from kbert.models import ElectraConfig
 
-CONFIG_FILES = ("bert_config.json",)
 # Optimizer slots and bookkeeping in pretraining checkpoints: not model weights.
-_SKIP = re.compile(r"(/adam_[mv]$|/lamb_[mv]$|^global_step$|^good_steps$|^current_loss_scale$)")
-_SPECIAL = {
-    "cls/predictions/output_bias": "cls.predictions.bias",
-    "cls/seq_relationship/output_weights": "cls.seq_relationship.weight",  # [2, H] like HF
-    "cls/seq_relationship/output_bias": "cls.seq_relationship.bias",
-}
+_SKIP = re.compile(r"(/adam_[mv]$|/lamb_[mv]$|^global_step$|^good_steps$|^current_loss_scale$"
+                   r"|^temperature$)")
 
 
 def find_prefix(path):
@@ -55,62 +54,63 @@ def is_tf1(path):
     return True
 
 
-def tf1_name_to_hf(name):
-    """`bert/encoder/layer_0/output/dense/kernel` -> (`encoder.layer.0.output.dense.weight`,
-    transpose?). `None` for names that are not BERT weights."""
-    if name in _SPECIAL:
-        return _SPECIAL[name], False
-    parts = name.split("/")
-    if parts[0] == "bert":
-        parts = parts[1:]
-    elif parts[0] != "cls":
-        return None
-    out, transpose = [], False
-    for part in parts:
-        match = re.fullmatch(r"layer_(\d+)", part)
-        if match:
-            out += ["layer", match.group(1)]
-        elif part == "kernel":
-            out.append("weight")
-            transpose = True
-        elif part == "gamma":
-            out.append("weight")
-        elif part == "beta":
-            out.append("bias")
+def family_of(names):
+    """The model family of a TF1 checkpoint, from its variable names."""
+    names = list(names)
+    if any(n.startswith(("electra/", "generator/", "discriminator_predictions/")) for n in names):
+        return "electra"
+    if any("/transformer/group_" in n for n in names):
+        return "albert"
+    return "bert"
+
+
+def tf1_name_to_hf(name, family="bert"):
+    """The common (Hugging Face) name of a TF1 variable and whether its array is transposed:
+    `bert/encoder/layer_0/output/dense/kernel` -> (`encoder.layer.0.output.dense.weight`,
+    True). `None` for names that are not weights of the family."""
+    return MAPPINGS[family].tf1_name(name)
+
+
+def _config(family, folder, prefix, config_path, weights):
+    mapping = MAPPINGS[family]
+    if config_path is None:
+        found = [folder / name for name in mapping.TF1_CONFIG_FILES if (folder / name).is_file()]
+        if found:
+            config_path = found[0]
+        elif family == "electra":  # the ELECTRA releases have no config file
+            return electra.config_from_weights(weights, source=prefix)
         else:
-            out.append(part)
-    if out[-1].endswith("_embeddings"):
-        out.append("weight")
-    return ".".join(out), transpose
+            raise FileNotFoundError(
+                f"No {' or '.join(mapping.TF1_CONFIG_FILES)} next to {prefix}: pass its path "
+                "(config_path= in Python, --config in tools/convert_checkpoint.py)."
+            )
+    with open(config_path, encoding="utf-8") as f:
+        values = json.load(f)
+    if family == "electra":
+        return ElectraConfig(**bert.config_kwargs(values, electra.CONFIG_FIELDS,
+                                                  GOOGLE_ACTIVATIONS, str(config_path)))
+    return mapping.config_from_google(values, source=str(config_path))
 
 
 def read(path, config_path=None):
-    """Reads an original TF1 BERT checkpoint into a `Checkpoint`.
+    """Reads an original TF1 BERT, ALBERT or ELECTRA checkpoint into a `Checkpoint`.
 
     Args:
         path: the directory of the release, or the checkpoint prefix.
-        config_path: bert_config.json, when it is not next to the checkpoint.
+        config_path: bert_config.json (albert_config.json), when it is not next to the
+            checkpoint. ELECTRA's releases have none: its architecture comes from the weights'
+            shapes, with one attention head per 64 units as google-research/electra.
     """
     import tensorflow as tf
 
     prefix = find_prefix(path)
     folder = Path(prefix).parent
-    if config_path is None:
-        found = [folder / name for name in CONFIG_FILES if (folder / name).is_file()]
-        if not found:
-            raise FileNotFoundError(
-                f"No {' or '.join(CONFIG_FILES)} next to {prefix}: pass its path (config_path= "
-                "in Python, --config in tools/convert_checkpoint.py)."
-            )
-        config_path = found[0]
-    with open(config_path, encoding="utf-8") as f:
-        config = bert.config_from_google(json.load(f), source=str(config_path))
     reader = tf.train.load_checkpoint(prefix)
+    names = sorted(n for n in reader.get_variable_to_shape_map() if not _SKIP.search(n))
+    family = family_of(names)
     weights, ignored = {}, []
-    for name in sorted(reader.get_variable_to_shape_map()):
-        if _SKIP.search(name):
-            continue
-        translated = tf1_name_to_hf(name)
+    for name in names:
+        translated = tf1_name_to_hf(name, family)
         if translated is None:
             ignored.append(name)
             continue
@@ -118,8 +118,14 @@ def read(path, config_path=None):
         value = reader.get_tensor(name)
         weights[hf_name] = value.T if transpose else value
     if ignored:
-        logging.info("%s: ignored %d variables that are not BERT weights: %s", prefix,
-                     len(ignored), ", ".join(ignored[:10]))
+        logging.info("%s: ignored %d variables that are not %s weights: %s", prefix,
+                     len(ignored), family, ", ".join(ignored[:10]))
+    config = _config(family, folder, prefix, config_path, weights)
     vocabulary, _ = _directory.read_tokenizer_files(folder)  # the releases have no casing file
-    return Checkpoint("bert", config, weights, vocabulary,
-                      lowercase=uppercase_free(vocabulary or []), source=prefix)
+    sentencepiece = None
+    models = sorted(folder.glob("*.model"))  # ALBERT: 30k-clean.model
+    if vocabulary is None and len(models) == 1:
+        sentencepiece = models[0].read_bytes()
+    return Checkpoint(family, config, weights, vocabulary,
+                      lowercase=uppercase_free(vocabulary or []), source=prefix,
+                      sentencepiece_model=sentencepiece)

@@ -20,7 +20,7 @@ FAMILIES = {
 HEADS = ("pretrainer", "mlm", None)
 
 
-def build(family, config, head="pretrainer", dtype=None, name=None):
+def build(family, config, head="pretrainer", dtype=None, name=None, **pretrainer_kwargs):
     """Builds a model of `family` ("bert") from its config object.
 
     Args:
@@ -31,6 +31,8 @@ def build(family, config, head="pretrainer", dtype=None, name=None):
             head on the backbone) or `None` (the backbone).
         dtype: a Keras dtype policy name, e.g. "mixed_bfloat16".
         name: the model's name; the backbone gets `f"{name}_backbone"`.
+        **pretrainer_kwargs: passed to the pretrainer class with `head="pretrainer"`, e.g.
+            `generator_hidden_fraction` of `ElectraPretrainer`.
     """
     if family not in FAMILIES:
         raise ValueError(f"Unknown model family {family!r}. Known: {', '.join(FAMILIES)}.")
@@ -40,12 +42,15 @@ def build(family, config, head="pretrainer", dtype=None, name=None):
     backbone = backbone_class.from_bert_config(
         config, dtype=dtype, name=f"{name}_backbone" if name else None
     )
+    if pretrainer_kwargs and head != "pretrainer":
+        raise ValueError(f"{sorted(pretrainer_kwargs)} are arguments of the pretrainer; "
+                         f"head={head!r} takes none.")
     if head is None:
         return backbone
     if head == "mlm":
         masked_lm_class = getattr(pretrainer_class, "masked_lm_class", pretrainer_class)
         return masked_lm_class(backbone, next_sentence_prediction=False, name=name)
-    return pretrainer_class(backbone, name=name)
+    return pretrainer_class(backbone, name=name, **pretrainer_kwargs)
 
 
 __all__ = [

@@ -1,0 +1,177 @@
+"""What every family's weight map shares: the layouts, and assigning or reading a whole map.
+
+A family module (`bert`, `albert`, `distil_bert`, `electra`) lists its model's variables as
+`Entry`s: the Hugging Face names of a tensor (the model prefix such as `bert.` dropped), the
+kbert variable, and how the two layouts differ. Every reader turns its format into those
+names, so one `assign` and one `weights_of` serve all formats and families.
+"""
+
+import collections
+
+import keras
+import numpy as np
+
+# Hugging Face `hidden_act` -> kbert activation. Hugging Face's "gelu" is the exact erf form;
+# google-research's "gelu" is the tanh form, which Hugging Face calls "gelu_new".
+HF_ACTIVATIONS = {
+    "gelu": "gelu",
+    "gelu_new": "gelu_approximate",
+    "gelu_pytorch_tanh": "gelu_approximate",
+    "relu": "relu",
+    "silu": "silu",
+    "swish": "silu",
+    "tanh": "tanh",
+    "linear": "linear",
+}
+KBERT_TO_HF_ACTIVATIONS = {
+    "gelu": "gelu",
+    "gelu_approximate": "gelu_new",
+    "relu": "relu",
+    "silu": "silu",
+    "tanh": "tanh",
+    "linear": "linear",
+}
+# google-research's bert_config.json / albert_config.json: "gelu" is the tanh approximation.
+GOOGLE_ACTIVATIONS = {"gelu": "gelu_approximate", "relu": "relu", "tanh": "tanh",
+                      "linear": "linear"}
+
+
+def activation(value, table, source):
+    if value not in table:
+        raise ValueError(
+            f"{source}: hidden_act={value!r} is not supported. Supported: "
+            f"{', '.join(sorted(table))}."
+        )
+    return table[value]
+
+
+# Kinds convert between layouts:
+#   copy       same array (position tables may be cut to a shorter max_sequence_length)
+#   dense      HF [out, in] <-> Keras [in, out]
+#   qkv        three HF [H, H] (query, key, value) <-> kbert's fused [H, 3, N, D]
+#   qkv_bias   three HF [H] <-> [3, N, D]
+#   attn_out   HF [H, N*D] <-> [N, D, H]
+# `optional`: the model keeps its initial value when the checkpoint lacks the tensor (the
+# pooler of ELECTRA, which Hugging Face and the original release do not have).
+Entry = collections.namedtuple("Entry", "names variable kind optional", defaults=(False,))
+
+
+def block_entries(block, query, key, value, attention_output, attention_norm, intermediate,
+                  output, output_norm):
+    """The entries of one kbert `TransformerEncoder` under the given Hugging Face names
+    (each a module path without `.weight` / `.bias`)."""
+    qkv = (query, key, value)
+    return [
+        Entry(tuple(f"{n}.weight" for n in qkv), block.qkv_dense.kernel, "qkv"),
+        Entry(tuple(f"{n}.bias" for n in qkv), block.qkv_dense.bias, "qkv_bias"),
+        Entry((f"{attention_output}.weight",), block.attention_output_dense.kernel, "attn_out"),
+        Entry((f"{attention_output}.bias",), block.attention_output_dense.bias, "copy"),
+        *layer_norm_entries(attention_norm, block.attention_layer_norm),
+        *dense_entries(intermediate, block.intermediate_dense),
+        *dense_entries(output, block.output_dense),
+        *layer_norm_entries(output_norm, block.output_layer_norm),
+    ]
+
+
+def dense_entries(name, layer, optional=False):
+    return [Entry((f"{name}.weight",), layer.kernel, "dense", optional),
+            Entry((f"{name}.bias",), layer.bias, "copy", optional)]
+
+
+def layer_norm_entries(name, layer):
+    return [Entry((f"{name}.weight",), layer.gamma, "copy"),
+            Entry((f"{name}.bias",), layer.beta, "copy")]
+
+
+def embedding_entries(embeddings, prefix="embeddings."):
+    """The token, position and segment tables and the LayerNorm of an `Embeddings` layer."""
+    result = [
+        Entry((f"{prefix}word_embeddings.weight",), embeddings.token_embedding.embeddings,
+              "copy"),
+        Entry((f"{prefix}position_embeddings.weight",), embeddings.position_embedding, "copy"),
+        *layer_norm_entries(f"{prefix}LayerNorm", embeddings.layer_norm),
+    ]
+    if embeddings.segment_embedding is not None:
+        result.append(Entry((f"{prefix}token_type_embeddings.weight",),
+                            embeddings.segment_embedding.embeddings, "copy"))
+    return result
+
+
+def masked_lm_entries(head, dense, layer_norm, bias):
+    """A kbert `MaskedLMHead` (its output weights are tied to the token table)."""
+    return [*dense_entries(dense, head.dense), *layer_norm_entries(layer_norm, head.layer_norm),
+            Entry((bias,), head.output_bias, "copy")]
+
+
+def _to_kbert(arrays, kind, shape):
+    if kind == "copy":
+        (a,) = arrays
+        if a.ndim == 2 and len(shape) == 2 and a.shape[1] == shape[1] and a.shape[0] > shape[0]:
+            a = a[: shape[0]]  # a position table cut to a shorter max_sequence_length
+        return a
+    if kind == "dense":
+        return arrays[0].T
+    if kind == "qkv":
+        hidden, _, heads, size = shape
+        return np.stack([a.T.reshape(hidden, heads, size) for a in arrays], axis=1)
+    if kind == "qkv_bias":
+        return np.stack([a.reshape(shape[1:]) for a in arrays], axis=0)
+    if kind == "attn_out":
+        return arrays[0].T.reshape(shape)
+    raise AssertionError(kind)
+
+
+def _to_hf(value, kind):
+    if kind == "copy":
+        return (value,)
+    if kind == "dense":
+        return (value.T,)
+    if kind == "qkv":
+        hidden = value.shape[0]
+        return tuple(value[:, c].reshape(hidden, -1).T for c in range(3))
+    if kind == "qkv_bias":
+        return tuple(value[c].reshape(-1) for c in range(3))
+    if kind == "attn_out":
+        return (value.reshape(-1, value.shape[-1]).T,)
+    raise AssertionError(kind)
+
+
+def assign(entries, weights, source="checkpoint"):
+    """Assigns `weights` (Hugging Face names) to the variables of `entries`.
+
+    Raises a ValueError naming every missing tensor and every shape that does not fit, before
+    any variable changes. Returns (the names in `weights` that no entry used, the names of the
+    optional entries that kept their initial value).
+    """
+    missing = [n for e in entries if not e.optional for n in e.names if n not in weights]
+    if missing:
+        shown = ", ".join(missing[:8]) + (f" (and {len(missing) - 8} more)" if len(missing) > 8
+                                          else "")
+        raise ValueError(f"{source} lacks {len(missing)} tensors the model needs: {shown}.")
+    updates, kept = [], []
+    for names, variable, kind, _ in entries:
+        if any(n not in weights for n in names):
+            kept += names
+            continue
+        value = _to_kbert([np.asarray(weights[n]) for n in names], kind, tuple(variable.shape))
+        if tuple(value.shape) != tuple(variable.shape):
+            raise ValueError(
+                f"{source}: {names[0]} gives shape {tuple(value.shape)} for {variable.path}, "
+                f"which has shape {tuple(variable.shape)}."
+            )
+        updates.append((variable, value))
+    for variable, value in updates:
+        # Through numpy: under JAX, assigning one variable's value to another shares a buffer.
+        variable.assign(np.asarray(value, dtype=variable.dtype))
+    used = {n for e in entries for n in e.names}
+    return sorted(set(weights) - used), kept
+
+
+def weights_of(entries):
+    """The variables of `entries` as float32 numpy arrays keyed by Hugging Face names."""
+    result = {}
+    for names, variable, kind, _ in entries:
+        value = keras.ops.convert_to_numpy(variable).astype("float32")
+        for name, array in zip(names, _to_hf(value, kind)):
+            result[name] = np.ascontiguousarray(array)
+    return result

@@ -1,0 +1,83 @@
+"""DistilBERT weights in Hugging Face names (`DistilBertForMaskedLM` without `distilbert.`).
+
+There is no original TF1 release: DistilBERT was trained and published in PyTorch.
+"""
+
+from kbert.convert import _mapping, bert
+from kbert.models import DistilBertConfig
+
+FAMILY = "distil_bert"
+MODEL_TYPE = "distilbert"
+PREFIX = "distilbert."
+HEAD_PREFIXES = ("vocab_transform.", "vocab_layer_norm.", "vocab_projector.")
+ARCHITECTURES = {None: "DistilBertModel", "mlm": "DistilBertForMaskedLM",
+                 "pretrainer": "DistilBertForMaskedLM"}
+TIED = ("vocab_projector.weight",)
+ALIASES = {}
+TOKENIZER_CLASS = "DistilBertTokenizer"
+TF1_CONFIG_FILES = ()
+LAYER_NORM_EPSILON = 1e-12  # fixed in Hugging Face's DistilBERT, not in its config
+
+CONFIG_FIELDS = {
+    "vocab_size": "vocabulary_size",
+    "n_layers": "num_layers",
+    "dim": "hidden_size",
+    "n_heads": "num_heads",
+    "hidden_dim": "intermediate_size",
+    "dropout": "dropout",
+    "attention_dropout": "attention_dropout",
+    "max_position_embeddings": "max_sequence_length",
+    "initializer_range": "initializer_range",
+}
+
+
+def config_from_hf(values, source="config.json"):
+    bert.check_model_type(values, MODEL_TYPE, source)
+    if values.get("sinusoidal_pos_embds"):
+        raise ValueError(
+            f"{source}: sinusoidal_pos_embds=true; kbert's DistilBERT learns its positions."
+        )
+    kwargs = bert.config_kwargs(values, CONFIG_FIELDS, _mapping.HF_ACTIVATIONS, source,
+                                activation_key="activation")
+    return DistilBertConfig(**kwargs, type_vocab_size=0, layer_norm_epsilon=LAYER_NORM_EPSILON)
+
+
+def config_to_hf(config):
+    if config.layer_norm_epsilon != LAYER_NORM_EPSILON or config.type_vocab_size:
+        raise ValueError(
+            f"layer_norm_epsilon={config.layer_norm_epsilon}, type_vocab_size="
+            f"{config.type_vocab_size}: Hugging Face's DistilBERT has 1e-12 and no segments."
+        )
+    values = bert.config_values(config, CONFIG_FIELDS, MODEL_TYPE, activation_key="activation")
+    values.update(sinusoidal_pos_embds=False, tie_word_embeddings=True)
+    return values
+
+
+def entries(model):
+    """The weight map of a kbert `DistilBertBackbone` or `DistilBertPretrainer`."""
+    backbone = getattr(model, "backbone", model)
+    result = _mapping.embedding_entries(backbone.embeddings)
+    for i, block in enumerate(backbone.transformer_layers):
+        p = f"transformer.layer.{i}."
+        result += _mapping.block_entries(
+            block,
+            *(f"{p}attention.{x}_lin" for x in ("q", "k", "v")),
+            attention_output=f"{p}attention.out_lin",
+            attention_norm=f"{p}sa_layer_norm",
+            intermediate=f"{p}ffn.lin1",
+            output=f"{p}ffn.lin2",
+            output_norm=f"{p}output_layer_norm",
+        )
+    if getattr(model, "mlm_head", None) is not None:
+        result += _mapping.masked_lm_entries(model.mlm_head, "vocab_transform",
+                                             "vocab_layer_norm", "vocab_projector.bias")
+    return result
+
+
+def heads_in(weights):
+    # DistilBERT's pretraining model is its masked LM: "pretrainer" and "mlm" are the same.
+    return "pretrainer" if "vocab_transform.weight" in weights else None
+
+
+def tf1_name(name):
+    return None

@@ -1,0 +1,187 @@
+"""ELECTRA weights in Hugging Face names (without the `electra.` prefix).
+
+- The discriminator is BERT's names plus `embeddings_project`, and its head
+  `discriminator_predictions.{dense,dense_prediction}` (Hugging Face's `ElectraForPreTraining`).
+- A released generator on its own is an `ElectraForMaskedLM`: the same encoder names and
+  `generator_predictions.{dense,LayerNorm}` + `generator_lm_head.bias`; kbert builds it as
+  an `ElectraMaskedLM` (`head="mlm"`).
+- A whole `ElectraPretrainer` (what the original TF1 release holds) adds the generator's own
+  encoder under `generator.` (`generator.embeddings_project`, `generator.encoder.layer.N`);
+  the generator reads the discriminator's embedding tables, as in ELECTRA.
+
+Neither Hugging Face nor the original release has a pooler (the ELECTRA paper fine-tunes on
+the [CLS] vector); kbert's `ElectraBackbone` has keras-hub's, which keeps its initial value
+on import, and Hugging Face exports leave it out.
+"""
+
+import logging
+import re
+
+from kbert.convert import _mapping, bert
+from kbert.models import ElectraConfig
+
+FAMILY = "electra"
+MODEL_TYPE = "electra"
+PREFIX = "electra."
+HEAD_PREFIXES = ("discriminator_predictions.", "generator_predictions.", "generator_lm_head.",
+                 "generator.")
+ARCHITECTURES = {None: "ElectraModel", "mlm": "ElectraForMaskedLM",
+                 "pretrainer": "ElectraForPreTraining"}
+TIED = ("generator_lm_head.weight",)
+ALIASES = {}
+TOKENIZER_CLASS = "ElectraTokenizer"
+TF1_CONFIG_FILES = ()  # the releases have none: the architecture comes from the weights
+NOT_IN_HF = ("pooler.dense.weight", "pooler.dense.bias")
+GENERATOR = "generator."  # the generator encoder's prefix in an ElectraPretrainer's weights
+
+CONFIG_FIELDS = {**bert.CONFIG_FIELDS, "embedding_size": "embedding_size"}
+
+
+def config_from_hf(values, source="config.json"):
+    bert.check_model_type(values, MODEL_TYPE, source)
+    kwargs = bert.config_kwargs(values, CONFIG_FIELDS, _mapping.HF_ACTIVATIONS, source)
+    if kwargs.get("embedding_size", 128) == kwargs.get("hidden_size"):
+        kwargs["embedding_size"] = None
+    kwargs.setdefault("embedding_size", 128)  # Hugging Face's default
+    return ElectraConfig(**kwargs)
+
+
+def config_to_hf(config):
+    values = bert.config_values(config, CONFIG_FIELDS, MODEL_TYPE)
+    values.update(embedding_size=config.embedding_size or config.hidden_size,
+                  position_embedding_type="absolute")
+    return values
+
+
+def generator_config_to_hf(config, weights):
+    """The config.json of the generator in an `ElectraPretrainer`'s `weights`."""
+    hidden = weights[f"{GENERATOR}encoder.layer.0.attention.self.query.weight"].shape[0]
+    values = config_to_hf(config)
+    values.update(hidden_size=hidden, num_hidden_layers=_layers(weights, GENERATOR),
+                  num_attention_heads=max(1, hidden // 64), intermediate_size=4 * hidden)
+    return values
+
+
+def _encoder_entries(embeddings_project, blocks, prefix=""):
+    result = []
+    if embeddings_project is not None:
+        result += _mapping.dense_entries(f"{prefix}embeddings_project", embeddings_project)
+    return result + bert.encoder_entries(blocks, f"{prefix}encoder.layer.")
+
+
+def _generator_head_entries(head):
+    return _mapping.masked_lm_entries(head, "generator_predictions.dense",
+                                      "generator_predictions.LayerNorm", "generator_lm_head.bias")
+
+
+def entries(model):
+    """The weight map of a kbert `ElectraBackbone`, `ElectraMaskedLM` or `ElectraPretrainer`."""
+    backbone = getattr(model, "backbone", model)
+    result = [*_mapping.embedding_entries(backbone.embeddings),
+              *_encoder_entries(backbone.embeddings.projection, backbone.transformer_layers),
+              *_mapping.dense_entries("pooler.dense", backbone.pooler.dense, optional=True)]
+    generator = getattr(model, "generator", None)
+    if generator is not None:  # an ElectraPretrainer
+        result += _encoder_entries(generator.projection, generator.transformer_layers,
+                                   GENERATOR)
+        result += _generator_head_entries(model.mlm_head)
+        result += [*_mapping.dense_entries("discriminator_predictions.dense",
+                                           model.rtd_head.dense),
+                   *_mapping.dense_entries("discriminator_predictions.dense_prediction",
+                                           model.rtd_head.output_dense)]
+    elif getattr(model, "mlm_head", None) is not None:  # an ElectraMaskedLM: a generator
+        result += _generator_head_entries(model.mlm_head)
+    return result
+
+
+def heads_in(weights):
+    """"pretrainer" for generator + discriminator, "mlm" for a generator on its own, and
+    `None` for a discriminator (kbert has no model of a discriminator head alone)."""
+    if f"{GENERATOR}encoder.layer.0.attention.self.query.weight" in weights:
+        return "pretrainer"
+    if "generator_predictions.dense.weight" in weights:
+        return "mlm"
+    return None
+
+
+def _layers(weights, prefix):
+    pattern = re.compile(rf"^{re.escape(prefix)}encoder\.layer\.(\d+)\.")
+    found = {int(m.group(1)) for m in map(pattern.match, weights) if m}
+    return max(found) + 1 if found else 0
+
+
+def pretrainer_arguments(config, weights):
+    """`ElectraPretrainer` arguments that give the generator of `weights` its shape.
+
+    kbert sizes the generator as google-research/electra does (one head per 64 units, 4 x
+    width feed-forward); a generator of any other shape has no kbert form.
+    """
+    query = weights[f"{GENERATOR}encoder.layer.0.attention.self.query.weight"]
+    intermediate = weights[f"{GENERATOR}encoder.layer.0.intermediate.dense.weight"]
+    hidden, layers = query.shape[0], _layers(weights, GENERATOR)
+    if intermediate.shape[0] != 4 * hidden:
+        raise ValueError(
+            f"The generator has intermediate size {intermediate.shape[0]} for width {hidden}; "
+            "kbert's ElectraPretrainer uses 4 x width, as google-research/electra does."
+        )
+    return {"generator_hidden_fraction": hidden / config.hidden_size,
+            "generator_layers_fraction": layers / config.num_layers}
+
+
+def check_generator_config(values, source):
+    """A Hugging Face generator config.json must size its heads as kbert's generator does."""
+    hidden, heads = values["hidden_size"], values["num_attention_heads"]
+    if heads != max(1, hidden // 64) or values["intermediate_size"] != 4 * hidden:
+        raise ValueError(
+            f"{source}: the generator has {heads} heads and intermediate size "
+            f"{values['intermediate_size']} for width {hidden}; kbert's ElectraPretrainer "
+            f"uses {max(1, hidden // 64)} heads (one per 64 units) and {4 * hidden}, as "
+            "google-research/electra does."
+        )
+    if values.get("hidden_act", "gelu") != "gelu":
+        logging.warning(
+            "%s: hidden_act=%r, but Hugging Face's generator head always uses the exact "
+            "GELU; kbert's uses the config's activation, so its MLM logits will differ a little.",
+            source, values["hidden_act"])
+
+
+def config_from_weights(weights, source="checkpoint"):
+    """The discriminator's `ElectraConfig` from the weights' shapes (the original release has
+    no config file): google-research/electra's one head per 64 units and tanh GELU."""
+    table = weights["embeddings.word_embeddings.weight"]
+    project = weights.get("embeddings_project.weight")
+    hidden = table.shape[1] if project is None else project.shape[0]
+    layers = _layers(weights, "")
+    if not layers:
+        raise ValueError(f"{source} has no encoder.layer.* weights: not an ELECTRA checkpoint.")
+    segments = weights.get("embeddings.token_type_embeddings.weight")
+    return ElectraConfig(
+        vocabulary_size=table.shape[0],
+        num_layers=layers,
+        hidden_size=hidden,
+        num_heads=max(1, hidden // 64),
+        intermediate_size=weights["encoder.layer.0.intermediate.dense.weight"].shape[0],
+        activation="gelu_approximate",
+        max_sequence_length=weights["embeddings.position_embeddings.weight"].shape[0],
+        type_vocab_size=0 if segments is None else segments.shape[0],
+        embedding_size=None if project is None else table.shape[1],
+    )
+
+
+def tf1_name(name):
+    """`electra/encoder/layer_0/output/dense/kernel` -> (`encoder.layer.0.output.dense.weight`,
+    transpose?); the generator's encoder gets `generator.`. `None` for other names."""
+    if name == "generator_predictions/output_bias":
+        return "generator_lm_head.bias", False
+    parts = name.split("/")
+    if parts[0] == "electra":
+        parts = parts[1:]
+    elif parts[0] == "generator":
+        if len(parts) > 1 and parts[1] == "embeddings":
+            return None  # untied generator embeddings: kbert's generator shares the tables
+        parts = ["generator", *parts[1:]]
+    elif parts[0] not in ("discriminator_predictions", "generator_predictions"):
+        return None
+    parts = ["dense_prediction" if p == "dense_1" else p for p in parts]
+    hf_name, transpose = bert.tf1_parts_to_hf(parts)
+    return hf_name, transpose
