@@ -1,12 +1,13 @@
-"""Converts a BERT checkpoint between formats.
+"""Converts a BERT, ALBERT, DistilBERT or ELECTRA checkpoint between formats.
 
     python tools/convert_checkpoint.py --from=tf1 --to=kbert \
         --input=uncased_L-12_H-768_A-12 --output=bert_base_kbert
     python tools/convert_checkpoint.py --from=hf --to=hf --input=my_model --output=copy
     python tools/convert_checkpoint.py --to=hf --input=keras_hub_preset --output=bert_hf
 
---from: hf (config.json + model.safetensors or pytorch_model.bin), tf1 (google-research/bert's
-bert_model.ckpt.* + bert_config.json), keras_hub (a preset directory), kbert (model.keras), or
+--from: hf (config.json + model.safetensors or pytorch_model.bin), tf1 (Google's original
+releases: bert_model.ckpt.* + bert_config.json, ALBERT's model.ckpt-best.* + albert_config.json,
+ELECTRA's checkpoint + vocab.txt), keras_hub (a preset directory), kbert (model.keras), or
 auto (the default: detected). --to: kbert (model.keras + vocab.txt) or hf.
 """
 
@@ -25,8 +26,8 @@ flags.DEFINE_enum("from", "auto", ["auto", "hf", "tf1", "keras_hub", "kbert"],
 flags.DEFINE_enum("to", None, ["kbert", "hf"], "Format to write.")
 flags.DEFINE_string("input", None, "Checkpoint directory (or a TF1 checkpoint prefix).")
 flags.DEFINE_string("output", None, "Directory to write; must not exist or be empty.")
-flags.DEFINE_string("config", None, "tf1 only: bert_config.json when it is not next to the "
-                    "checkpoint.")
+flags.DEFINE_string("config", None, "tf1 only: bert_config.json (albert_config.json) when it "
+                    "is not next to the checkpoint.")
 flags.DEFINE_enum("head", "auto", ["auto", "pretrainer", "mlm", "none"],
                   "--to=kbert only: the heads of the saved model; auto keeps every head the "
                   "checkpoint has.")

@@ -1,4 +1,5 @@
-"""Checkpoint conversion: Hugging Face, original TF1 and keras-hub checkpoints in and out of kbert.
+"""Checkpoint conversion: Hugging Face, original TF1 and keras-hub checkpoints of BERT, ALBERT,
+DistilBERT and ELECTRA in and out of kbert.
 
     checkpoint = kbert.convert.read("path/to/bert-base-uncased")  # format detected
     model = checkpoint.build(head=None)                            # a kbert BertBackbone
@@ -35,7 +36,8 @@ def detect_format(path):
     raise ValueError(
         f"{path} is not a checkpoint kbert can read. Expected a Hugging Face directory "
         "(config.json + model.safetensors or pytorch_model.bin), an original TF1 release "
-        "(bert_model.ckpt.* + bert_config.json), a keras-hub preset directory or a kbert "
+        "(*.ckpt.index with bert_config.json or albert_config.json; ELECTRA's needs none), a "
+        "keras-hub preset directory or a kbert "
         "directory (model.keras + vocab.txt)."
     )
 

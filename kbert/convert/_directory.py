@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 TOKENIZER_CONFIG = "tokenizer_config.json"
+SENTENCEPIECE_MODEL = "spiece.model"  # ALBERT's tokenizer, under Hugging Face's file name
 
 
 @contextlib.contextmanager
@@ -31,15 +32,24 @@ def staged(path):
 
 
 def write_tokenizer_files(folder, checkpoint, **tokenizer_config):
-    """vocab.txt and tokenizer_config.json (`do_lower_case` + `tokenizer_config`), when the
-    checkpoint has a vocabulary."""
-    if checkpoint.vocabulary is None:
+    """vocab.txt (or spiece.model) and tokenizer_config.json (`do_lower_case` +
+    `tokenizer_config`), when the checkpoint has a tokenizer."""
+    if checkpoint.sentencepiece_model is not None:
+        (Path(folder) / SENTENCEPIECE_MODEL).write_bytes(checkpoint.sentencepiece_model)
+    elif checkpoint.vocabulary is None:
         return
-    from kbert.tokenizers.vocab_learning import write_vocabulary
+    if checkpoint.vocabulary is not None:
+        from kbert.tokenizers.vocab_learning import write_vocabulary
 
-    write_vocabulary(checkpoint.vocabulary, str(Path(folder) / "vocab.txt"))
+        write_vocabulary(checkpoint.vocabulary, str(Path(folder) / "vocab.txt"))
     with open(Path(folder) / TOKENIZER_CONFIG, "w", encoding="utf-8") as f:
         json.dump({"do_lower_case": checkpoint.lowercase, **tokenizer_config}, f, indent=2)
+
+
+def read_sentencepiece(folder):
+    """The bytes of the folder's spiece.model, or `None`."""
+    path = Path(folder) / SENTENCEPIECE_MODEL
+    return path.read_bytes() if path.is_file() else None
 
 
 def read_tokenizer_files(folder):

@@ -103,9 +103,14 @@ class Checkpoint:
         return self.config.replace(**changed)
 
     def tokenizer(self):
-        """A `kbert.tokenizers.WordPieceTokenizer` on the checkpoint's vocabulary."""
+        """The checkpoint's tokenizer: a `kbert.tokenizers.WordPieceTokenizer` on its
+        vocab.txt, or a `SentencePieceTokenizer` on its spiece.model (ALBERT)."""
+        if self.sentencepiece_model is not None:
+            from kbert.tokenizers import SentencePieceTokenizer
+
+            return SentencePieceTokenizer(self.sentencepiece_model, lowercase=self.lowercase)
         if self.vocabulary is None:
-            raise ValueError(f"{self.source} has no vocabulary (vocab.txt).")
+            raise ValueError(f"{self.source} has no vocabulary (vocab.txt or spiece.model).")
         from kbert.tokenizers import WordPieceTokenizer
 
         return WordPieceTokenizer(self.vocabulary, lowercase=self.lowercase)

@@ -12,7 +12,6 @@ from kbert.convert.checkpoint import MAPPINGS, Checkpoint, uppercase_free
 
 MODEL_TYPES = {m.MODEL_TYPE: m for m in MAPPINGS.values()}  # config.json's model_type
 GENERATOR_FOLDER = "generator"
-SENTENCEPIECE_MODEL = "spiece.model"
 _SAFETENSORS = "model.safetensors"
 _SAFETENSORS_INDEX = "model.safetensors.index.json"
 _TORCH = "pytorch_model.bin"
@@ -138,11 +137,9 @@ def read(path):
     vocabulary, lowercase = _directory.read_tokenizer_files(path)
     if lowercase is None:
         lowercase = uppercase_free(vocabulary or [])
-    sentencepiece = None
-    if (path / SENTENCEPIECE_MODEL).is_file():
-        sentencepiece = (path / SENTENCEPIECE_MODEL).read_bytes()
     return Checkpoint(mapping.FAMILY, config, weights, vocabulary, bool(lowercase),
-                      source=str(path), sentencepiece_model=sentencepiece)
+                      source=str(path),
+                      sentencepiece_model=_directory.read_sentencepiece(path))
 
 
 def _write_one(folder, checkpoint, mapping, head, hf_config, weights):
@@ -157,8 +154,6 @@ def _write_one(folder, checkpoint, mapping, head, hf_config, weights):
     _directory.write_tokenizer_files(
         folder, checkpoint, tokenizer_class=mapping.TOKENIZER_CLASS,
         model_max_length=checkpoint.config.max_sequence_length)
-    if checkpoint.sentencepiece_model is not None:
-        (folder / SENTENCEPIECE_MODEL).write_bytes(checkpoint.sentencepiece_model)
 
 
 def write(checkpoint, path):

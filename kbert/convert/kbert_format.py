@@ -1,4 +1,5 @@
-"""kbert's own directory: model.keras (architecture + weights) + vocab.txt + tokenizer_config.json.
+"""kbert's own directory: model.keras (architecture + weights) + vocab.txt (or ALBERT's
+spiece.model) + tokenizer_config.json.
 
 `tools/convert_checkpoint.py --to=kbert` writes it; `kbert.export.load_model(dir/"model.keras")`
 and `WordPieceTokenizer(dir/"vocab.txt")` read it in plain Keras code, and `kbert.convert.read`
@@ -25,6 +26,7 @@ def read(path):
     vocabulary, lowercase = _directory.read_tokenizer_files(path)
     checkpoint = Checkpoint.from_model(model, vocabulary, lowercase is not False)
     checkpoint.source = str(path)
+    checkpoint.sentencepiece_model = _directory.read_sentencepiece(path)
     return checkpoint
 
 

@@ -1,9 +1,10 @@
 """Tokenizers (TensorFlow + tensorflow-text; not needed by kbert.layers / kbert.models)."""
 
+from kbert.tokenizers.sentence_piece_tokenizer import SentencePieceTokenizer
 from kbert.tokenizers.word_piece_tokenizer import (
     SPECIAL_TOKENS,
     WordPieceTokenizer,
     read_vocabulary,
 )
 
-__all__ = ["SPECIAL_TOKENS", "WordPieceTokenizer", "read_vocabulary"]
+__all__ = ["SPECIAL_TOKENS", "SentencePieceTokenizer", "WordPieceTokenizer", "read_vocabulary"]

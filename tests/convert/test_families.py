@@ -307,3 +307,17 @@ def test_unsupported_variants_are_refused_by_name(tmp_path):
     (tmp_path / "e" / "config.json").write_text(json.dumps(values))
     with pytest.raises(ValueError, match="model_type='roberta' is not supported"):
         kbert.convert.read(tmp_path / "e")
+
+
+def test_albert_keeps_its_sentencepiece_tokenizer_through_every_format(tmp_path):
+    from kbert.tokenizers import SentencePieceTokenizer
+
+    checkpoint = kbert.convert.read(FIXTURES / "albert")
+    assert checkpoint.vocabulary is None and checkpoint.lowercase
+    assert isinstance(checkpoint.tokenizer(), SentencePieceTokenizer)
+    kbert.convert.kbert_format.write(checkpoint, tmp_path / "kbert")
+    assert sorted(p.name for p in (tmp_path / "kbert").iterdir()) == [
+        "model.keras", "spiece.model", "tokenizer_config.json"]
+    again = kbert.convert.read(tmp_path / "kbert")
+    assert again.sentencepiece_model == checkpoint.sentencepiece_model
+    check_against_transformers(again.build(), "albert")
