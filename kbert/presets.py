@@ -49,7 +49,7 @@ def config(name, **config_overrides):
 PRETRAINED = "pretrained"
 # Fields that must agree between a preset and a checkpoint passed as weights="path".
 _SHAPE_FIELDS = ("vocabulary_size", "num_layers", "hidden_size", "num_heads",
-                 "intermediate_size", "type_vocab_size", "embedding_size")
+                 "intermediate_size", "type_vocab_size", "embedding_size", "num_groups")
 
 
 def _checkpoint(name, preset, weights):
@@ -71,10 +71,10 @@ def _checkpoint(name, preset, weights):
         )
     checkpoint = convert.read(weights)
     expected = config(name)
-    wrong = [f"{field}: preset {getattr(expected, field)}, checkpoint "
-             f"{getattr(checkpoint.config, field)}"
+    wrong = [f"{field}: preset {getattr(expected, field, None)}, checkpoint "
+             f"{getattr(checkpoint.config, field, None)}"
              for field in _SHAPE_FIELDS
-             if getattr(expected, field) != getattr(checkpoint.config, field)]
+             if getattr(expected, field, None) != getattr(checkpoint.config, field, None)]
     if checkpoint.family != preset["model"] or wrong:
         raise ValueError(
             f"{weights} is not a {name} checkpoint ({checkpoint.family}; "
@@ -116,7 +116,8 @@ def load(name, head="pretrainer", weights=PRETRAINED, dtype=None, **config_overr
 
 
 def load_tokenizer(name, weights=PRETRAINED):
-    """The WordPiece tokenizer of preset `name`'s release (or of the checkpoint at `weights`)."""
+    """The tokenizer of preset `name`'s release (or of the checkpoint at `weights`): a
+    `WordPieceTokenizer`, or for ALBERT a `SentencePieceTokenizer`."""
     return _checkpoint(name, get(name), weights).tokenizer()
 
 

@@ -3,6 +3,8 @@
 Layout of the cache (`$KBERT_CACHE_DIR`, default `~/.cache/kbert`):
 
     downloads/<file name>          the release archive, kept only when its sha256 verified
+    downloads/<preset>/<file>      the files of a release published as loose files (Hugging
+                                   Face's config.json, model.safetensors, vocab.txt)
     converted/<preset>-<key>/      the release converted to the Hugging Face format
                                    (config.json, model.safetensors, vocab.txt)
 
@@ -12,6 +14,7 @@ mismatch leaves nothing in the cache.
 """
 
 import hashlib
+import json
 import logging
 import os
 import shutil
@@ -23,7 +26,7 @@ from pathlib import Path
 from kbert.convert import hugging_face
 
 CACHE_ENV = "KBERT_CACHE_DIR"
-SOURCE_FIELDS = ("url", "sha256", "format", "path")
+SOURCE_FIELDS = ("url", "sha256", "format", "path", "files")
 
 
 class DownloadError(OSError):
@@ -42,16 +45,18 @@ def sha256_of(path):
     return digest.hexdigest()
 
 
-def fetch(url, sha256=None, cache=None):
+def fetch(url, sha256=None, cache=None, subfolder=None):
     """The path of the verified download of `url` in the cache (downloaded if not there).
 
     With `sha256` the file must match it: a cached copy that does not is fetched again, and a
     download that does not is deleted before the ValueError. Without one, the computed hash is
-    logged so that it can be recorded.
+    logged so that it can be recorded. `subfolder`: a folder of `downloads/` to put it in.
     """
     import keras
 
     folder = Path(cache or cache_dir()) / "downloads"
+    if subfolder:
+        folder = folder / subfolder
     target = folder / Path(url.split("?")[0]).name
     if target.is_file() and (sha256 is None or sha256_of(target) == sha256):
         return target
@@ -114,13 +119,37 @@ def _checkpoint_folder(unpacked, hint):
     return found[0]
 
 
+def _fetch_files(name, source, cache):
+    """A release published as loose files (`files`, fetched from `url`/<file>): the folder of
+    the verified downloads. `sha256`, when given, maps each file name to its hash."""
+    hashes = source.get("sha256") or {}
+    if not isinstance(hashes, dict):
+        raise ValueError(f"Preset {name!r}: with files, sha256 maps each file to its hash.")
+    base = source["url"].rstrip("/")
+    folder = Path(cache) / "downloads" / name
+    before = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+    try:
+        for file in source["files"]:
+            fetch(f"{base}/{file}", hashes.get(file), cache, subfolder=name)
+    except BaseException:  # all or nothing: drop what this call added
+        for path in folder.iterdir() if folder.is_dir() else ():
+            if path.name not in before and path.is_file():
+                path.unlink()
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+        raise
+    return folder
+
+
 def pretrained(name, source, cache=None):
     """The `Checkpoint` of preset `name`'s release, converted on first use and cached.
 
     Args:
         name: the preset name (the cache folder's name).
         source: the preset's "weights" dict: `url`, `sha256` (or null), `format` ("tf1",
-            "hf" or "keras_hub") and `path`, the checkpoint folder inside the archive.
+            "hf" or "keras_hub") and either `path`, the checkpoint folder inside the archive
+            at `url`, or `files`, the file names to fetch from the folder at `url` (with
+            `sha256` a dict of file name -> hash).
     """
     from kbert import convert
 
@@ -131,12 +160,17 @@ def pretrained(name, source, cache=None):
             f"{', '.join(SOURCE_FIELDS)}); got {sorted(source)}."
         )
     cache = Path(cache or cache_dir())
-    key = source.get("sha256") or hashlib.sha256(source["url"].encode()).hexdigest()
-    converted = cache / "converted" / f"{name}-{key[:16]}"
+    sha256 = source.get("sha256")
+    key = (json.dumps(sha256, sort_keys=True) if isinstance(sha256, dict) else sha256) or \
+        source["url"]
+    converted = cache / "converted" / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
     if (converted / "config.json").is_file():
         return hugging_face.read(converted)
     try:
-        archive = fetch(source["url"], source.get("sha256"), cache)
+        if "files" in source:
+            folder = _fetch_files(name, source, cache)
+        else:
+            archive = fetch(source["url"], sha256, cache)
     except DownloadError as error:
         raise DownloadError(
             f"{error}\nNo cached copy of preset {name!r} in {cache} (set ${CACHE_ENV} to use "
@@ -145,10 +179,11 @@ def pretrained(name, source, cache=None):
             "weights=None for a random initialisation."
         ) from error
     with tempfile.TemporaryDirectory(dir=cache) as scratch:
-        unpacked = Path(scratch) / "unpacked"
-        _extract(archive, unpacked)
-        checkpoint = convert.read(_checkpoint_folder(unpacked, source.get("path")),
-                                  format=source["format"])
+        if "files" not in source:
+            unpacked = Path(scratch) / "unpacked"
+            _extract(archive, unpacked)
+            folder = _checkpoint_folder(unpacked, source.get("path"))
+        checkpoint = convert.read(folder, format=source["format"])
     try:
         hugging_face.write(checkpoint, converted)  # written aside, renamed into place
     except OSError:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import kbert.convert
 from kbert import presets
 from kbert.convert import download
 from tests.convert import _checkpoints
@@ -118,3 +119,69 @@ def test_local_checkpoint_path(served, tmp_path):
     with pytest.raises(ValueError, match="is not a bert_tiny checkpoint .*hidden_size: preset "
                                          "128, checkpoint 16"):
         presets.load("bert_tiny", weights=str(release))
+
+
+@pytest.fixture
+def www(tmp_path, monkeypatch):
+    """A folder served on 127.0.0.1, a preset folder on the search path and an empty cache:
+    (folder, base URL, write_preset(name, family, config, weights))."""
+    folder = tmp_path / "www"
+    folder.mkdir()
+    _Handler.requests = []
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_Handler, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    preset_folder = tmp_path / "presets"
+    preset_folder.mkdir()
+    monkeypatch.setattr(presets, "_SEARCH_PATH", presets._SEARCH_PATH + (preset_folder,))
+    monkeypatch.setenv(download.CACHE_ENV, str(tmp_path / "cache"))
+
+    def write_preset(name, family, config, weights):
+        (preset_folder / f"{name}.json").write_text(json.dumps({
+            "name": name, "model": family, "description": "served by the test",
+            "config": config.to_dict(), "tokenizer": {}, "weights": weights}))
+
+    yield folder, f"http://127.0.0.1:{server.server_port}", write_preset
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_albert_release_tar_gz(www, tmp_path):
+    from tests.convert import _families
+
+    folder, base, write_preset = www
+    release = _families.write_albert_tf1_release(tmp_path / "build" / "albert_base")
+    shutil.make_archive(str(folder / "albert_base_v2"), "gztar", release.parent)
+    config = kbert.convert.read(_families.FIXTURES / "albert").config
+    write_preset("albert_served", "albert", config,
+                 {"url": f"{base}/albert_base_v2.tar.gz", "sha256": None, "format": "tf1",
+                  "path": "albert_base"})
+    _families.check_against_transformers(presets.load("albert_served"), "albert")
+    assert presets.load_tokenizer("albert_served").tokenize("the word").numpy().tolist() == [
+        5, 18]
+    assert _Handler.requests == ["/albert_base_v2.tar.gz"]
+
+
+def test_a_release_of_loose_hugging_face_files(www):
+    from tests.convert import _families
+
+    folder, base, write_preset = www
+    files = ["config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json"]
+    for file in files:
+        shutil.copy(_families.FIXTURES / "distil_bert" / file, folder / file)
+    hashes = {f: hashlib.sha256((folder / f).read_bytes()).hexdigest() for f in files}
+    config = kbert.convert.read(_families.FIXTURES / "distil_bert").config
+    weights = {"url": f"{base}/", "sha256": hashes, "format": "hf", "files": files}
+    write_preset("distil_served", "distil_bert", config, weights)
+    _families.check_against_transformers(presets.load("distil_served"), "distil_bert")
+    assert sorted(_Handler.requests) == sorted(f"/{f}" for f in files)
+    presets.load("distil_served", head=None)  # a cache hit
+    assert len(_Handler.requests) == len(files)
+    # One wrong hash: the files this call fetched are gone again, and nothing is converted.
+    cache = download.cache_dir()
+    shutil.rmtree(cache)
+    write_preset("distil_served", "distil_bert", config,
+                 {**weights, "sha256": {**hashes, "vocab.txt": "0" * 64}})
+    with pytest.raises(ValueError, match="sha256 mismatch .*vocab.txt"):
+        presets.load("distil_served")
+    assert _files(cache) == []

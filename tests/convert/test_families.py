@@ -3,62 +3,18 @@
 
 import json
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 import kbert.convert
 from kbert.models import ElectraBackbone, ElectraPretrainer
+from tests.convert import _families
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_tiny"
-POSITIONS = np.array([[1, 3], [2, 5], [0, 7]], "int32")
-ATOL = 1e-5  # float32 noise; the largest difference seen is under 3e-7
-
-
-def _reference(name):
-    with np.load(FIXTURES / name / "reference.npz") as data:
-        return dict(data)
-
-
-def _features(reference, model):
-    x = {k: reference[k] for k in ("token_ids", "segment_ids", "padding_mask")}
-    x["mask_positions"] = POSITIONS
-    return {k: v for k, v in x.items() if k in model.input}
-
-
-def _close(got, expected, mask=None, what=""):
-    got, expected = np.asarray(got), np.asarray(expected)
-    if mask is not None:
-        got, expected = got[mask], expected[mask]
-    np.testing.assert_allclose(got, expected, atol=ATOL, rtol=0, err_msg=what)
-
-
-def _at_positions(logits):
-    return np.take_along_axis(logits, POSITIONS[..., None], axis=1)
-
-
-def check_against_transformers(model, name):
-    """`model`'s outputs equal the reference that `transformers` computed for fixture `name`."""
-    reference = _reference(name)
-    mask = reference["padding_mask"].astype(bool)
-    backbone = getattr(model, "backbone", model)
-    sequence = backbone(_features(reference, backbone))["sequence_output"]
-    _close(sequence, reference["sequence_output"], mask, "sequence_output")
-    if backbone is model:
-        return
-    outputs = model(_features(reference, model))
-    if isinstance(model, ElectraPretrainer):  # its generator's MLM, its discriminator's RTD
-        generator = _reference("electra/generator")
-        _close(outputs["mlm_logits"], _at_positions(generator["mlm_logits"]), what="mlm")
-        _close(model.rtd_head(sequence), reference["rtd_logits"], mask, "rtd_logits")
-        return
-    _close(outputs["mlm_logits"], _at_positions(reference["mlm_logits"]), what="mlm_logits")
-    if "nsp_logits" in reference:
-        _close(outputs["nsp_logits"], reference["nsp_logits"], what="sop_logits")
-
-
+FIXTURES = _families.FIXTURES
+POSITIONS = _families.POSITIONS
+check_against_transformers = _families.check_against_transformers
+_close = _families.close
 @pytest.mark.parametrize("name,family,head,model_class", [
     ("distil_bert", "distil_bert", "pretrainer", "DistilBertPretrainer"),
     ("albert", "albert", "pretrainer", "AlbertPretrainer"),
@@ -155,70 +111,9 @@ def _same_deterministic_outputs(a, b, with_pooler=False):
 
 # === Original TF1 releases, written under the variable names of google-research's code ===
 
-
-def _tf1_name(hf_name, renames):
-    """A Hugging Face name (model prefix dropped) in TF1 form: dots to scopes, `layer.3` to
-    `layer_3`, weight/bias to kernel/bias or gamma/beta; `renames` first."""
-    for old, new in renames:
-        hf_name = hf_name.replace(old, new)
-    parts = hf_name.replace("layer.", "layer_").split(".")
-    last = parts.pop()
-    if parts[-1].endswith("_embeddings"):
-        return "/".join(parts), False
-    if parts[-1].startswith(("LayerNorm", "full_layer_layer_norm")):
-        return "/".join(parts + [{"weight": "gamma", "bias": "beta"}[last]]), False
-    if last == "weight":
-        return "/".join(parts + ["kernel"]), True
-    return "/".join(parts + [last]), False
-
-
-def _save_tf1(variables, prefix):
-    variables = {**variables, "global_step": np.array(100, "int64"),
-                 "electra/encoder/layer_0/output/dense/bias/adam_m": np.zeros(2, "float32")}
-    names = sorted(variables)
-    tf.raw_ops.SaveV2(prefix=str(prefix), tensor_names=names,
-                      shape_and_slices=[""] * len(names),
-                      tensors=[tf.constant(variables[n]) for n in names])
-
-
-_ALBERT_RENAMES = [  # google-research/albert's scopes (modeling.py: attention_ffn_block)
-    ("encoder.albert_layer_groups.", "encoder.transformer.group_"),
-    (".albert_layers.0.", ".inner_group_0."),
-    ("attention.query", "attention_1.self.query"),
-    ("attention.key", "attention_1.self.key"),
-    ("attention.value", "attention_1.self.value"),
-    ("attention.dense", "attention_1.output.dense"),
-    ("attention.LayerNorm", "LayerNorm"),
-    ("ffn_output", "ffn_1.intermediate.output.dense"),
-    ("ffn.", "ffn_1.intermediate.dense."),
-    ("full_layer_layer_norm", "LayerNorm_1"),
-    ("pooler.", "pooler.dense."),
-    ("predictions.", "predictions.transform."),
-]
-
-
 def test_albert_tf1_release_imports_with_the_outputs_of_transformers(tmp_path):
     hf = kbert.convert.read(FIXTURES / "albert")
-    variables = {}
-    for name, value in hf.weights.items():
-        if name == "predictions.bias":
-            variables["cls/predictions/output_bias"] = value
-        elif name.startswith("sop_classifier."):  # output_weights is [2, H], as Hugging Face
-            kind = {"weight": "weights", "bias": "bias"}[name.split(".")[-1]]
-            variables[f"cls/seq_relationship/output_{kind}"] = value
-        else:
-            tf1_name, transpose = _tf1_name(name, _ALBERT_RENAMES)
-            scope = "cls/" if name.startswith("predictions.") else "bert/"
-            variables[scope + tf1_name] = value.T if transpose else value
-    assert "bert/encoder/transformer/group_1/inner_group_0/ffn_1/intermediate/output/dense/" \
-           "kernel" in variables
-    release = tmp_path / "albert_base"
-    release.mkdir()
-    _save_tf1(variables, release / "model.ckpt-best")
-    hf_config = json.loads((FIXTURES / "albert" / "config.json").read_text())
-    hf_config["hidden_act"] = "gelu"  # google-research's name of the tanh form (gelu_new)
-    (release / "albert_config.json").write_text(json.dumps(hf_config))
-    shutil.copy(FIXTURES / "albert" / "spiece.model", release / "30k-clean.model")
+    release = _families.write_albert_tf1_release(tmp_path / "albert_base")
     assert kbert.convert.detect_format(release) == "tf1"
     checkpoint = kbert.convert.read(release)
     assert checkpoint.family == "albert" and checkpoint.head == "pretrainer"
@@ -237,7 +132,7 @@ def _electra_tf1_variables(weights):
             continue
         scope = "generator/" if name.startswith("generator.") else (
             "" if name.startswith(("discriminator_", "generator_")) else "electra/")
-        tf1_name, transpose = _tf1_name(name.removeprefix("generator."),
+        tf1_name, transpose = _families.tf1_name(name.removeprefix("generator."),
                                         [("dense_prediction", "dense_1")])
         variables[scope + tf1_name] = value.T if transpose else value
     return variables
@@ -255,7 +150,7 @@ def test_electra_tf1_release_imports_as_a_whole_pretrainer(tmp_path):
     assert "discriminator_predictions/dense_1/kernel" in variables
     release = tmp_path / "electra_small"
     release.mkdir()
-    _save_tf1(variables, release / "electra_small")
+    _families.save_tf1(variables, release / "electra_small")
     (release / "checkpoint").write_text('model_checkpoint_path: "electra_small"\n')
     (release / "vocab.txt").write_text("".join(f"[unused{i}]\n" for i in range(35))
                                        + "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n")
