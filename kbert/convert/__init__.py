@@ -75,7 +75,8 @@ def save_kbert(model, path, vocabulary=None, lowercase=True):
 def save_hugging_face(model, path, vocabulary=None, lowercase=True):
     """Writes a kbert model as a Hugging Face directory (config.json, model.safetensors, vocab).
 
-    `vocabulary` is a `WordPieceTokenizer`, a vocab.txt path or a list of tokens.
+    `vocabulary` is a `WordPieceTokenizer` or `SentencePieceTokenizer`, a vocab.txt path or a
+    list of tokens.
     """
     return hugging_face.write(Checkpoint.from_model(model, vocabulary, lowercase), path)
 

@@ -119,7 +119,8 @@ class Checkpoint:
     def from_model(cls, model, vocabulary=None, lowercase=True):
         """A `Checkpoint` of a kbert model (a backbone or a pretrainer).
 
-        `vocabulary` is a `WordPieceTokenizer`, a path of a vocab.txt or a list of tokens.
+        `vocabulary` is a `WordPieceTokenizer` or `SentencePieceTokenizer`, a path of a
+        vocab.txt or a list of tokens.
         """
         backbone = getattr(model, "backbone", model)
         families = [name for name, classes in models.FAMILIES.items()
@@ -130,7 +131,10 @@ class Checkpoint:
                 f"backbone or pretrainer of {', '.join(models.FAMILIES)}."
             )
         family = families[0]
-        if hasattr(vocabulary, "vocabulary"):  # a WordPieceTokenizer
+        sentencepiece = None
+        if hasattr(vocabulary, "model") and hasattr(vocabulary, "vocabulary"):
+            sentencepiece, lowercase, vocabulary = vocabulary.model, vocabulary.lowercase, None
+        elif hasattr(vocabulary, "vocabulary"):  # a WordPieceTokenizer
             lowercase = vocabulary.lowercase
             vocabulary = vocabulary.vocabulary
         elif vocabulary is not None and not isinstance(vocabulary, (list, tuple)):
@@ -140,7 +144,7 @@ class Checkpoint:
         weights = _mapping.weights_of(MAPPINGS[family].entries(model))
         return cls(family, backbone.bert_config, weights,
                    None if vocabulary is None else list(vocabulary), lowercase,
-                   source=f"model {model.name!r}")
+                   source=f"model {model.name!r}", sentencepiece_model=sentencepiece)
 
 
 def uppercase_free(vocabulary):

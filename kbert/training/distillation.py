@@ -43,6 +43,10 @@ def _from_run(path, run_config):
     return TeacherSource(f"run {path} ({checkpoint})", vocabulary, config.lowercase, build)
 
 
+_SENTENCEPIECE = ("its tokenizer is SentencePiece (ALBERT); the pretraining pipeline "
+                  "tokenizes with WordPiece only, so it cannot be a teacher yet.")
+
+
 def teacher_source(spec):
     """The `TeacherSource` of `--teacher`: a kbert run's model_dir, a preset name (its
     pretrained release) or a checkpoint directory (Hugging Face, TF1, keras-hub, kbert)."""
@@ -54,6 +58,8 @@ def teacher_source(spec):
         with open(run_config, encoding="utf-8") as f:
             return _from_run(spec, json.load(f))
     if spec in presets.list():
+        if presets.get(spec)["tokenizer"].get("type") == "sentencepiece":
+            raise ConfigError(f"--teacher={spec}: {_SENTENCEPIECE}")  # before any download
         tokenizer = presets.load_tokenizer(spec)
         return TeacherSource(f"preset {spec}", tokenizer.vocabulary, tokenizer.lowercase,
                              lambda dtype: presets.load(spec, head="mlm", dtype=dtype))
@@ -64,6 +70,8 @@ def teacher_source(spec):
             f"--teacher={spec!r}: not a kbert run (model_dir with config.json and "
             f"checkpoints/), a preset ({', '.join(presets.list())}) or a checkpoint: {e}"
         ) from None
+    if checkpoint.sentencepiece_model is not None:
+        raise ConfigError(f"--teacher={spec}: {_SENTENCEPIECE}")
     if checkpoint.vocabulary is None:
         raise ConfigError(f"--teacher={spec}: the checkpoint has no vocab.txt.")
     return TeacherSource(f"checkpoint {spec}", checkpoint.vocabulary, checkpoint.lowercase,
