@@ -3,6 +3,8 @@
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from kbert.tokenizers._tokenizer import Tokenizer
+
 # ALBERT's spiece.model names its specials so; the keys are those of WordPieceTokenizer.
 SPECIAL_PIECES = {
     "pad": "<pad>",
@@ -27,7 +29,7 @@ def normalize(text, lowercase=True, keep_accents=False):
     return text
 
 
-class SentencePieceTokenizer(tf.Module):
+class SentencePieceTokenizer(Tokenizer):
     """ALBERT's tokenization: text -> ALBERT's normalisation -> SentencePiece ids, in the graph.
 
     Built on `tensorflow_text.SentencepieceTokenizer`; the model (spiece.model) is a constant
@@ -67,30 +69,5 @@ class SentencePieceTokenizer(tf.Module):
             setattr(self, f"{key}_id", self._index[piece])
         self.special_ids = sorted(self._index[piece] for piece in SPECIAL_PIECES.values())
 
-    @property
-    def vocabulary_size(self):
-        return len(self.vocabulary)
-
-    def tokenize(self, text):
-        """Strings [...] -> int32 ids, ragged [..., (pieces)]. No [CLS]/[SEP] is added."""
-        text = tf.convert_to_tensor(text, tf.string)
-        text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")
-        text = normalize(text, self.lowercase, self.keep_accents)
-        if text.shape.rank == 0:
-            return self._tokenizer.tokenize(text[tf.newaxis])[0]
-        return self._tokenizer.tokenize(text)
-
-    def detokenize(self, ids):
-        """Ids [..., (pieces)] -> strings [...]."""
-        return self._tokenizer.detokenize(ids)
-
-    def token_to_id(self, token):
-        """Python lookup; unknown pieces give the <unk> id."""
-        return self._index.get(token, self.unk_id)
-
-    def id_to_token(self, token_id):
-        if not 0 <= token_id < len(self.vocabulary):
-            raise ValueError(
-                f"Token id {token_id} is out of range [0, {len(self.vocabulary)})."
-            )
-        return self.vocabulary[token_id]
+    def _normalize(self, text):
+        return normalize(text, self.lowercase, self.keep_accents)

@@ -5,6 +5,8 @@ import os
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from kbert.tokenizers._tokenizer import Tokenizer
+
 SPECIAL_TOKENS = {
     "pad": "[PAD]",
     "unk": "[UNK]",
@@ -41,7 +43,7 @@ def read_vocabulary(path):
     return tokens
 
 
-class WordPieceTokenizer(tf.Module):
+class WordPieceTokenizer(Tokenizer):
     """BERT's tokenization: text -> basic split -> WordPiece ids, in the TensorFlow graph.
 
     Built on `tensorflow_text.FastBertTokenizer`, whose WordPiece model is a constant inside
@@ -92,35 +94,5 @@ class WordPieceTokenizer(tf.Module):
             support_detokenization=True,
         )
 
-    @property
-    def vocabulary_size(self):
-        return len(self.vocabulary)
-
-    def tokenize(self, text):
-        """Strings [...] -> int32 ids, ragged [..., (tokens)]. No [CLS]/[SEP] is added.
-
-        A scalar string (as `tf.data.Dataset.map` passes) gives a dense [tokens] vector.
-        """
-        text = tf.convert_to_tensor(text, tf.string)
-        # Invalid UTF-8 becomes U+FFFD instead of failing the whole batch.
-        text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")
-        text = normalize(text, self.lowercase)
-        if text.shape.rank == 0:
-            # tensorflow-text's normalizer fails on scalars in graph mode: use a batch of one.
-            return self._tokenizer.tokenize(text[tf.newaxis])[0]
-        return self._tokenizer.tokenize(text)
-
-    def detokenize(self, ids):
-        """Ids [..., (tokens)] (ragged or dense) -> strings [...], WordPieces merged."""
-        return self._tokenizer.detokenize(ids)
-
-    def token_to_id(self, token):
-        """Python lookup; unknown tokens give the [UNK] id."""
-        return self._index.get(token, self.unk_id)
-
-    def id_to_token(self, token_id):
-        if not 0 <= token_id < len(self.vocabulary):
-            raise ValueError(
-                f"Token id {token_id} is out of range [0, {len(self.vocabulary)})."
-            )
-        return self.vocabulary[token_id]
+    def _normalize(self, text):
+        return normalize(text, self.lowercase)
