@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import kbert.convert
-from tests.convert import _checkpoints
+from tests.convert import _checkpoints, _families
 
 
 def test_keras_hub_preset_imports_with_equal_outputs(tmp_path):
@@ -54,14 +54,19 @@ def test_other_families_import_with_equal_outputs(tmp_path, family, make):
     reference = make(len(_checkpoints.VOCABULARY))
     _randomise(reference)
     reference.save_to_preset(str(tmp_path / "preset"))
+    spiece = (_families.FIXTURES / "albert" / "spiece.model").read_bytes()
     if family == "distil_bert":
         keras_hub.models.DistilBertTokenizer(
             vocabulary=_checkpoints.VOCABULARY, lowercase=True).save_to_preset(
             str(tmp_path / "preset"))
+    elif family == "albert":
+        keras_hub.models.AlbertTokenizer(proto=spiece).save_to_preset(str(tmp_path / "preset"))
     checkpoint = kbert.convert.read(tmp_path / "preset")
     assert checkpoint.family == family and checkpoint.head is None
     if family == "distil_bert":
         assert checkpoint.vocabulary == _checkpoints.VOCABULARY
+    elif family == "albert":  # keras-hub keeps the SentencePiece model as vocabulary.spm
+        assert checkpoint.sentencepiece_model == spiece and checkpoint.vocabulary is None
     backbone = checkpoint.build()
     x = {k: v for k, v in _checkpoints.inputs().items() if k in backbone.input}
     expected = reference(x)
