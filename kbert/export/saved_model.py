@@ -112,11 +112,13 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
             `ElectraPretrainer` the discriminator), and a `BertPretrainer`'s masked-LM head
             adds `fill_mask`.
         path: the SavedModel directory.
-        tokenizer: the `kbert.tokenizers.WordPieceTokenizer` of the model's vocabulary.
+        tokenizer: the model's `kbert.tokenizers.WordPieceTokenizer`, or ALBERT's
+            `SentencePieceTokenizer`.
         sequence_length: padded length of the string signatures (default: the model's
             `max_sequence_length`).
         top_k, max_masks: the shape of `fill_mask`'s outputs.
-        write_vocabulary: also write the tokenizer's `vocab.txt` beside `saved_model.pb`.
+        write_vocabulary: also write the tokenizer's `vocab.txt` (`spiece.model` for a
+            `SentencePieceTokenizer`) beside `saved_model.pb`.
     """
     backbone = _backbone_of(model)
     config = backbone.bert_config
@@ -197,7 +199,10 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
         archive.add_endpoint("fill_mask", fill_mask, [string_batch])
 
     archive.write_out(path, verbose=False)
-    if write_vocabulary:
+    if write_vocabulary and getattr(tokenizer, "model", None) is not None:  # SentencePiece
+        with tf.io.gfile.GFile(os.path.join(path, "spiece.model"), "wb") as f:
+            f.write(tokenizer.model)
+    elif write_vocabulary:
         from kbert.tokenizers.vocab_learning import write_vocabulary as write
 
         write(tokenizer.vocabulary, os.path.join(path, "vocab.txt"))

@@ -243,3 +243,34 @@ def test_a_model_without_segments_or_pooler(exported, tmp_path):
                                by_ids["sequence_output"].numpy(), atol=1e-6)
     filled = loaded.signatures["fill_mask"](text=tf.constant(["Return the [MASK]."]))
     assert filled["num_masks"].numpy().tolist() == [1]
+
+
+def test_albert_with_its_sentencepiece_tokenizer(tmp_path):
+    """The SentencePiece model is a constant of the graph, like the WordPiece one; the
+    export equals the imported ALBERT (made by transformers: tests/fixtures/make_hf_tiny.py)."""
+    import kbert.convert
+
+    checkpoint = kbert.convert.read(ROOT / "tests" / "fixtures" / "hf_tiny" / "albert")
+    model, tokenizer = checkpoint.build(), checkpoint.tokenizer()
+    path = str(tmp_path / "albert")
+    export_saved_model(model, path, tokenizer, sequence_length=16)
+    assert (Path(path) / "spiece.model").read_bytes() == checkpoint.sentencepiece_model
+    assert not (Path(path) / "vocab.txt").exists()
+    loaded = tf.saved_model.load(path)
+    texts = ["the word was in the way", "Naïve  café"]
+    outputs = loaded.signatures["serving_default"](text=tf.constant(texts))
+    inputs = pack(tokenizer, [tokenizer.tokenize(tf.constant(texts))], 16)
+    expected = model.backbone(inputs)
+    for key in ("sequence_output", "pooled_output"):
+        np.testing.assert_allclose(outputs[key].numpy(), np.asarray(expected[key]), atol=1e-5)
+    filled = loaded.signatures["fill_mask"](text=tf.constant(["the [MASK] was in the way"]))
+    assert filled["num_masks"].numpy().tolist() == [1]
+    masked = pack(tokenizer, [tokenize_with_masks(tokenizer, tf.constant(
+        ["the [MASK] was in the way"]))], 16)
+    masked = {k: v.numpy() for k, v in masked.items()}
+    assert masked["token_ids"][0, :3].tolist() == [tokenizer.cls_id, tokenizer.token_to_id(
+        "▁the"), tokenizer.mask_id]
+    logits = np.asarray(model({**masked, "mask_positions": np.array([[2]], "int32")})[
+        "mlm_logits"])[0, 0]
+    ids = filled["token_ids"].numpy()[0, 0]
+    assert ids.tolist() == np.argsort(-logits)[:len(ids)].tolist()
