@@ -58,3 +58,18 @@ def test_bad_flags_are_usage_errors(tmp_path):
     assert result.returncode != 0 and "exists and is not empty" in result.stderr
     result = _run("--to=hf", "--head=mlm", f"--input={tmp_path}", f"--output={tmp_path / 'o'}")
     assert result.returncode != 0 and "--head applies to --to=kbert" in result.stderr
+
+
+def test_an_electra_pretrainer_to_hf_and_back(tmp_path):
+    """The Hugging Face ELECTRA fixture (discriminator + generator/) -> hf -> kbert."""
+    from tests.convert import _families
+
+    result = _run("--to=hf", f"--input={_families.FIXTURES / 'electra'}",
+                  f"--output={tmp_path / 'hf'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "(hf: electra, 2 layers, hidden 16, heads: pretrainer)" in result.stdout
+    assert (tmp_path / "hf" / "generator" / "model.safetensors").is_file()
+    result = _run("--to=kbert", f"--input={tmp_path / 'hf'}", f"--output={tmp_path / 'k'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    _families.check_against_transformers(load_model(str(tmp_path / "k" / "model.keras")),
+                                         "electra")
