@@ -104,6 +104,32 @@ def heads_in(weights):
     return None
 
 
+_GENERATOR_HEAD = ("generator_predictions.", "generator_lm_head.")
+
+
+def split_pretrainer(weights):
+    """An `ElectraPretrainer`'s weights -> (the discriminator's, the generator's), each as a
+    Hugging Face model of its own names; both keep the shared embedding tables."""
+    discriminator = {k: v for k, v in weights.items()
+                     if not k.startswith((GENERATOR, *_GENERATOR_HEAD))}
+    generator = {k[len(GENERATOR):]: v for k, v in weights.items() if k.startswith(GENERATOR)}
+    generator.update({k: v for k, v in weights.items()
+                      if k.startswith(("embeddings.", *_GENERATOR_HEAD))})
+    return discriminator, generator
+
+
+def join_generator(generator):
+    """A generator's own weights (an `ElectraForMaskedLM`) as the generator part of an
+    `ElectraPretrainer`'s: its encoder under `generator.`, its head, not its embeddings."""
+    result = {}
+    for name, value in generator.items():
+        if name.startswith(("embeddings_project.", "encoder.")):
+            result[GENERATOR + name] = value
+        elif name.startswith(_GENERATOR_HEAD):
+            result[name] = value
+    return result
+
+
 def _layers(weights, prefix):
     pattern = re.compile(rf"^{re.escape(prefix)}encoder\.layer\.(\d+)\.")
     found = {int(m.group(1)) for m in map(pattern.match, weights) if m}

@@ -113,11 +113,7 @@ def _read_generator(path, weights, source):
         logging.warning("%s: the generator's embeddings differ from the discriminator's "
                         "(%s); kbert's generator shares the discriminator's.", source,
                         ", ".join(different))
-    for name, value in generator.items():
-        if name.startswith(("embeddings_project.", "encoder.")):
-            weights[electra.GENERATOR + name] = value
-        elif name.startswith(("generator_predictions.", "generator_lm_head.")):
-            weights[name] = value
+    weights.update(electra.join_generator(generator))
 
 
 def read(path):
@@ -176,12 +172,7 @@ def write(checkpoint, path):
                      checkpoint.source, mapping.ARCHITECTURES[None], ", ".join(dropped))
     with _directory.staged(path) as staging:
         if mapping is electra and head == "pretrainer":
-            generator = {k[len(electra.GENERATOR):]: v for k, v in weights.items()
-                         if k.startswith(electra.GENERATOR)}
-            generator.update({k: v for k, v in weights.items() if k.startswith(
-                ("embeddings.", "generator_predictions.", "generator_lm_head."))})
-            discriminator = {k: v for k, v in weights.items() if not k.startswith(
-                ("generator", ))}
+            discriminator, generator = electra.split_pretrainer(weights)
             (staging / GENERATOR_FOLDER).mkdir()
             _write_one(staging / GENERATOR_FOLDER, checkpoint, mapping, "mlm",
                        electra.generator_config_to_hf(checkpoint.config, weights), generator)
