@@ -72,17 +72,27 @@ class Pretrainer:
             )
         return y
 
-    def masked_lm_loss(self, y, logits):
-        """Mean cross-entropy over the masked positions, weighted by `mask_weights`.
+    def weighted_mean(self, values, weights, tracker, floor=1.0):
+        """sum(values * weights) / the global sum of `weights` (at least `floor`).
 
-        Under tf.distribute each replica returns its share of the global loss (Keras sums
-        the replicas' gradients): sums over its own examples, divided by global counts. The
-        trackers get the share times the replica count, so their mean over replicas is the
-        global value. One replica (default strategy, JAX): the plain mean.
+        Under tf.distribute each replica returns its share of the global mean (Keras sums
+        the replicas' gradients): a sum over its own examples, divided by the global weight.
+        `tracker` gets the share times the replica count, so that its mean over replicas is
+        the global value. One replica (default strategy, JAX): the plain weighted mean.
+        """
+        _, replicas = _replicas.replica_id_and_count()
+        weights = ops.cast(weights, "float32")
+        total = ops.maximum(_replicas.global_sum(ops.sum(weights)), floor)
+        mean = ops.sum(values * weights) / total
+        tracker.update_state(mean * replicas)
+        return mean
+
+    def masked_lm_loss(self, y, logits):
+        """Mean cross-entropy over the masked positions, weighted by `mask_weights`, as
+        `weighted_mean` (updates `mlm_loss_tracker` and `mlm_accuracy`).
 
         Returns: (loss, weights [B, P] float32).
         """
-        _, replicas = _replicas.replica_id_and_count()
         logits = ops.cast(logits, "float32")  # [B, P, V]
         mask_ids = y["mask_ids"]
         weights = y.get("mask_weights")
@@ -92,9 +102,7 @@ class Pretrainer:
             mask_ids, logits, from_logits=True
         )  # [B, P]
         # google-research/bert adds 1e-5 to the denominator; max() keeps an all-padding batch at 0.
-        total_weight = _replicas.global_sum(ops.sum(weights))
-        loss = ops.sum(token_losses * weights) / ops.maximum(total_weight, 1e-5)
-        self.mlm_loss_tracker.update_state(loss * replicas)
+        loss = self.weighted_mean(token_losses, weights, self.mlm_loss_tracker, floor=1e-5)
         self.mlm_accuracy.update_state(mask_ids, logits, sample_weight=weights)
         return loss, weights
 

@@ -3,7 +3,6 @@
 import keras
 from keras import ops
 
-from kbert import _replicas
 from kbert.layers import NextSentenceHead
 from kbert.models.pretrainer import Pretrainer, masked_lm_head
 
@@ -87,7 +86,6 @@ class BertPretrainer(Pretrainer, keras.Model):
         return self._check_labels(y, needed)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        _, replicas = _replicas.replica_id_and_count()
         y = self._labels(y)
         loss, _ = self.masked_lm_loss(y, y_pred["mlm_logits"])
         if self.next_sentence_prediction:
@@ -96,9 +94,8 @@ class BertPretrainer(Pretrainer, keras.Model):
             nsp_losses = keras.losses.sparse_categorical_crossentropy(
                 labels, nsp_logits, from_logits=True
             )
-            count = _replicas.global_sum(ops.cast(ops.shape(nsp_losses)[0], "float32"))
-            nsp_loss = ops.sum(nsp_losses) / ops.maximum(count, 1.0)
-            self.nsp_loss_tracker.update_state(nsp_loss * replicas)
+            nsp_loss = self.weighted_mean(nsp_losses, ops.ones_like(nsp_losses),
+                                          self.nsp_loss_tracker)
             self.nsp_accuracy.update_state(labels, nsp_logits)
             loss = loss + nsp_loss
         return self.add_regularization(loss)

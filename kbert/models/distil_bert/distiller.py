@@ -4,7 +4,6 @@ import keras
 import numpy as np
 from keras import ops
 
-from kbert import _replicas
 from kbert.layers import _utils
 from kbert.models.pretrainer import Pretrainer
 
@@ -175,29 +174,25 @@ class Distiller(Pretrainer, keras.Model):
                 "teacher_sequence_output": ops.stop_gradient(t_sequence)}
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        _, replicas = _replicas.replica_id_and_count()
         y = self._check_labels(y, ("mask_ids",))
         mlm_loss, weights = self.masked_lm_loss(y, y_pred["mlm_logits"])
-        total_weight = ops.maximum(_replicas.global_sum(ops.sum(weights)), 1e-5)
 
         t = self.temperature
         student = ops.log_softmax(ops.cast(y_pred["mlm_logits"], "float32") / t, axis=-1)
         teacher = ops.log_softmax(ops.cast(y_pred["teacher_logits"], "float32") / t, axis=-1)
         kl = ops.sum(ops.exp(teacher) * (teacher - student), axis=-1)  # [B, P]
-        kl_loss = ops.sum(kl * weights) / total_weight * t * t
-        self.kl_loss_tracker.update_state(kl_loss * replicas)
+        kl_loss = self.weighted_mean(kl * (t * t), weights, self.kl_loss_tracker, floor=1e-5)
 
         if self.cosine_weight:
-            mask = ops.cast(x["padding_mask"], "float32")  # [B, S]
             s_hidden = ops.cast(y_pred["sequence_output"], "float32")
             t_hidden = ops.cast(y_pred["teacher_sequence_output"], "float32")
             cosine = ops.sum(s_hidden * t_hidden, axis=-1) / ops.maximum(
                 ops.norm(s_hidden, axis=-1) * ops.norm(t_hidden, axis=-1), 1e-8)
-            tokens = ops.maximum(_replicas.global_sum(ops.sum(mask)), 1.0)
-            cosine_loss = ops.sum((1.0 - cosine) * mask) / tokens
+            cosine_loss = self.weighted_mean(1.0 - cosine, x["padding_mask"],  # [B, S]
+                                             self.cosine_loss_tracker)
         else:
             cosine_loss = ops.zeros(())
-        self.cosine_loss_tracker.update_state(cosine_loss * replicas)
+            self.cosine_loss_tracker.update_state(cosine_loss)
         loss = (self.kl_weight * kl_loss + self.mlm_weight * mlm_loss
                 + self.cosine_weight * cosine_loss)
         return self.add_regularization(loss)

@@ -4,7 +4,6 @@
 import keras
 from keras import ops
 
-from kbert import _replicas
 from kbert.layers import MaskedTokenSampler, ReplacedTokenHead, _utils
 from kbert.layers.masked_token_sampler import scatter_positions
 from kbert.models.bert.bert_pretrainer import BertPretrainer
@@ -122,7 +121,6 @@ class ElectraPretrainer(Pretrainer, keras.Model):
         self.rtd_accuracy = keras.metrics.BinaryAccuracy(name="rtd_accuracy", threshold=0.0)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        _, replicas = _replicas.replica_id_and_count()
         y = self._check_labels(y, ("mask_ids",))
         mlm_loss, _ = self.masked_lm_loss(y, y_pred["mlm_logits"])
         original = scatter_positions(x["token_ids"], x["mask_positions"], y["mask_ids"])
@@ -130,9 +128,7 @@ class ElectraPretrainer(Pretrainer, keras.Model):
         logits = ops.cast(y_pred["rtd_logits"], "float32")  # [B, S]
         mask = ops.cast(x["padding_mask"], "float32")
         token_losses = ops.binary_crossentropy(labels, logits, from_logits=True)  # [B, S]
-        total = _replicas.global_sum(ops.sum(mask))
-        rtd_loss = ops.sum(token_losses * mask) / ops.maximum(total, 1.0)
-        self.rtd_loss_tracker.update_state(rtd_loss * replicas)
+        rtd_loss = self.weighted_mean(token_losses, mask, self.rtd_loss_tracker)
         # BinaryAccuracy with threshold 0 on the logits: positive logit = "replaced".
         self.rtd_accuracy.update_state(labels, logits, sample_weight=mask)
         loss = self.mlm_loss_weight * mlm_loss + self.rtd_loss_weight * rtd_loss
