@@ -34,10 +34,10 @@ def staged(path):
 def write_tokenizer_files(folder, checkpoint, **tokenizer_config):
     """vocab.txt (or spiece.model) and tokenizer_config.json (`do_lower_case` +
     `tokenizer_config`), when the checkpoint has a tokenizer."""
+    if checkpoint.sentencepiece_model is None and checkpoint.vocabulary is None:
+        return
     if checkpoint.sentencepiece_model is not None:
         (Path(folder) / SENTENCEPIECE_MODEL).write_bytes(checkpoint.sentencepiece_model)
-    elif checkpoint.vocabulary is None:
-        return
     if checkpoint.vocabulary is not None:
         from kbert.tokenizers.vocab_learning import write_vocabulary
 

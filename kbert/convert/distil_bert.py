@@ -1,6 +1,7 @@
 """DistilBERT weights in Hugging Face names (`DistilBertForMaskedLM` without `distilbert.`).
 
-There is no original TF1 release: DistilBERT was trained and published in PyTorch.
+There is no original TF1 release (DistilBERT was trained and published in PyTorch), so this
+module has no TF1 names: `kbert.convert.tf1` never reads a checkpoint as DistilBERT.
 """
 
 from kbert.convert import _mapping, bert
@@ -15,7 +16,6 @@ ARCHITECTURES = {None: "DistilBertModel", "mlm": "DistilBertForMaskedLM",
 TIED = ("vocab_projector.weight",)
 ALIASES = {}
 TOKENIZER_CLASS = "DistilBertTokenizer"
-TF1_CONFIG_FILES = ()
 LAYER_NORM_EPSILON = 1e-12  # fixed in Hugging Face's DistilBERT, not in its config
 
 CONFIG_FIELDS = {
@@ -77,7 +77,3 @@ def entries(model):
 def heads_in(weights):
     # DistilBERT's pretraining model is its masked LM: "pretrainer" and "mlm" are the same.
     return "pretrainer" if "vocab_transform.weight" in weights else None
-
-
-def tf1_name(name):
-    return None

@@ -46,6 +46,13 @@ def config_from_hf(values, source="config.json"):
     return ElectraConfig(**kwargs)
 
 
+def config_from_google(values, source="config.json"):
+    """From a google-research-style config dict ("gelu" there is the tanh form), for a TF1
+    checkpoint given one; the releases have none (see `config_from_weights`)."""
+    return ElectraConfig(**bert.config_kwargs(values, CONFIG_FIELDS, _mapping.GOOGLE_ACTIVATIONS,
+                                              source))
+
+
 def config_to_hf(config):
     values = bert.config_values(config, CONFIG_FIELDS, MODEL_TYPE)
     values.update(embedding_size=config.embedding_size or config.hidden_size,

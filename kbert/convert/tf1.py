@@ -12,10 +12,8 @@ import logging
 import re
 from pathlib import Path
 
-from kbert.convert import _directory, bert, electra
-from kbert.convert._mapping import GOOGLE_ACTIVATIONS
+from kbert.convert import _directory
 from kbert.convert.checkpoint import MAPPINGS, Checkpoint, uppercase_free
-from kbert.models import ElectraConfig
 
 # Optimizer slots and bookkeeping in pretraining checkpoints: not model weights.
 _SKIP = re.compile(r"(/adam_[mv]$|/lamb_[mv]$|^global_step$|^good_steps$|^current_loss_scale$"
@@ -77,8 +75,8 @@ def _config(family, folder, prefix, config_path, weights):
         found = [folder / name for name in mapping.TF1_CONFIG_FILES if (folder / name).is_file()]
         if found:
             config_path = found[0]
-        elif family == "electra":  # the ELECTRA releases have no config file
-            return electra.config_from_weights(weights, source=prefix)
+        elif hasattr(mapping, "config_from_weights"):  # ELECTRA's releases have no config
+            return mapping.config_from_weights(weights, source=prefix)
         else:
             raise FileNotFoundError(
                 f"No {' or '.join(mapping.TF1_CONFIG_FILES)} next to {prefix}: pass its path "
@@ -86,9 +84,6 @@ def _config(family, folder, prefix, config_path, weights):
             )
     with open(config_path, encoding="utf-8") as f:
         values = json.load(f)
-    if family == "electra":
-        return ElectraConfig(**bert.config_kwargs(values, electra.CONFIG_FIELDS,
-                                                  GOOGLE_ACTIVATIONS, str(config_path)))
     return mapping.config_from_google(values, source=str(config_path))
 
 

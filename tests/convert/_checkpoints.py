@@ -19,13 +19,19 @@ CONFIG = BertConfig(vocabulary_size=len(VOCABULARY), num_layers=2, hidden_size=1
                     attention_dropout=0.0)
 
 
-def random_pretrainer(config=CONFIG, seed=0, head="pretrainer"):
-    """A kbert model whose every weight (biases and LayerNorms too) is random."""
-    model = build("bert", config, head=head)
+def randomise(model, seed=0):
+    """Every float weight of `model` (biases and LayerNorms too) random; other state (a
+    sampler's seed) kept."""
     rng = np.random.default_rng(seed)
     for variable in model.weights:
-        variable.assign(rng.normal(0.0, 0.2, variable.shape).astype("float32"))
+        if variable.dtype == "float32":
+            variable.assign(rng.normal(0.0, 0.2, variable.shape).astype("float32"))
     return model
+
+
+def random_pretrainer(config=CONFIG, seed=0, head="pretrainer"):
+    """A kbert model whose every weight (biases and LayerNorms too) is random."""
+    return randomise(build("bert", config, head=head), seed)
 
 
 def inputs(batch=3, length=12, vocabulary_size=len(VOCABULARY), seed=1):

@@ -9,7 +9,7 @@ import pytest
 
 import kbert.convert
 from kbert.models import ElectraBackbone, ElectraPretrainer
-from tests.convert import _families
+from tests.convert import _checkpoints, _families
 
 FIXTURES = _families.FIXTURES
 POSITIONS = _families.POSITIONS
@@ -79,19 +79,12 @@ def test_a_kbert_electra_pretrainer_exports_and_imports(tmp_path):
     backbone = ElectraBackbone(vocabulary_size=40, num_layers=2, hidden_size=16, num_heads=1,
                                intermediate_size=32, embedding_size=12, max_sequence_length=24)
     original = ElectraPretrainer(backbone, generator_hidden_fraction=0.5)
-    _randomise(original)
+    _checkpoints.randomise(original)
     kbert.convert.save_hugging_face(original, tmp_path / "hf")
     imported = kbert.convert.load(tmp_path / "hf")
     assert isinstance(imported, ElectraPretrainer)
     assert imported.generator.hidden_size == 8
     _same_deterministic_outputs(original, imported)
-
-
-def _randomise(model, seed=0):
-    rng = np.random.default_rng(seed)
-    for variable in model.weights:
-        if variable.dtype == "float32":
-            variable.assign(rng.normal(0.0, 0.2, variable.shape).astype("float32"))
 
 
 def _same_deterministic_outputs(a, b, with_pooler=False):
@@ -144,7 +137,7 @@ def test_electra_tf1_release_imports_as_a_whole_pretrainer(tmp_path):
                                intermediate_size=32, embedding_size=12, max_sequence_length=24,
                                activation="gelu_approximate")
     original = ElectraPretrainer(backbone, generator_hidden_fraction=0.5)
-    _randomise(original, seed=4)
+    _checkpoints.randomise(original, seed=4)
     variables = _electra_tf1_variables(kbert.convert.Checkpoint.from_model(original).weights)
     assert "generator/encoder/layer_1/attention/self/query/kernel" in variables
     assert "discriminator_predictions/dense_1/kernel" in variables

@@ -12,9 +12,7 @@ def test_keras_hub_preset_imports_with_equal_outputs(tmp_path):
     keras_hub_backbone = keras_hub.models.BertBackbone(
         vocabulary_size=len(_checkpoints.VOCABULARY), num_layers=2, num_heads=2, hidden_dim=16,
         intermediate_dim=32, max_sequence_length=24, dropout=0.0)
-    rng = np.random.default_rng(0)
-    for variable in keras_hub_backbone.weights:
-        variable.assign(rng.normal(0.0, 0.2, variable.shape).astype("float32"))
+    _checkpoints.randomise(keras_hub_backbone)
     keras_hub_backbone.save_to_preset(str(tmp_path / "preset"))
     keras_hub.models.BertTokenizer(vocabulary=_checkpoints.VOCABULARY, lowercase=True).save_to_preset(
         str(tmp_path / "preset"))
@@ -33,12 +31,6 @@ def test_keras_hub_preset_imports_with_equal_outputs(tmp_path):
     _checkpoints.assert_same_outputs(backbone, kbert.convert.load(tmp_path / "hf"), x)
 
 
-def _randomise(model, seed=0):
-    rng = np.random.default_rng(seed)
-    for variable in model.weights:
-        variable.assign(rng.normal(0.0, 0.2, variable.shape).astype("float32"))
-
-
 SIZE = dict(num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=32,
             max_sequence_length=24, dropout=0.0)
 
@@ -52,7 +44,7 @@ SIZE = dict(num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=32,
 ])
 def test_other_families_import_with_equal_outputs(tmp_path, family, make):
     reference = make(len(_checkpoints.VOCABULARY))
-    _randomise(reference)
+    _checkpoints.randomise(reference)
     reference.save_to_preset(str(tmp_path / "preset"))
     spiece = (_families.FIXTURES / "albert" / "spiece.model").read_bytes()
     if family == "distil_bert":
