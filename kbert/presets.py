@@ -43,7 +43,7 @@ def get(name):
 def config(name, **config_overrides):
     """The architecture config of preset `name` with `config_overrides` applied, validated."""
     preset = get(name)
-    return models.FAMILIES[preset["model"]][0].from_dict({**preset["config"], **config_overrides})
+    return models.FAMILIES[preset["model"]].config.from_dict({**preset["config"], **config_overrides})
 
 
 PRETRAINED = "pretrained"

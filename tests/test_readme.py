@@ -34,7 +34,7 @@ def test_main_command_runs(tmp_path):
     assert setup.startswith("python3 -m venv .venv") and job.startswith("python tools/pretrain.py")
     args = job.split()[2:]  # after "python tools/pretrain.py"
     short = ["--train_steps=100", "--steps_per_loop=50", f"--model_dir={tmp_path}/run",
-             f"--export_dir={tmp_path}/export", "--vocab_size=3000"]
+             f"--export_dir={tmp_path}/export", "--learned_vocabulary_size=3000"]
     result = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "pretrain.py"), *args, *short], cwd=ROOT,
         capture_output=True, text=True, timeout=900,

@@ -244,7 +244,7 @@ def preprocess(argv):
 
         def kbert_data():
             return pretraining_dataset(corpora.text_files(path), tokenizer, sequence_length=seq,
-                                       max_predictions=preds, batch_size=batch, objective="nsp")
+                                       max_predictions=preds, batch_size=batch, sentence_task="nsp")
 
         hub_tokenizer = keras_hub.models.BertTokenizer(vocabulary=vocabulary, lowercase=True)
         hub_preprocessor = keras_hub.models.BertMaskedLMPreprocessor(

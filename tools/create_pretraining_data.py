@@ -23,20 +23,24 @@ from kbert.data import inputs  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input", None, f"Corpus: {inputs.INPUT_HELP}.")
-flags.DEFINE_string("vocab", None, "WordPiece vocab.txt (see tools/build_vocab.py).")
+flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt (see tools/build_vocab.py).")
+flags.DEFINE_alias("vocab", "vocab_file")  # deprecated name
 flags.DEFINE_bool("lowercase", True, "Lower-case and strip accents (uncased vocab).")
 flags.DEFINE_string("output", None, "Output path; with --num_shards > 1, -NNNNN-of-NNNNN is added.")
 flags.DEFINE_integer("num_shards", 1, "Number of output files.")
 flags.DEFINE_integer("sequence_length", 128, "Tokens per example, [CLS] and [SEP] included.")
 flags.DEFINE_integer("max_predictions", 20, "Masked positions per example.")
-flags.DEFINE_enum("objective", "nsp", ["nsp", "sop", "none"], "Sentence objective of the pairs.")
+flags.DEFINE_enum("sentence_task", "nsp", ["nsp", "sop", "none"],
+                  "Sentence task of the pairs: next-sentence (nsp), sentence-order (sop) or "
+                  "none (one segment).")
+flags.DEFINE_alias("objective", "sentence_task")  # deprecated name
 flags.DEFINE_enum("masking", "token", ["token", "word", "ngram"],
-                  "Masking unit: tokens, whole words, or n-grams of whole words (ALBERT).")
-flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of the tokens to predict.")
+                  "What is masked together: tokens, whole words, or n-grams of whole words (ALBERT).")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of the tokens to predict, in (0, 1).")
 flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target length.")
 flags.DEFINE_integer("dupe_factor", 1, "Passes over the corpus, each with new masks.")
 flags.DEFINE_integer("seed", 12345, "Random seed.")
-flags.mark_flags_as_required(["input", "vocab", "output"])
+flags.mark_flags_as_required(["input", "vocab_file", "output"])
 
 
 def main(argv):
@@ -49,13 +53,14 @@ def main(argv):
     except (FileNotFoundError, ValueError) as e:
         raise app.UsageError(f"--input: {e}")
     try:
-        tokenizer = WordPieceTokenizer(FLAGS.vocab, lowercase=FLAGS.lowercase)
+        tokenizer = WordPieceTokenizer(FLAGS.vocab_file, lowercase=FLAGS.lowercase)
     except (FileNotFoundError, ValueError) as e:
-        raise app.UsageError(f"--vocab: {e}")
+        raise app.UsageError(f"--vocab_file: {e}")
     data = pretraining_dataset(
         documents, tokenizer, sequence_length=FLAGS.sequence_length,
-        max_predictions=FLAGS.max_predictions, batch_size=256, objective=FLAGS.objective,
-        unit=FLAGS.masking, rate=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
+        max_predictions=FLAGS.max_predictions, batch_size=256,
+        sentence_task=FLAGS.sentence_task, masking=FLAGS.masking,
+        masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
         seed=FLAGS.seed, drop_remainder=False,
     )
     # Each repetition is a new pass over the dataset, so it draws new masks.

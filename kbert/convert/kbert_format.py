@@ -10,6 +10,7 @@ from pathlib import Path
 
 from kbert.convert import _directory
 from kbert.convert.checkpoint import Checkpoint
+from kbert.convert.keras_archive import load_model
 
 MODEL_FILE = "model.keras"
 
@@ -19,8 +20,6 @@ def is_kbert(path):
 
 
 def read(path):
-    from kbert.export import load_model
-
     path = Path(path)
     model = load_model(str(path / MODEL_FILE), compile=False)
     vocabulary, lowercase = _directory.read_tokenizer_files(path)

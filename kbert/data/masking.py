@@ -1,6 +1,6 @@
 """BERT's masked-LM corruption on batches of fixed-length examples, in the TensorFlow graph.
 
-For each sequence: pick `rate` (15%) of the non-special tokens, capped at `max_predictions`;
+For each sequence: pick `masked_lm_prob` (15%) of the non-special tokens, capped at `max_predictions`;
 of those, 80% become [MASK], 10% a random non-special token, 10% stay. Units can be
 tokens, whole words (all WordPieces of a word together) or n-grams of whole words (ALBERT:
 spans of 1..max_ngram words, P(n) proportional to 1/n).
@@ -8,14 +8,14 @@ spans of 1..max_ngram words, P(n) proportional to 1/n).
 Why not tensorflow-text's `RandomItemSelector`: it rounds the number of picks per sequence up
 (`ceil`), which overshoots 15% (by a third on a 10-token sequence), shuffles row by row in a
 `map_fn`, and draws from stateful random ops. Here the number of units is rounded
-stochastically (unbiased: exactly `rate` in expectation), one sort per batch ranks all units,
+stochastically (unbiased: exactly `masked_lm_prob` in expectation), one sort per batch ranks all units,
 and every draw is stateless from a per-batch seed, so a seed reproduces the batches exactly.
 """
 
 import numpy as np
 import tensorflow as tf
 
-UNITS = ("token", "word", "ngram")
+MASKINGS = ("token", "word", "ngram")
 
 
 class Masker:
@@ -24,20 +24,21 @@ class Masker:
     Args:
         vocabulary: the token list (index = id), to find special tokens and "##" pieces.
         max_predictions: masked positions per sequence (the label width `P`).
-        rate: fraction of the non-special tokens to predict.
+        masked_lm_prob: fraction of the non-special tokens to predict.
         mask_token_rate, random_token_rate: of the predicted tokens, the fraction replaced
             by [MASK] and by a random non-special token (the rest stay).
-        unit: "token", "word" (whole-word masking) or "ngram" (n-grams of whole words).
-        max_ngram: longest n-gram for unit="ngram".
+        masking: the unit masked together: "token", "word" (whole-word masking) or "ngram"
+            (n-grams of whole words).
+        max_ngram: longest n-gram for masking="ngram".
     """
 
-    def __init__(self, vocabulary, max_predictions, rate=0.15, mask_token_rate=0.8,
-                 random_token_rate=0.1, unit="token", max_ngram=3,
+    def __init__(self, vocabulary, max_predictions, masked_lm_prob=0.15, mask_token_rate=0.8,
+                 random_token_rate=0.1, masking="token", max_ngram=3,
                  special_tokens=("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")):
-        if unit not in UNITS:
-            raise ValueError(f"Unknown masking unit {unit!r}. Allowed: {', '.join(UNITS)}.")
-        if not 0 < rate < 1:
-            raise ValueError(f"Masking rate must be in (0, 1), got {rate!r}.")
+        if masking not in MASKINGS:
+            raise ValueError(f"Unknown masking {masking!r}. Allowed: {', '.join(MASKINGS)}.")
+        if not 0 < masked_lm_prob < 1:
+            raise ValueError(f"masked_lm_prob must be in (0, 1), got {masked_lm_prob!r}.")
         if not (0 <= mask_token_rate and 0 <= random_token_rate
                 and mask_token_rate + random_token_rate <= 1):
             raise ValueError(
@@ -59,10 +60,10 @@ class Masker:
         self.vocabulary_size = len(vocabulary)
         self.mask_id = index["[MASK]"]
         self.max_predictions = max_predictions
-        self.rate = rate
+        self.masked_lm_prob = masked_lm_prob
         self.mask_token_rate = mask_token_rate
         self.random_token_rate = random_token_rate
-        self.unit = unit
+        self.masking = masking
         self.max_ngram = max_ngram
         self._special = tf.constant(special)
         self._continuation = tf.constant([t.startswith("##") for t in vocabulary])
@@ -73,7 +74,7 @@ class Masker:
     def _unit_ids(self, token_ids, selectable, seeds):
         """Unit index of every token [B, S]; tokens of one unit share it, in order."""
         s = tf.shape(token_ids)[1]
-        if self.unit == "token":
+        if self.masking == "token":
             return tf.broadcast_to(tf.range(s)[None], tf.shape(token_ids))
         # A word starts at a selectable token that is not a "##" continuation (or follows a
         # non-selectable one, e.g. [CLS] or [SEP], so that a word never spans segments).
@@ -81,7 +82,7 @@ class Masker:
         previous = tf.pad(selectable[:, :-1], [[0, 0], [1, 0]])
         starts = selectable & ~(continuation & previous)
         word = tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1  # [B, S], -1 before the first
-        if self.unit == "word":
+        if self.masking == "word":
             return tf.maximum(word, 0)
         # n-grams: a random partition of the word sequence into spans of 1..max_ngram words.
         b = tf.shape(token_ids)[0]
@@ -113,8 +114,8 @@ class Masker:
         score = tf.where(is_unit, score, 2.0)
         rank = tf.argsort(tf.argsort(score, axis=1), axis=1)  # [B, S] rank of each unit slot
         units = tf.reduce_sum(tf.cast(is_unit, tf.float32), axis=1)
-        # Stochastic rounding: E[k] = rate * units exactly.
-        k = tf.floor(units * self.rate + tf.random.stateless_uniform([b], seeds[1]))
+        # Stochastic rounding: E[k] = masked_lm_prob * units exactly.
+        k = tf.floor(units * self.masked_lm_prob + tf.random.stateless_uniform([b], seeds[1]))
         token_rank = tf.gather(rank, unit, batch_dims=1)  # [B, S]
         chosen = selectable & (tf.cast(token_rank, tf.float32) < k[:, None])
 

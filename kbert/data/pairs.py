@@ -21,7 +21,7 @@ import collections
 
 import numpy as np
 
-OBJECTIVES = ("nsp", "sop", "none")
+SENTENCE_TASKS = ("nsp", "sop", "none")
 
 
 def truncate_pair(a, b, max_tokens, rng):
@@ -46,7 +46,7 @@ class PairBuilder:
 
     Args:
         sequence_length: length of every example, [CLS] and [SEP]s included.
-        objective: "nsp", "sop" or "none" (one segment of whole sentences, no label).
+        sentence_task: "nsp", "sop" or "none" (one segment of whole sentences, no label).
         cls_id, sep_id, pad_id: special-token ids.
         short_seq_prob: probability of a shorter random target length for a document.
         seed: seed of the numpy generator; the same seed and input give the same examples.
@@ -54,11 +54,12 @@ class PairBuilder:
             come from (half of them read ahead).
     """
 
-    def __init__(self, sequence_length, objective, cls_id, sep_id, pad_id,
+    def __init__(self, sequence_length, sentence_task, cls_id, sep_id, pad_id,
                  short_seq_prob=0.1, seed=0, random_buffer=1000):
-        if objective not in OBJECTIVES:
-            raise ValueError(f"Unknown objective {objective!r}. Allowed: {', '.join(OBJECTIVES)}.")
-        special = 3 if objective != "none" else 2
+        if sentence_task not in SENTENCE_TASKS:
+            raise ValueError(f"Unknown sentence_task {sentence_task!r}. Allowed: "
+                             f"{', '.join(SENTENCE_TASKS)}.")
+        special = 3 if sentence_task != "none" else 2
         if not isinstance(sequence_length, int) or sequence_length < special + 2:
             raise ValueError(
                 f"sequence_length must be an integer >= {special + 2}, got {sequence_length!r}."
@@ -66,7 +67,7 @@ class PairBuilder:
         if not 0 <= short_seq_prob <= 1:
             raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob!r}.")
         self.sequence_length = sequence_length
-        self.objective = objective
+        self.sentence_task = sentence_task
         self.cls_id, self.sep_id, self.pad_id = cls_id, sep_id, pad_id
         self.short_seq_prob = short_seq_prob
         self.max_tokens = sequence_length - special
@@ -141,7 +142,7 @@ class PairBuilder:
 
     def _document_examples(self, document):
         target = self._target_length()
-        if self.objective == "none":
+        if self.sentence_task == "none":
             yield from self._packed(document, target)
             return
         chunk, length, i = [], 0, 0
@@ -152,10 +153,10 @@ class PairBuilder:
                 if length >= 2:  # else the chunk cannot give two non-empty segments
                     label = int(self.rng.random() < 0.5)
                     a, b, a_end = self._split(chunk)
-                    if self.objective == "nsp" and label == 1:
+                    if self.sentence_task == "nsp" and label == 1:
                         b = self._random_segment(target - len(a), document)
                         i -= len(chunk) - a_end  # the unused sentences start the next chunk
-                    elif self.objective == "sop" and label == 1:
+                    elif self.sentence_task == "sop" and label == 1:
                         a, b = b, a
                     a, b = truncate_pair(a, b, self.max_tokens, self.rng)
                     if len(a) and len(b):

@@ -25,12 +25,12 @@ def tokenized_documents(documents, tokenizer):
     return documents.map(tokenize, num_parallel_calls=AUTOTUNE, deterministic=True)
 
 
-def examples(documents, tokenizer, sequence_length, objective="nsp", short_seq_prob=0.1,
+def examples(documents, tokenizer, sequence_length, sentence_task="nsp", short_seq_prob=0.1,
              seed=0, random_buffer=1000):
     """Unmasked fixed-length examples (see `PairBuilder`), as a dataset of dicts."""
     builder_args = dict(
         sequence_length=sequence_length,
-        objective=objective,
+        sentence_task=sentence_task,
         cls_id=tokenizer.cls_id,
         sep_id=tokenizer.sep_id,
         pad_id=tokenizer.pad_id,
@@ -42,7 +42,7 @@ def examples(documents, tokenizer, sequence_length, objective="nsp", short_seq_p
     tokenized = tokenized_documents(documents, tokenizer).prefetch(AUTOTUNE)
 
     keys = ["token_ids", "segment_ids", "padding_mask"]
-    if objective != "none":
+    if sentence_task != "none":
         keys.append("next_sentence_labels")
 
     def generate():
@@ -74,9 +74,9 @@ def split_features_and_labels(example):
 
 
 def pretraining_dataset(documents, tokenizer, sequence_length=128, max_predictions=20,
-                        batch_size=32, objective="nsp", unit="token", rate=0.15,
-                        mask_token_rate=0.8, random_token_rate=0.1, max_ngram=3,
-                        short_seq_prob=0.1, seed=0, shuffle_buffer=1000, drop_remainder=True,
+                        batch_size=32, sentence_task="nsp", masking="token",
+                        masked_lm_prob=0.15, mask_token_rate=0.8, random_token_rate=0.1,
+                        max_ngram=3, short_seq_prob=0.1, seed=0, shuffle_buffer=1000, drop_remainder=True,
                         random_buffer=1000, repeat=False):
     """Batches of (features, labels) for `BertPretrainer.fit`, masked afresh every epoch.
 
@@ -84,8 +84,8 @@ def pretraining_dataset(documents, tokenizer, sequence_length=128, max_predictio
         documents: a dataset of documents (string vectors), e.g. `kbert.data.corpora.*`.
         tokenizer: a `kbert.tokenizers.WordPieceTokenizer`.
         sequence_length, max_predictions: the static shapes [B, S] and [B, P].
-        objective: "nsp", "sop" or "none" (one segment of whole sentences, no label).
-        unit, rate, mask_token_rate, random_token_rate, max_ngram: see `Masker`.
+        sentence_task: "nsp", "sop" or "none" (one segment of whole sentences, no label).
+        masking, masked_lm_prob, mask_token_rate, random_token_rate, max_ngram: see `Masker`.
         short_seq_prob: probability of a shorter target length for a document.
         seed: every random choice derives from it: the same seed gives the same batches;
             each new pass over the dataset (epoch) draws new masks.
@@ -99,12 +99,13 @@ def pretraining_dataset(documents, tokenizer, sequence_length=128, max_predictio
             tf.distribute may make extra iterators).
     """
     masker = Masker(
-        tokenizer.vocabulary, max_predictions, rate=rate, mask_token_rate=mask_token_rate,
-        random_token_rate=random_token_rate, unit=unit, max_ngram=max_ngram,
+        tokenizer.vocabulary, max_predictions, masked_lm_prob=masked_lm_prob,
+        mask_token_rate=mask_token_rate, random_token_rate=random_token_rate, masking=masking,
+        max_ngram=max_ngram,
     )
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}.")
-    data = examples(documents, tokenizer, sequence_length, objective, short_seq_prob, seed,
+    data = examples(documents, tokenizer, sequence_length, sentence_task, short_seq_prob, seed,
                     random_buffer)
     if repeat:  # shuffling after repeat() mixes the passes from a state fixed by `seed`
         data = data.repeat()

@@ -1,6 +1,6 @@
 """Export and safe loading: SavedModels with string signatures, `.keras` files."""
 
-from kbert.export.keras_files import UnsafeModelError, check_keras_archive, load_model
+from kbert.convert.keras_archive import UnsafeModelError, check_keras_archive, load_model
 from kbert.export.saved_model import export_saved_model
 
 __all__ = ["UnsafeModelError", "check_keras_archive", "export_saved_model", "load_model"]

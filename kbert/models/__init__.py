@@ -1,5 +1,7 @@
 """Models of the BERT family (keras.ops only: any Keras backend)."""
 
+import typing
+
 from kbert.models.albert import AlbertBackbone, AlbertConfig, AlbertPretrainer
 from kbert.models.bert import BertBackbone, BertConfig, BertPretrainer
 from kbert.models.distil_bert import (
@@ -8,13 +10,24 @@ from kbert.models.distil_bert import (
 from kbert.models.electra import (
     ElectraBackbone, ElectraConfig, ElectraMaskedLM, ElectraPretrainer,
 )
+from kbert.models.optimizers import AdamW, Lamb, WarmupSchedule
 
-# family -> (config class, backbone class, pretrainer class); the "model" field of a preset.
+
+
+class Family(typing.NamedTuple):
+    """The classes of one model family."""
+
+    config: type
+    backbone: type
+    pretrainer: type
+
+
+# The "model" field of a preset -> its classes.
 FAMILIES = {
-    "bert": (BertConfig, BertBackbone, BertPretrainer),
-    "albert": (AlbertConfig, AlbertBackbone, AlbertPretrainer),
-    "distil_bert": (DistilBertConfig, DistilBertBackbone, DistilBertPretrainer),
-    "electra": (ElectraConfig, ElectraBackbone, ElectraPretrainer),
+    "bert": Family(BertConfig, BertBackbone, BertPretrainer),
+    "albert": Family(AlbertConfig, AlbertBackbone, AlbertPretrainer),
+    "distil_bert": Family(DistilBertConfig, DistilBertBackbone, DistilBertPretrainer),
+    "electra": Family(ElectraConfig, ElectraBackbone, ElectraPretrainer),
 }
 # What `build` (and `kbert.presets.load`) put on top of the backbone.
 HEADS = ("pretrainer", "mlm", None)
@@ -38,7 +51,7 @@ def build(family, config, head="pretrainer", dtype=None, name=None, **pretrainer
         raise ValueError(f"Unknown model family {family!r}. Known: {', '.join(FAMILIES)}.")
     if head not in HEADS:
         raise ValueError(f"Unknown head {head!r}. Allowed: {', '.join(map(repr, HEADS))}.")
-    _, backbone_class, pretrainer_class = FAMILIES[family]
+    backbone_class, pretrainer_class = FAMILIES[family].backbone, FAMILIES[family].pretrainer
     backbone = backbone_class.from_bert_config(
         config, dtype=dtype, name=f"{name}_backbone" if name else None
     )
@@ -57,5 +70,5 @@ __all__ = [
     "AlbertBackbone", "AlbertConfig", "AlbertPretrainer", "BertBackbone", "BertConfig",
     "BertPretrainer", "DistilBertBackbone", "DistilBertConfig", "DistilBertPretrainer",
     "Distiller", "ElectraBackbone", "ElectraConfig", "ElectraMaskedLM", "ElectraPretrainer",
-    "FAMILIES", "HEADS", "build", "initialize_student",
+    "FAMILIES", "Family", "HEADS", "build", "initialize_student",
 ]

@@ -5,9 +5,7 @@ from keras import ops
 
 from kbert import _replicas
 from kbert.layers import MaskedLMHead
-
-# BERT decays every weight but LayerNorm's (gamma, beta) and the biases.
-NO_DECAY_NAMES = ("bias", "gamma", "beta")
+from kbert.models.optimizers import NO_DECAY_NAMES
 
 
 def masked_lm_head(backbone, name="mlm_head"):

@@ -7,6 +7,9 @@ import os
 import tensorflow as tf
 
 from kbert import presets
+from kbert.training.objectives import OBJECTIVES
+from kbert.training.pretraining_config import PretrainingConfig
+from kbert.training.run_config import ConfigError
 
 
 @dataclasses.dataclass
@@ -22,21 +25,22 @@ class TeacherSource:
 def _from_run(path, run_config):
     """A kbert pretraining run's model_dir: its config.json, vocab.txt and newest checkpoint."""
     from kbert.tokenizers.word_piece_tokenizer import read_vocabulary
-    from kbert.training.pretraining import OBJECTIVES, ConfigError, PretrainingConfig, _model
 
-    config = PretrainingConfig(**run_config)
-    if config.objective in ("rtd", "distill"):
+    config = PretrainingConfig(**_current_names(run_config))
+    objective = OBJECTIVES[config.objective]
+    if objective.families or objective.needs_teacher:
+        masked_lm = [o.name for o in OBJECTIVES.values()
+                     if not (o.families or o.needs_teacher)]
         raise ConfigError(f"--teacher={path}: that run trained --objective={config.objective}; "
-                          "a teacher must be a masked-LM run (mlm, mlm_nsp or mlm_sop).")
+                          f"a teacher must be a masked-LM run ({', '.join(masked_lm)}).")
     checkpoint = tf.train.latest_checkpoint(os.path.join(path, "checkpoints"))
     if checkpoint is None:
         raise ConfigError(f"--teacher={path} has no checkpoint in {path}/checkpoints.")
-    vocabulary = read_vocabulary(config.vocab or os.path.join(path, "vocab.txt"))
+    vocabulary = read_vocabulary(config.vocab_file or os.path.join(path, "vocab.txt"))
 
     def build(dtype):
-        model = _model(dataclasses.replace(config, precision=dtype or "float32"),
-                       OBJECTIVES[config.objective][1],
-                       {"vocabulary_size": len(vocabulary), **config.config_overrides})
+        model = objective.build(dataclasses.replace(config, precision=dtype or "float32"),
+                                {"vocabulary_size": len(vocabulary), **config.config_overrides})
         tf.train.Checkpoint(model=list(model.variables)).restore(checkpoint).expect_partial()
         return model
 
@@ -47,11 +51,18 @@ _SENTENCEPIECE = ("its tokenizer is SentencePiece (ALBERT); the pretraining pipe
                   "tokenizes with WordPiece only, so it cannot be a teacher yet.")
 
 
+# config.json of runs made before the fields were renamed: old name -> current name.
+_RENAMED = {"vocab": "vocab_file", "vocab_size": "learned_vocabulary_size"}
+
+
+def _current_names(run_config):
+    return {_RENAMED.get(key, key): value for key, value in run_config.items()}
+
+
 def teacher_source(spec):
     """The `TeacherSource` of `--teacher`: a kbert run's model_dir, a preset name (its
     pretrained release) or a checkpoint directory (Hugging Face, TF1, keras-hub, kbert)."""
     from kbert import convert
-    from kbert.training.pretraining import ConfigError
 
     run_config = os.path.join(spec, "config.json")
     if os.path.isdir(os.path.join(spec, "checkpoints")) and os.path.exists(run_config):

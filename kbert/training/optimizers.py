@@ -1,93 +1,10 @@
-"""Optimizers and learning-rate schedules for BERT pretraining (keras.optimizers underneath)."""
+"""Optimizers for a training run: `create_optimizer` from the run's settings."""
 
-import keras
-from keras import ops
-
-from kbert import _replicas
-from kbert.models.pretrainer import NO_DECAY_NAMES
+from kbert.models.optimizers import DECAYS, NO_DECAY_NAMES, AdamW, Lamb, WarmupSchedule
 
 OPTIMIZERS = ("adamw", "lamb")
-DECAYS = ("linear", "polynomial", "constant")
-
-
-@keras.saving.register_keras_serializable(package="kbert")
-class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
-    """Linear warm-up from 0 to `peak` over `warmup_steps`, then `decay`.
-
-    decay: "linear" (to `end_learning_rate` at `total_steps`), "polynomial" (with `power`,
-    as in BERT's phase-2 and LAMB recipes) or "constant".
-    """
-
-    def __init__(self, peak, warmup_steps, total_steps, decay="linear", power=1.0,
-                 end_learning_rate=0.0):
-        if decay not in DECAYS:
-            raise ValueError(f"Unknown decay {decay!r}. Allowed: {', '.join(DECAYS)}.")
-        if peak <= 0:
-            raise ValueError(f"The learning rate must be > 0, got {peak!r}.")
-        if not 0 <= warmup_steps <= total_steps or total_steps < 1:
-            raise ValueError(
-                f"Need 0 <= warmup_steps <= total_steps and total_steps >= 1; got "
-                f"warmup_steps={warmup_steps!r}, total_steps={total_steps!r}."
-            )
-        self.peak = float(peak)
-        self.warmup_steps = int(warmup_steps)
-        self.total_steps = int(total_steps)
-        self.decay = decay
-        self.power = float(power) if decay == "polynomial" else 1.0
-        self.end_learning_rate = float(end_learning_rate)
-
-    def __call__(self, step):
-        step = ops.cast(step, "float32")
-        warmup = self.peak * step / max(self.warmup_steps, 1)
-        if self.decay == "constant":
-            after = ops.convert_to_tensor(self.peak, "float32")
-        else:
-            span = max(self.total_steps - self.warmup_steps, 1)
-            left = ops.clip((self.total_steps - step) / span, 0.0, 1.0)
-            after = (self.peak - self.end_learning_rate) * left**self.power + self.end_learning_rate
-        return ops.where(step < self.warmup_steps, warmup, after)
-
-    def get_config(self):
-        return {
-            "peak": self.peak,
-            "warmup_steps": self.warmup_steps,
-            "total_steps": self.total_steps,
-            "decay": self.decay,
-            "power": self.power,
-            "end_learning_rate": self.end_learning_rate,
-        }
-
-
-class _ClipTheSummedGradient:
-    """Global-norm clipping of the replicas' summed gradient under tf.distribute.
-
-    Keras clips each replica's gradient before it sums them across replicas (see
-    tensorflow/tensorflow#33929: "before gradients get aggregated (usually wrong)"), so with
-    N replicas the update is not the one a single device makes. Here the replicas first sum
-    their gradients, clip that sum by its global norm, and hand on 1/N of it each, so that
-    Keras's own sum gives the clipped total. One replica (or JAX): Keras's clipping as is.
-    """
-
-    def _clip_gradients(self, grads):
-        context = _replicas.replica_context() if self.global_clipnorm else None
-        if context is not None:
-            import tensorflow as tf
-
-            total = context.all_reduce("sum", list(grads))
-            clipped, _ = tf.clip_by_global_norm(total, self.global_clipnorm)
-            share = 1.0 / context.num_replicas_in_sync
-            return [g * tf.cast(share, g.dtype) for g in clipped]
-        return super()._clip_gradients(grads)
-
-
-@keras.saving.register_keras_serializable(package="kbert")
-class AdamW(_ClipTheSummedGradient, keras.optimizers.AdamW):
-    """`keras.optimizers.AdamW`, clipping the summed gradient under tf.distribute."""
-
-
-@keras.saving.register_keras_serializable(package="kbert")
-class Lamb(_ClipTheSummedGradient, keras.optimizers.Lamb):
-    """`keras.optimizers.Lamb`, clipping the summed gradient under tf.distribute."""
+__all__ = ["DECAYS", "NO_DECAY_NAMES", "OPTIMIZERS", "AdamW", "Lamb", "WarmupSchedule",
+           "create_optimizer"]
 
 
 def create_optimizer(name="adamw", learning_rate=1e-4, warmup_steps=0, total_steps=1,

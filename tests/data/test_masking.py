@@ -73,10 +73,10 @@ def test_selection_rate_and_80_10_10(token_batches, tokenizer):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("unit", ["word", "ngram"])
-def test_whole_words_are_never_split(stdlib_documents, tokenizer, unit):
+@pytest.mark.parametrize("masking", ["word", "ngram"])
+def test_whole_words_are_never_split(stdlib_documents, tokenizer, masking):
     data = pretraining_dataset(as_dataset(stdlib_documents), tokenizer, batch_size=64, seed=5,
-                               unit=unit)
+                               masking=masking)
     continuation = np.array([t.startswith("##") for t in tokenizer.vocabulary])
     selected = tokens = 0
     checked_words = 0

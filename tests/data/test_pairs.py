@@ -24,8 +24,8 @@ def synthetic_documents(num_docs=40, seed=0):
     return docs, where
 
 
-def build(objective, docs, **kwargs):
-    builder = PairBuilder(64, objective, CLS, SEP, PAD, seed=1, **kwargs)
+def build(sentence_task, docs, **kwargs):
+    builder = PairBuilder(64, sentence_task, CLS, SEP, PAD, seed=1, **kwargs)
     return list(builder.examples(docs))
 
 
@@ -128,7 +128,7 @@ def test_one_megabyte_sentence_truncates_fast():
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="Unknown objective 'mlm'. Allowed: nsp, sop, none"):
+    with pytest.raises(ValueError, match="Unknown sentence_task 'mlm'. Allowed: nsp, sop, none"):
         PairBuilder(64, "mlm", CLS, SEP, PAD)
     with pytest.raises(ValueError, match="sequence_length must be an integer >= 5, got 4"):
         PairBuilder(4, "nsp", CLS, SEP, PAD)

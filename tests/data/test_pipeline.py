@@ -39,7 +39,7 @@ def test_static_shapes_and_names(stdlib_documents, tokenizer):
     assert {k: tuple(v.shape) for k, v in labels.items()} == {
         "mask_ids": (8, 10), "mask_weights": (8, 10), "next_sentence_labels": (8,),
     }
-    mlm_only = pretraining_dataset(as_dataset(stdlib_documents[:5]), tokenizer, objective="none",
+    mlm_only = pretraining_dataset(as_dataset(stdlib_documents[:5]), tokenizer, sentence_task="none",
                                    batch_size=4)
     assert set(mlm_only.element_spec[1]) == {"mask_ids", "mask_weights"}
 

@@ -1,5 +1,8 @@
 """Loading `.keras` files safely: the archive is checked before Keras reads it.
 
+It sits in `kbert.convert` (the floor that reads files) so that both the kbert directory
+format here and `kbert.export` above use it; `kbert.export.load_model` is the public name.
+
 Keras's `safe_mode=True` (always on here) refuses to rebuild lambdas from bytecode. This
 loader also refuses, before Keras reads anything, an archive whose config names code outside
 Keras and kbert (a `Lambda` layer, a function from an arbitrary module) or whose members
@@ -77,10 +80,10 @@ def check_keras_archive(path, custom_objects=None):
 def load_model(path, custom_objects=None, compile=True):
     """`keras.saving.load_model` with `safe_mode=True`, after `check_keras_archive`.
 
-    kbert's layers and models are registered with Keras, so they need no custom_objects.
+    kbert's layers, models, optimizers and schedule are registered with Keras when
+    `kbert.models` is imported (done here), so they need no custom_objects.
     """
-    import kbert.models  # noqa: F401 - registers kbert's classes
-    import kbert.training.optimizers  # noqa: F401 - and its optimizers and schedules
+    import kbert.models  # noqa: F401 - registers every kbert class a .keras file may name
 
     check_keras_archive(path, custom_objects)
     return keras.saving.load_model(path, custom_objects=custom_objects, compile=compile,

@@ -1,0 +1,134 @@
+"""The pretraining objectives: one record each, with everything a run needs to know of it.
+
+    mlm       masked LM alone (RoBERTa style)
+    mlm_nsp   masked LM + next-sentence prediction (BERT)
+    mlm_sop   masked LM + sentence-order prediction (ALBERT)
+    rtd       ELECTRA: a small generator's masked LM + replaced-token detection
+    distill   DistilBERT's recipe: a student learns the masked LM from a frozen teacher
+
+A run reads the record instead of testing the family or the model's heads.
+"""
+
+import dataclasses
+from typing import Callable, Optional
+
+from kbert import models, presets
+from kbert.training.run_config import ConfigError
+
+
+def _dtype(config):
+    return None if config.precision == "float32" else config.precision
+
+
+def _from_preset(head):
+    def build(config, overrides, teacher=None):
+        return presets.load(config.preset, head=head, weights=None, dtype=_dtype(config),
+                            **overrides)
+
+    return build
+
+
+def _electra(config, overrides, teacher=None):
+    backbone = presets.load(config.preset, head=None, weights=None, dtype=_dtype(config),
+                            **overrides)
+    return models.ElectraPretrainer(
+        backbone, generator_hidden_fraction=config.generator_hidden_fraction,
+        mlm_loss_weight=config.mlm_loss_weight, rtd_loss_weight=config.rtd_loss_weight,
+        seed=config.seed, name=config.preset,
+    )
+
+
+def _distiller(config, overrides, teacher):
+    print(f"Teacher: {teacher.description}.")
+    student = _from_preset("mlm")(config, overrides)
+    return models.Distiller(
+        student, teacher.build(_dtype(config)), temperature=config.temperature,
+        kl_weight=config.distill_kl_weight, mlm_weight=config.distill_mlm_weight,
+        cosine_weight=config.distill_cosine_weight, name="distiller",
+    )
+
+
+def _check_generator(config):
+    from kbert.models.electra.electra_generator import generator_size
+
+    try:
+        generator_size(presets.config(config.preset), config.generator_hidden_fraction)
+    except ValueError as e:
+        raise ConfigError(f"--{e}") from None
+
+
+def _check_teacher(config):
+    import tensorflow as tf
+
+    teacher = config.teacher
+    if teacher not in presets.list() and not (
+            tf.io.gfile.exists(teacher) or tf.io.gfile.exists(teacher + ".index")):
+        raise ConfigError(
+            f"--teacher={teacher!r}: not a kbert run (model_dir with config.json and "
+            f"checkpoints/), a preset ({', '.join(presets.list())}) or a checkpoint "
+            "directory: it does not exist.")
+    if config.temperature <= 0:
+        raise ConfigError(f"--temperature must be > 0, got {config.temperature!r}.")
+
+
+def _initialize_student(model, config):
+    """A new student starts from the teacher's embeddings, layers and MLM head."""
+    if not config.init_student:
+        return
+    try:
+        layers = models.initialize_student(model.student, model.teacher, config.student_layers)
+    except ValueError as e:
+        raise ConfigError(f"{e} Pass --noinit_student to start from random weights.") from None
+    print(f"Initialized the student from the teacher's embeddings and layers {layers}.")
+
+
+@dataclasses.dataclass(frozen=True)
+class Objective:
+    """What a pretraining objective trains, on which data, and what a run keeps of it.
+
+    Attributes:
+        name: the `--objective` value.
+        help: what it is, for the flag's help and errors.
+        sentence_task: the sentence pairs `kbert.data` builds: "none", "nsp" or "sop". Any
+            but "none" needs a family with a sentence-level head.
+        build: (config, architecture overrides, teacher or None) -> the Keras model, random.
+        metrics: the log keys the run's final line reports.
+        families: the model families it trains; None: any family (with the head it needs).
+        needs_teacher: it trains against `--teacher`.
+        check: (config) -> None, raising `ConfigError` for settings of its own that cannot
+            run (before any work starts); None: nothing to check.
+        initialize: (model, config) -> None, for a model that starts from something other
+            than random weights on a fresh run; None: nothing to do.
+        exported: what the SavedModel at the end is, for the run's last message.
+    """
+
+    name: str
+    help: str
+    sentence_task: str
+    build: Callable
+    metrics: tuple
+    families: Optional[tuple] = None
+    needs_teacher: bool = False
+    check: Optional[Callable] = None
+    initialize: Optional[Callable] = None
+    exported: str = "the backbone"
+
+    def model_to_export(self, model):
+        """A distillation exports the student; every other run, the model it trained."""
+        return model.student if self.needs_teacher else model
+
+
+_MLM = ("mlm_accuracy", "mlm_loss")
+OBJECTIVES = {objective.name: objective for objective in (
+    Objective("mlm", "masked LM alone", "none", _from_preset("mlm"), _MLM),
+    Objective("mlm_nsp", "masked LM + next-sentence prediction (BERT)", "nsp",
+              _from_preset("pretrainer"), _MLM + ("nsp_accuracy", "nsp_loss")),
+    Objective("mlm_sop", "masked LM + sentence-order prediction (ALBERT)", "sop",
+              _from_preset("pretrainer"), _MLM + ("nsp_accuracy", "nsp_loss")),
+    Objective("rtd", "replaced-token detection (ELECTRA)", "none", _electra,
+              ("mlm_accuracy", "rtd_accuracy", "mlm_loss", "rtd_loss"), families=("electra",),
+              check=_check_generator, exported="the discriminator"),
+    Objective("distill", "distillation from --teacher (DistilBERT's recipe)", "none",
+              _distiller, _MLM + ("kl_loss",), needs_teacher=True, check=_check_teacher,
+              initialize=_initialize_student),
+)}

@@ -1,0 +1,71 @@
+"""Where a pretraining run's vocabulary and batches come from."""
+
+import os
+
+import tensorflow as tf
+
+from kbert.data import inputs, pretraining_dataset, tfrecords
+from kbert.training.objectives import OBJECTIVES
+from kbert.training.run_config import ConfigError
+
+
+def tokenizer(config, model_dir, teacher=None):
+    """The run's `WordPieceTokenizer`: the teacher's vocabulary (distillation), `vocab_file`,
+    or one learned from the input into `model_dir/vocab.txt` (once: a resumed run reads it)."""
+    from kbert.tokenizers import WordPieceTokenizer
+    from kbert.tokenizers.vocab_learning import learn_vocabulary, write_vocabulary
+    from kbert.tokenizers.word_piece_tokenizer import read_vocabulary
+
+    path = config.vocab_file or os.path.join(model_dir, "vocab.txt")
+    if teacher is not None:  # the student speaks the teacher's vocabulary
+        if not tf.io.gfile.exists(path):
+            write_vocabulary(teacher.vocabulary, path)
+        elif read_vocabulary(path) != teacher.vocabulary:
+            raise ConfigError(f"{path} is not the vocabulary of the teacher ({teacher.description})"
+                              "; leave --vocab_file unset to use the teacher's.")
+        return WordPieceTokenizer(path, lowercase=teacher.lowercase)
+    if config.vocab_file is None and not tf.io.gfile.exists(path):
+        print(f"Learning a WordPiece vocabulary (~{config.learned_vocabulary_size} tokens) from "
+              f"{config.input} ...", flush=True)
+        write_vocabulary(learn_vocabulary(inputs.documents(config.input),
+                                          config.learned_vocabulary_size,
+                                          lowercase=config.lowercase), path)
+    return WordPieceTokenizer(path, lowercase=config.lowercase)
+
+
+def dataset(config, tokenizer, repeat):
+    """The training batches; `repeat=True`: the endless stream, the same from every iterator.
+
+    `input` "tfrecord:GLOB" reads examples masked ahead of time (original BERT format);
+    anything else is a corpus masked on the fly.
+    """
+    sentence_task = OBJECTIVES[config.objective].sentence_task
+    if config.input.startswith("tfrecord:"):
+        return tfrecords.read(config.input.removeprefix("tfrecord:"), config.sequence_length,
+                              config.max_predictions, config.global_batch_size,
+                              next_sentence_labels=sentence_task != "none", seed=config.seed,
+                              repeat=repeat)
+    return pretraining_dataset(
+        inputs.documents(config.input), tokenizer, sequence_length=config.sequence_length,
+        max_predictions=config.max_predictions, batch_size=config.global_batch_size,
+        sentence_task=sentence_task, masking=config.masking,
+        masked_lm_prob=config.masked_lm_prob, short_seq_prob=config.short_seq_prob,
+        seed=config.seed, repeat=repeat,
+    )
+
+
+def train_steps(config, tokenizer):
+    """`train_steps`, or for `epochs` the steps of that many passes (whole loops only)."""
+    if config.epochs is None:
+        return config.train_steps
+    steps_per_epoch = sum(1 for _ in dataset(config, tokenizer, repeat=False))
+    steps = steps_per_epoch * config.epochs
+    steps -= steps % config.steps_per_loop
+    print(f"{steps_per_epoch} batches per epoch: {steps} steps in all.")
+    if not steps:
+        raise ConfigError(f"--epochs={config.epochs} is less than one loop of "
+                          f"--steps_per_loop={config.steps_per_loop} steps.")
+    if config.warmup_steps > steps:
+        raise ConfigError(f"--warmup_steps={config.warmup_steps} is more than the "
+                          f"{steps} steps of --epochs={config.epochs}.")
+    return steps
