@@ -7,12 +7,13 @@ DistilBERT and ELECTRA in and out of kbert.
     kbert.convert.save_hugging_face(model, "out/", vocabulary=tokenizer)
 
 Every reader gives a `Checkpoint` in one common form (Hugging Face names, numpy arrays), so a
-model converts from any format to any other through it.
+model converts from any format to any other through it. Every format finds a family's names,
+config translations and hooks in one record, `kbert.convert.families.get(name)`.
 """
 
 from pathlib import Path
 
-from kbert.convert import hugging_face, kbert_format, keras_hub, tf1
+from kbert.convert import families, hugging_face, kbert_format, keras_hub, tf1
 from kbert.convert.checkpoint import Checkpoint
 
 FORMATS = ("hf", "tf1", "keras_hub", "kbert")

@@ -167,11 +167,17 @@ def assign(entries, weights, source="checkpoint"):
     return sorted(set(weights) - used), kept
 
 
-def weights_of(entries):
-    """The variables of `entries` as float32 numpy arrays keyed by Hugging Face names."""
+def weights_of(entries, values=None):
+    """The variables of `entries` as float32 numpy arrays keyed by Hugging Face names.
+
+    `values`, when given, holds an array in kbert's layout for every variable, keyed by
+    `id(variable)`, to name instead of the variables' own values: how another format's weights
+    (keras-hub's), paired with a kbert model's variables, reach the common form.
+    """
     result = {}
     for names, variable, kind, _ in entries:
-        value = keras.ops.convert_to_numpy(variable).astype("float32")
+        value = variable if values is None else values[id(variable)]
+        value = keras.ops.convert_to_numpy(value).astype("float32")
         for name, array in zip(names, _to_hf(value, kind)):
             result[name] = np.ascontiguousarray(array)
     return result

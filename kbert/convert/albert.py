@@ -7,18 +7,10 @@ TF1 release names them `bert/encoder/transformer/group_0/inner_group_0/...`.
 import re
 
 from kbert.convert import _mapping, bert
+from kbert.convert._family import Family
 from kbert.models import AlbertConfig
 
-FAMILY = "albert"
 MODEL_TYPE = "albert"
-PREFIX = "albert."
-HEAD_PREFIXES = ("predictions.", "sop_classifier.")
-ARCHITECTURES = {None: "AlbertModel", "mlm": "AlbertForMaskedLM",
-                 "pretrainer": "AlbertForPreTraining"}
-TIED = ("predictions.decoder.weight",)
-ALIASES = {"predictions.decoder.bias": "predictions.bias"}
-TOKENIZER_CLASS = "AlbertTokenizer"
-TF1_CONFIG_FILES = ("albert_config.json", "config.json")
 
 CONFIG_FIELDS = {**bert.CONFIG_FIELDS, "embedding_size": "embedding_size",
                  "num_hidden_groups": "num_groups"}
@@ -50,6 +42,13 @@ def config_from_google(values, source="albert_config.json"):
     _check(values, source)
     return AlbertConfig(**bert.config_kwargs(values, CONFIG_FIELDS, _mapping.GOOGLE_ACTIVATIONS,
                                              source))
+
+
+def config_from_keras_hub(values):
+    """An `AlbertConfig` from keras-hub's `AlbertBackbone.get_config()`; one block per group
+    (`num_inner_repetitions` > 1) is refused where the weights are read."""
+    return AlbertConfig(**bert.keras_hub_config_kwargs(values),
+                        embedding_size=values["embedding_dim"], num_groups=values["num_groups"])
 
 
 def config_to_hf(config):
@@ -122,3 +121,26 @@ def tf1_name(name):
     if name in _TRANSPOSED or "/" not in name:
         return name.replace("/", "."), False
     return bert.tf1_parts_to_hf(name.split("/"))
+
+
+FAMILY = Family(
+    name="albert",
+    entries=entries,
+    heads_in=heads_in,
+    model_type=MODEL_TYPE,
+    prefix="albert.",
+    head_prefixes=("predictions.", "sop_classifier."),
+    architectures={None: "AlbertModel", "mlm": "AlbertForMaskedLM",
+                   "pretrainer": "AlbertForPreTraining"},
+    tied=("predictions.decoder.weight",),
+    aliases={"predictions.decoder.bias": "predictions.bias"},
+    tokenizer_class="AlbertTokenizer",
+    config_from_hf=config_from_hf,
+    config_to_hf=config_to_hf,
+    tf1_name=tf1_name,
+    tf1_pattern=r"/transformer/group_",
+    tf1_config_files=("albert_config.json", "config.json"),
+    config_from_google=config_from_google,
+    keras_hub_class="AlbertBackbone",
+    config_from_keras_hub=config_from_keras_hub,
+)

@@ -5,24 +5,17 @@ arrays keyed and shaped as in Hugging Face's `BertForPreTraining`, with the enco
 prefix dropped (`embeddings.word_embeddings.weight`, `encoder.layer.0.attention.self.query.weight`,
 ..., `cls.predictions.bias`, `cls.seq_relationship.weight`). This module maps that dict onto
 kbert's variables and back (with `kbert.convert._mapping`), so each format needs only its own
-name translation. `albert`, `distil_bert` and `electra` are the same for their families.
+name translation. `albert`, `distil_bert` and `electra` are the same for their families. Each
+module ends with its `FAMILY` record (`kbert.convert._family.Family`): what the formats read.
 """
 
 import re
 
 from kbert.convert import _mapping
+from kbert.convert._family import Family
 from kbert.models import BertConfig
 
-FAMILY = "bert"
 MODEL_TYPE = "bert"  # config.json's model_type
-PREFIX = "bert."  # the encoder's prefix in *ForPreTraining / *ForMaskedLM
-HEAD_PREFIXES = ("cls.",)
-ARCHITECTURES = {None: "BertModel", "mlm": "BertForMaskedLM",
-                 "pretrainer": "BertForPreTraining"}
-TIED = ("cls.predictions.decoder.weight",)  # the token table again
-ALIASES = {"cls.predictions.decoder.bias": "cls.predictions.bias"}
-TOKENIZER_CLASS = "BertTokenizer"
-TF1_CONFIG_FILES = ("bert_config.json",)
 
 # config.json fields -> BertConfig fields. Others (architectures, pad_token_id, ...) do not
 # change the computation and are ignored; the ones that would are checked in `config_from_hf`.
@@ -69,6 +62,25 @@ def config_values(config, fields, model_type, activation_key="hidden_act"):
     return values
 
 
+def keras_hub_config_kwargs(values):
+    """The config keyword arguments every keras-hub BERT-family backbone's `get_config()`
+    gives; each family adds its own (activation, segments, embedding size)."""
+    return dict(
+        vocabulary_size=values.get("vocabulary_size", values.get("vocab_size")),
+        num_layers=values["num_layers"],
+        hidden_size=values["hidden_dim"],
+        num_heads=values["num_heads"],
+        intermediate_size=values["intermediate_dim"],
+        dropout=values["dropout"],
+        attention_dropout=values["dropout"],
+        max_sequence_length=values["max_sequence_length"],
+        layer_norm_epsilon=1e-12,
+        # keras-hub's BERT, ALBERT and ELECTRA use the tanh GELU (DistilBERT overrides).
+        activation="gelu_approximate",
+        type_vocab_size=values.get("num_segments", 0),
+    )
+
+
 def config_from_hf(values, source="config.json"):
     """A `BertConfig` from a Hugging Face BERT config.json dict."""
     check_model_type(values, MODEL_TYPE, source)
@@ -79,6 +91,11 @@ def config_from_google(values, source="bert_config.json"):
     """A `BertConfig` from google-research/bert's bert_config.json dict."""
     return BertConfig(**config_kwargs(values, CONFIG_FIELDS, _mapping.GOOGLE_ACTIVATIONS,
                                       source))
+
+
+def config_from_keras_hub(values):
+    """A `BertConfig` from keras-hub's `BertBackbone.get_config()`."""
+    return BertConfig(**keras_hub_config_kwargs(values))
 
 
 def config_to_hf(config):
@@ -173,3 +190,26 @@ def tf1_parts_to_hf(parts):
     if out[-1].endswith("_embeddings"):
         out.append("weight")
     return ".".join(out), transpose
+
+
+FAMILY = Family(
+    name="bert",
+    entries=entries,
+    heads_in=heads_in,
+    model_type=MODEL_TYPE,
+    prefix="bert.",  # the encoder's prefix in *ForPreTraining / *ForMaskedLM
+    head_prefixes=("cls.",),
+    architectures={None: "BertModel", "mlm": "BertForMaskedLM",
+                   "pretrainer": "BertForPreTraining"},
+    tied=("cls.predictions.decoder.weight",),  # the token table again
+    aliases={"cls.predictions.decoder.bias": "cls.predictions.bias"},
+    tokenizer_class="BertTokenizer",
+    config_from_hf=config_from_hf,
+    config_to_hf=config_to_hf,
+    tf1_name=tf1_name,
+    tf1_pattern=None,  # every TF1 checkpoint that is not ALBERT's or ELECTRA's
+    tf1_config_files=("bert_config.json",),
+    config_from_google=config_from_google,
+    keras_hub_class="BertBackbone",
+    config_from_keras_hub=config_from_keras_hub,
+)

@@ -5,14 +5,12 @@ import logging
 from typing import Optional
 
 from kbert import models
-from kbert.convert import _mapping, albert, bert, distil_bert, electra
+from kbert.convert import _mapping, families
 
 # Config fields a caller may change on pretrained weights: they do not change any weight's
 # shape. max_sequence_length may only shrink (the position table is cut). `activation` is here
 # to reproduce other loaders (keras-hub uses the tanh GELU for every BERT).
 FREE_FIELDS = ("dropout", "attention_dropout", "initializer_range", "activation")
-# family -> the module of its weight map and config translations.
-MAPPINGS = {m.FAMILY: m for m in (bert, albert, distil_bert, electra)}
 
 
 @dataclasses.dataclass
@@ -24,7 +22,8 @@ class Checkpoint:
             "distil_bert", "electra").
         config: the family's config (a `BertConfig`, `AlbertConfig`, ...).
         weights: numpy arrays keyed by Hugging Face names without the model prefix (see
-            `kbert.convert.bert` and the other family modules).
+            `kbert.convert.bert` and the other family modules; `kbert.convert.families`
+            holds their records).
         vocabulary: the WordPiece tokens (index = id), or `None` when the checkpoint has none.
         lowercase: whether the tokenizer lower-cases (uncased models).
         source: where it was read from, for messages.
@@ -43,7 +42,7 @@ class Checkpoint:
     @property
     def head(self):
         """The richest `head` the weights support: "pretrainer", "mlm" or `None`."""
-        return MAPPINGS[self.family].heads_in(self.weights)
+        return families.get(self.family).heads_in(self.weights)
 
     def build(self, head="auto", dtype=None, name=None, **config_overrides):
         """The kbert model with these weights.
@@ -62,18 +61,18 @@ class Checkpoint:
                 f"Unknown head {head!r}. Allowed: 'auto', {', '.join(map(repr, models.HEADS))}."
             )
         config = self.config_with(**config_overrides)
-        mapping = MAPPINGS[self.family]
+        family = families.get(self.family)
         arguments = {}
-        if head == "pretrainer" and hasattr(mapping, "pretrainer_arguments"):
+        if head == "pretrainer" and family.pretrainer_arguments is not None:
             if self.head != "pretrainer":
                 raise ValueError(
                     f"{self.source} has no {self.family} pretraining heads (it has "
                     f"{self.head or 'no heads'}); use head='auto', 'mlm' or None."
                 )
-            arguments = mapping.pretrainer_arguments(config, self.weights)
+            arguments = family.pretrainer_arguments(config, self.weights)
         model = models.build(self.family, config, head=head, dtype=dtype, name=name,
                              **arguments)
-        unused, kept = _mapping.assign(mapping.entries(model), self.weights, source=self.source)
+        unused, kept = _mapping.assign(family.entries(model), self.weights, source=self.source)
         if unused:
             logging.info("%s: %d tensors not used by the %s model: %s", self.source,
                          len(unused), head or "backbone", ", ".join(unused[:10]))
@@ -122,15 +121,8 @@ class Checkpoint:
         `vocabulary` is a `WordPieceTokenizer` or `SentencePieceTokenizer`, a path of a
         vocab.txt or a list of tokens.
         """
+        family = families.of_model(model)
         backbone = getattr(model, "backbone", model)
-        families = [name for name, classes in models.FAMILIES.items()
-                    if type(backbone) is classes[1]]
-        if not families:
-            raise ValueError(
-                f"{type(model).__name__} is not a kbert model of a known family: expected a "
-                f"backbone or pretrainer of {', '.join(models.FAMILIES)}."
-            )
-        family = families[0]
         sentencepiece = None
         if hasattr(vocabulary, "model") and hasattr(vocabulary, "vocabulary"):
             sentencepiece, lowercase, vocabulary = vocabulary.model, vocabulary.lowercase, None
@@ -141,8 +133,8 @@ class Checkpoint:
             from kbert.tokenizers import read_vocabulary
 
             vocabulary = read_vocabulary(str(vocabulary))
-        weights = _mapping.weights_of(MAPPINGS[family].entries(model))
-        return cls(family, backbone.bert_config, weights,
+        weights = _mapping.weights_of(family.entries(model))
+        return cls(family.name, backbone.bert_config, weights,
                    None if vocabulary is None else list(vocabulary), lowercase,
                    source=f"model {model.name!r}", sentencepiece_model=sentencepiece)
 

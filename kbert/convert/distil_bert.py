@@ -5,17 +5,10 @@ module has no TF1 names: `kbert.convert.tf1` never reads a checkpoint as DistilB
 """
 
 from kbert.convert import _mapping, bert
+from kbert.convert._family import Family
 from kbert.models import DistilBertConfig
 
-FAMILY = "distil_bert"
 MODEL_TYPE = "distilbert"
-PREFIX = "distilbert."
-HEAD_PREFIXES = ("vocab_transform.", "vocab_layer_norm.", "vocab_projector.")
-ARCHITECTURES = {None: "DistilBertModel", "mlm": "DistilBertForMaskedLM",
-                 "pretrainer": "DistilBertForMaskedLM"}
-TIED = ("vocab_projector.weight",)
-ALIASES = {}
-TOKENIZER_CLASS = "DistilBertTokenizer"
 LAYER_NORM_EPSILON = 1e-12  # fixed in Hugging Face's DistilBERT, not in its config
 
 CONFIG_FIELDS = {
@@ -40,6 +33,13 @@ def config_from_hf(values, source="config.json"):
     kwargs = bert.config_kwargs(values, CONFIG_FIELDS, _mapping.HF_ACTIVATIONS, source,
                                 activation_key="activation")
     return DistilBertConfig(**kwargs, type_vocab_size=0, layer_norm_epsilon=LAYER_NORM_EPSILON)
+
+
+def config_from_keras_hub(values):
+    """A `DistilBertConfig` from keras-hub's `DistilBertBackbone.get_config()`: the exact
+    GELU (where keras-hub's BERT uses the tanh form) and no segments."""
+    return DistilBertConfig(**{**bert.keras_hub_config_kwargs(values), "activation": "gelu",
+                               "type_vocab_size": 0})
 
 
 def config_to_hf(config):
@@ -77,3 +77,21 @@ def entries(model):
 def heads_in(weights):
     # DistilBERT's pretraining model is its masked LM: "pretrainer" and "mlm" are the same.
     return "pretrainer" if "vocab_transform.weight" in weights else None
+
+
+FAMILY = Family(
+    name="distil_bert",
+    entries=entries,
+    heads_in=heads_in,
+    model_type=MODEL_TYPE,
+    prefix="distilbert.",
+    head_prefixes=("vocab_transform.", "vocab_layer_norm.", "vocab_projector."),
+    architectures={None: "DistilBertModel", "mlm": "DistilBertForMaskedLM",
+                   "pretrainer": "DistilBertForMaskedLM"},
+    tied=("vocab_projector.weight",),
+    tokenizer_class="DistilBertTokenizer",
+    config_from_hf=config_from_hf,
+    config_to_hf=config_to_hf,
+    keras_hub_class="DistilBertBackbone",
+    config_from_keras_hub=config_from_keras_hub,
+)

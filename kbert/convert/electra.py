@@ -16,23 +16,18 @@ on import, and Hugging Face exports leave it out.
 
 import logging
 import re
+import types
+
+import numpy as np
 
 from kbert.convert import _mapping, bert
+from kbert.convert._family import Companion, Family
 from kbert.models import ElectraConfig
+from kbert.models.electra.electra_generator import generator_size
 
-FAMILY = "electra"
 MODEL_TYPE = "electra"
-PREFIX = "electra."
-HEAD_PREFIXES = ("discriminator_predictions.", "generator_predictions.", "generator_lm_head.",
-                 "generator.")
-ARCHITECTURES = {None: "ElectraModel", "mlm": "ElectraForMaskedLM",
-                 "pretrainer": "ElectraForPreTraining"}
-TIED = ("generator_lm_head.weight",)
-ALIASES = {}
-TOKENIZER_CLASS = "ElectraTokenizer"
-TF1_CONFIG_FILES = ()  # the releases have none: the architecture comes from the weights
-NOT_IN_HF = ("pooler.dense.weight", "pooler.dense.bias")
 GENERATOR = "generator."  # the generator encoder's prefix in an ElectraPretrainer's weights
+_GENERATOR_HEAD = ("generator_predictions.", "generator_lm_head.")
 
 CONFIG_FIELDS = {**bert.CONFIG_FIELDS, "embedding_size": "embedding_size"}
 
@@ -60,12 +55,29 @@ def config_to_hf(config):
     return values
 
 
+def config_from_keras_hub(values):
+    """An `ElectraConfig` from keras-hub's `ElectraBackbone.get_config()`."""
+    embedding = values["embedding_dim"]
+    return ElectraConfig(**bert.keras_hub_config_kwargs(values),
+                         embedding_size=None if embedding == values["hidden_dim"] else embedding)
+
+
+def _google_shape(hidden):
+    """(heads, intermediate size) of an encoder of width `hidden` as google-research/electra
+    sizes it (one head per 64 units, 4 x width feed-forward): the rule of kbert's
+    `generator_size`, asked for a generator as wide as `hidden`."""
+    _, _, heads, intermediate = generator_size(
+        types.SimpleNamespace(hidden_size=hidden, num_layers=1), 1.0, 1.0)
+    return heads, intermediate
+
+
 def generator_config_to_hf(config, weights):
     """The config.json of the generator in an `ElectraPretrainer`'s `weights`."""
     hidden = weights[f"{GENERATOR}encoder.layer.0.attention.self.query.weight"].shape[0]
+    heads, intermediate = _google_shape(hidden)
     values = config_to_hf(config)
     values.update(hidden_size=hidden, num_hidden_layers=_layers(weights, GENERATOR),
-                  num_attention_heads=max(1, hidden // 64), intermediate_size=4 * hidden)
+                  num_attention_heads=heads, intermediate_size=intermediate)
     return values
 
 
@@ -111,9 +123,6 @@ def heads_in(weights):
     return None
 
 
-_GENERATOR_HEAD = ("generator_predictions.", "generator_lm_head.")
-
-
 def split_pretrainer(weights):
     """An `ElectraPretrainer`'s weights -> (the discriminator's, the generator's), each as a
     Hugging Face model of its own names; both keep the shared embedding tables."""
@@ -152,7 +161,7 @@ def pretrainer_arguments(config, weights):
     query = weights[f"{GENERATOR}encoder.layer.0.attention.self.query.weight"]
     intermediate = weights[f"{GENERATOR}encoder.layer.0.intermediate.dense.weight"]
     hidden, layers = query.shape[0], _layers(weights, GENERATOR)
-    if intermediate.shape[0] != 4 * hidden:
+    if intermediate.shape[0] != _google_shape(hidden)[1]:
         raise ValueError(
             f"The generator has intermediate size {intermediate.shape[0]} for width {hidden}; "
             "kbert's ElectraPretrainer uses 4 x width, as google-research/electra does."
@@ -164,11 +173,12 @@ def pretrainer_arguments(config, weights):
 def check_generator_config(values, source):
     """A Hugging Face generator config.json must size its heads as kbert's generator does."""
     hidden, heads = values["hidden_size"], values["num_attention_heads"]
-    if heads != max(1, hidden // 64) or values["intermediate_size"] != 4 * hidden:
+    expected_heads, expected_intermediate = _google_shape(hidden)
+    if heads != expected_heads or values["intermediate_size"] != expected_intermediate:
         raise ValueError(
             f"{source}: the generator has {heads} heads and intermediate size "
             f"{values['intermediate_size']} for width {hidden}; kbert's ElectraPretrainer "
-            f"uses {max(1, hidden // 64)} heads (one per 64 units) and {4 * hidden}, as "
+            f"uses {expected_heads} heads (one per 64 units) and {expected_intermediate}, as "
             "google-research/electra does."
         )
     if values.get("hidden_act", "gelu") != "gelu":
@@ -192,13 +202,33 @@ def config_from_weights(weights, source="checkpoint"):
         vocabulary_size=table.shape[0],
         num_layers=layers,
         hidden_size=hidden,
-        num_heads=max(1, hidden // 64),
+        num_heads=_google_shape(hidden)[0],
         intermediate_size=weights["encoder.layer.0.intermediate.dense.weight"].shape[0],
         activation="gelu_approximate",
         max_sequence_length=weights["embeddings.position_embeddings.weight"].shape[0],
         type_vocab_size=0 if segments is None else segments.shape[0],
         embedding_size=None if project is None else table.shape[1],
     )
+
+
+def _split_for_hf(config, weights):
+    """A pretrainer's weights -> (the discriminator's, the generator's config.json, the
+    generator's); `None` when the weights have no generator."""
+    if heads_in(weights) != "pretrainer":
+        return None
+    discriminator, generator = split_pretrainer(weights)
+    return discriminator, generator_config_to_hf(config, weights), generator
+
+
+def _join_from_hf(generator, weights, source):
+    """A generator read beside a discriminator: its part of the pretrainer's weights."""
+    different = [n for n, v in generator.items() if n.startswith("embeddings.")
+                 and (n not in weights or not np.array_equal(v, weights[n]))]
+    if different:
+        logging.warning("%s: the generator's embeddings differ from the discriminator's "
+                        "(%s); kbert's generator shares the discriminator's.", source,
+                        ", ".join(different))
+    return join_generator(generator)
 
 
 def tf1_name(name):
@@ -218,3 +248,32 @@ def tf1_name(name):
     parts = ["dense_prediction" if p == "dense_1" else p for p in parts]
     hf_name, transpose = bert.tf1_parts_to_hf(parts)
     return hf_name, transpose
+
+
+FAMILY = Family(
+    name="electra",
+    entries=entries,
+    heads_in=heads_in,
+    pretrainer_arguments=pretrainer_arguments,
+    model_type=MODEL_TYPE,
+    prefix="electra.",
+    head_prefixes=("discriminator_predictions.", "generator_predictions.", "generator_lm_head.",
+                   GENERATOR),
+    architectures={None: "ElectraModel", "mlm": "ElectraForMaskedLM",
+                   "pretrainer": "ElectraForPreTraining"},
+    tied=("generator_lm_head.weight",),
+    tokenizer_class="ElectraTokenizer",
+    config_from_hf=config_from_hf,
+    config_to_hf=config_to_hf,
+    not_in_hf=("pooler.dense.weight", "pooler.dense.bias"),
+    companion=Companion(folder="generator", description="an ELECTRA generator", head="mlm",
+                        split=_split_for_hf, check_config=check_generator_config,
+                        join=_join_from_hf),
+    tf1_name=tf1_name,
+    tf1_pattern=r"^(electra|generator|discriminator_predictions)/",
+    tf1_config_files=(),  # the releases have none: the architecture comes from the weights
+    config_from_google=config_from_google,
+    config_from_weights=config_from_weights,
+    keras_hub_class="ElectraBackbone",
+    config_from_keras_hub=config_from_keras_hub,
+)

@@ -1,7 +1,12 @@
-"""Weights from keras-hub's BERT-family backbones into kbert's.
+"""keras-hub's BERT-family backbones: their preset directories, and their weights in kbert's
+common form.
 
-keras-hub keeps separate query/key/value projections ([H, N, D] kernels); kbert fuses them into
-one [H, 3, N, D] kernel, so the mapping stacks them (and splits them on the way back).
+keras-hub's weights go through the family's weight map like every other format's: each is
+paired with the kbert variable at the same place of the architecture, which the four families
+share (embeddings, an optional projection, post-LN blocks, an optional pooler), and the family's
+`entries` give it its common (Hugging Face) name. keras-hub keeps separate query/key/value
+projections ([H, N, D] kernels) where kbert fuses them ([H, 3, N, D]), so the pairing stacks
+them.
 """
 
 import json
@@ -10,24 +15,30 @@ from pathlib import Path
 
 import numpy as np
 
+from kbert import _keras_private
+from kbert.convert import _mapping, families
+
 
 def _numpy(variable):
     return np.asarray(variable.numpy() if hasattr(variable, "numpy") else variable)
 
 
-def weights_from_keras_hub(source, target):
-    """Copies a keras-hub backbone's weights into the kbert backbone of the same architecture.
-
-    Works for keras-hub's `BertBackbone` -> `BertBackbone`, `AlbertBackbone` ->
-    `AlbertBackbone`, `DistilBertBackbone` -> `DistilBertBackbone` and `ElectraBackbone` ->
-    `ElectraBackbone`. Raises ValueError when the architectures differ (block count, a weight
-    one side lacks, or any weight shape).
-    """
+def _blocks(source):
+    """The backbone's transformer blocks; ALBERT's groups must hold one block each."""
     blocks = source.transformer_layers
     if blocks and isinstance(blocks[0], (list, tuple)):  # ALBERT: groups of inner layers
         if any(len(group) != 1 for group in blocks):
             raise ValueError("keras-hub ALBERT with num_inner_repetitions > 1 has no kbert form.")
         blocks = [group[0] for group in blocks]
+    return blocks
+
+
+def _pairs(source, target):
+    """(variable of the kbert backbone `target`, the keras-hub value for it in kbert's layout)
+    for every weight. Raises ValueError where the architectures differ (block count, a weight
+    one side lacks, or any weight shape)."""
+    _keras_private.guard("keras_hub_encoder_sublayers")
+    blocks = _blocks(source)
     if len(blocks) != len(target.transformer_layers):
         raise ValueError(
             f"keras-hub backbone has {len(blocks)} transformer blocks, "
@@ -81,6 +92,7 @@ def weights_from_keras_hub(source, target):
             (ours.output_layer_norm.gamma, theirs._feedforward_layer_norm.gamma),
             (ours.output_layer_norm.beta, theirs._feedforward_layer_norm.beta),
         ]
+    result = []
     for variable, value in pairs:
         value = _numpy(value)
         if tuple(variable.shape) != value.shape:
@@ -88,7 +100,28 @@ def weights_from_keras_hub(source, target):
                 f"Shape mismatch for {variable.path}: kbert {tuple(variable.shape)}, "
                 f"keras-hub {value.shape}."
             )
-        variable.assign(value)
+        result.append((variable, value))
+    return result
+
+
+def keras_hub_weights(source, template):
+    """A keras-hub backbone's weights in the common form (numpy arrays keyed by Hugging Face
+    names), as the family's weight map names the variables of `template`, a kbert backbone of
+    the same architecture (only its structure is used)."""
+    values = {id(variable): value for variable, value in _pairs(source, template)}
+    return _mapping.weights_of(families.of_model(template).entries(template), values)
+
+
+def weights_from_keras_hub(source, target):
+    """Copies a keras-hub backbone's weights into the kbert backbone of the same architecture.
+
+    Works for keras-hub's `BertBackbone` -> `BertBackbone`, `AlbertBackbone` ->
+    `AlbertBackbone`, `DistilBertBackbone` -> `DistilBertBackbone` and `ElectraBackbone` ->
+    `ElectraBackbone`. Raises ValueError when the architectures differ (block count, a weight
+    one side lacks, or any weight shape).
+    """
+    _mapping.assign(families.of_model(target).entries(target), keras_hub_weights(source, target),
+                    source=f"keras-hub {type(source).__name__}")
     return target
 
 
@@ -103,42 +136,6 @@ def is_keras_hub(path):
         return "registered_name" in json.load(f)
 
 
-def _config(source):
-    """(family, kbert config) of a keras-hub backbone, from its get_config()."""
-    from kbert.models import AlbertConfig, BertConfig, DistilBertConfig, ElectraConfig
-
-    c = source.get_config()
-    common = dict(
-        vocabulary_size=c.get("vocabulary_size", c.get("vocab_size")),
-        num_layers=c["num_layers"],
-        hidden_size=c["hidden_dim"],
-        num_heads=c["num_heads"],
-        intermediate_size=c["intermediate_dim"],
-        dropout=c["dropout"],
-        attention_dropout=c["dropout"],
-        max_sequence_length=c["max_sequence_length"],
-        layer_norm_epsilon=1e-12,
-    )
-    name = type(source).__name__
-    if name == "DistilBertBackbone":  # exact GELU, no segments
-        return "distil_bert", DistilBertConfig(**common, activation="gelu", type_vocab_size=0)
-    # keras-hub's BERT, ALBERT and ELECTRA use the tanh GELU.
-    common.update(activation="gelu_approximate", type_vocab_size=c["num_segments"])
-    if name == "AlbertBackbone":
-        if c["num_inner_repetitions"] != 1:
-            raise ValueError("keras-hub ALBERT with num_inner_repetitions > 1 has no kbert form.")
-        return "albert", AlbertConfig(**common, embedding_size=c["embedding_dim"],
-                                      num_groups=c["num_groups"])
-    if name == "ElectraBackbone":
-        embedding = c["embedding_dim"]
-        return "electra", ElectraConfig(
-            **common, embedding_size=None if embedding == c["hidden_dim"] else embedding)
-    return "bert", BertConfig(**common)
-
-
-_BACKBONES = ("BertBackbone", "AlbertBackbone", "DistilBertBackbone", "ElectraBackbone")
-
-
 def read(path):
     """Reads a keras-hub BERT, ALBERT, DistilBERT or ELECTRA preset directory (config.json,
     model.weights.h5, tokenizer assets) into a `Checkpoint`.
@@ -150,20 +147,13 @@ def read(path):
     import keras_hub
 
     from kbert import models
-    from kbert.convert import _mapping
-    from kbert.convert.checkpoint import MAPPINGS, Checkpoint
+    from kbert.convert.checkpoint import Checkpoint
 
     path = Path(path)
     source = keras_hub.models.Backbone.from_preset(str(path))
-    if type(source).__name__ not in _BACKBONES:
-        raise ValueError(
-            f"{path} holds a keras-hub {type(source).__name__}; kbert reads "
-            f"{', '.join(_BACKBONES)} presets."
-        )
-    family, config = _config(source)
-    target = models.build(family, config, head=None)
-    weights_from_keras_hub(source, target)
-    weights = _mapping.weights_of(MAPPINGS[family].entries(target))
+    family = families.by_keras_hub_class(type(source).__name__, source=str(path))
+    config = family.config_from_keras_hub(source.get_config())
+    weights = keras_hub_weights(source, models.build(family.name, config, head=None))
     if (path / "task.json").is_file():
         logging.info("%s: task.json is not read; only the backbone is imported.", path)
     vocabulary, lowercase, sentencepiece = None, True, None
@@ -176,5 +166,5 @@ def read(path):
                 sentencepiece = Path(sentencepiece).read_bytes()
         else:
             vocabulary = list(tokenizer.get_vocabulary())
-    return Checkpoint(family, config, weights, vocabulary, lowercase, source=str(path),
+    return Checkpoint(family.name, config, weights, vocabulary, lowercase, source=str(path),
                       sentencepiece_model=sentencepiece)

@@ -12,8 +12,8 @@ import logging
 import re
 from pathlib import Path
 
-from kbert.convert import _directory
-from kbert.convert.checkpoint import MAPPINGS, Checkpoint, uppercase_free
+from kbert.convert import _directory, families
+from kbert.convert.checkpoint import Checkpoint, uppercase_free
 
 # Optimizer slots and bookkeeping in pretraining checkpoints: not model weights.
 _SKIP = re.compile(r"(/adam_[mv]$|/lamb_[mv]$|^global_step$|^good_steps$|^current_loss_scale$"
@@ -53,38 +53,43 @@ def is_tf1(path):
 
 
 def family_of(names):
-    """The model family of a TF1 checkpoint, from its variable names."""
+    """The model family of a TF1 checkpoint, from its variable names: the family whose
+    `tf1_pattern` some name matches, else the one without a pattern (BERT)."""
     names = list(names)
-    if any(n.startswith(("electra/", "generator/", "discriminator_predictions/")) for n in names):
-        return "electra"
-    if any("/transformer/group_" in n for n in names):
-        return "albert"
-    return "bert"
+    with_release = [f for f in families.FAMILIES.values() if f.tf1_name is not None]
+    for family in with_release:
+        if family.tf1_pattern and any(re.search(family.tf1_pattern, n) for n in names):
+            return family.name
+    (default,) = [f for f in with_release if f.tf1_pattern is None]
+    return default.name
 
 
 def tf1_name_to_hf(name, family="bert"):
     """The common (Hugging Face) name of a TF1 variable and whether its array is transposed:
     `bert/encoder/layer_0/output/dense/kernel` -> (`encoder.layer.0.output.dense.weight`,
     True). `None` for names that are not weights of the family."""
-    return MAPPINGS[family].tf1_name(name)
+    record = families.get(family)
+    if record.tf1_name is None:
+        raise ValueError(f"{family} has no original TF1 release, so no TF1 names.")
+    return record.tf1_name(name)
 
 
 def _config(family, folder, prefix, config_path, weights):
-    mapping = MAPPINGS[family]
+    record = families.get(family)
     if config_path is None:
-        found = [folder / name for name in mapping.TF1_CONFIG_FILES if (folder / name).is_file()]
+        found = [folder / name for name in record.tf1_config_files if (folder / name).is_file()]
         if found:
             config_path = found[0]
-        elif hasattr(mapping, "config_from_weights"):  # ELECTRA's releases have no config
-            return mapping.config_from_weights(weights, source=prefix)
+        elif record.config_from_weights is not None:  # ELECTRA's releases have no config
+            return record.config_from_weights(weights, source=prefix)
         else:
             raise FileNotFoundError(
-                f"No {' or '.join(mapping.TF1_CONFIG_FILES)} next to {prefix}: pass its path "
+                f"No {' or '.join(record.tf1_config_files)} next to {prefix}: pass its path "
                 "(config_path= in Python, --config in tools/convert_checkpoint.py)."
             )
     with open(config_path, encoding="utf-8") as f:
         values = json.load(f)
-    return mapping.config_from_google(values, source=str(config_path))
+    return record.config_from_google(values, source=str(config_path))
 
 
 def read(path, config_path=None):

@@ -40,7 +40,7 @@ def test_configs_read_each_familys_names():
             albert.activation) == (4, 2, 8, "gelu_approximate")
     electra = kbert.convert.read(FIXTURES / "electra")
     assert electra.config.embedding_size == 12
-    assert kbert.convert.checkpoint.MAPPINGS["electra"].pretrainer_arguments(
+    assert kbert.convert.families.get("electra").pretrainer_arguments(
         electra.config, electra.weights) == {"generator_hidden_fraction": 0.5,
                                              "generator_layers_fraction": 1.0}
 

@@ -1,0 +1,119 @@
+"""The contract between the checkpoint formats and a model family: one `Family` record.
+
+Each family module (`bert`, `albert`, `distil_bert`, `electra`) builds exactly one record,
+`FAMILY`; `kbert.convert.families` registers them. The formats (`hugging_face`, `tf1`,
+`keras_hub`) and `Checkpoint` read a family only through its record: every name, translation
+and hook they use is a field here, and a hook a family does not need is `None`, not a missing
+attribute.
+"""
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Optional
+
+from kbert import models
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class Companion:
+    """A second Hugging Face model written in a folder beside the main one: ELECTRA's
+    generator (`ElectraForMaskedLM`) next to its discriminator, as Google published them.
+
+    Attributes:
+        folder: the sub-folder's name.
+        description: what it holds, for messages ("an ELECTRA generator").
+        head: the `head` its weights are written as ("mlm": `*ForMaskedLM`).
+        split: `(config, weights) -> None or (main weights, companion config.json dict,
+            companion weights)`; `None` when the weights have no companion part.
+        check_config: `(config.json dict, source)`; raises ValueError when kbert has no form
+            of the companion.
+        join: `(companion weights, main weights, source) -> dict`: the companion's weights
+            under the names they have in the main checkpoint.
+    """
+
+    folder: str
+    description: str
+    head: Optional[str]
+    split: Callable
+    check_config: Callable
+    join: Callable
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class Family:
+    """What the formats need to know about one model family.
+
+    Weights in every format are translated to one common form: numpy arrays keyed by the
+    Hugging Face names without the model prefix (see `kbert.convert.bert`).
+
+    Attributes:
+        name: the family, a key of `kbert.models.FAMILIES` ("bert").
+        entries: `model -> [_mapping.Entry]`, the weight map of a kbert model of the family
+            (backbone, masked LM or pretrainer).
+        heads_in: `weights -> "pretrainer", "mlm" or None`: the richest head the weights hold.
+        pretrainer_arguments: optional `(config, weights) -> dict` of pretrainer arguments the
+            weights fix (ELECTRA's generator size); `None`: the config says everything.
+
+        model_type: Hugging Face config.json's `model_type`.
+        prefix: the encoder's prefix in Hugging Face's head models (`bert.`).
+        head_prefixes: the names outside the encoder (the heads), which keep no prefix.
+        architectures: `head` -> the Hugging Face class written in config.json.
+        tied: names that repeat the token table (the MLM decoder); dropped on reading.
+        aliases: old Hugging Face names -> the common ones.
+        tokenizer_class: tokenizer_config.json's `tokenizer_class`.
+        config_from_hf: `(config.json dict, source) -> config`.
+        config_to_hf: `config -> config.json dict` (without `architectures`).
+        not_in_hf: common names Hugging Face's models have no place for (not written).
+        companion: a second Hugging Face model beside the main one, or `None`.
+
+        tf1_name: `TF1 variable name -> (common name, transpose?) or None`; `None` when the
+            family has no original TF1 release.
+        tf1_pattern: a regex that some variable name of the family's TF1 checkpoints matches
+            and no other family's do; `None` for the one family of the TF1 checkpoints that
+            no pattern matches (BERT).
+        tf1_config_files: the config file names of the releases, first found wins.
+        config_from_google: `(config dict, source) -> config` for those files.
+        config_from_weights: optional `(weights, source) -> config` for releases without a
+            config file (ELECTRA).
+
+        keras_hub_class: the class name of keras-hub's backbone of the family.
+        config_from_keras_hub: `backbone.get_config() dict -> config`.
+    """
+
+    name: str
+    entries: Callable
+    heads_in: Callable
+    pretrainer_arguments: Optional[Callable] = None
+
+    model_type: str
+    prefix: str
+    head_prefixes: tuple
+    architectures: Mapping
+    tied: tuple = ()
+    aliases: Mapping = dataclasses.field(default_factory=dict)
+    tokenizer_class: str
+    config_from_hf: Callable
+    config_to_hf: Callable
+    not_in_hf: tuple = ()
+    companion: Optional[Companion] = None
+
+    tf1_name: Optional[Callable] = None
+    tf1_pattern: Optional[str] = None
+    tf1_config_files: tuple = ()
+    config_from_google: Optional[Callable] = None
+    config_from_weights: Optional[Callable] = None
+
+    keras_hub_class: str
+    config_from_keras_hub: Callable
+
+    def __post_init__(self):
+        # A record that breaks the contract fails when its module is imported, not when a
+        # user first reads a checkpoint of that family.
+        if set(self.architectures) != set(models.HEADS):
+            raise TypeError(f"{self.name}: architectures must name a class for every head "
+                            f"(None, 'mlm', 'pretrainer'), not {list(self.architectures)}.")
+        if self.tf1_name is None and (self.tf1_pattern or self.tf1_config_files
+                                      or self.config_from_google or self.config_from_weights):
+            raise TypeError(f"{self.name}: TF1 fields without tf1_name.")
+        if self.tf1_name is not None and self.config_from_google is None:
+            raise TypeError(f"{self.name}: tf1_name without config_from_google.")

@@ -1,0 +1,57 @@
+"""The model families `kbert.convert` reads and writes: the one place a format looks one up.
+
+    family = families.get("electra")          # a `kbert.convert._family.Family` record
+    family = families.by_model_type("albert")  # from a Hugging Face config.json
+"""
+
+from kbert import models
+from kbert.convert import albert, bert, distil_bert, electra
+from kbert.convert._family import Companion, Family
+
+# name -> record, in the order of `kbert.models.FAMILIES`.
+FAMILIES = {f.name: f for f in (bert.FAMILY, albert.FAMILY, distil_bert.FAMILY, electra.FAMILY)}
+
+
+def get(name):
+    """The record of family `name` ("bert"); ValueError naming the known ones otherwise."""
+    if name not in FAMILIES:
+        raise ValueError(f"Unknown model family {name!r}. Known: {', '.join(FAMILIES)}.")
+    return FAMILIES[name]
+
+
+def by_model_type(model_type, source="config.json"):
+    """The family of a Hugging Face config.json's `model_type`."""
+    for family in FAMILIES.values():
+        if family.model_type == model_type:
+            return family
+    raise ValueError(
+        f"{source}: model_type={model_type!r} is not supported. Supported: "
+        f"{', '.join(sorted(f.model_type for f in FAMILIES.values()))}."
+    )
+
+
+def by_keras_hub_class(class_name, source="keras-hub preset"):
+    """The family of a keras-hub backbone class ("BertBackbone")."""
+    for family in FAMILIES.values():
+        if family.keras_hub_class == class_name:
+            return family
+    raise ValueError(
+        f"{source} holds a keras-hub {class_name}; kbert reads "
+        f"{', '.join(f.keras_hub_class for f in FAMILIES.values())} presets."
+    )
+
+
+def of_model(model):
+    """The family of a kbert model: a backbone, or a model with a `backbone`."""
+    backbone = getattr(model, "backbone", model)
+    for name, classes in models.FAMILIES.items():
+        if type(backbone) is classes.backbone:
+            return get(name)
+    raise ValueError(
+        f"{type(model).__name__} is not a kbert model of a known family: expected a "
+        f"backbone or pretrainer of {', '.join(models.FAMILIES)}."
+    )
+
+
+__all__ = ["FAMILIES", "Companion", "Family", "by_keras_hub_class", "by_model_type", "get",
+           "of_model"]
