@@ -25,6 +25,11 @@ PRIVATE_APIS = {
         "Keras clips each replica's gradient before the replicas are summed; kbert clips "
         "the summed gradient, as one device would",
         "tensorflow/tensorflow#33929"),
+    "optimizer_variable_index": (
+        "keras", "Optimizer._get_variable_index (read by kbert's AdamW and Lamb)",
+        "layer-wise learning-rate decay needs to know, inside update_step, which variable it "
+        "updates; Keras passes the backend's variable without its path",
+        "none filed"),
     "use_weight_decay": (
         "keras", "Optimizer._use_weight_decay (read by tests only)",
         "the tests check which variables AdamW decays; Keras has no public query",

@@ -89,11 +89,51 @@ class _ClipTheSummedGradient:
         return super()._clip_gradients(grads)
 
 
-@keras.saving.register_keras_serializable(package="kbert")
-class AdamW(_ClipTheSummedGradient, keras.optimizers.AdamW):
-    """`keras.optimizers.AdamW`, clipping the summed gradient under tf.distribute."""
+class _PerVariableRates:
+    """Learning-rate multipliers by variable path (layer-wise learning-rate decay).
+
+    `learning_rate_multipliers` maps a variable's `path` to the factor its learning rate is
+    multiplied by; variables not named keep the schedule's rate. The factor scales the step
+    inside `update_step` (Keras's hook for custom optimizers), so it works for Adam, whose
+    update does not scale with the gradient. The decoupled weight decay keeps the base rate.
+    """
+
+    def __init__(self, *args, learning_rate_multipliers=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.learning_rate_multipliers = {str(k): float(v) for k, v in
+                                          (learning_rate_multipliers or {}).items()}
+        self._factors = []
+
+    def build(self, variables):
+        super().build(variables)
+        # update_step sees the backend's variable (a tf.Variable, or a replica's copy), not
+        # the Keras one with its path: factors are looked up by the optimizer's own index.
+        self._factors = [self.learning_rate_multipliers.get(v.path, 1.0) for v in variables]
+        if self.learning_rate_multipliers:
+            _keras_private.guard("optimizer_variable_index")
+
+    def update_step(self, gradient, variable, learning_rate):
+        if self.learning_rate_multipliers:
+            factor = self._factors[self._get_variable_index(variable)]
+            if factor != 1.0:
+                learning_rate = ops.multiply(learning_rate,
+                                             ops.cast(factor, learning_rate.dtype))
+        return super().update_step(gradient, variable, learning_rate)
+
+    def get_config(self):
+        config = super().get_config()
+        if self.learning_rate_multipliers:
+            config["learning_rate_multipliers"] = dict(self.learning_rate_multipliers)
+        return config
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class Lamb(_ClipTheSummedGradient, keras.optimizers.Lamb):
-    """`keras.optimizers.Lamb`, clipping the summed gradient under tf.distribute."""
+class AdamW(_PerVariableRates, _ClipTheSummedGradient, keras.optimizers.AdamW):
+    """`keras.optimizers.AdamW`, clipping the summed gradient under tf.distribute, with
+    optional per-variable learning-rate multipliers."""
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class Lamb(_PerVariableRates, _ClipTheSummedGradient, keras.optimizers.Lamb):
+    """`keras.optimizers.Lamb`, clipping the summed gradient under tf.distribute, with
+    optional per-variable learning-rate multipliers."""

@@ -10,12 +10,14 @@ __all__ = ["DECAYS", "NO_DECAY_NAMES", "OPTIMIZERS", "AdamW", "Lamb", "WarmupSch
 def create_optimizer(name="adamw", learning_rate=1e-4, warmup_steps=0, total_steps=1,
                      decay="linear", power=1.0, end_learning_rate=0.0, weight_decay=0.01,
                      beta_1=0.9, beta_2=0.999, epsilon=1e-6, clipnorm=1.0,
-                     gradient_accumulation_steps=None):
+                     gradient_accumulation_steps=None, learning_rate_multipliers=None):
     """AdamW or LAMB with BERT's warm-up/decay schedule and weight decay.
 
     Weight decay skips LayerNorm weights and biases. `clipnorm` clips the global gradient
     norm (None: no clipping). `gradient_accumulation_steps` > 1 sums gradients over that many
-    batches before each update (Keras's own accumulation).
+    batches before each update (Keras's own accumulation). `learning_rate_multipliers`
+    (variable path -> factor) scales some variables' rates, e.g. from
+    `kbert.training.layer_wise.learning_rate_multipliers` (layer-wise decay).
     """
     if name not in OPTIMIZERS:
         raise ValueError(f"Unknown optimizer {name!r}. Allowed: {', '.join(OPTIMIZERS)}.")
@@ -39,6 +41,7 @@ def create_optimizer(name="adamw", learning_rate=1e-4, warmup_steps=0, total_ste
         epsilon=epsilon,
         global_clipnorm=clipnorm,
         gradient_accumulation_steps=gradient_accumulation_steps,
+        learning_rate_multipliers=learning_rate_multipliers,
     )
     if weight_decay:
         optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
