@@ -16,20 +16,16 @@ from kbert import models, presets
 from kbert.training.run_config import ConfigError
 
 
-def _dtype(config):
-    return None if config.precision == "float32" else config.precision
-
-
 def _from_preset(head):
     def build(config, overrides, teacher=None):
-        return presets.load(config.preset, head=head, weights=None, dtype=_dtype(config),
+        return presets.load(config.preset, head=head, weights=None, dtype=config.dtype(),
                             **overrides)
 
     return build
 
 
 def _electra(config, overrides, teacher=None):
-    backbone = presets.load(config.preset, head=None, weights=None, dtype=_dtype(config),
+    backbone = presets.load(config.preset, head=None, weights=None, dtype=config.dtype(),
                             **overrides)
     return models.ElectraPretrainer(
         backbone, generator_hidden_fraction=config.generator_hidden_fraction,
@@ -42,7 +38,7 @@ def _distiller(config, overrides, teacher):
     print(f"Teacher: {teacher.description}.")
     student = _from_preset("mlm")(config, overrides)
     return models.Distiller(
-        student, teacher.build(_dtype(config)), temperature=config.temperature,
+        student, teacher.build(config.dtype()), temperature=config.temperature,
         kl_weight=config.distill_kl_weight, mlm_weight=config.distill_mlm_weight,
         cosine_weight=config.distill_cosine_weight, name="distiller",
     )

@@ -18,7 +18,6 @@ from absl import logging
 from kbert.training import callbacks as kbert_callbacks
 from kbert.training import multi_worker, sources
 from kbert.training.objectives import OBJECTIVES
-from kbert.training.optimizers import create_optimizer
 from kbert.training.pretraining_config import PretrainingConfig  # noqa: F401 - public name
 from kbert.training.run_config import ConfigError  # noqa: F401 - public name
 from kbert.training.strategies import create_strategy
@@ -49,13 +48,7 @@ def run_pretraining(config):
     with strategy.scope():
         overrides = {"vocabulary_size": tokenizer.vocabulary_size, **config.config_overrides}
         model = objective.build(config, overrides, teacher)
-        optimizer = create_optimizer(
-            config.optimizer, learning_rate=config.learning_rate,
-            warmup_steps=config.warmup_steps, total_steps=train_steps, decay=config.decay,
-            power=config.power, end_learning_rate=config.end_learning_rate,
-            weight_decay=config.weight_decay, clipnorm=config.clipnorm,
-            gradient_accumulation_steps=config.gradient_accumulation_steps,
-        )
+        optimizer = config.create_optimizer(train_steps, config.warmup_steps)
         model.compile(optimizer=optimizer, jit_compile=config.jit_compile,
                       steps_per_execution=config.steps_per_execution)
         model.optimizer.build(model.trainable_variables)

@@ -10,21 +10,17 @@ from kbert.data.inputs import INPUT_HELP
 from kbert.data.masking import MASKINGS
 from kbert.training import run_config
 from kbert.training.objectives import OBJECTIVES
-from kbert.training.optimizers import DECAYS, OPTIMIZERS
 from kbert.training.run_config import ConfigError, setting
-from kbert.training.strategies import STRATEGIES
-
-PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+from kbert.training.run_settings import RunConfig
 DEFAULT_TRAIN_STEPS = 1000
 
 
 @dataclasses.dataclass
-class PretrainingConfig:
-    """Everything a pretraining run needs. tools/pretrain.py has one flag per field."""
+class PretrainingConfig(RunConfig):
+    """Everything a pretraining run needs. tools/pretrain.py has one flag per field (the
+    output, hardware and optimizer fields come from `RunConfig`)."""
 
     # === Model ===
-    model_dir: str = setting(help="Checkpoints, TensorBoard logs, vocab.txt, config.json "
-                             "(a directory; required).", group="Output")
     preset: str = setting("bert_tiny", "kbert preset to pretrain: "
                           f"{', '.join(presets.list())}.", group="Model", aliases=["model"])
     config_overrides: dict = setting(
@@ -88,10 +84,7 @@ class PretrainingConfig:
         None, "Teacher layer of each student layer, comma-separated integers, e.g. "
               "0,2,4,7,9,11 (default: spread evenly, which is that for 6 of 12).",
         group="Model", from_flag=run_config.integers)
-    # === Schedule ===
-    global_batch_size: int = setting(32, "Sequences per step over all replicas (an integer "
-                                     ">= 1, divisible by the replicas).", group="Schedule",
-                                     minimum=1)
+    # === Schedule (and the optimizer's fields of RunConfig) ===
     train_steps: Optional[int] = setting(
         None, f"Training steps, a multiple of --steps_per_loop (give this or --epochs; "
               f"neither: {DEFAULT_TRAIN_STEPS}).", group="Schedule", minimum=1)
@@ -99,42 +92,8 @@ class PretrainingConfig:
                                     "--train_steps).", group="Schedule", minimum=1)
     steps_per_loop: int = setting(100, "Steps between checkpoints and log lines (an integer "
                                   ">= 1).", group="Schedule", minimum=1)
-    optimizer: str = setting("adamw", "Optimizer: adamw or lamb.", group="Schedule",
-                             choices=OPTIMIZERS)
-    learning_rate: float = setting(1e-4, "Peak learning rate (> 0).", group="Schedule")
     warmup_steps: int = setting(0, "Linear warm-up steps, in [0, --train_steps].",
                                 group="Schedule")
-    decay: str = setting("linear", "Decay after warm-up: linear, polynomial or constant.",
-                         group="Schedule", choices=DECAYS)
-    power: float = setting(1.0, "Power of the polynomial decay (> 0).", group="Schedule")
-    end_learning_rate: float = setting(0.0, "Learning rate at the last step (>= 0).",
-                                       group="Schedule", minimum=0)
-    weight_decay: float = setting(0.01, "Decoupled weight decay, not on LayerNorm or biases "
-                                  "(>= 0).", group="Schedule", minimum=0)
-    clipnorm: Optional[float] = setting(1.0, "Global gradient-norm clipping (> 0; 0: off).",
-                                        group="Schedule", from_flag=run_config.zero_is_none)
-    gradient_accumulation_steps: int = setting(
-        1, "Batches per optimizer update (an integer >= 1; 1 under several replicas).",
-        group="Schedule", minimum=1)
-    # === Hardware ===
-    precision: str = setting("float32", "Keras dtype policy (mixed_float16 scales the loss).",
-                             group="Hardware", choices=PRECISIONS)
-    jit_compile: bool = setting(True, "Compile the train step with XLA: true or false.",
-                                group="Hardware")
-    steps_per_execution: int = setting(1, "Steps per tf.function call (an integer >= 1).",
-                                       group="Hardware", minimum=1)
-    strategy: str = setting("default", "tf.distribute strategy (multi_worker reads TF_CONFIG).",
-                            group="Hardware", choices=STRATEGIES)
-    tpu: str = setting("", "TPU for --strategy=tpu: 'local' on a TPU VM (Colab's TPU runtime), "
-                       "else its name or grpc:// address ('' reads $TPU_NAME or "
-                       "$COLAB_TPU_ADDR).", group="Hardware")
-    # === Output ===
-    export_dir: Optional[str] = setting(None, "Export a SavedModel here at the end (a "
-                                        "directory; unset: no export).", group="Output")
-    seed: int = setting(0, "Seed of every random choice: data, masks, init, dropout (an "
-                        "integer).", group="Output")
-    verbose: int = setting(1, "Keras verbosity: 0 silent, 1 progress bar, 2 one line per loop.",
-                           group="Output", minimum=0)
 
     def __post_init__(self):
         if self.train_steps is None and self.epochs is None:
@@ -146,7 +105,7 @@ class PretrainingConfig:
 
     def validate(self):
         """Fails fast, naming the flag, before any work starts."""
-        run_config.check(self)
+        super().validate()
         try:
             family = self.family
         except ValueError as e:

@@ -39,8 +39,10 @@ def setting(default=dataclasses.MISSING, help="", *, group, choices=None, minimu
         raise ValueError(f"Unknown group {group!r}. Allowed: {', '.join(GROUPS)}.")
     metadata = dict(help=help, group=group, choices=tuple(choices) if choices else None,
                     minimum=minimum, flag=flag, aliases=tuple(aliases), from_flag=from_flag)
+    # Keyword-only: a config is always built by name, and a subclass may add fields without
+    # defaults after the base's fields with defaults.
     return dataclasses.field(default=default, default_factory=default_factory,
-                             metadata=metadata)
+                             metadata=metadata, kw_only=True)
 
 
 def _base_type(annotation):

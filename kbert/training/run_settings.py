@@ -1,0 +1,76 @@
+"""`RunConfig`: the fields every training run has (output, hardware, optimizer), each a flag.
+
+`PretrainingConfig` and the fine-tuning config extend it, so these settings, their help and
+their checks are written once for both programs.
+"""
+
+import dataclasses
+from typing import Optional
+
+from kbert.training import run_config
+from kbert.training.optimizers import DECAYS, OPTIMIZERS, create_optimizer
+from kbert.training.run_config import setting
+from kbert.training.strategies import STRATEGIES
+
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+@dataclasses.dataclass
+class RunConfig:
+    """Output, hardware and optimizer settings of a run (see `PretrainingConfig`)."""
+
+    model_dir: str = setting(help="Checkpoints, TensorBoard logs, vocab.txt, config.json "
+                             "(a directory; required).", group="Output")
+    global_batch_size: int = setting(32, "Sequences per step over all replicas (an integer "
+                                     ">= 1, divisible by the replicas).", group="Schedule",
+                                     minimum=1)
+    optimizer: str = setting("adamw", "Optimizer: adamw or lamb.", group="Schedule",
+                             choices=OPTIMIZERS)
+    learning_rate: float = setting(1e-4, "Peak learning rate (> 0).", group="Schedule")
+    decay: str = setting("linear", "Decay after warm-up: linear, polynomial or constant.",
+                         group="Schedule", choices=DECAYS)
+    power: float = setting(1.0, "Power of the polynomial decay (> 0).", group="Schedule")
+    end_learning_rate: float = setting(0.0, "Learning rate at the last step (>= 0).",
+                                       group="Schedule", minimum=0)
+    weight_decay: float = setting(0.01, "Decoupled weight decay, not on LayerNorm or biases "
+                                  "(>= 0).", group="Schedule", minimum=0)
+    clipnorm: Optional[float] = setting(1.0, "Global gradient-norm clipping (> 0; 0: off).",
+                                        group="Schedule", from_flag=run_config.zero_is_none)
+    gradient_accumulation_steps: int = setting(
+        1, "Batches per optimizer update (an integer >= 1; 1 under several replicas).",
+        group="Schedule", minimum=1)
+    precision: str = setting("float32", "Keras dtype policy (mixed_float16 scales the loss).",
+                             group="Hardware", choices=PRECISIONS)
+    jit_compile: bool = setting(True, "Compile the train step with XLA: true or false.",
+                                group="Hardware")
+    steps_per_execution: int = setting(1, "Steps per tf.function call (an integer >= 1).",
+                                       group="Hardware", minimum=1)
+    strategy: str = setting("default", "tf.distribute strategy (multi_worker reads TF_CONFIG).",
+                            group="Hardware", choices=STRATEGIES)
+    tpu: str = setting("", "TPU for --strategy=tpu: 'local' on a TPU VM (Colab's TPU runtime), "
+                       "else its name or grpc:// address ('' reads $TPU_NAME or "
+                       "$COLAB_TPU_ADDR).", group="Hardware")
+    export_dir: Optional[str] = setting(None, "Export a SavedModel here at the end (a "
+                                        "directory; unset: no export).", group="Output")
+    seed: int = setting(0, "Seed of every random choice: data, masks, init, dropout (an "
+                        "integer).", group="Output")
+    verbose: int = setting(1, "Keras verbosity: 0 silent, 1 progress bar, 2 one line per loop.",
+                           group="Output", minimum=0)
+
+    def validate(self):
+        """Checks every field's allowed values; subclasses add their own checks."""
+        run_config.check(self)
+
+    def dtype(self):
+        """The Keras dtype policy of the model: None for float32."""
+        return None if self.precision == "float32" else self.precision
+
+    def create_optimizer(self, total_steps, warmup_steps, learning_rate_multipliers=None):
+        """The optimizer these settings describe, with BERT's warm-up and decay schedule."""
+        return create_optimizer(
+            self.optimizer, learning_rate=self.learning_rate, warmup_steps=warmup_steps,
+            total_steps=total_steps, decay=self.decay, power=self.power,
+            end_learning_rate=self.end_learning_rate, weight_decay=self.weight_decay,
+            clipnorm=self.clipnorm, gradient_accumulation_steps=self.gradient_accumulation_steps,
+            learning_rate_multipliers=learning_rate_multipliers,
+        )
