@@ -1,0 +1,250 @@
+"""Extractive question answering (SQuAD v1.1 / v2.0): windows in, answers out.
+
+Encoding follows google-research/bert's run_squad.py: `[CLS] question [SEP] window [SEP]`,
+the question cut to `max_question_length` pieces, the context cut into windows of what is
+left, each window starting `doc_stride` pieces after the one before (never more than a
+window's length, so the windows cover every piece). A training window carries the answer's
+first and last piece when it holds the whole answer, else 0 ([CLS]).
+
+Decoding searches the `n_best` start and end pieces of every window for spans of at most
+`max_answer_length` pieces, merges all windows of a question, and cuts the answer from the
+original context by the pieces' character spans (`kbert.data.text_spans`): an exact
+substring, accents, punctuation and whitespace as they were. SQuAD 2.0 answers "" when the
+[CLS] null score (the lowest over the windows) beats the best span by more than
+`null_threshold`.
+"""
+
+import dataclasses
+from typing import Optional
+
+import numpy as np
+
+from kbert.data.task_features import (
+    END_POSITIONS,
+    START_POSITIONS,
+    DataError,
+    arrays_dataset,
+    check_int,
+    packed_row,
+)
+from kbert.data.task_records import QuestionAnsweringData, QuestionExample
+from kbert.data.text_spans import align_texts, tokenize_words
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Window:
+    """One model input of a question: pieces `doc_start:doc_start + doc_length` of the
+    context's wordpieces, at positions `offset:offset + doc_length` of the sequence."""
+    example_index: int
+    question_id: str
+    context: str
+    piece_spans: np.ndarray  # [context pieces, 2], shared by the question's windows
+    doc_start: int
+    doc_length: int
+    offset: int
+    sequence_length: int
+
+    @property
+    def token_spans(self):
+        """int32 [S, 2]: each position's (start, end) characters in `context`; -1 off it."""
+        spans = np.full((self.sequence_length, 2), -1, np.int32)
+        spans[self.offset : self.offset + self.doc_length] = self.piece_spans[
+            self.doc_start : self.doc_start + self.doc_length]
+        return spans
+
+
+@dataclasses.dataclass
+class EncodedQuestions:
+    """Model inputs for QA and the windows to decode the outputs with.
+
+    Attributes:
+        features: `token_ids`, `segment_ids`, `padding_mask`, int32 [windows, S].
+        labels: `start_positions`, `end_positions` int32 [windows]; None when no question
+            has an answer or is marked impossible (prediction data).
+        windows: a `Window` per row.
+        examples: the `QuestionExample`s.
+        version_2: SQuAD 2.0 data (no-answer questions).
+    """
+    features: dict
+    labels: Optional[dict]
+    windows: list
+    examples: list
+    version_2: bool = False
+
+    def decode(self, start_logits, end_logits, **kwargs):
+        """`decode_answers` on these windows (`version_2` from the data unless given)."""
+        kwargs.setdefault("version_2", self.version_2)
+        return decode_answers(start_logits, end_logits, self.windows, **kwargs)
+
+
+def window_starts(num_pieces, window_length, doc_stride):
+    """[(start, length)] of the windows over `num_pieces` (run_squad.py's doc spans)."""
+    spans, start = [], 0
+    while True:
+        length = min(num_pieces - start, window_length)
+        spans.append((start, length))
+        if start + length >= num_pieces:
+            return spans
+        start += min(length, doc_stride)
+
+
+def _answer_pieces(example, spans):
+    """First and last piece of the example's first answer, or None (no answer)."""
+    if example.is_impossible or not example.answers:
+        return None
+    text, start = example.answers[0]
+    end = start + len(text)
+    inside = np.flatnonzero((spans[:, 0] < end) & (spans[:, 1] > start))
+    if not len(inside):
+        raise DataError(f"{example.origin}: the answer {text!r} at {start} has no wordpiece "
+                        f"(only whitespace or deleted characters).")
+    return int(inside[0]), int(inside[-1])
+
+
+def encode_questions(data, tokenizer, sequence_length=384, doc_stride=128,
+                     max_question_length=64):
+    """Questions and contexts -> `EncodedQuestions` (one row per window).
+
+    Args:
+        data: `QuestionAnsweringData` (`read_squad`, `tfds_task("squad/v1.1")`) or a list
+            of `QuestionExample`.
+        tokenizer: a kbert tokenizer.
+        sequence_length: the static length S of every window.
+        doc_stride: pieces between the starts of consecutive windows (run_squad.py's
+            `doc_stride`; the overlap is the window length minus it).
+        max_question_length: questions keep their first this many pieces.
+    """
+    check_int("sequence_length", sequence_length, 4)
+    check_int("doc_stride", doc_stride, 1)
+    check_int("max_question_length", max_question_length, 1)
+    version_2 = False
+    if isinstance(data, QuestionAnsweringData):
+        version_2, data = data.version_2, data.examples
+    examples = list(data)
+    if not examples or not all(isinstance(e, QuestionExample) for e in examples):
+        raise DataError("encode_questions takes QuestionAnsweringData or QuestionExamples "
+                        "(at least one).")
+    questions = tokenize_words(tokenizer, [e.question for e in examples])
+    contexts = list(dict.fromkeys(e.context for e in examples))
+    alignments = dict(zip(contexts, align_texts(contexts, tokenizer)))
+    labelled = any(e.answers or e.is_impossible for e in examples)
+    rows, windows, starts, ends = [], [], [], []
+    special = (tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
+    for index, example in enumerate(examples):
+        question = questions[example.question][:max_question_length]
+        window_length = sequence_length - len(question) - 3
+        if window_length < 1:
+            raise ValueError(f"sequence_length={sequence_length} leaves no room for the "
+                             f"context after a question of {len(question)} pieces; raise it "
+                             f"or lower max_question_length={max_question_length}.")
+        alignment = alignments[example.context]
+        answer = _answer_pieces(example, alignment.piece_spans) if labelled else None
+        for doc_start, doc_length in window_starts(len(alignment.piece_ids), window_length,
+                                                   doc_stride):
+            piece_ids = alignment.piece_ids[doc_start : doc_start + doc_length]
+            *row, offset = packed_row(question, piece_ids, sequence_length, *special)
+            rows.append(row)
+            windows.append(Window(index, example.id, example.context, alignment.piece_spans,
+                                  doc_start, doc_length, offset, sequence_length))
+            start = end = 0
+            if answer is not None and doc_start <= answer[0] and answer[1] < doc_start + doc_length:
+                start, end = (offset + piece - doc_start for piece in answer)
+            starts.append(start)
+            ends.append(end)
+    features = {key: np.stack([row[i] for row in rows])
+                for i, key in enumerate(("token_ids", "segment_ids", "padding_mask"))}
+    labels = None
+    if labelled:
+        labels = {START_POSITIONS: np.array(starts, np.int32),
+                  END_POSITIONS: np.array(ends, np.int32)}
+    return EncodedQuestions(features, labels, windows, examples, version_2)
+
+
+def question_answering_dataset(data, tokenizer, sequence_length=384, doc_stride=128,
+                               max_question_length=64, batch_size=32, training=False,
+                               shuffle_buffer=10_000, seed=0, drop_remainder=None,
+                               repeat=False):
+    """Batches for a span QA model: `(features, {"start_positions", "end_positions"})`.
+
+    For predictions, `encode_questions` keeps the windows that `decode_answers` needs.
+    """
+    encoded = encode_questions(data, tokenizer, sequence_length, doc_stride,
+                               max_question_length)
+    return arrays_dataset(encoded.features, encoded.labels, batch_size, training,
+                          shuffle_buffer, seed, drop_remainder, repeat)
+
+
+def _window_candidates(start_logits, end_logits, window, n_best, max_answer_length):
+    """[(score, char_start, char_end)] of the window's best spans (at most n_best)."""
+    lo, count = window.offset, window.doc_length
+    if count == 0:
+        return []
+    starts = start_logits[lo : lo + count]
+    ends = end_logits[lo : lo + count]
+    k = min(n_best, count)
+    top_starts = np.argsort(-starts, kind="stable")[:k]
+    top_ends = np.argsort(-ends, kind="stable")[:k]
+    length = top_ends[None, :] - top_starts[:, None] + 1
+    valid = (length >= 1) & (length <= max_answer_length)
+    scores = starts[top_starts][:, None] + ends[top_ends][None, :]
+    i, j = np.nonzero(valid)
+    order = np.argsort(-scores[i, j], kind="stable")[:n_best]
+    spans = window.piece_spans
+    return [(float(scores[i[o], j[o]]),
+             int(spans[window.doc_start + top_starts[i[o]], 0]),
+             int(spans[window.doc_start + top_ends[j[o]], 1])) for o in order]
+
+
+def decode_answers(start_logits, end_logits, windows, n_best=20, max_answer_length=30,
+                   null_threshold=None, version_2=False):
+    """The best answer of each question, over all its windows.
+
+    Args:
+        start_logits, end_logits: [windows, S] scores, rows in the order of `windows`.
+        windows: `EncodedQuestions.windows`.
+        n_best: start and end candidates per window (run_squad.py's `n_best_size`).
+        max_answer_length: the longest answer, in wordpieces.
+        null_threshold: SQuAD 2.0: the answer is "" when null score - best span score >
+            `null_threshold` (run_squad.py's `null_score_diff_threshold`; default 0.0).
+        version_2: consider no answer at all.
+    Returns:
+        {question_id: {"text", "score", "start", "end"}}, in the questions' order: `text`
+        is `context[start:end]`, `score` the span's start + end logit; no answer is
+        {"text": "", "start": 0, "end": 0} with the null score. With `version_2` each
+        answer also has its `null_score` (min over windows of the [CLS] start + end).
+    """
+    check_int("n_best", n_best, 1)
+    check_int("max_answer_length", max_answer_length, 1)
+    start_logits = np.asarray(start_logits, np.float32)
+    end_logits = np.asarray(end_logits, np.float32)
+    expected = (len(windows), windows[0].sequence_length) if windows else (0,)
+    if start_logits.shape[: len(expected)] != expected or end_logits.shape != start_logits.shape:
+        raise ValueError(f"Expected start and end logits of shape {expected} (a row per "
+                         f"window), got {start_logits.shape} and {end_logits.shape}.")
+    threshold = 0.0 if null_threshold is None else float(null_threshold)
+    candidates, nulls, contexts = {}, {}, {}
+    for row, window in enumerate(windows):
+        qid = window.question_id
+        contexts[qid] = window.context
+        found = candidates.setdefault(qid, {})
+        for score, start, end in _window_candidates(start_logits[row], end_logits[row], window,
+                                                    n_best, max_answer_length):
+            if score > found.get((start, end), -np.inf):
+                found[(start, end)] = score
+        null = float(start_logits[row, 0] + end_logits[row, 0])
+        nulls[qid] = min(nulls.get(qid, np.inf), null)
+    answers = {}
+    for qid, found in candidates.items():
+        answer = {"text": "", "score": float("-inf"), "start": 0, "end": 0}
+        if found:
+            # The highest score; on ties the earliest, shortest span.
+            (start, end), score = max(found.items(), key=lambda kv: (kv[1], -kv[0][0],
+                                                                     -kv[0][1]))
+            answer = {"text": contexts[qid][start:end], "score": score, "start": start,
+                      "end": end}
+        if version_2:
+            if not found or nulls[qid] - answer["score"] > threshold:
+                answer = {"text": "", "score": nulls[qid], "start": 0, "end": 0}
+            answer["null_score"] = nulls[qid]
+        answers[qid] = answer
+    return answers

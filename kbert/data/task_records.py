@@ -1,0 +1,141 @@
+"""The records every fine-tuning pipeline takes, whatever the source (files, TFDS, lists),
+and the checks they share.
+
+Labels are stored as indices into the data's `label_names` (floats for regression); every
+record keeps its `origin` ("train.tsv: line 12", "squad/v2.0 (train) question id '5a8'") so
+that an error found later still names the row.
+"""
+
+import dataclasses
+from typing import Optional
+
+from kbert.data.task_features import DataError
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassificationExample:
+    """One text (or text pair); `label` is an index into `label_names`, a float for
+    regression, or None (unlabelled data); `origin` says where it came from."""
+    text_a: str
+    text_b: Optional[str] = None
+    label: object = None
+    origin: str = ""
+
+
+@dataclasses.dataclass
+class ClassificationData:
+    """Examples, `label_names` (None for regression or unlabelled data) and `regression`."""
+    examples: list
+    label_names: Optional[list] = None
+    regression: bool = False
+    source: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class TaggingExample:
+    """A sentence as words; `tags` holds an index into `label_names` per word (or None)."""
+    words: tuple
+    tags: Optional[tuple] = None
+    origin: str = ""
+
+
+@dataclasses.dataclass
+class TaggingData:
+    examples: list
+    label_names: Optional[list] = None
+    source: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class QuestionExample:
+    """A SQuAD question: `answers` are (text, char_start) pairs into `context`, checked to
+    match it; `is_impossible` (SQuAD 2.0) means no answer."""
+    id: str
+    question: str
+    context: str
+    answers: tuple = ()
+    is_impossible: bool = False
+    origin: str = ""
+
+
+@dataclasses.dataclass
+class QuestionAnsweringData:
+    examples: list
+    version_2: bool = False
+    source: str = ""
+
+
+def _is_number(value):
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return True
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _is_integral(value):
+    if isinstance(value, str):
+        return value.strip().lstrip("+-").isdigit()
+    return isinstance(value, int)
+
+
+def label_indices(raw_labels, origins, label_names=None, regression=None):
+    """Raw labels (strings or numbers) -> (labels, label_names, regression).
+
+    Regression when asked, or (`regression=None`) when every label is a number and some is not
+    an integer ("3.800"): labels become floats. Else the names are `label_names`, or the
+    distinct labels sorted (numerically when all are integers), and each label its index.
+    """
+    if regression is None:
+        regression = (label_names is None and bool(raw_labels)
+                      and all(_is_number(v) for v in raw_labels)
+                      and not all(_is_integral(v) for v in raw_labels))
+    if regression:
+        labels = []
+        for value, origin in zip(raw_labels, origins):
+            if not _is_number(value):
+                raise DataError(f"{origin}: the regression label {value!r} is not a number.")
+            labels.append(float(value))
+        return labels, None, True
+    strings = [str(v).strip() for v in raw_labels]
+    if label_names is None:
+        distinct = set(strings)
+        numeric = all(s.lstrip("+-").isdigit() for s in distinct)
+        label_names = sorted(distinct, key=int if numeric else None)
+    label_names = [str(name) for name in label_names]
+    index = {name: i for i, name in enumerate(label_names)}
+    labels = []
+    for value, origin in zip(strings, origins):
+        if value not in index:
+            raise DataError(f"{origin}: unknown label {value!r}; expected one of "
+                            f"{label_names}.")
+        labels.append(index[value])
+    return labels, label_names, False
+
+
+def check_question(example, where):
+    """Raises `DataError` for an empty question or context, or an answer whose text is not
+    at its `answer_start` in the context."""
+    prefix = f"{where}: question id {example.id!r}"
+    if not isinstance(example.question, str) or not example.question.strip():
+        raise DataError(f"{prefix}: empty question.")
+    if not isinstance(example.context, str) or not example.context.strip():
+        raise DataError(f"{prefix}: empty context.")
+    for i, (text, start) in enumerate(example.answers):
+        if not isinstance(text, str) or not text.strip():
+            raise DataError(f"{prefix}: answer {i} has empty text.")
+        if isinstance(start, bool) or not isinstance(start, int):
+            raise DataError(f"{prefix}: answer {i} has answer_start {start!r}; expected an "
+                            f"integer.")
+        end = start + len(text)
+        if start < 0 or end > len(example.context):
+            raise DataError(f"{prefix}: answer {i} {text!r} spans characters {start}:{end}, "
+                            f"outside its context of {len(example.context)} characters.")
+        if example.context[start:end] != text:
+            raise DataError(f"{prefix}: answer {i} {text!r} does not match the context at "
+                            f"answer_start {start}, which holds "
+                            f"{example.context[start:end]!r}.")

@@ -1,0 +1,150 @@
+"""Fine-tuning data from tensorflow-datasets, as the records of `kbert.data.task_records`.
+
+`tfds_task(name, split)` knows the feature names of each builder it supports:
+
+- glue/sst2, glue/cola: sentence, label (ClassLabel) -> `ClassificationData`;
+- glue/mrpc, glue/stsb: sentence1, sentence2, label (stsb: float32, regression);
+- glue/mnli: premise, hypothesis, label; the split "validation" means validation_matched;
+- squad/v1.1, squad/v2.0: id, question, context, answers {text, answer_start},
+  is_impossible (v2) -> `QuestionAnsweringData`;
+- conll2003: tokens, ner (or pos, chunks: `tag_feature`) -> `TaggingData`.
+
+Label names come from the builders' ClassLabel features. GLUE's test splits have no labels
+(-1): their records have `label=None`.
+"""
+
+from kbert.data.task_features import DataError
+from kbert.data.task_records import (
+    ClassificationData,
+    ClassificationExample,
+    QuestionAnsweringData,
+    QuestionExample,
+    TaggingData,
+    TaggingExample,
+    check_question,
+)
+
+# name: (kind, text features or None, label feature)
+TFDS_TASKS = {
+    "glue/sst2": ("classification", ("sentence", None), "label"),
+    "glue/cola": ("classification", ("sentence", None), "label"),
+    "glue/mrpc": ("classification", ("sentence1", "sentence2"), "label"),
+    "glue/mnli": ("classification", ("premise", "hypothesis"), "label"),
+    "glue/stsb": ("regression", ("sentence1", "sentence2"), "label"),
+    "squad/v1.1": ("question_answering", ("question", "context"), "answers"),
+    "squad/v2.0": ("question_answering", ("question", "context"), "answers"),
+    "conll2003": ("tagging", ("tokens", None), "ner"),
+}
+_SPLIT_ALIASES = {"glue/mnli": {"validation": "validation_matched", "test": "test_matched"}}
+
+
+def _text(value):
+    return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def tfds_task(name, split="train", data_dir=None, download=True, tag_feature=None):
+    """Reads a fine-tuning dataset from tensorflow-datasets (see the table above).
+
+    Args:
+        name: one of `TFDS_TASKS` ("glue/sst2", "squad/v2.0", "conll2003", ...).
+        split: a TFDS split; for glue/mnli, "validation" and "test" mean the matched ones.
+        data_dir, download: as `tfds.builder` / `download_and_prepare`.
+        tag_feature: conll2003's tag sequence: "ner" (default), "pos" or "chunks".
+    Returns:
+        `ClassificationData`, `TaggingData` or `QuestionAnsweringData`.
+    """
+    if name not in TFDS_TASKS:
+        raise ValueError(f"Unknown TFDS task {name!r}; kbert reads {sorted(TFDS_TASKS)}.")
+    import tensorflow_datasets as tfds
+
+    kind, (text_a, text_b), label = TFDS_TASKS[name]
+    if kind == "tagging" and tag_feature is not None:
+        label = tag_feature
+    split = _SPLIT_ALIASES.get(name, {}).get(split, split)
+    builder = tfds.builder(name, data_dir=data_dir)
+    features = builder.info.features
+    expected = [f for f in (text_a, text_b, label) if f is not None]
+    if kind == "question_answering":
+        expected.append("id")
+    missing = [f for f in expected if f not in features]
+    if missing:
+        raise DataError(f"{name}: the builder has no feature {missing}; its features: "
+                        f"{sorted(features)}.")
+    if download:
+        builder.download_and_prepare()
+    rows = builder.as_dataset(split=split).as_numpy_iterator()
+    where = f"{name} ({split})"
+    if kind == "question_answering":
+        return _questions(rows, where, name == "squad/v2.0")
+    if kind == "tagging":
+        names = list(features[label].feature.names)
+        return _sentences(rows, where, text_a, label, names)
+    names = None if kind == "regression" else list(features[label].names)
+    return _classification(rows, where, text_a, text_b, label, names)
+
+
+def _classification(rows, where, text_a, text_b, label, names):
+    examples = []
+    for i, row in enumerate(rows):
+        origin = f"{where} example {i}"
+        texts = []
+        for key in (text_a, text_b):
+            text = None if key is None else _text(row[key])
+            if key is not None and not text.strip():
+                raise DataError(f"{origin}: empty text in feature {key!r}.")
+            texts.append(text)
+        value = row[label]
+        if names is None:
+            value = float(value)
+        else:
+            value = int(value)
+            if value == -1:  # GLUE's test splits
+                value = None
+            elif not 0 <= value < len(names):
+                raise DataError(f"{origin}: label {value} is outside the {len(names)} "
+                                f"labels {names}.")
+        examples.append(ClassificationExample(texts[0], texts[1], value, origin))
+    if not examples:
+        raise DataError(f"{where}: no examples.")
+    return ClassificationData(examples, names, names is None, where)
+
+
+def _sentences(rows, where, words_key, tags_key, names):
+    examples = []
+    for i, row in enumerate(rows):
+        origin = f"{where} example {i}"
+        words = tuple(_text(w) for w in row[words_key])
+        tags = tuple(int(t) for t in row[tags_key])
+        if len(words) != len(tags):
+            raise DataError(f"{origin}: {len(words)} words but {len(tags)} tags.")
+        if not words:
+            continue
+        for j, word in enumerate(words):
+            if not word.strip():
+                raise DataError(f"{origin}: word {j} is empty.")
+        for j, tag in enumerate(tags):
+            if not 0 <= tag < len(names):
+                raise DataError(f"{origin}: tag {tag} of word {j} is outside the "
+                                f"{len(names)} tags {names}.")
+        examples.append(TaggingExample(words, tags, origin))
+    if not examples:
+        raise DataError(f"{where}: no sentences.")
+    return TaggingData(examples, names, where)
+
+
+def _questions(rows, where, version_2):
+    examples = []
+    for row in rows:
+        answers = row["answers"]
+        pairs = tuple((_text(t), int(s)) for t, s in zip(answers["text"],
+                                                          answers["answer_start"]))
+        impossible = bool(row.get("is_impossible", False))
+        qid = _text(row["id"])
+        example = QuestionExample(qid, _text(row["question"]), _text(row["context"]),
+                                  () if impossible else pairs, impossible,
+                                  f"{where} question id {qid!r}")
+        check_question(example, where)
+        examples.append(example)
+    if not examples:
+        raise DataError(f"{where}: no questions.")
+    return QuestionAnsweringData(examples, version_2, where)

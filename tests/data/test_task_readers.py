@@ -1,0 +1,254 @@
+"""Fine-tuning data readers: local files (CSV/TSV/JSONL, CoNLL, SQuAD JSON) and TFDS."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from kbert.data.task_features import DataError
+from kbert.data.task_files import read_classification_file, read_conll, read_squad
+from kbert.data.task_tfds import TFDS_TASKS, tfds_task
+
+
+def write(path, text):
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def error_naming(*parts):
+    return pytest.raises(DataError, match=".*".join(re.escape(str(p)) for p in parts))
+
+
+# --- classification files ---------------------------------------------------------------
+
+def test_glue_style_tsv_pairs(tmp_path):
+    # MRPC's layout: a header, unbalanced quotes left as they are.
+    path = write(tmp_path / "train.tsv",
+                 "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+                 "1\t1\t2\tHe said \"yes.\tHe agreed.\n"
+                 "0\t3\t4\tA cat.\tA dog.\n")
+    data = read_classification_file(path, "#1 String", "#2 String", "Quality")
+    assert data.label_names == ["0", "1"] and not data.regression
+    assert [(e.text_a, e.text_b, e.label) for e in data.examples] == [
+        ('He said "yes.', "He agreed.", 1), ("A cat.", "A dog.", 0)]
+    assert data.examples[1].origin == f"{path}: line 3"
+
+
+def test_csv_without_header_and_label_order(tmp_path):
+    path = write(tmp_path / "cola.csv", 'gj04,1,,"Hello, world"\ngj04,0,*,Bad sentence\n\n')
+    data = read_classification_file(path, 3, label_column=1, header=False)
+    assert [e.text_a for e in data.examples] == ["Hello, world", "Bad sentence"]
+    assert [e.label for e in data.examples] == [1, 0]
+    # Labels sort numerically when all are integers, and a given order is kept.
+    path = write(tmp_path / "many.csv", "text,label\na,10\nb,2\nc,1\n")
+    assert read_classification_file(path, "text", label_column="label").label_names == [
+        "1", "2", "10"]
+    data = read_classification_file(path, "text", label_column="label",
+                                    label_names=["10", "2", "1"])
+    assert [e.label for e in data.examples] == [0, 1, 2]
+
+
+def test_jsonl_regression_and_unlabelled(tmp_path):
+    path = write(tmp_path / "stsb.jsonl",
+                 '{"s1": "A man.", "s2": "A person.", "score": 3.8}\n\n'
+                 '{"s1": "Dogs.", "s2": "Cats.", "score": "0"}\n')
+    data = read_classification_file(path, "s1", "s2", "score")
+    assert data.regression and data.label_names is None
+    assert [e.label for e in data.examples] == [3.8, 0.0]
+    data = read_classification_file(path, "s1", "s2")
+    assert [e.label for e in data.examples] == [None, None]
+
+
+def test_classification_file_errors_name_file_and_row(tmp_path):
+    path = write(tmp_path / "train.tsv", "sentence\tlabel\ngood\tpos\n\tneg\n")
+    with error_naming(path, "line 3", "empty text", "sentence"):
+        read_classification_file(path, "sentence", label_column="label")
+    path = write(tmp_path / "train.tsv", "sentence\tlabel\ngood\tpos\nbad\n")
+    with error_naming(path, "line 3", "1 field;", "label column 'label' is missing"):
+        read_classification_file(path, "sentence", label_column="label")
+    with error_naming(path, "header", "'text'", "sentence"):
+        read_classification_file(path, "text", label_column="label")
+    path = write(tmp_path / "dev.tsv", "sentence\tlabel\ngood\tpos\nmeh\tneutral\n")
+    with error_naming(path, "line 3", "unknown label 'neutral'", "['neg', 'pos']"):
+        read_classification_file(path, "sentence", label_column="label",
+                                 label_names=["neg", "pos"])
+    path = write(tmp_path / "dev.jsonl", '{"text": "a", "label": 1}\n{"txt": "b", "label": 0}\n')
+    with error_naming(path, "line 2", "'text'"):
+        read_classification_file(path, "text", label_column="label")
+    path = write(tmp_path / "dev.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": 0\n')
+    with error_naming(path, "line 2", "JSON"):
+        read_classification_file(path, "text", label_column="label")
+    path = write(tmp_path / "rows.csv", "x\n")
+    with error_naming(path, "line 1", "2 is missing"):
+        read_classification_file(path, 0, label_column=2, header=False)
+    with pytest.raises(ValueError, match="extension"):
+        read_classification_file(write(tmp_path / "data.xml", ""), "text")
+
+
+# --- CoNLL ------------------------------------------------------------------------------
+
+CONLL = """-DOCSTART- -X- -X- O
+
+EU NNP B-NP B-ORG
+rejects VBZ B-VP O
+German JJ B-NP B-MISC
+
+Peter NNP B-NP B-PER
+Blackburn NNP I-NP I-PER
+"""
+
+
+def test_read_conll(tmp_path):
+    path = write(tmp_path / "train.txt", CONLL)
+    data = read_conll(path)
+    assert data.label_names == ["B-MISC", "B-ORG", "B-PER", "I-PER", "O"]
+    assert [e.words for e in data.examples] == [("EU", "rejects", "German"),
+                                               ("Peter", "Blackburn")]
+    assert [e.tags for e in data.examples] == [(1, 4, 0), (2, 3)]
+    assert data.examples[1].origin == f"{path}: line 7"
+    pos = read_conll(path, tag_column=1)
+    assert pos.label_names == ["JJ", "NNP", "VBZ"]
+    words_only = read_conll(path, tag_column=None)
+    assert words_only.examples[0].tags is None
+
+
+def test_conll_errors_name_file_and_line(tmp_path):
+    path = write(tmp_path / "bad.txt", CONLL.replace("Blackburn NNP I-NP I-PER",
+                                                     "Blackburn I-PER"))
+    with error_naming(path, "line 8", "2 columns", "expected 4", "line 3"):
+        read_conll(path)
+    path = write(tmp_path / "dev.txt", CONLL.replace("I-PER", "I-PERSON"))
+    with error_naming(path, "line 8", "unknown label 'I-PERSON'"):
+        read_conll(path, label_names=["B-MISC", "B-ORG", "B-PER", "I-PER", "O"])
+    with error_naming(path, "line 3", "no column 7"):
+        read_conll(path, tag_column=7)
+    with error_naming("no sentences"):
+        read_conll(write(tmp_path / "empty.txt", "-DOCSTART- O\n\n"))
+
+
+# --- SQuAD ------------------------------------------------------------------------------
+
+def squad_json(qas, context="Paris is the capital of France.", version=None):
+    data = {"data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]}
+    if version:
+        data["version"] = version
+    return json.dumps(data)
+
+
+def test_read_squad_v1_and_v2(tmp_path):
+    qas = [{"id": "a", "question": "What is the capital?",
+            "answers": [{"text": "Paris", "answer_start": 0},
+                        {"text": "Paris is", "answer_start": 0}]}]
+    data = read_squad(write(tmp_path / "v1.json", squad_json(qas)))
+    assert not data.version_2
+    (example,) = data.examples
+    assert example.answers == (("Paris", 0), ("Paris is", 0)) and not example.is_impossible
+    qas.append({"id": "b", "question": "Who?", "answers": [], "is_impossible": True,
+                "plausible_answers": [{"text": "France", "answer_start": 24}]})
+    data = read_squad(write(tmp_path / "v2.json", squad_json(qas)))
+    assert data.version_2 and data.examples[1].is_impossible and data.examples[1].answers == ()
+
+
+@pytest.mark.parametrize("answer, message", [
+    ({"text": "Paris", "answer_start": 1}, "does not match the context at answer_start 1"),
+    ({"text": "France.", "answer_start": 30}, "outside its context of 31 characters"),
+    ({"text": "Paris", "answer_start": -1}, "outside its context"),
+    ({"text": "", "answer_start": 0}, "empty text"),
+    ({"text": "Paris", "answer_start": "0"}, "expected an integer"),
+])
+def test_squad_errors_name_file_and_question(tmp_path, answer, message):
+    path = write(tmp_path / "bad.json",
+                 squad_json([{"id": "q-17", "question": "Capital?", "answers": [answer]}]))
+    with error_naming(path, "question id 'q-17'", message):
+        read_squad(path)
+
+
+def test_squad_empty_question_and_duplicate_ids(tmp_path):
+    path = write(tmp_path / "bad.json", squad_json([{"id": "x", "question": " ", "answers": []}]))
+    with error_naming(path, "'x'", "empty question"):
+        read_squad(path)
+    qas = [{"id": "x", "question": "Q?", "answers": []}] * 2
+    path = write(tmp_path / "twice.json", squad_json(qas))
+    with error_naming(path, "'x'", "twice"):
+        read_squad(path)
+
+
+# --- TFDS -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, text_b, names", [
+    ("glue/sst2", False, ["negative", "positive"]),
+    ("glue/cola", False, ["unacceptable", "acceptable"]),
+    ("glue/mrpc", True, ["not_equivalent", "equivalent"]),
+    ("glue/mnli", True, ["entailment", "neutral", "contradiction"]),
+])
+def test_tfds_glue_classification(name, text_b, names):
+    with tfds.testing.mock_data(num_examples=5):
+        data = tfds_task(name, split="validation" if name == "glue/mnli" else "train")
+    assert data.label_names == names and not data.regression
+    assert len(data.examples) == 5
+    for example in data.examples:
+        assert isinstance(example.text_a, str) and example.text_a.strip()
+        assert (example.text_b is not None) == text_b
+        assert 0 <= example.label < len(names)
+    if name == "glue/mnli":
+        assert data.source == "glue/mnli (validation_matched)"
+
+
+def test_tfds_stsb_is_regression():
+    with tfds.testing.mock_data(num_examples=3):
+        data = tfds_task("glue/stsb")
+    assert data.regression and data.label_names is None
+    assert all(isinstance(e.label, float) and e.text_b for e in data.examples)
+
+
+def _mocked(rows):
+    def as_dataset(self, *args, **kwargs):
+        spec = self.info.features.get_tensor_spec()
+        return tf.data.Dataset.from_generator(
+            lambda: iter(rows), output_signature={k: spec[k] for k in rows[0]})
+    return tfds.testing.mock_data(as_dataset_fn=as_dataset)
+
+
+def test_tfds_squad():
+    context = "Le café de Zoë est à Paris."
+    rows = [{"id": "q1", "title": "t", "context": context, "question": "Où?",
+             "answers": {"text": ["Paris"], "answer_start": np.array([21], np.int32)}}]
+    with _mocked(rows):
+        data = tfds_task("squad/v1.1", split="validation")
+    assert not data.version_2
+    assert [(e.id, e.context, e.answers) for e in data.examples] == [
+        ("q1", context, (("Paris", 21),))]
+    rows = [dict(rows[0], is_impossible=False, plausible_answers=rows[0]["answers"]),
+            dict(rows[0], id="q2", is_impossible=True,
+                 answers={"text": np.array([], object), "answer_start": np.zeros([0], np.int32)},
+                 plausible_answers=rows[0]["answers"])]
+    with _mocked(rows):
+        data = tfds_task("squad/v2.0")
+    assert data.version_2 and [e.is_impossible for e in data.examples] == [False, True]
+    rows[0]["answers"] = {"text": ["Paris"], "answer_start": np.array([3], np.int32)}
+    with _mocked(rows), error_naming("squad/v2.0 (train)", "question id 'q1'", "does not match"):
+        tfds_task("squad/v2.0")
+
+
+def test_tfds_conll2003():
+    rows = [{"tokens": ["EU", "rejects", "German"], "ner": np.array([3, 0, 7], np.int64),
+             "pos": np.array([22, 42, 16], np.int64), "chunks": np.array([11, 21, 11], np.int64)}]
+    with _mocked(rows):
+        data = tfds_task("conll2003", split="dev")
+    assert data.label_names[:4] == ["O", "B-PER", "I-PER", "B-ORG"]
+    assert [(e.words, e.tags) for e in data.examples] == [(("EU", "rejects", "German"),
+                                                          (3, 0, 7))]
+    # Random mock data has as many tags as words only by chance: the mismatch is named.
+    with tfds.testing.mock_data(num_examples=3), error_naming("conll2003 (train) example 0",
+                                                              "words but", "tags"):
+        tfds_task("conll2003")
+
+
+def test_tfds_unknown_name():
+    with pytest.raises(ValueError, match="glue/sst2"):
+        tfds_task("glue/qqp")
+    assert set(TFDS_TASKS) >= {"glue/sst2", "glue/mrpc", "glue/mnli", "glue/stsb",
+                               "glue/cola", "squad/v1.1", "squad/v2.0", "conll2003"}
