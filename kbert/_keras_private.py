@@ -30,10 +30,6 @@ PRIVATE_APIS = {
         "layer-wise learning-rate decay needs to know, inside update_step, which variable it "
         "updates; Keras passes the backend's variable without its path",
         "none filed"),
-    "use_weight_decay": (
-        "keras", "Optimizer._use_weight_decay (read by tests only)",
-        "the tests check which variables AdamW decays; Keras has no public query",
-        "none filed"),
     "keras_hub_encoder_sublayers": (
         "keras_hub", "TransformerEncoder._self_attention_layer, ._feedforward_* and "
         "CachedMultiHeadAttention._query_dense/_key_dense/_value_dense/_output_dense",

@@ -14,7 +14,7 @@ def create_optimizer(name="adamw", learning_rate=1e-4, warmup_steps=0, total_ste
     """AdamW or LAMB with BERT's warm-up/decay schedule and weight decay.
 
     Weight decay skips LayerNorm weights and biases. `clipnorm` clips the global gradient
-    norm (None: no clipping). `gradient_accumulation_steps` > 1 sums gradients over that many
+    norm (None: no clipping). `gradient_accumulation_steps` > 1 averages gradients over that many
     batches before each update (Keras's own accumulation). `learning_rate_multipliers`
     (variable path -> factor) scales some variables' rates, e.g. from
     `kbert.training.layer_wise.learning_rate_multipliers` (layer-wise decay).

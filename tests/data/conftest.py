@@ -1,21 +1,15 @@
 import pytest
-import tensorflow as tf
 
 from kbert.data import corpora
 from kbert.tokenizers import WordPieceTokenizer
 from kbert.tokenizers.vocab_learning import learn_vocabulary, write_vocabulary
+from tests.helpers import as_dataset
 
 
 @pytest.fixture(scope="session")
 def stdlib_documents():
     """The standard-library corpus as a Python list (parsed once per test session)."""
     return [list(doc) for doc in corpora.stdlib_docstrings().as_numpy_iterator()]
-
-
-def as_dataset(documents):
-    return tf.data.Dataset.from_generator(
-        lambda: iter(documents), output_signature=tf.TensorSpec([None], tf.string)
-    )
 
 
 @pytest.fixture(scope="session")

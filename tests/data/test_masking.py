@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kbert.data import pretraining_dataset
-from tests.data.conftest import as_dataset
+from tests.helpers import as_dataset
 
 MIN_TOKENS = 1_000_000
 

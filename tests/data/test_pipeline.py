@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kbert.data import corpora, pretraining_dataset, tfrecords
-from tests.data.conftest import as_dataset
+from tests.helpers import as_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 

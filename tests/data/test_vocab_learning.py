@@ -6,7 +6,7 @@ import pytest
 
 from kbert.tokenizers import SPECIAL_TOKENS, WordPieceTokenizer
 from kbert.tokenizers.vocab_learning import learn_vocabulary
-from tests.data.conftest import as_dataset
+from tests.helpers import as_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 

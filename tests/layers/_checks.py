@@ -1,12 +1,22 @@
 """The checks every kbert layer must pass (DESIGN.md): config round-trip, output shape,
 one `fit` step that changes the weights, and a `mixed_bfloat16` forward pass."""
 
+import inspect
+
 import keras
 import numpy as np
 
 
-def check_config_round_trip(layer):
+def check_config_round_trip(layer, not_in_config=()):
+    """`not_in_config`: constructor arguments that are deliberately not serialized (a tied
+    layer, which the owning model passes again)."""
     config = layer.get_config()
+    # Every constructor argument is stored: one left out would come back as its default.
+    parameters = inspect.signature(type(layer).__init__).parameters.values()
+    missing = [p.name for p in parameters if p.name != "self"
+               and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+               and p.name not in config and p.name not in not_in_config]
+    assert not missing, f"get_config() lacks {missing}"
     clone = layer.__class__.from_config(config)
     assert clone.get_config() == config
     # The registered name makes the layer deserializable by name, as .keras files need.

@@ -63,19 +63,40 @@ def test_config_round_trip():
 
 
 def test_mixed_bfloat16():
-    x = np.ones((4, 8), "float32")
-    layer = HashDropout(0.5, dtype="mixed_bfloat16")
-    out = layer(keras.ops.cast(x, "bfloat16"), training=True)
-    assert keras.backend.standardize_dtype(out.dtype) == "bfloat16"
+    # float32 input: the layer's policy, not its input, must make the output bfloat16.
+    x = np.ones((4, 64), "float32")
+    call = lambda layer, tensors: layer(tensors[0], training=True)  # noqa: E731
+    _checks.check_mixed_bfloat16(lambda **kw: HashDropout(0.5, **kw), [x], call=call)
+    out = HashDropout(0.5, dtype="mixed_bfloat16")(x, training=True)
+    out = keras.ops.convert_to_numpy(keras.ops.cast(out, "float32"))
+    # It still drops (256 elements at rate 0.5: ~128 zeros, sd 8) and scales the rest by 2.
+    assert 64 < (out == 0).sum() < 192
+    np.testing.assert_array_equal(out[out != 0], 2.0)
 
 
 def test_trains_inside_a_model():
+    """Under a jit-compiled `fit`: dropout is applied, with a new mask at every step, and the
+    gradient flows through it to the layers below."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 16)).astype("float32")
     inputs = keras.Input((16,))
-    model = keras.Model(inputs, keras.layers.Dense(1)(HashDropout(0.2)(inputs)))
-    model.compile(optimizer="sgd", loss="mse", jit_compile=True)
-    x = np.random.default_rng(0).normal(size=(64, 16)).astype("float32")
-    history = model.fit(x, x.sum(1, keepdims=True), epochs=3, verbose=0).history
-    assert history["loss"][-1] < history["loss"][0]
+    below = keras.layers.Dense(16, use_bias=False, kernel_initializer="identity")
+    above = keras.layers.Dense(1, use_bias=False, kernel_initializer="ones")
+    model = keras.Model(inputs, above(HashDropout(0.5)(below(inputs))))
+    model.compile(loss="mse")
+    target = x.sum(1, keepdims=True)  # what the model gives without dropout: loss 0
+    assert model.evaluate(x, target, verbose=0) < 1e-8
+    # Learning rate 0: the weights stay, so each step's loss is that step's mask's alone.
+    # With rate 0.5 the error of a row is sum_i x_i (2 keep_i - 1): mean square ~16.
+    model.compile(optimizer=keras.optimizers.SGD(0.0), loss="mse", jit_compile=True)
+    losses = model.fit(x, target, epochs=4, batch_size=64, verbose=0).history["loss"]
+    assert min(losses) > 4.0, losses  # dropout was on in training (0 if it returned x)
+    assert len(set(losses)) == 4, losses  # and drew a new mask at every step
+    before = keras.ops.convert_to_numpy(below.kernel).copy()
+    model.compile(optimizer=keras.optimizers.SGD(1e-3), loss="mse", jit_compile=True)
+    model.fit(x, target, epochs=1, batch_size=64, verbose=0)
+    moved = np.abs(keras.ops.convert_to_numpy(below.kernel) - before)
+    assert moved.max() > 1e-4  # the gradient reaches the layer below the dropout
 
 
 def test_row_offset_continues_the_global_batch():

@@ -9,7 +9,7 @@ import textwrap
 import keras
 import numpy as np
 
-from tests.conftest import random_batch
+from tests.helpers import random_batch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -73,7 +73,7 @@ def check_jax_train_step(build_code, expected_logs):
         import numpy as np
         import keras
         import kbert.models
-        from tests.conftest import TINY, random_batch
+        from tests.helpers import TINY, random_batch
 
         assert keras.backend.backend() == "jax"
         features, labels = random_batch()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kbert.models import BertBackbone, BertConfig
-from tests.conftest import TINY, random_batch
+from tests.helpers import TINY, random_batch
 
 FEATURES, _ = random_batch()
 INPUTS = {k: FEATURES[k] for k in ("token_ids", "segment_ids", "padding_mask")}
@@ -102,7 +102,7 @@ JAX_SCRIPT = textwrap.dedent(
     import keras
     import kbert.layers, kbert.models
     from kbert.models import BertBackbone, BertPretrainer
-    from tests.conftest import TINY, random_batch
+    from tests.helpers import TINY, random_batch
 
     assert keras.backend.backend() == "jax"
     backbone = BertBackbone(**TINY)

@@ -4,7 +4,7 @@ import pytest
 
 import kbert
 from kbert.models import DistilBertBackbone, DistilBertConfig, DistilBertPretrainer
-from tests.conftest import TINY, random_batch
+from tests.helpers import TINY, random_batch
 from tests.models import _family_checks
 
 

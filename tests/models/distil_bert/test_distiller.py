@@ -10,7 +10,7 @@ from kbert.models import (
     initialize_student,
 )
 from kbert.models.distil_bert import student_layers
-from tests.conftest import TINY, random_batch
+from tests.helpers import TINY, random_batch
 from tests.models._family_checks import check_jax_train_step, randomize
 
 QUIET = {"dropout": 0.0, "attention_dropout": 0.0}

@@ -3,7 +3,7 @@ import pytest
 
 import kbert
 from kbert.models import ElectraBackbone
-from tests.conftest import TINY
+from tests.helpers import TINY
 from tests.models import _family_checks
 
 

@@ -9,7 +9,7 @@ import kbert
 from kbert.layers.masked_token_sampler import scatter_positions
 from kbert.models import ElectraBackbone, ElectraMaskedLM, ElectraPretrainer
 from kbert.models.electra.electra_generator import generator_size
-from tests.conftest import TINY, random_batch
+from tests.helpers import TINY, random_batch
 from tests.models import _family_checks
 
 

@@ -1,0 +1,73 @@
+"""Helpers shared by test modules (fixtures and hooks stay in conftest.py, which is not
+imported: pytest loads it)."""
+
+import numpy as np
+
+TINY = dict(
+    vocabulary_size=97,
+    num_layers=2,
+    hidden_size=32,
+    num_heads=4,
+    intermediate_size=64,
+    max_sequence_length=24,
+)
+
+
+def random_batch(batch=4, seq=16, vocab=97, predictions=5, seed=0, padded=True):
+    """Features and labels in kbert's names, with some padding and padded predictions."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(seq // 2, seq + 1, batch) if padded else np.full(batch, seq)
+    padding_mask = (np.arange(seq)[None] < lengths[:, None]).astype("int32")
+    token_ids = rng.integers(5, vocab, (batch, seq)).astype("int32") * padding_mask
+    segment_ids = ((np.arange(seq)[None] >= lengths[:, None] // 2) * padding_mask).astype("int32")
+    positions = np.stack([np.sort(rng.choice(l, predictions, replace=False)) for l in lengths])
+    mask_weights = np.ones((batch, predictions), "float32")
+    mask_weights[0, -2:] = 0.0  # padded predictions
+    features = {
+        "token_ids": token_ids,
+        "segment_ids": segment_ids,
+        "padding_mask": padding_mask,
+        "mask_positions": positions.astype("int32"),
+    }
+    labels = {
+        "mask_ids": rng.integers(5, vocab, (batch, predictions)).astype("int32"),
+        "mask_weights": mask_weights,
+        "next_sentence_labels": rng.integers(0, 2, (batch,)).astype("int32"),
+    }
+    return features, labels
+
+
+def as_dataset(documents):
+    """A tf.data.Dataset of documents, each a 1-D string tensor of sentences."""
+    import tensorflow as tf  # here, not at the top: the JAX subprocess tests import this module
+
+    return tf.data.Dataset.from_generator(
+        lambda: iter(documents), output_signature=tf.TensorSpec([None], tf.string)
+    )
+
+
+def decayed_paths(optimizer, variables):
+    """Paths of the `variables` that `optimizer`'s weight decay changes (no private API).
+
+    It applies one update of zero gradients with the optimizer's per-weight state (AdamW's
+    and LAMB's moments, gradient accumulators) set to zero, so that only the decay can move
+    a weight; then it puts the variables and the optimizer's state back. The scalar state
+    (the step, a constant learning rate) is kept: the learning rate must be > 0 at that step.
+    Weights that are exactly 0 cannot show decay.
+    """
+    import keras
+
+    if not optimizer.built:
+        optimizer.build(variables)
+    saved = [keras.ops.convert_to_numpy(v).copy() for v in variables]
+    state = [keras.ops.convert_to_numpy(v).copy() for v in optimizer.variables]
+    for v in optimizer.variables:
+        if len(v.shape):
+            v.assign(keras.ops.zeros_like(v))
+    for _ in range(optimizer.gradient_accumulation_steps or 1):  # one real update
+        optimizer.apply([keras.ops.zeros_like(v) for v in variables], variables)
+    changed = {v.path for v, before in zip(variables, saved)
+               if not np.array_equal(keras.ops.convert_to_numpy(v), before)}
+    for v, value in zip(list(variables) + list(optimizer.variables), saved + state):
+        v.assign(value)
+    return changed
