@@ -54,15 +54,15 @@ def test_load_heads(name):
     assert isinstance(mlm, BertPretrainer) and not mlm.next_sentence_prediction
     backbone = kbert.presets.load(name, head=None, weights=None)
     assert isinstance(backbone, BertBackbone)
-    assert backbone.bert_config.num_layers == EXPECTED[name][0]
+    assert backbone.config.num_layers == EXPECTED[name][0]
 
 
 def test_overrides_and_dtype():
     backbone = kbert.presets.load(
         "bert_tiny", head=None, weights=None, max_sequence_length=128, dropout=0.0, dtype="mixed_bfloat16"
     )
-    assert backbone.bert_config.max_sequence_length == 128
-    assert backbone.bert_config.dropout == 0.0
+    assert backbone.config.max_sequence_length == 128
+    assert backbone.config.dropout == 0.0
     assert backbone.dtype_policy.name == "mixed_bfloat16"
 
 

@@ -311,7 +311,7 @@ def serve(argv):
     tokenizer = WordPieceTokenizer(vocab)
     backbone = kbert.presets.load(FLAGS.serve_preset, head=None, weights=None,
                                   vocabulary_size=tokenizer.vocabulary_size)
-    config = backbone.bert_config
+    config = backbone.config
     print(f"Exporting {FLAGS.serve_preset} (random weights) ...", flush=True)
     export_saved_model(backbone, os.path.join(folder, "kbert"), tokenizer,
                        sequence_length=sequence_length)

@@ -134,7 +134,7 @@ class Checkpoint:
 
             vocabulary = read_vocabulary(str(vocabulary))
         weights = _mapping.weights_of(family.entries(model))
-        return cls(family.name, backbone.bert_config, weights,
+        return cls(family.name, backbone.config, weights,
                    None if vocabulary is None else list(vocabulary), lowercase,
                    source=f"model {model.name!r}", sentencepiece_model=sentencepiece)
 

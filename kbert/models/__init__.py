@@ -52,7 +52,7 @@ def build(family, config, head="pretrainer", dtype=None, name=None, **pretrainer
     if head not in HEADS:
         raise ValueError(f"Unknown head {head!r}. Allowed: {', '.join(map(repr, HEADS))}.")
     backbone_class, pretrainer_class = FAMILIES[family].backbone, FAMILIES[family].pretrainer
-    backbone = backbone_class.from_bert_config(
+    backbone = backbone_class.from_config(
         config, dtype=dtype, name=f"{name}_backbone" if name else None
     )
     if pretrainer_kwargs and head != "pretrainer":

@@ -10,7 +10,7 @@ from kbert.models.optimizers import NO_DECAY_NAMES
 
 def masked_lm_head(backbone, name="mlm_head"):
     """A `MaskedLMHead` tied to `backbone`'s token table, configured as the backbone."""
-    config = backbone.bert_config
+    config = backbone.config
     return MaskedLMHead(
         vocabulary_size=config.vocabulary_size,
         token_embedding=backbone.token_embedding,

@@ -19,7 +19,7 @@ def _backbone(model):
 def depths(model):
     """[(layer, depth)] for the embeddings, the transformer blocks and the pooler."""
     backbone = _backbone(model)
-    num_layers = backbone.bert_config.num_layers
+    num_layers = backbone.config.num_layers
     blocks = backbone.transformer_layers
     result = [(backbone.embeddings, 0)]
     for i, block in enumerate(blocks):
@@ -38,7 +38,7 @@ def learning_rate_multipliers(model, decay):
     """
     if not 0 < decay <= 1:
         raise ValueError(f"The layer-wise learning-rate decay must be in (0, 1], got {decay!r}.")
-    top = _backbone(model).bert_config.num_layers + 1
+    top = _backbone(model).config.num_layers + 1
     return {variable.path: float(decay ** (top - depth))
             for layer, depth in depths(model) for variable in layer.weights}
 

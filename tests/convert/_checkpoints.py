@@ -59,7 +59,7 @@ def assert_same_outputs(a, b, x, atol=0.0):
 def google_variables(model):
     """The model's weights under google-research/bert's TF1 variable names and layouts."""
     backbone = model.backbone
-    hidden = backbone.bert_config.hidden_size
+    hidden = backbone.config.hidden_size
     e = backbone.embeddings
     v = {
         "bert/embeddings/word_embeddings": e.token_embedding.embeddings,
@@ -118,7 +118,7 @@ def write_tf1_release(model, folder, vocabulary=VOCABULARY, with_optimizer_slots
     tf.raw_ops.SaveV2(prefix=str(folder / "bert_model.ckpt"), tensor_names=names,
                       shape_and_slices=[""] * len(names),
                       tensors=[tf.constant(variables[n]) for n in names])
-    config = model.backbone.bert_config
+    config = model.backbone.config
     activation = {"gelu_approximate": "gelu"}.get(config.activation, config.activation)
     (folder / "bert_config.json").write_text(json.dumps({
         "attention_probs_dropout_prob": config.attention_dropout,

@@ -52,7 +52,7 @@ def served(tmp_path, monkeypatch):
     def write_preset(sha256=sha256, url=f"http://127.0.0.1:{server.server_port}/uncased_test.zip"):
         (preset_folder / f"{NAME}.json").write_text(json.dumps({
             "name": NAME, "model": "bert", "description": "served by the test",
-            "config": original.backbone.bert_config.to_dict(),
+            "config": original.backbone.config.to_dict(),
             "tokenizer": {"type": "wordpiece", "lowercase": True},
             "weights": {"url": url, "sha256": sha256, "format": "tf1", "path": "uncased_test"},
         }))

@@ -149,7 +149,7 @@ def test_electra_tf1_release_imports_as_a_whole_pretrainer(tmp_path):
                                        + "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n")
     checkpoint = kbert.convert.read(release)
     assert checkpoint.family == "electra" and checkpoint.head == "pretrainer"
-    assert checkpoint.config == backbone.bert_config
+    assert checkpoint.config == backbone.config
     assert len(checkpoint.vocabulary) == 40
     imported = checkpoint.build()
     _same_deterministic_outputs(original, imported)

@@ -14,7 +14,7 @@ def test_tf1_release_imports_with_equal_outputs(tmp_path):
     assert kbert.convert.detect_format(folder) == "tf1"
     checkpoint = kbert.convert.read(folder)
     # google-research's "gelu" is the tanh form; the optimizer slots are not weights.
-    assert checkpoint.config == original.backbone.bert_config
+    assert checkpoint.config == original.backbone.config
     assert checkpoint.head == "pretrainer"
     assert not any("adam" in name or "step" in name for name in checkpoint.weights)
     imported = checkpoint.build()
@@ -85,13 +85,13 @@ def test_errors_name_the_problem(tmp_path):
     with pytest.raises(FileNotFoundError, match="No bert_config.json next to"):
         kbert.convert.read(folder)
     checkpoint = kbert.convert.read(folder, config_path=tmp_path / "elsewhere.json")
-    assert checkpoint.config == original.backbone.bert_config
+    assert checkpoint.config == original.backbone.config
     with pytest.raises(ValueError, match="num_layers=3 would change the pretrained"):
         checkpoint.build(num_layers=3)
     with pytest.raises(ValueError, match="max_sequence_length=100: the checkpoint has 24"):
         checkpoint.build(max_sequence_length=100)
     short = checkpoint.build(head=None, max_sequence_length=12, dropout=0.2)
-    assert short.bert_config.max_sequence_length == 12 and short.bert_config.dropout == 0.2
+    assert short.config.max_sequence_length == 12 and short.config.dropout == 0.2
 
 
 def test_models_of_no_kbert_family_are_refused(tmp_path):

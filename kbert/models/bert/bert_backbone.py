@@ -20,7 +20,7 @@ class BertBackbone(keras.Model):
 
     Example:
         backbone = kbert.presets.load("bert_tiny", head=None)
-        backbone = BertBackbone.from_bert_config(BertConfig(30522, 2, 128, 2, 512))
+        backbone = BertBackbone.from_config(BertConfig(30522, 2, 128, 2, 512))
     """
 
     # Subclasses change the structure through their config class, whose fields (with their
@@ -91,7 +91,7 @@ class BertBackbone(keras.Model):
         if dtype is not None:
             # A functional Model does not keep `dtype`; get_config must save the policy.
             self.dtype_policy = keras.dtype_policies.get(dtype)
-        self.bert_config = config
+        self.config = config  # the family's config (BertConfig, AlbertConfig, ...)
         self.embeddings = embeddings
         self.transformer_layers = blocks
         self.pooler = pooler
@@ -101,19 +101,23 @@ class BertBackbone(keras.Model):
         """The token `keras.layers.Embedding`; heads tie their output weights to it."""
         return self.embeddings.token_embedding
 
-    @classmethod
-    def from_bert_config(cls, config, **kwargs):
-        """Builds a backbone from a `BertConfig`."""
-        return cls(**config.to_dict(), **kwargs)
+    @property
+    def bert_config(self):
+        """Deprecated name of `config`."""
+        return self.config
 
     def get_config(self):
         config = {"name": self.name, "trainable": self.trainable}
         config["dtype"] = keras.dtype_policies.serialize(self.dtype_policy)
-        config.update(self.bert_config.to_dict())
+        config.update(self.config.to_dict())
         return config
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config, **kwargs):
+        """A backbone from its family's config object (`BertConfig`, `AlbertConfig`, ...;
+        `kwargs`: `dtype`, `name`) or from the dict of `get_config()` (Keras loading)."""
+        if not isinstance(config, dict):
+            return cls(**config.to_dict(), **kwargs)
         config = dict(config)
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.get(config["dtype"])

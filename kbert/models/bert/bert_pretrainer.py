@@ -47,7 +47,7 @@ class BertPretrainer(Pretrainer, keras.Model):
                 f"{type(self).__name__} has no sentence head: next_sentence_prediction must "
                 "be False."
             )
-        config = backbone.bert_config
+        config = backbone.config
 
         # === Layers ===
         mlm_head = masked_lm_head(backbone)

@@ -49,7 +49,7 @@ def initialize_student(student, teacher, layers=None):
     """
     s_backbone = getattr(student, "backbone", student)
     t_backbone = getattr(teacher, "backbone", teacher)
-    s_config, t_config = s_backbone.bert_config, t_backbone.bert_config
+    s_config, t_config = s_backbone.config, t_backbone.config
     fields = ("vocabulary_size", "hidden_size", "num_heads", "intermediate_size")
     wrong = [f"{f} {getattr(s_config, f)} vs {getattr(t_config, f)}" for f in fields
              if getattr(s_config, f) != getattr(t_config, f)]
@@ -133,7 +133,7 @@ class Distiller(Pretrainer, keras.Model):
             if getattr(model, "mlm_head", None) is None or not hasattr(model, "backbone"):
                 raise ValueError(f"The {role} must be a pretrainer with a masked-LM head "
                                  f"(e.g. head='mlm'); got {type(model).__name__}.")
-        s_config, t_config = student.backbone.bert_config, teacher.backbone.bert_config
+        s_config, t_config = student.backbone.config, teacher.backbone.config
         if s_config.vocabulary_size != t_config.vocabulary_size:
             raise ValueError(f"The student's vocabulary_size {s_config.vocabulary_size} differs "
                              f"from the teacher's {t_config.vocabulary_size}.")

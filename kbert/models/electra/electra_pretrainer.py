@@ -65,7 +65,7 @@ class ElectraPretrainer(Pretrainer, keras.Model):
                                                       allow_zero=True)
         rtd_loss_weight = _utils.check_positive_float("rtd_loss_weight", rtd_loss_weight,
                                                       allow_zero=True)
-        config = backbone.bert_config
+        config = backbone.config
         hidden, layers, heads, intermediate = generator_size(
             config, generator_hidden_fraction, generator_layers_fraction)
         policy = backbone.dtype_policy

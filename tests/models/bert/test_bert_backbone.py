@@ -28,7 +28,7 @@ def test_config_round_trip():
     backbone = BertBackbone(**TINY, activation="gelu", embedding_size=16, name="b")
     config = backbone.get_config()
     assert BertBackbone.from_config(config).get_config() == config
-    assert backbone.bert_config == BertConfig(**TINY, activation="gelu", embedding_size=16)
+    assert backbone.config == BertConfig(**TINY, activation="gelu", embedding_size=16)
 
 
 def test_invalid_config_names_the_values():

@@ -14,7 +14,7 @@ def test_no_segments_no_pooler():
     out = _family_checks.numpy_outputs(backbone, _family_checks.inputs_for(backbone))
     assert list(out) == ["sequence_output"] and out["sequence_output"].shape == (4, 16, 32)
     assert backbone.embeddings.segment_embedding is None and backbone.pooler is None
-    assert backbone.bert_config.activation == "gelu"
+    assert backbone.config.activation == "gelu"
 
 
 def test_config_names():
