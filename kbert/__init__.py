@@ -1,6 +1,6 @@
 """kbert: a Keras model zoo for the BERT family.
 
-`import kbert` stays light: `kbert.layers`, `kbert.models` and `kbert.presets` are
+`import kbert` stays light: `kbert.layers`, `kbert.models`, `kbert.tasks` and `kbert.presets` are
 backend-agnostic (keras.ops only) and never import TensorFlow, while `kbert.tokenizers`
 (tensorflow-text) is imported only when first used.
 """
@@ -9,7 +9,7 @@ import importlib
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("layers", "models", "presets", "tokenizers")
+_SUBMODULES = ("layers", "models", "presets", "tasks", "tokenizers")
 
 
 def __getattr__(name):

@@ -1,0 +1,132 @@
+"""What every kbert task model shares: the backbone's inputs, a fine-tuning compile(), config."""
+
+import keras
+
+from kbert import models
+from kbert.models.optimizers import NO_DECAY_NAMES
+
+# Dropout of the task heads where transformers does not take the backbone's hidden dropout:
+# ALBERT's classifier_dropout_prob (its backbone has none), DistilBERT's seq_classif_dropout
+# and qa_dropout. Any other family and task: the backbone's `dropout`.
+_FAMILY_DROPOUT = {
+    ("albert", "classifier"): 0.1,
+    ("albert", "token_classifier"): 0.1,
+    ("distil_bert", "classifier"): 0.2,
+    ("distil_bert", "question_answerer"): 0.1,
+}
+# transformers' BERT, ALBERT and ELECTRA span heads have no dropout before `qa_outputs`.
+_NO_DROPOUT = {"question_answerer"}
+
+
+def family_of(backbone):
+    """The `kbert.models.FAMILIES` key of `backbone`'s class ("bert" for unknown subclasses of
+    `BertBackbone`), from the most specific class up: `ElectraBackbone` is a `BertBackbone`."""
+    for cls in type(backbone).__mro__:
+        for name, family in models.FAMILIES.items():
+            if family.backbone is cls:
+                return name
+    raise TypeError(
+        f"A kbert task needs a kbert backbone (one of "
+        f"{', '.join(f.backbone.__name__ for f in models.FAMILIES.values())}); "
+        f"got {type(backbone).__name__}."
+    )
+
+
+def default_dropout(backbone, task):
+    """The rate transformers' `*For<Task>` model of `backbone`'s family uses."""
+    family = family_of(backbone)
+    if (family, task) in _FAMILY_DROPOUT:
+        return _FAMILY_DROPOUT[(family, task)]
+    if task in _NO_DROPOUT:
+        return 0.0
+    return backbone.config.dropout
+
+
+def backbone_inputs(backbone):
+    """New `keras.Input`s with the backbone's names (DistilBERT has no `segment_ids`)."""
+    return {name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in backbone.input}
+
+
+def check_label_names(label_names, num_classes):
+    if label_names is None:
+        return None
+    if isinstance(label_names, str) or not all(isinstance(n, str) for n in label_names):
+        raise ValueError(f"`label_names` must be a list of strings, got {label_names!r}.")
+    label_names = list(label_names)
+    if num_classes is not None and len(label_names) != num_classes:
+        raise ValueError(
+            f"{len(label_names)} label_names for num_classes={num_classes}: give one name "
+            "per output."
+        )
+    return label_names
+
+
+def fine_tuning_adamw(learning_rate=2e-5):
+    """BERT's fine-tuning optimizer (run_classifier.py, run_squad.py): Adam with decoupled
+    weight decay 0.01, epsilon 1e-6, the global gradient norm clipped at 1.0. BERT's warm-up
+    and linear decay need the run's length: pass a schedule (`kbert.models.WarmupSchedule`)."""
+    return keras.optimizers.AdamW(
+        learning_rate=learning_rate, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0
+    )
+
+
+class Task:
+    """Mixed into every task model (before `keras.Model`), as `kbert.models.Pretrainer`: a
+    mixin and not a `keras.Model` subclass, because Keras rewrites the bases of a class built
+    as a functional model to `Functional`.
+
+    Subclasses define `default_loss()` -> (loss, loss_weights or None) and
+    `default_metrics()` -> (metrics, weighted_metrics or None), and `_task_config()`.
+    """
+
+    def compile(self, optimizer="adamw", loss="auto", metrics="auto", **kwargs):
+        """`keras.Model.compile` with the task's defaults: any argument given replaces its
+        default, as in Keras.
+
+        optimizer: "adamw" (the default) is BERT's fine-tuning AdamW (learning rate 2e-5,
+            weight decay 0.01 without LayerNorm weights and biases, epsilon 1e-6, global
+            gradient norm clipped at 1.0). Any optimizer with weight decay gets the same
+            exclusions (also after a reload: Keras does not save the exclusion list).
+        loss: "auto" is the task's loss (see the class docstring).
+        metrics: "auto" is the task's metrics.
+        """
+        if isinstance(optimizer, str) and optimizer == "adamw":
+            optimizer = fine_tuning_adamw()
+        if isinstance(optimizer, keras.optimizers.Optimizer) and optimizer.weight_decay:
+            optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
+        if isinstance(loss, str) and loss == "auto":
+            loss, loss_weights = self.default_loss()
+            if loss_weights is not None:
+                kwargs.setdefault("loss_weights", loss_weights)
+        if isinstance(metrics, str) and metrics == "auto":
+            metrics, weighted_metrics = self.default_metrics()
+            if weighted_metrics is not None:
+                kwargs.setdefault("weighted_metrics", weighted_metrics)
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def compile_from_config(self, config):
+        # Keras skips models with a custom compile(); this one takes the saved arguments as is.
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    def _init_task(self, backbone):
+        # Keras decides on loss scaling (mixed_float16) from the compiled model's own policy.
+        self.dtype_policy = backbone.dtype_policy
+        self.backbone = backbone
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "backbone": keras.saving.serialize_keras_object(self.backbone),
+            **self._task_config(),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("backbone"), dict):
+            config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
+        return cls(**config)

@@ -1,0 +1,145 @@
+"""Sentence and sentence-pair classification and regression (GLUE) on any kbert backbone."""
+
+import keras
+
+from kbert.layers import _utils
+from kbert.tasks import task as task_lib
+from kbert.tasks._heads import ClassificationHead, TokenPooling
+
+PROBLEM_TYPES = ("single_label", "multi_label", "regression")
+HEADS = ("auto", "pooled", "cls")
+# The head of transformers' *ForSequenceClassification: BERT and ALBERT read the trained
+# pooler, DistilBERT and ELECTRA (no trained pooler) the [CLS] hidden state.
+_AUTO_HEAD = {"bert": "pooled", "albert": "pooled", "distil_bert": "cls", "electra": "cls"}
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class TextClassifier(task_lib.Task, keras.Model):
+    """A classification or regression head on a kbert backbone, for single texts and pairs
+    (a pair is one input with `segment_ids` 0 and 1; DistilBERT has no segments).
+
+    The head is the one of transformers' `*ForSequenceClassification` of the family, layer
+    for layer, so that fine-tuned weights can be imported:
+    - "pooled" (BERT, ALBERT): pooled output -> `dropout` -> `classifier` dense(N).
+    - "cls" on DistilBERT: [CLS] hidden -> `pre_classifier` dense(H, ReLU) -> `dropout` ->
+      `classifier` dense(N).
+    - "cls" on any other family (ELECTRA's): `classifier`, a `ClassificationHead`
+      ([CLS] hidden -> dropout -> dense(H) -> GELU -> dropout -> `out_proj` dense(N)).
+
+    Args:
+        backbone: a kbert backbone (BERT, ALBERT, DistilBERT, ELECTRA).
+        num_classes: number of outputs; `None` means `len(label_names)`, or 1 for
+            "regression" (which needs 1).
+        problem_type: "single_label" (softmax over the classes; labels int [B]),
+            "multi_label" (a sigmoid per class; labels multi-hot [B, N]) or "regression"
+            (one value, e.g. STS-B; labels float [B]).
+        head: "auto" (the family's, above), "pooled" or "cls".
+        dropout: the head's dropout rate; `None`: transformers' default for the family
+            (the backbone's dropout; ALBERT 0.1, DistilBERT 0.2).
+        label_names: a name per class (strings), kept in the config for exports; or `None`.
+
+    Inputs (a dict): the backbone's `token_ids`, `segment_ids` (not DistilBERT),
+        `padding_mask`, int [B, S].
+    Outputs: logits [B, N] (regression: the value [B, 1]); no softmax / sigmoid.
+
+    `compile()` defaults: BERT's fine-tuning AdamW (2e-5) and, by problem type, sparse
+    softmax cross-entropy + accuracy, sigmoid cross-entropy + binary accuracy (at logit 0),
+    or mean squared error + mean absolute error.
+
+    Example:
+        classifier = TextClassifier(backbone, num_classes=3, label_names=["neg", "neu", "pos"])
+        classifier.compile()
+        classifier.fit(features, labels, epochs=3)
+    """
+
+    def __init__(self, backbone, num_classes=None, problem_type="single_label", head="auto",
+                 dropout=None, label_names=None, **kwargs):
+        family = task_lib.family_of(backbone)
+        if problem_type not in PROBLEM_TYPES:
+            raise ValueError(f"Unknown problem_type {problem_type!r}. Allowed: "
+                             f"{', '.join(PROBLEM_TYPES)}.")
+        if num_classes is None:
+            num_classes = 1 if problem_type == "regression" else (
+                len(label_names) if label_names is not None else None)
+        if num_classes is None:
+            raise ValueError("Give `num_classes` (or `label_names`).")
+        num_classes = _utils.check_positive_int("num_classes", num_classes)
+        if problem_type == "regression" and num_classes != 1:
+            raise ValueError(f"problem_type='regression' has one output; got "
+                             f"num_classes={num_classes}.")
+        label_names = task_lib.check_label_names(label_names, num_classes)
+        if head not in HEADS:
+            raise ValueError(f"Unknown head {head!r}. Allowed: {', '.join(HEADS)}.")
+        if head == "auto":
+            head = _AUTO_HEAD[family]
+        if head == "pooled" and not backbone.has_pooler:
+            raise ValueError(f"{type(backbone).__name__} has no pooler: use head='cls'.")
+        if dropout is None:
+            dropout = task_lib.default_dropout(backbone, "classifier")
+        dropout = _utils.check_rate("dropout", dropout)
+        config = backbone.config
+        policy = backbone.dtype_policy
+        initializer = _utils.truncated_normal(config.initializer_range)
+
+        # === Layers ===
+        pre_classifier = dropout_layer = cls_token = None
+        if head == "cls" and family != "distil_bert":
+            classifier = ClassificationHead(
+                num_classes, dropout=dropout, activation="gelu",
+                initializer_range=config.initializer_range, dtype=policy, name="classifier",
+            )
+        else:
+            if head == "cls":
+                cls_token = TokenPooling("cls", dtype=policy, name="cls_token")
+                pre_classifier = keras.layers.Dense(
+                    config.hidden_size, activation="relu", kernel_initializer=initializer,
+                    dtype=policy, name="pre_classifier",
+                )
+            dropout_layer = keras.layers.Dropout(dropout, dtype=policy, name="dropout")
+            classifier = keras.layers.Dense(num_classes, kernel_initializer=initializer,
+                                            dtype=policy, name="classifier")
+
+        # === Functional model ===
+        inputs = task_lib.backbone_inputs(backbone)
+        features = backbone(inputs)
+        if head == "pooled":
+            logits = classifier(dropout_layer(features["pooled_output"]))  # [B, N]
+        elif cls_token is not None:
+            x = pre_classifier(cls_token(features["sequence_output"]))  # [B, H]
+            logits = classifier(dropout_layer(x))  # [B, N]
+        else:
+            logits = classifier(features["sequence_output"])  # [B, N]
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+
+        # === Config ===
+        self._init_task(backbone)
+        self.num_classes = num_classes
+        self.problem_type = problem_type
+        self.head = head
+        self.dropout = dropout
+        self.label_names = label_names
+        self.pre_classifier = pre_classifier
+        self.classifier = classifier
+
+    def default_loss(self):
+        if self.problem_type == "single_label":
+            return keras.losses.SparseCategoricalCrossentropy(from_logits=True), None
+        if self.problem_type == "multi_label":
+            return keras.losses.BinaryCrossentropy(from_logits=True), None
+        return keras.losses.MeanSquaredError(), None
+
+    def default_metrics(self):
+        if self.problem_type == "single_label":
+            return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")], None
+        if self.problem_type == "multi_label":
+            return [keras.metrics.BinaryAccuracy(name="accuracy", threshold=0.0)], None
+        return [keras.metrics.MeanAbsoluteError(name="mean_absolute_error")], None
+
+    def _task_config(self):
+        return {
+            "num_classes": self.num_classes,
+            "problem_type": self.problem_type,
+            "head": self.head,
+            "dropout": self.dropout,
+            "label_names": self.label_names,
+        }
