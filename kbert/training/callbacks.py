@@ -1,5 +1,6 @@
 """Callbacks of the pretraining loop: throughput, learning rate, NaN guard, checkpoints."""
 
+import json
 import math
 import os
 import time
@@ -95,3 +96,47 @@ class Checkpoints(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         self.manager.save(checkpoint_number=(epoch + 1) * self.steps_per_loop)
+
+
+class Evaluation(keras.callbacks.Callback):
+    """Scores the model after every epoch and keeps the weights of the best one.
+
+    `score()` -> {metric: value} (e.g. the task's official metrics on the validation split);
+    they go into the epoch's logs as `val_<metric>` (progress bar, TensorBoard, history).
+    When `metric` improves, the model's weights are written to `best_dir` with `best.json`
+    (epoch and scores), which a resumed run reads back so that "best" spans restarts.
+    Place it before `Checkpoints` so that a checkpoint's logs hold the scores.
+    """
+
+    def __init__(self, score, metric, best_dir=None, higher_is_better=True):
+        super().__init__()
+        self.score, self.metric, self.best_dir = score, metric, best_dir
+        self.sign = 1.0 if higher_is_better else -1.0
+        self.best = None
+        if best_dir and tf.io.gfile.exists(os.path.join(best_dir, "best.json")):
+            with tf.io.gfile.GFile(os.path.join(best_dir, "best.json")) as f:
+                self.best = json.load(f)
+
+    def on_epoch_end(self, epoch, logs=None):
+        scores = {name: float(value) for name, value in self.score().items()}
+        if logs is not None:
+            logs.update({f"val_{name}": value for name, value in scores.items()})
+        print("\nValidation: " + ", ".join(f"{k} {v:.4f}" for k, v in scores.items()),
+              flush=True)
+        if self.metric not in scores:
+            raise ValueError(f"The scores {sorted(scores)} have no {self.metric!r}.")
+        if self.best is None or (self.sign * scores[self.metric]
+                                 > self.sign * self.best["scores"][self.metric]):
+            self.best = {"epoch": epoch + 1, "scores": scores}
+            if self.best_dir:
+                tf.train.Checkpoint(model=list(self.model.variables)).write(
+                    os.path.join(self.best_dir, "weights"))
+                with tf.io.gfile.GFile(os.path.join(self.best_dir, "best.json"), "w") as f:
+                    json.dump(self.best, f, indent=2)
+
+    def restore_best(self, model):
+        """Loads the best epoch's weights into `model`; returns `best` (None if none)."""
+        if self.best is not None and self.best_dir:
+            tf.train.Checkpoint(model=list(model.variables)).read(
+                os.path.join(self.best_dir, "weights")).assert_existing_objects_matched()
+        return self.best

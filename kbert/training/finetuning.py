@@ -1,0 +1,182 @@
+"""The fine-tuning run behind tools/finetune.py: `run_finetuning(FinetuningConfig(...))`.
+
+In order: check the config, pick the strategy, take the pretrained encoder and its tokenizer
+(a preset's release, any checkpoint kbert reads, or a tools/pretrain.py run), read and encode
+the task's data, build the task model and its optimizer (layer-wise decay, a frozen backbone
+or gradual unfreezing), resume from the newest checkpoint, train for `epochs` with the task's
+official metrics on the validation split after each, keep the best epoch, save and export.
+What a task is lives in `finetuning_tasks`; what tf.distribute changes in `multi_worker`.
+"""
+
+import dataclasses
+import json
+import math
+import os
+
+import keras
+import tensorflow as tf
+
+from kbert import presets
+from kbert.training import callbacks as kbert_callbacks
+from kbert.training import layer_wise, multi_worker, runs
+from kbert.training.finetuning_config import FinetuningConfig  # noqa: F401 - public name
+from kbert.training.finetuning_tasks import FINETUNING_TASKS
+from kbert.training.run_config import ConfigError
+from kbert.training.strategies import create_strategy
+
+
+@dataclasses.dataclass
+class Encoder:
+    """Where the pretrained encoder comes from: its tokenizer now, its backbone later (built
+    inside the strategy's scope)."""
+
+    description: str
+    tokenizer: object
+    max_sequence_length: int
+    backbone: object  # dtype -> a kbert backbone with pretrained weights
+
+
+def encoder_source(config):
+    """The `Encoder` of `--preset` or `--checkpoint`."""
+    overrides = config.config_overrides
+    if config.preset is not None:
+        return Encoder(f"preset {config.preset}", presets.load_tokenizer(config.preset),
+                       presets.config(config.preset).max_sequence_length,
+                       lambda dtype: presets.load(config.preset, head=None, dtype=dtype,
+                                                  **overrides))
+    if runs.is_run(config.checkpoint):
+        run = runs.read_run(config.checkpoint)
+        if overrides:
+            raise ConfigError("--config_override: a tools/pretrain.py run is rebuilt from its "
+                              "own config.json; it takes no overrides.")
+        positions = presets.config(run.config.preset,
+                                   **run.config.config_overrides).max_sequence_length
+        return Encoder(run.description, run.tokenizer(), positions,
+                       lambda dtype: run.build(dtype).backbone)
+    from kbert import convert
+
+    try:
+        checkpoint = convert.read(config.checkpoint)
+    except (FileNotFoundError, ValueError) as e:
+        raise ConfigError(f"--checkpoint={config.checkpoint!r}: {e}") from None
+    return Encoder(f"checkpoint {config.checkpoint}", checkpoint.tokenizer(),
+                   checkpoint.config.max_sequence_length,
+                   lambda dtype: checkpoint.build(head=None, dtype=dtype, **overrides))
+
+
+def _validation_spec(config):
+    if config.validation_data is not None:
+        return config.validation_data
+    return config.train_data if config.train_data.startswith("tfds:") else None
+
+
+def _rows(prepared):
+    """Training rows: windows (QA), encoded sentences (tagging) or examples."""
+    if prepared.encoded is not None:
+        return len(next(iter(prepared.encoded.features.values())))
+    return len(prepared.data.examples)
+
+
+def run_finetuning(config):
+    """Fine-tunes, checkpointing every epoch and resuming from `model_dir` when it has a
+    checkpoint. Returns {"best": {"epoch", "scores"} or None, "logs": the last epoch's logs}.
+    """
+    config.validate()
+    task = FINETUNING_TASKS[config.task]
+    keras.utils.set_random_seed(config.seed)
+    strategy = create_strategy(config.strategy, config.tpu)
+    multi_worker.check(config, strategy)
+    work_dir = multi_worker.worker_dir(strategy, config.model_dir)
+    tf.io.gfile.makedirs(work_dir)
+    with tf.io.gfile.GFile(os.path.join(work_dir, "config.json"), "w") as f:
+        json.dump(dataclasses.asdict(config), f, indent=2)
+
+    encoder = encoder_source(config)
+    print(f"Encoder: {encoder.description}.")
+    if config.sequence_length > encoder.max_sequence_length:
+        raise ConfigError(f"--sequence_length={config.sequence_length} is longer than the "
+                          f"encoder's max_sequence_length={encoder.max_sequence_length}.")
+    tokenizer = encoder.tokenizer
+    train = task.prepare(config, config.train_data, "train", tokenizer)
+    spec = _validation_spec(config)
+    validation = spec and task.prepare(config, spec, "validation", tokenizer,
+                                       label_names=train.label_names)
+    steps_per_epoch = _rows(train) // config.global_batch_size
+    if steps_per_epoch == 0:
+        raise ConfigError(f"--train_data={config.train_data!r} has {_rows(train)} training "
+                          f"rows, fewer than one batch of --global_batch_size="
+                          f"{config.global_batch_size}.")
+    total_steps = steps_per_epoch * config.epochs
+    warmup_steps = math.floor(total_steps * config.warmup_proportion)
+
+    with strategy.scope():
+        model = task.build(config, encoder.backbone(config.dtype()), train)
+        multipliers = None
+        if config.layer_decay < 1:
+            multipliers = layer_wise.learning_rate_multipliers(model, config.layer_decay)
+        model.compile(optimizer=config.create_optimizer(total_steps, warmup_steps, multipliers),
+                      jit_compile=config.jit_compile,
+                      steps_per_execution=config.steps_per_execution)
+        # Every variable gets its optimizer slots now, so that unfreezing needs no rebuild.
+        model.optimizer.build(model.trainable_variables)
+        if config.freeze_backbone:
+            layer_wise.set_trainable_layers(model, 0)
+        checkpoints = kbert_callbacks.Checkpoints(
+            model, os.path.join(work_dir, "checkpoints"), steps_per_epoch,
+            max_to_keep=2 if work_dir == config.model_dir else 1,
+            restore_from=os.path.join(config.model_dir, "checkpoints"))
+        start_step = checkpoints.restore()
+
+    evaluation = None
+    callbacks = [kbert_callbacks.LoopLogs(config.global_batch_size, steps_per_epoch),
+                 kbert_callbacks.NanGuard(checkpoints)]
+    if validation:
+        evaluation = kbert_callbacks.Evaluation(
+            lambda: task.scores(config, model, validation, tokenizer),
+            task.metric(config, train),
+            os.path.join(work_dir, "best") if config.keep_best else None)
+        callbacks.append(evaluation)
+    if config.unfreeze_every:
+        callbacks.append(layer_wise.GradualUnfreezing(config.unfreeze_every,
+                                                      config.unfreeze_unit))
+    callbacks += [checkpoints, keras.callbacks.TensorBoard(os.path.join(work_dir, "logs"))]
+
+    logs = {}
+    if start_step >= total_steps:
+        print(f"Already trained {start_step} of {total_steps} steps.")
+    else:
+        # The stream is the same from every iterator: skipping the steps done restores its
+        # position after a restart.
+        stream = task.training_stream(config, model, train, tokenizer).skip(start_step)
+        multi_worker.patch_keras(model, strategy)
+        history = model.fit(multi_worker.shard_by_data(stream), epochs=config.epochs,
+                            initial_epoch=start_step // steps_per_epoch,
+                            steps_per_epoch=steps_per_epoch, verbose=config.verbose,
+                            callbacks=callbacks)
+        logs = {k: v[-1] for k, v in history.history.items()}
+    best = None
+    if evaluation is not None:
+        best = evaluation.restore_best(model) if config.keep_best else evaluation.best
+        if best:
+            print(f"Best epoch {best['epoch']}: " + ", ".join(
+                f"{k} {v:.4f}" for k, v in best["scores"].items()))
+    if work_dir == config.model_dir:
+        _save(model, tokenizer, config)
+    return {"best": best, "logs": logs}
+
+
+def _save(model, tokenizer, config):
+    """model_dir/model.keras (the fine-tuned model, `kbert.export.load_model`) with the
+    tokenizer's files beside it, and the SavedModel in --export_dir."""
+    from kbert.export.saved_model import write_tokenizer_files
+
+    path = os.path.join(config.model_dir, "model.keras")
+    model.save(path)
+    write_tokenizer_files(tokenizer, config.model_dir)
+    print(f"Saved the fine-tuned model to {path}.")
+    if config.export_dir:
+        from kbert.export import export_saved_model
+
+        export_saved_model(model, config.export_dir, tokenizer,
+                           sequence_length=config.sequence_length)
+        print(f"Exported a SavedModel to {config.export_dir}.")

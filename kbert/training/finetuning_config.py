@@ -1,0 +1,131 @@
+"""`FinetuningConfig`: every setting of a fine-tuning run, each one flag of tools/finetune.py."""
+
+import dataclasses
+import os
+from typing import Optional
+
+from kbert import presets
+from kbert.training import run_config
+from kbert.training.run_config import ConfigError, setting
+from kbert.training.run_settings import RunConfig
+
+TASKS = ("text_classifier", "token_classifier", "question_answerer")
+TAG_SCHEMES = ("IOB2", "BIO", "IOB1", "BIOES", "IOBES", "BILOU")
+UNFREEZE_UNITS = ("step", "epoch")
+DATA_HELP = ("'tfds:NAME' (glue/sst2, glue/mrpc, glue/mnli, glue/stsb, glue/cola, squad/v1.1, "
+             "squad/v2.0, conll2003) or a file: CSV/TSV/JSONL (text_classifier), CoNLL "
+             "columns (token_classifier), SQuAD JSON (question_answerer)")
+
+
+@dataclasses.dataclass
+class FinetuningConfig(RunConfig):
+    """Everything a fine-tuning run needs. tools/finetune.py has one flag per field (the
+    output, hardware and optimizer fields come from `RunConfig`)."""
+
+    # === Model ===
+    task: str = setting("text_classifier", "What to fine-tune: text_classifier (single texts "
+                        "or pairs; classes or a regression), token_classifier (NER, POS) or "
+                        "question_answerer (extractive, SQuAD).", group="Model", choices=TASKS)
+    preset: Optional[str] = setting(
+        None, f"Start from this preset's pretrained release: {', '.join(presets.list())} "
+              "(give this or --checkpoint).", group="Model")
+    checkpoint: Optional[str] = setting(
+        None, "Start from a checkpoint directory of any format kbert reads (Hugging Face, "
+              "TF1, keras-hub, kbert) or a tools/pretrain.py --model_dir (give this or "
+              "--preset).", group="Model")
+    config_overrides: dict = setting(
+        help="Architecture field override KEY=VALUE (JSON value), repeatable; with "
+             "pretrained weights only dropout, attention_dropout, activation, "
+             "initializer_range and a shorter max_sequence_length.",
+        group="Model", flag="config_override", from_flag=run_config.key_values,
+        default_factory=dict)
+    head: str = setting("auto", "text_classifier head: auto (the family's, as transformers "
+                        "has it), pooled (the pooler's output) or cls (the [CLS] hidden "
+                        "state).", group="Model", choices=("auto", "pooled", "cls"))
+    # === Data ===
+    train_data: str = setting(help=f"Training data: {DATA_HELP} (required).", group="Data")
+    validation_data: Optional[str] = setting(
+        None, "Evaluation data after every epoch, in the same forms; unset: the TFDS "
+              "dataset's validation split, or no evaluation for files.", group="Data")
+    text_column: str = setting("sentence", "text_classifier files: the column (CSV/TSV "
+                               "header name or 0-based index, JSONL key) of the text.",
+                               group="Data")
+    text_pair_column: Optional[str] = setting(
+        None, "text_classifier files: the column of the second text of a pair; unset: "
+              "single texts.", group="Data")
+    label_column: str = setting("label", "text_classifier files: the column of the label "
+                                "(class names, integers, or numbers for a regression).",
+                                group="Data")
+    word_column: int = setting(0, "token_classifier CoNLL files: the 0-based column of the "
+                               "words (an integer).", group="Data")
+    tag_column: int = setting(-1, "token_classifier CoNLL files: the column of the tags "
+                              "(an integer; -1: the last).", group="Data")
+    tag_scheme: str = setting("IOB2", "token_classifier: how tags mark entities.",
+                              group="Data", choices=TAG_SCHEMES)
+    sequence_length: int = setting(128, "Tokens per example (an integer >= 8; 384 is usual "
+                                   "for question_answerer).", group="Data", minimum=8)
+    doc_stride: int = setting(128, "question_answerer: context pieces between the starts of "
+                              "consecutive windows (an integer >= 1).", group="Data",
+                              minimum=1)
+    max_question_length: int = setting(64, "question_answerer: question pieces kept (an "
+                                       "integer >= 1).", group="Data", minimum=1)
+    max_answer_length: int = setting(30, "question_answerer: longest answer in pieces (an "
+                                     "integer >= 1).", group="Data", minimum=1)
+    n_best: int = setting(20, "question_answerer: start and end candidates searched per "
+                          "window (an integer >= 1).", group="Data", minimum=1)
+    null_threshold: float = setting(0.0, "question_answerer on SQuAD 2.0: answer nothing when "
+                                    "the [CLS] score beats the best span by more than this.",
+                                    group="Data")
+    # === Schedule (and the optimizer's fields of RunConfig) ===
+    learning_rate: float = setting(2e-5, "Peak learning rate (> 0; BERT's fine-tuning: 2e-5 "
+                                   "to 5e-5).", group="Schedule")
+    global_batch_size: int = setting(32, "Examples per step over all replicas (an integer "
+                                     ">= 1; BERT's fine-tuning: 16 or 32).", group="Schedule",
+                                     minimum=1)
+    epochs: int = setting(3, "Passes over the training data (an integer >= 1; BERT: 2 to 4).",
+                          group="Schedule", minimum=1)
+    warmup_proportion: float = setting(0.1, "Fraction of the steps with a linear warm-up, in "
+                                       "[0, 1].", group="Schedule", minimum=0)
+    layer_decay: float = setting(1.0, "Layer-wise learning-rate decay, in (0, 1]: the head at "
+                                 "--learning_rate, each layer below multiplied by this, the "
+                                 "embeddings last (1: off).", group="Schedule")
+    freeze_backbone: bool = setting(False, "Train the head only: true or false.",
+                                    group="Schedule")
+    unfreeze_every: int = setting(0, "Gradual unfreezing: start frozen, then unfreeze one more "
+                                  "backbone layer from the top every this many "
+                                  "--unfreeze_unit (an integer >= 0; 0: off).",
+                                  group="Schedule", minimum=0)
+    unfreeze_unit: str = setting("epoch", "What --unfreeze_every counts: step or epoch.",
+                                 group="Schedule", choices=UNFREEZE_UNITS)
+    # === Output ===
+    keep_best: bool = setting(True, "Keep the weights of the epoch with the best validation "
+                              "metric in model_dir/best and export those: true or false.",
+                              group="Output")
+
+    def validate(self):
+        """Fails fast, naming the flag, before any work starts."""
+        super().validate()
+        if (self.preset is None) == (self.checkpoint is None):
+            raise ConfigError("Give exactly one of --preset and --checkpoint.")
+        if self.preset is not None:
+            try:
+                presets.get(self.preset)
+            except ValueError as e:
+                raise ConfigError(f"--preset: {e}") from None
+        if self.checkpoint is not None and not os.path.exists(self.checkpoint) and not (
+                os.path.exists(self.checkpoint + ".index")):
+            raise ConfigError(f"--checkpoint={self.checkpoint!r} does not exist.")
+        for name in ("train_data", "validation_data"):
+            value = getattr(self, name)
+            if value is not None and not value.startswith("tfds:") and not os.path.exists(value):
+                raise ConfigError(f"--{name}={value!r}: no such file ({DATA_HELP}).")
+        if not 0 < self.layer_decay <= 1:
+            raise ConfigError(f"--layer_decay must be in (0, 1], got {self.layer_decay!r}.")
+        if not 0 <= self.warmup_proportion <= 1:
+            raise ConfigError(f"--warmup_proportion must be in [0, 1], got "
+                              f"{self.warmup_proportion!r}.")
+        if self.freeze_backbone and self.unfreeze_every:
+            raise ConfigError("--freeze_backbone keeps the backbone frozen; --unfreeze_every "
+                              "unfreezes it gradually: give one of them.")
+        if self.learning_rate <= 0:
+            raise ConfigError(f"--learning_rate must be > 0, got {self.learning_rate!r}.")

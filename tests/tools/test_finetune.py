@@ -1,0 +1,211 @@
+"""tools/finetune.py and kbert.training.run_finetuning: flags, a run per task, best epoch,
+resume, the saved model."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+ROOT = Path(__file__).resolve().parents[2]
+FINETUNE = str(ROOT / "tools" / "finetune.py")
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+TINY = ROOT / "tests" / "fixtures" / "hf_tiny" / "distil_bert"  # vocab of 67 words
+WORDS = ["the", "of", "to", "and", "in", "it", "that", "was", "for", "on", "with", "as",
+         "they", "at", "one", "this", "from", "or", "had", "by", "word", "but", "what", "some"]
+
+
+def parse_flags(args):
+    from absl import flags
+
+    from kbert.training import run_config
+    from kbert.training.finetuning_config import FinetuningConfig
+
+    flag_values = flags.FlagValues()
+    run_config.define_flags(FinetuningConfig, flag_values)
+    flag_values(["finetune.py", *args])
+    return run_config.config_from_flags(FinetuningConfig, flag_values)
+
+
+def sentences(n, seed):
+    """Texts of vocabulary words; the label says whether "he" or "she" is in it."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        words = list(rng.choice(WORDS, rng.integers(4, 9)))
+        label = ["no", "yes"][i % 2]
+        if label == "yes":
+            words.insert(int(rng.integers(0, len(words))), str(rng.choice(["he", "she"])))
+        rows.append((" ".join(words), label))
+    return rows
+
+
+def write_csv(path, rows):
+    path.write_text("sentence,label\n" + "".join(f"{t},{l}\n" for t, l in rows))
+    return str(path)
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "Give exactly one of --preset and --checkpoint."),
+    (["--preset=bert_base", f"--checkpoint={TINY}"], "Give exactly one of --preset and"),
+    (["--preset=bert_huge"], "--preset: Unknown preset 'bert_huge'"),
+    (["--checkpoint=/no/such/dir"], "--checkpoint='/no/such/dir' does not exist."),
+    ([f"--checkpoint={TINY}", "--train_data=/no/train.csv"], "--train_data='/no/train.csv': "
+                                                             "no such file"),
+    ([f"--checkpoint={TINY}", "--layer_decay=1.5"], "--layer_decay must be in (0, 1], got 1.5"),
+    ([f"--checkpoint={TINY}", "--freeze_backbone", "--unfreeze_every=2"],
+     "--freeze_backbone keeps the backbone frozen"),
+    ([f"--checkpoint={TINY}", "--task=parser"], "--task='parser' is not one of"),
+    ([f"--checkpoint={TINY}", "--epochs=0"], "--epochs must be an integer >= 1, got 0."),
+    ([f"--checkpoint={TINY}", "--warmup_proportion=2"], "--warmup_proportion must be in [0, 1]"),
+])
+def test_bad_flags_fail_fast(tmp_path, args, message):
+    from absl.flags import IllegalFlagValueError
+
+    from kbert.training.run_config import ConfigError
+
+    base = [f"--model_dir={tmp_path}/run", "--train_data=tfds:glue/sst2"]
+    try:
+        config = parse_flags(base + args)
+    except IllegalFlagValueError as e:  # an enum flag is refused by absl itself
+        assert "parser" in str(e) and "--task" in message
+        return
+    with pytest.raises(ConfigError) as error:
+        config.validate()
+    assert message in str(error.value)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("flagfile", sorted(p for p in (ROOT / "tools" / "flags").glob("*.flags")
+                                            if "--task=" in p.read_text()),
+                         ids=lambda p: p.name)
+def test_flagfiles_are_valid(flagfile, tmp_path):
+    config = parse_flags([f"--flagfile={flagfile}", f"--model_dir={tmp_path}/run"])
+    config.validate()
+    assert config.train_data.startswith("tfds:") and config.preset == "bert_base"
+
+
+def run(tmp_path, **kwargs):
+    from kbert.training import FinetuningConfig, run_finetuning
+
+    settings = dict(model_dir=str(tmp_path / "run"), checkpoint=str(TINY),
+                    global_batch_size=16, epochs=2, learning_rate=1e-3, verbose=2,
+                    jit_compile=False, seed=3, sequence_length=24)
+    settings.update(kwargs)
+    return run_finetuning(FinetuningConfig(**settings))
+
+
+def test_a_classifier_run_keeps_the_best_epoch_and_saves_a_loadable_model(tmp_path, capsys):
+    from kbert import convert
+    from kbert.export import load_model
+
+    train = write_csv(tmp_path / "train.csv", sentences(64, 0))
+    dev = write_csv(tmp_path / "dev.csv", sentences(32, 1))
+    result = run(tmp_path, train_data=train, validation_data=dev)
+    best = json.loads((tmp_path / "run" / "best" / "best.json").read_text())
+    assert result["best"] == best and best["epoch"] in (1, 2)
+    assert set(best["scores"]) == {"accuracy", "f1", "macro_f1", "matthews_corrcoef"}
+    assert "val_accuracy" in result["logs"]
+    out = capsys.readouterr().out
+    assert "Validation: accuracy" in out and f"Best epoch {best['epoch']}" in out
+
+    # model.keras holds the best epoch's weights; it scores what best.json says.
+    model = load_model(str(tmp_path / "run" / "model.keras"))
+    assert model.label_names == ["no", "yes"]
+    tokenizer = convert.load_tokenizer(str(TINY))
+    from kbert.data import classification_dataset, read_classification_file
+
+    data = read_classification_file(dev, "sentence", label_column="label",
+                                    label_names=["no", "yes"])
+    logits = model.predict(classification_dataset(data, tokenizer, 24, 16).map(
+        lambda x, y: {"token_ids": x["token_ids"], "padding_mask": x["padding_mask"]}),
+        verbose=0)
+    accuracy = np.mean(logits.argmax(-1) == [e.label for e in data.examples])
+    assert accuracy == pytest.approx(best["scores"]["accuracy"])
+
+    # Running it again resumes: nothing left to train.
+    again = run(tmp_path, train_data=train, validation_data=dev)
+    assert "Already trained 8 of 8 steps." in capsys.readouterr().out
+    assert again["best"] == best
+
+
+def test_a_tagger_and_a_reader_run_with_their_official_metrics(tmp_path):
+    conll = "-DOCSTART- O\n\n" + "".join(
+        f"{' '.join(w)}\n".replace(" ", "\n").replace("\n", f" {t}\n", 1) for w, t in [])
+    lines = []
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        words = list(rng.choice(WORDS, 5))
+        tags = ["O"] * 5
+        position = int(rng.integers(0, 4))
+        words[position:position + 2] = ["he", "she"]
+        tags[position:position + 2] = ["B-PER", "I-PER"]
+        lines.append("".join(f"{w} {t}\n" for w, t in zip(words, tags)) + "\n")
+    (tmp_path / "train.conll").write_text(conll + "".join(lines))
+    tagged = run(tmp_path / "tagger", task="token_classifier",
+                 train_data=str(tmp_path / "train.conll"),
+                 validation_data=str(tmp_path / "train.conll"), epochs=1, sequence_length=16)
+    assert set(tagged["best"]["scores"]) == {"precision", "recall", "f1"}
+
+    paragraphs = []
+    for i in range(24):
+        context = " ".join(rng.choice(WORDS, 12)) + " she was at the " + WORDS[i % 10] + " ."
+        start = context.index("she")
+        paragraphs.append({"context": context, "qas": [
+            {"id": f"q{i}", "question": "who was there", "answers": [
+                {"text": "she", "answer_start": start}]}]})
+    (tmp_path / "squad.json").write_text(json.dumps(
+        {"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}))
+    read = run(tmp_path / "reader", task="question_answerer",
+               train_data=str(tmp_path / "squad.json"),
+               validation_data=str(tmp_path / "squad.json"), epochs=1, sequence_length=24,
+               doc_stride=8, global_batch_size=8)
+    assert set(read["best"]["scores"]) == {"exact_match", "f1"}
+
+
+def final_weights(model_dir):
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(
+        os.path.join(model_dir, "checkpoints")))
+    return {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()
+            if n.startswith("model/")}
+
+
+@pytest.mark.slow
+def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path):
+    """kill -9 after the first epoch's checkpoint, run the same command again: the weights
+    equal an uninterrupted run's (the stream and the dropout seeds resume where they were)."""
+    train = write_csv(tmp_path / "train.csv", sentences(96, 0))
+    args = lambda model_dir: [  # noqa: E731
+        f"--checkpoint={TINY}", f"--train_data={train}", f"--model_dir={model_dir}",
+        "--global_batch_size=16", "--epochs=3", "--learning_rate=1e-3", "--verbose=2",
+        "--nojit_compile", "--seed=5", "--layer_decay=0.8", "--sequence_length=24"]
+    whole = tmp_path / "whole"
+    result = subprocess.run([sys.executable, FINETUNE, *args(whole)], capture_output=True,
+                            text=True, timeout=600, env=ENV, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    broken = tmp_path / "broken"
+    process = subprocess.Popen([sys.executable, FINETUNE, *args(broken)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV,
+                               cwd=ROOT)
+    state = broken / "checkpoints" / "checkpoint"
+    deadline = time.time() + 300
+    while not (state.exists() and "ckpt-6" in state.read_text()):
+        assert process.poll() is None and time.time() < deadline, "no checkpoint appeared"
+        time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    resumed = subprocess.run([sys.executable, FINETUNE, *args(broken)], capture_output=True,
+                             text=True, timeout=600, env=ENV, cwd=ROOT)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "Resuming from" in resumed.stdout
+    a, b = final_weights(str(whole)), final_weights(str(broken))
+    assert a.keys() == b.keys() and len(a) > 10
+    for name in a:
+        np.testing.assert_allclose(a[name], b[name], atol=1e-5, err_msg=name)
