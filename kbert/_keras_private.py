@@ -9,28 +9,37 @@ skips the version check (the attribute must still exist).
 
 import importlib
 import os
+import typing
 
 # The versions the test suite ran with (setup.py pins them): a prefix of `__version__`.
 TESTED = {"keras": ("3.15.",), "keras_hub": ("0.32.",)}
 
-# name -> (package, what kbert touches, why, upstream issue)
+
+
+class PrivateApi(typing.NamedTuple):
+    package: str  # "keras" or "keras_hub"
+    what: str  # what kbert touches
+    why: str  # why no public API does
+    upstream: str  # the upstream issue
+
+
 PRIVATE_APIS = {
-    "maybe_symbolic_build": (
+    "maybe_symbolic_build": PrivateApi(
         "keras", "Model._maybe_symbolic_build (replaced by a no-op)",
         "fit() under MultiWorkerMirroredStrategy reduces a dict of inputs to build the model "
         "and fails; kbert builds the model and optimizer first and skips that step",
         "keras-team/keras#20329, tensorflow/tensorflow#72388"),
-    "clip_gradients": (
+    "clip_gradients": PrivateApi(
         "keras", "Optimizer._clip_gradients (overridden by kbert's AdamW and Lamb)",
         "Keras clips each replica's gradient before the replicas are summed; kbert clips "
         "the summed gradient, as one device would",
         "tensorflow/tensorflow#33929"),
-    "optimizer_variable_index": (
+    "optimizer_variable_index": PrivateApi(
         "keras", "Optimizer._get_variable_index (read by kbert's AdamW and Lamb)",
         "layer-wise learning-rate decay needs to know, inside update_step, which variable it "
         "updates; Keras passes the backend's variable without its path",
         "none filed"),
-    "keras_hub_encoder_sublayers": (
+    "keras_hub_encoder_sublayers": PrivateApi(
         "keras_hub", "TransformerEncoder._self_attention_layer, ._feedforward_* and "
         "CachedMultiHeadAttention._query_dense/_key_dense/_value_dense/_output_dense",
         "keras-hub exposes a transformer block's weights only through its private sublayers; "

@@ -13,6 +13,8 @@ Label names come from the builders' ClassLabel features. GLUE's test splits have
 (-1): their records have `label=None`.
 """
 
+import typing
+
 from kbert.data.task_features import DataError
 from kbert.data.task_records import (
     ClassificationData,
@@ -24,16 +26,24 @@ from kbert.data.task_records import (
     check_question,
 )
 
-# name: (kind, text features or None, label feature)
+class TfdsTask(typing.NamedTuple):
+    """How a TFDS builder's features map onto kbert's records."""
+
+    kind: str  # "classification", "regression", "question_answering" or "tagging"
+    text_a: str  # the text feature (QA: the question; tagging: the words)
+    text_b: typing.Optional[str]  # the second text of a pair (QA: the context), or None
+    label: str  # the label feature (QA: the answers; tagging: the tags)
+
+
 TFDS_TASKS = {
-    "glue/sst2": ("classification", ("sentence", None), "label"),
-    "glue/cola": ("classification", ("sentence", None), "label"),
-    "glue/mrpc": ("classification", ("sentence1", "sentence2"), "label"),
-    "glue/mnli": ("classification", ("premise", "hypothesis"), "label"),
-    "glue/stsb": ("regression", ("sentence1", "sentence2"), "label"),
-    "squad/v1.1": ("question_answering", ("question", "context"), "answers"),
-    "squad/v2.0": ("question_answering", ("question", "context"), "answers"),
-    "conll2003": ("tagging", ("tokens", None), "ner"),
+    "glue/sst2": TfdsTask("classification", "sentence", None, "label"),
+    "glue/cola": TfdsTask("classification", "sentence", None, "label"),
+    "glue/mrpc": TfdsTask("classification", "sentence1", "sentence2", "label"),
+    "glue/mnli": TfdsTask("classification", "premise", "hypothesis", "label"),
+    "glue/stsb": TfdsTask("regression", "sentence1", "sentence2", "label"),
+    "squad/v1.1": TfdsTask("question_answering", "question", "context", "answers"),
+    "squad/v2.0": TfdsTask("question_answering", "question", "context", "answers"),
+    "conll2003": TfdsTask("tagging", "tokens", None, "ner"),
 }
 _SPLIT_ALIASES = {"glue/mnli": {"validation": "validation_matched", "test": "test_matched"}}
 
@@ -57,7 +67,7 @@ def tfds_task(name, split="train", data_dir=None, download=True, tag_feature=Non
         raise ValueError(f"Unknown TFDS task {name!r}; kbert reads {sorted(TFDS_TASKS)}.")
     import tensorflow_datasets as tfds
 
-    kind, (text_a, text_b), label = TFDS_TASKS[name]
+    kind, text_a, text_b, label = TFDS_TASKS[name]
     if kind == "tagging" and tag_feature is not None:
         label = tag_feature
     split = _SPLIT_ALIASES.get(name, {}).get(split, split)
