@@ -24,16 +24,15 @@ import tensorflow as tf
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 
 
-_BAD_CATEGORIES = ("Cc", "Cf", "Cs", "Co")
-
-
 def clean_text(text):
-    """Control characters (except whitespace) become spaces; whitespace runs collapse."""
+    """Whitespace runs collapse to one space; control, format, private-use and unassigned
+    characters are deleted, as BERT's tokenizer deletes them ("the\u200bstraße" is one
+    word to it, so it must stay one word here)."""
     text = " ".join(text.split())
     # isprintable() (C speed) is True for almost every line once whitespace is collapsed.
     if text.isprintable():
         return text
-    text = "".join(" " if unicodedata.category(c) in _BAD_CATEGORIES else c for c in text)
+    text = "".join(c for c in text if not unicodedata.category(c).startswith("C"))
     return " ".join(text.split())
 
 

@@ -1,15 +1,21 @@
 """What kbert's tokenizers share: a tensorflow-text tokenizer behind a normalisation, in the
 graph, and Python lookups in the vocabulary."""
 
+import re
+
 import tensorflow as tf
+
+from kbert.tokenizers.normalization import lower
+
+_FENCE = b"\xff"  # never in UTF-8
 
 
 class Tokenizer(tf.Module):
     """Base of `WordPieceTokenizer` and `SentencePieceTokenizer`.
 
     Subclasses set `vocabulary` (the tokens, index = id), `_index` (token -> id), `unk_id`,
-    `_tokenizer` (a tensorflow-text tokenizer with `tokenize` and `detokenize`) and
-    `_normalize(text)`.
+    `special_tokens` (the special tokens' literals), `split_special_tokens`, `_tokenizer` (a
+    tensorflow-text tokenizer with `tokenize` and `detokenize`) and `_normalize(text)`.
     """
 
     @property
@@ -20,15 +26,54 @@ class Tokenizer(tf.Module):
         """Strings [...] -> int32 ids, ragged [..., (tokens)]. No [CLS]/[SEP] is added.
 
         A scalar string (as `tf.data.Dataset.map` passes) gives a dense [tokens] vector.
+        Special-token literals typed in the text ("[SEP]") are split like any text, unless
+        the tokenizer was made with `split_special_tokens=False`.
         """
         text = tf.convert_to_tensor(text, tf.string)
-        # Invalid UTF-8 becomes U+FFFD instead of failing the whole batch.
-        text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")
-        text = self._normalize(text)
         if text.shape.rank == 0:
             # tensorflow-text's normalizer fails on scalars in graph mode: use a batch of one.
-            return self._tokenizer.tokenize(text[tf.newaxis])[0]
-        return self._tokenizer.tokenize(text)
+            return self.tokenize(text[tf.newaxis])[0]
+        # Invalid UTF-8 becomes U+FFFD instead of failing the whole batch.
+        text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")
+        if self.split_special_tokens:
+            return self._tokenize_normalized(text)
+        shape = tf.shape(text, out_type=tf.int64)
+        ids = self._tokenize_keeping_special_tokens(tf.reshape(text, [-1]))
+        for size in reversed(tf.unstack(shape[1:], num=text.shape.rank - 1)):
+            ids = tf.RaggedTensor.from_uniform_row_length(ids, size)
+        return ids
+
+    def _tokenize_normalized(self, text):
+        return self._tokenizer.tokenize(self._normalize(text))
+
+    def _tokenize_keeping_special_tokens(self, text):
+        """[strings] -> [strings, (tokens)], where each special-token literal in the raw text
+        is its token (transformers' default): the text between them is tokenized apart.
+
+        As in transformers, an uncased tokenizer lower-cases the text before it looks for
+        the literals: "<UNK>" is ALBERT's "<unk>" too, while "[sep]" is no BERT "[SEP]".
+        """
+        folded = [getattr(self, "lowercase", False) and token == token.lower()
+                  for token in self.special_tokens]
+        literals = "|".join(f"(?i:{re.escape(token)})" if fold else re.escape(token)
+                            for token, fold in zip(self.special_tokens, folded))
+        # The literals are fenced with a byte that valid UTF-8 never holds, then split on it.
+        # (tensorflow-text's regex_split would do it in one step, but it drops all after a NUL.)
+        fenced = tf.strings.regex_replace(text, f"({literals})", _FENCE + rb"\1" + _FENCE)
+        pieces = tf.strings.split(fenced, _FENCE)  # [strings, (pieces)]
+        special_ids = tf.fill(tf.shape(pieces.flat_values), -1)
+        for token, fold in zip(self.special_tokens, folded):
+            # RE2's case folding only proposes: the piece must lower-case (as Python does)
+            # to the literal.
+            piece = lower(pieces.flat_values) if fold else pieces.flat_values
+            special_ids = tf.where(tf.equal(piece, token), self._index[token], special_ids)
+        is_special = special_ids >= 0
+        # A piece gives either its text's tokens or its special token, never both.
+        ids = self._tokenize_normalized(tf.where(is_special, "", pieces.flat_values))
+        specials = tf.RaggedTensor.from_row_lengths(tf.boolean_mask(special_ids, is_special),
+                                                    tf.cast(is_special, tf.int64))
+        ids = tf.concat([ids, tf.cast(specials, ids.dtype)], axis=1)  # [pieces, (tokens)]
+        return pieces.with_flat_values(ids).merge_dims(1, 2)
 
     def detokenize(self, ids):
         """Ids [..., (tokens)] (ragged or dense) -> strings [...], the pieces merged."""

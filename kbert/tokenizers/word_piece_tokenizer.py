@@ -6,6 +6,13 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from kbert.tokenizers._tokenizer import Tokenizer
+from kbert.tokenizers.normalization import (
+    character_ranges,
+    clean_text,
+    lower,
+    re2_class,
+    strip_accents,
+)
 
 SPECIAL_TOKENS = {
     "pad": "[PAD]",
@@ -14,22 +21,27 @@ SPECIAL_TOKENS = {
     "sep": "[SEP]",
     "mask": "[MASK]",
 }
+# BERT's `_is_chinese_char`: the CJK ideographs, each of which is a word of its own.
+CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
+              (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
 
 
-def normalize(text, lowercase=True):
-    """BERT's uncased normalisation in the graph: lower-case, NFD, drop combining marks (Mn).
+def normalize(text, lowercase=True, alphabet=None):
+    """BERT's normalisation in the graph: clean the text, then for uncased models lower-case,
+    NFD and drop the nonspacing marks (Mn), for cased ones compose (NFC).
 
     This is what google-research/bert's tokenization.py and Hugging Face's BertTokenizer do.
     tensorflow-text's own `lower_case_nfd_strip_accents` case-folds with NFKC instead, which
     also rewrites compatibility characters ("™" -> "tm", "ﬁ" -> "fi", full-width letters),
     and so gives other ids than the pretrained checkpoints' tokenizers for them.
+    `alphabet`: the vocabulary's characters, if known (see `normalization.lower`).
     """
-    text = tf.convert_to_tensor(text, tf.string)
-    if not lowercase:
-        return text
-    text = tf.strings.lower(text, encoding="utf-8")
-    text = tf_text.normalize_utf8(text, "NFD")
-    return tf.strings.regex_replace(text, r"\p{Mn}", "")
+    text = clean_text(tf.convert_to_tensor(text, tf.string))
+    if lowercase:
+        return strip_accents(lower(text, alphabet, nul_free=True))
+    # transformers' BasicTokenizer composes (NFC) after cleaning, so that a decomposed "é"
+    # finds the cased vocabulary's "é" (uncased: NFD follows, and NFC changes nothing).
+    return tf_text.normalize_utf8(text, "NFC")
 
 
 def read_vocabulary(path):
@@ -53,18 +65,28 @@ class WordPieceTokenizer(Tokenizer):
     Args:
         vocabulary: path of a vocab.txt, or a list of tokens (index = id).
         lowercase: lower-case, NFD-normalise and strip accents first (uncased models).
-        max_bytes_per_word: longer words become [UNK].
+        max_chars_per_word: longer words (in characters, after normalisation) become one
+            [UNK], as BERT's `max_input_chars_per_word`.
+        split_special_tokens: True (the default, as google-research/bert's tokenization.py):
+            a special-token literal typed in the text ("[SEP]", "[MASK]") is split like any
+            text ("[", "sep", "]"), so that text cannot forge the model's structure. False:
+            each literal gives its token's id, as transformers' tokenizers do by default.
 
     Attributes:
         pad_id, unk_id, cls_id, sep_id, mask_id: the special-token ids, read from the vocab.
         vocabulary_size: number of tokens.
     """
 
-    def __init__(self, vocabulary, lowercase=True, max_bytes_per_word=100, name=None):
+    def __init__(self, vocabulary, lowercase=True, max_chars_per_word=100,
+                 split_special_tokens=True, name=None):
         super().__init__(name=name)
         if isinstance(vocabulary, (str, os.PathLike)):
             vocabulary = read_vocabulary(os.fspath(vocabulary))
         vocabulary = list(vocabulary)
+        if isinstance(max_chars_per_word, bool) or not isinstance(max_chars_per_word, int) or \
+                not 1 <= max_chars_per_word <= 999:  # RE2 repeats 1000 times at most
+            raise ValueError(
+                f"max_chars_per_word must be an integer in [1, 999], got {max_chars_per_word!r}.")
         if len(set(vocabulary)) != len(vocabulary):
             seen, duplicates = set(), []
             for token in vocabulary:
@@ -81,18 +103,42 @@ class WordPieceTokenizer(Tokenizer):
             )
         self.vocabulary = vocabulary
         self.lowercase = bool(lowercase)
+        self.split_special_tokens = bool(split_special_tokens)
+        self.special_tokens = list(SPECIAL_TOKENS.values())
         for key, token in SPECIAL_TOKENS.items():
             setattr(self, f"{key}_id", index[token])
         self.special_ids = sorted(index[tok] for tok in SPECIAL_TOKENS.values())
         self._index = index
+        self.max_chars_per_word = max_chars_per_word
+        self._alphabet = "".join(sorted(set("".join(vocabulary))))
         self._tokenizer = tf_text.FastBertTokenizer(
             vocab=vocabulary,
             token_out_type=tf.int32,
             unknown_token=SPECIAL_TOKENS["unk"],
-            max_bytes_per_word=max_bytes_per_word,
+            max_bytes_per_word=4 * max_chars_per_word,  # see _normalize
             lower_case_nfd_strip_accents=False,  # `normalize` does it, as BERT did
             support_detokenization=True,
         )
 
     def _normalize(self, text):
-        return normalize(text, self.lowercase)
+        text = normalize(text, self.lowercase, self._alphabet)
+        # BERT makes a word of more than max_chars_per_word characters one [UNK], where
+        # FastBertTokenizer counts bytes: its limit lets through every word up to 4 bytes a
+        # character, and a longer word is replaced by one over it, which gives one [UNK].
+        # The exact split into words is only made where a loose test (a run of that many
+        # characters between ASCII breaks) finds text that may need it: it costs more.
+        ascii_breaks = r"\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f"
+        maybe_long = tf.strings.regex_full_match(
+            text, rf"(?s).*[^{ascii_breaks}]{{{self.max_chars_per_word + 1}}}.*")
+        return tf.cond(tf.reduce_any(maybe_long), lambda: self._replace_long_words(text),
+                       lambda: text)
+
+    def _replace_long_words(self, text):
+        spaces = character_ranges("whitespace")
+        splits = character_ranges("punctuation") + CJK_RANGES  # words of their own
+        words = tf_text.regex_split(tf.reshape(text, [-1]), re2_class(spaces + splits),
+                                    re2_class(splits))  # [strings, (words)]
+        long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > self.max_chars_per_word
+        words = words.with_flat_values(tf.where(
+            long, "a" * (4 * self.max_chars_per_word + 1), words.flat_values))
+        return tf.reshape(tf.strings.reduce_join(words, axis=-1, separator=" "), tf.shape(text))

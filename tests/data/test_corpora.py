@@ -27,6 +27,8 @@ def test_bad_bytes_and_control_characters(tmp_path):
     (tmp_path / "bad.txt").write_bytes(b"ok \xff\xfe bytes\x00 and\x07 bells\r\n\x0b\n\ttabs\tinside\n")
     docs = read(corpora.text_files(str(tmp_path / "bad.txt")))
     assert docs == [["ok \ufffd\ufffd bytes and bells"], ["tabs inside"]]
+    # Format characters are deleted, as BERT's tokenizer deletes them: one word stays one.
+    assert corpora.clean_text("the\u200bstra\u00adße \ufeffand\ue000 more") == "thestraße and more"
 
 
 def test_missing_inputs_fail_before_any_work(tmp_path):

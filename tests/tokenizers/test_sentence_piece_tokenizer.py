@@ -47,3 +47,49 @@ def test_a_model_without_albert_specials_is_refused():
         vocab_size=12, model_type="char")
     with pytest.raises(ValueError, match=r"lacks the pieces \['<pad>', '\[CLS\]'"):
         SentencePieceTokenizer(model.getvalue())
+
+
+def test_special_piece_literals_are_split_unless_asked():
+    text = ["the [MASK] word<UNK>", "[mask] <pad> the"]
+    split = SentencePieceTokenizer(ALBERT / "spiece.model")
+    specials = {split.pad_id, split.cls_id, split.sep_id, split.mask_id}
+    assert not specials & {i for row in split.tokenize(text).to_list() for i in row}
+    kept = SentencePieceTokenizer(ALBERT / "spiece.model", split_special_tokens=False)
+    # As transformers' AlbertTokenizer, which lower-cases before it looks: "<UNK>" is <unk>,
+    # and "[mask]" is text.
+    the, word = split.token_to_id("▁the"), split.token_to_id("▁word")
+    got = kept.tokenize(text).to_list()
+    assert got[0] == [the, kept.mask_id, word, kept.unk_id]
+    assert got[1][-2:] == [kept.pad_id, the] and kept.mask_id not in got[1]
+
+
+def albert_encode_pieces(model, text):
+    """google-research/albert's tokenization.encode_pieces, on the Python package."""
+    new_pieces = []
+    for piece in model.encode(text, out_type=str):
+        if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
+            cur_pieces = model.encode(piece[:-1].replace("\u2581", ""), out_type=str)
+            if piece[0] != "\u2581" and cur_pieces[0][0] == "\u2581":
+                if len(cur_pieces[0]) == 1:
+                    cur_pieces = cur_pieces[1:]
+                else:
+                    cur_pieces[0] = cur_pieces[0][1:]
+            cur_pieces.append(piece[-1])
+            new_pieces.extend(cur_pieces)
+        else:
+            new_pieces.append(piece)
+    return [model.piece_to_id(piece) for piece in new_pieces]
+
+
+def test_pieces_ending_in_a_digit_and_a_comma_are_split_as_albert_does():
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(["1,000 and 19,500 or 2,5 items, 99, 7"] * 20),
+        model_writer=model, vocab_size=25, model_type="unigram", pad_id=0, unk_id=1,
+        bos_id=-1, eos_id=-1, control_symbols=["[CLS]", "[SEP]", "[MASK]"],
+        user_defined_symbols=["9,", "\u25812,", "00,"], character_coverage=1.0)
+    python = sentencepiece.SentencePieceProcessor(model_proto=model.getvalue())
+    text = ["1,000 and 19,500 or 2,5 items, 99, 7", "900,000,000", "9,"]
+    expected = [albert_encode_pieces(python, t) for t in text]
+    assert expected != [python.encode(t) for t in text]  # the split does something here
+    assert SentencePieceTokenizer(model.getvalue()).tokenize(text).to_list() == expected

@@ -81,5 +81,37 @@ def test_inside_a_saved_model(vocab_file, tmp_path):
 
     os.remove(vocab_file)  # the graph needs no file at run time
     loaded = tf.saved_model.load(path)
-    out = loaded.encode(tf.constant(["the fox", "unaffable"])).numpy()
-    np.testing.assert_array_equal(out, [ids(["the", "fox", "[PAD]"]), ids(["un", "##aff", "##able"])])
+    out = loaded.encode(tf.constant(["the fox", "unaffable", "the\x00 fox"])).numpy()
+    np.testing.assert_array_equal(out, [ids(["the", "fox", "[PAD]"]),
+                                        ids(["un", "##aff", "##able"]),
+                                        ids(["the", "fox", "[PAD]"])])  # a NUL costs nothing
+
+
+def test_special_token_literals_are_split_unless_asked(vocab_file):
+    text = ["the [SEP] fox[MASK]", "[sep] [CLS]the\x00 fox [PAD]", ""]
+    split = WordPieceTokenizer(vocab_file).tokenize(text).to_list()
+    assert not {2, 3, 4} & {i for row in split for i in row}  # "[", "sep", "]": [UNK]s here
+    kept = WordPieceTokenizer(vocab_file, split_special_tokens=False)
+    assert kept.tokenize(text).to_list() == [
+        ids(["the", "[SEP]", "fox", "[MASK]"]),
+        ids(["[UNK]", "[UNK]", "[UNK]", "[CLS]", "the", "fox", "[PAD]"]),  # "[sep]" is text
+        [],
+    ]
+    assert kept.tokenize("fox [SEP]").numpy().tolist() == ids(["fox", "[SEP]"])
+    assert kept.tokenize([["fox [SEP]"], ["the"]]).to_list() == [[ids(["fox", "[SEP]"])],
+                                                                 [ids(["the"])]]
+
+
+def test_words_longer_than_max_chars_per_word_are_one_unk():
+    vocabulary = VOCAB + ["\u0430", "##\u0430"]  # Cyrillic a: 2 bytes
+    tokenizer = WordPieceTokenizer(vocabulary)
+    a = vocabulary.index("\u0430")
+    # BERT counts characters, not bytes: 60 letters (120 bytes) are still a word.
+    assert tokenizer.tokenize(["\u0430" * 60]).to_list() == [[a] + [a + 1] * 59]
+    assert tokenizer.tokenize(["fox " + "\u0430" * 101 + ", the", "b" * 101]).to_list() == [
+        ids(["fox", "[UNK]", ",", "the"]), ids(["[UNK]"])]
+    assert WordPieceTokenizer(vocabulary, max_chars_per_word=4).tokenize(
+        ["quick fox"]).to_list() == [ids(["[UNK]", "fox"])]
+    for bad in (0, 1000, 2.0, True):
+        with pytest.raises(ValueError, match="max_chars_per_word must be an integer"):
+            WordPieceTokenizer(VOCAB, max_chars_per_word=bad)
