@@ -16,3 +16,15 @@ def _seed_and_policy():
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: takes over ~20 s; still runs in CI")
 
+
+
+def pytest_sessionfinish(session):
+    # KBERT_MODULES_SEEN=path writes the kbert modules this session imported: how to check
+    # that the fast tier (-m "not slow") reaches every module (README, "Development").
+    import os
+    import sys
+
+    path = os.environ.get("KBERT_MODULES_SEEN")
+    if path:
+        with open(path, "w") as f:
+            f.write("\n".join(sorted(m for m in sys.modules if m.startswith("kbert"))))

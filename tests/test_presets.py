@@ -47,6 +47,7 @@ def test_preset_folder_is_data_only():
 
 
 @pytest.mark.parametrize("name", ["bert_tiny", "bert_mini", "bert_small"])
+@pytest.mark.slow
 def test_load_heads(name):
     pretrainer = kbert.presets.load(name, weights=None)
     assert isinstance(pretrainer, BertPretrainer) and pretrainer.next_sentence_prediction

@@ -146,6 +146,7 @@ def www(tmp_path, monkeypatch):
     server.server_close()
 
 
+@pytest.mark.slow
 def test_an_albert_release_tar_gz(www, tmp_path):
     from tests.convert import _families
 

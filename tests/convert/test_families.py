@@ -21,6 +21,7 @@ _close = _families.close
     ("electra/generator", "electra", "mlm", "ElectraMaskedLM"),
     ("electra", "electra", "pretrainer", "ElectraPretrainer"),  # + its generator/ folder
 ])
+@pytest.mark.slow
 def test_hugging_face_models_import_with_the_outputs_of_transformers(name, family, head,
                                                                      model_class):
     checkpoint = kbert.convert.read(FIXTURES / name)
@@ -75,6 +76,7 @@ def test_hugging_face_export_then_import_round_trips_exactly(tmp_path, name):
     check_against_transformers(again.build(), name)
 
 
+@pytest.mark.slow
 def test_a_kbert_electra_pretrainer_exports_and_imports(tmp_path):
     backbone = ElectraBackbone(vocabulary_size=40, num_layers=2, hidden_size=16, num_heads=1,
                                intermediate_size=32, embedding_size=12, max_sequence_length=24)
@@ -131,6 +133,7 @@ def _electra_tf1_variables(weights):
     return variables
 
 
+@pytest.mark.slow
 def test_electra_tf1_release_imports_as_a_whole_pretrainer(tmp_path):
     # The release has no config: one head per 64 units (here 1) and 4 x width feed-forward.
     backbone = ElectraBackbone(vocabulary_size=40, num_layers=2, hidden_size=16, num_heads=1,
@@ -197,6 +200,7 @@ def test_unsupported_variants_are_refused_by_name(tmp_path):
         kbert.convert.read(tmp_path / "e")
 
 
+@pytest.mark.slow
 def test_albert_keeps_its_sentencepiece_tokenizer_through_every_format(tmp_path):
     from kbert.tokenizers import SentencePieceTokenizer
 

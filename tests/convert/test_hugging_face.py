@@ -61,6 +61,7 @@ def test_tokenizer_gives_the_checkpoint_tokenizers_ids(checkpoint):
         assert ids == expected, sentence
 
 
+@pytest.mark.slow
 def test_sequence_output_matches_transformers(checkpoint):
     reference = np.load(REFERENCE)
     backbone = checkpoint.build(head=None)
@@ -78,6 +79,7 @@ def test_sequence_output_matches_transformers(checkpoint):
         assert ours == ids[mask.astype(bool)].tolist()
 
 
+@pytest.mark.slow
 def test_sequence_output_matches_keras_hubs_loader(checkpoint):
     """keras-hub's loader of this directory builds its BertBackbone, which always uses the tanh
     GELU (config.json says "gelu", the erf form: keras-hub differs from transformers by about
@@ -90,6 +92,7 @@ def test_sequence_output_matches_keras_hubs_loader(checkpoint):
                                atol=1e-4, rtol=0)
 
 
+@pytest.mark.slow
 def test_export_then_import_round_trips_exactly(checkpoint, tmp_path):
     backbone = checkpoint.build(head=None)
     kbert.convert.save_hugging_face(backbone, tmp_path / "out", vocabulary=checkpoint.tokenizer())

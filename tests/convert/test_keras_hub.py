@@ -8,6 +8,7 @@ import kbert.convert
 from tests.convert import _checkpoints, _families
 
 
+@pytest.mark.slow
 def test_keras_hub_preset_imports_with_equal_outputs(tmp_path):
     keras_hub_backbone = keras_hub.models.BertBackbone(
         vocabulary_size=len(_checkpoints.VOCABULARY), num_layers=2, num_heads=2, hidden_dim=16,
@@ -42,6 +43,7 @@ SIZE = dict(num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=32,
     ("electra", lambda v: keras_hub.models.ElectraBackbone(vocab_size=v, embedding_dim=8,
                                                            **SIZE)),
 ])
+@pytest.mark.slow
 def test_other_families_import_with_equal_outputs(tmp_path, family, make):
     reference = make(len(_checkpoints.VOCABULARY))
     _checkpoints.randomise(reference)

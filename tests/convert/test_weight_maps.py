@@ -63,6 +63,7 @@ def test_the_weight_map_covers_every_variable_exactly_once(name, head):
 
 # === The names and shapes are Hugging Face's ===
 
+@pytest.mark.slow
 def test_bert_maps_onto_a_real_bert_checkpoint():
     family = families.get("bert")
     with open(f"{MINILM}/config.json", encoding="utf-8") as f:

@@ -56,6 +56,7 @@ def test_tfds_documents():
             corpora.tfds_documents("imdb_reviews", text_key="body")
 
 
+@pytest.mark.slow
 def test_stdlib_docstrings(stdlib_documents):
     assert len(stdlib_documents) > 200
     sentences = sum(len(doc) for doc in stdlib_documents)

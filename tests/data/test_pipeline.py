@@ -28,6 +28,7 @@ def assert_same(a, b):
             np.testing.assert_array_equal(la[key], lb[key])
 
 
+@pytest.mark.slow
 def test_static_shapes_and_names(stdlib_documents, tokenizer):
     data = pretraining_dataset(as_dataset(stdlib_documents[:30]), tokenizer, sequence_length=64,
                                max_predictions=10, batch_size=8)
@@ -44,6 +45,7 @@ def test_static_shapes_and_names(stdlib_documents, tokenizer):
     assert set(mlm_only.element_spec[1]) == {"mask_ids", "mask_weights"}
 
 
+@pytest.mark.slow
 def test_same_seed_same_batches_and_new_masks_each_epoch(stdlib_documents, tokenizer):
     docs = stdlib_documents[:40]
 
@@ -66,6 +68,7 @@ def test_same_seed_same_batches_and_new_masks_each_epoch(stdlib_documents, token
     assert not np.array_equal(other[0][0]["mask_positions"], epoch_1[0][0]["mask_positions"])
 
 
+@pytest.mark.slow
 def test_tfrecords_round_trip(stdlib_documents, tokenizer, tmp_path):
     def make():  # the same seed: the same batches (a second pass would draw new masks)
         return pretraining_dataset(as_dataset(stdlib_documents[:20]), tokenizer,
@@ -109,6 +112,7 @@ def test_reads_original_feature_names(tmp_path):
     assert labels["next_sentence_labels"].numpy().tolist() == [1]
 
 
+@pytest.mark.slow
 def test_bad_input_never_breaks_the_pipeline(tokenizer, tmp_path):
     folder = tmp_path / "corpus"
     folder.mkdir()

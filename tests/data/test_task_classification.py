@@ -50,6 +50,7 @@ def pair_data():
         ["x", "y", "z"], False, "pairs")
 
 
+@pytest.mark.slow
 def test_pair_dataset_features_and_labels():
     tokenizer = tiny_tokenizer()
     data = pair_data()
@@ -71,6 +72,7 @@ def test_pair_dataset_features_and_labels():
     assert all(t.dtype == "int32" for t in (*features.values(), labels["labels"]))
 
 
+@pytest.mark.slow
 def test_training_batches_have_a_static_shape_and_are_shuffled():
     tokenizer = tiny_tokenizer()
     dataset = classification_dataset(pair_data(), tokenizer, sequence_length=16, batch_size=2,
@@ -85,6 +87,7 @@ def test_training_batches_have_a_static_shape_and_are_shuffled():
     assert first_pieces != in_order
 
 
+@pytest.mark.slow
 def test_single_texts_regression_and_unlabelled():
     tokenizer = tiny_tokenizer()
     data = ClassificationData([ClassificationExample("new york", None, 3.8),
@@ -119,6 +122,7 @@ def test_bad_examples_are_named():
         classification_dataset(pair_data(), tokenizer, sequence_length=4)
 
 
+@pytest.mark.slow
 def test_files_to_batches(tmp_path):
     from kbert.data.task_files import read_classification_file
 

@@ -11,6 +11,7 @@ from tests.helpers import as_dataset
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_learned_vocabulary(tokenizer):
     vocabulary = tokenizer.vocabulary
     assert vocabulary[:5] == list(SPECIAL_TOKENS.values())  # [PAD]=0 ... [MASK]=4
@@ -25,6 +26,7 @@ def test_bad_vocab_size():
         learn_vocabulary(as_dataset([[b"a b"]]), 3)
 
 
+@pytest.mark.slow
 def test_build_vocab_tool(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(f"the cat number {i} sat on the mat." for i in range(200)))

@@ -94,6 +94,7 @@ print("OK", sorted(loaded.signatures))
 """
 
 
+@pytest.mark.slow
 def test_a_fresh_tensorflow_process_gives_the_keras_outputs(exported, tmp_path):
     model, tokenizer, path = exported
     single, pairs, ids, masked = keras_reference(model, tokenizer)
@@ -171,6 +172,7 @@ def test_a_fresh_tensorflow_process_gives_the_keras_outputs(exported, tmp_path):
     assert many_out["fill_mask/num_masks"].tolist() == [0]
 
 
+@pytest.mark.slow
 def test_saved_model_cli_lists_the_signatures(exported):
     _, _, path = exported
     cli = shutil.which("saved_model_cli") or str(Path(sys.executable).parent / "saved_model_cli")
@@ -195,6 +197,7 @@ def test_saved_model_cli_lists_the_signatures(exported):
             assert f"outputs['{key}']" in section, (name, key)
 
 
+@pytest.mark.slow
 def test_the_graph_has_no_python_or_file_ops(exported):
     from tensorflow.core.protobuf import saved_model_pb2
 
@@ -209,6 +212,7 @@ def test_the_graph_has_no_python_or_file_ops(exported):
     assert not ops & {"PyFunc", "PyFuncStateless", "EagerPyFunc", "ReadFile", "WriteFile"}
 
 
+@pytest.mark.slow
 def test_bad_arguments(exported):
     model, tokenizer, path = exported
     with pytest.raises(ValueError, match="sequence_length=65 is longer than the model's "
@@ -220,6 +224,7 @@ def test_bad_arguments(exported):
         export_saved_model(object(), path, tokenizer)
 
 
+@pytest.mark.slow
 def test_a_model_without_segments_or_pooler(exported, tmp_path):
     """DistilBERT: serving_ids takes no segment_ids and nothing returns pooled_output; its
     masked-LM head still gives fill_mask."""
@@ -245,6 +250,7 @@ def test_a_model_without_segments_or_pooler(exported, tmp_path):
     assert filled["num_masks"].numpy().tolist() == [1]
 
 
+@pytest.mark.slow
 def test_albert_with_its_sentencepiece_tokenizer(tmp_path):
     """The SentencePiece model is a constant of the graph, like the WordPiece one; the
     export equals the imported ALBERT (made by transformers: tests/fixtures/make_hf_tiny.py)."""

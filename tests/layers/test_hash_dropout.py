@@ -74,6 +74,7 @@ def test_mixed_bfloat16():
     np.testing.assert_array_equal(out[out != 0], 2.0)
 
 
+@pytest.mark.slow
 def test_trains_inside_a_model():
     """Under a jit-compiled `fit`: dropout is applied, with a new mask at every step, and the
     gradient flows through it to the layers below."""

@@ -47,6 +47,7 @@ def test_mixed_bfloat16():
     _checks.check_mixed_bfloat16(ReplacedTokenHead, [X])
 
 
+@pytest.mark.slow
 def test_learns_replaced_token_detection():
     """Sigmoid cross-entropy on its logits (ELECTRA's RTD loss): the head separates tokens
     whose vectors say "replaced" from the rest, with positive logits for replaced ones."""

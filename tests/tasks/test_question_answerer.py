@@ -11,6 +11,7 @@ ENDS = np.array([2, 6, 3, 0], "int32")
 
 
 @pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.slow
 def test_shapes_round_trips_and_train_step(family, tmp_path):
     model = QuestionAnswerer(tiny_backbone(family), name=f"{family}_qa")
     x = inputs_for(model)

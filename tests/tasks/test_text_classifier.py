@@ -12,6 +12,7 @@ LABELS = np.array([0, 2, 1, 2], "int32")
 
 
 @pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.slow
 def test_shapes_round_trips_and_train_step(family, tmp_path):
     model = TextClassifier(tiny_backbone(family), label_names=["neg", "neu", "pos"],
                            name=f"{family}_classifier")
@@ -94,6 +95,7 @@ def test_text_pairs_read_the_segments():
     assert not np.allclose(numpy_outputs(model, x), numpy_outputs(model, single))
 
 
+@pytest.mark.slow
 def test_multi_label_and_regression_train():
     x = inputs_for(tiny_backbone("bert"))
     multi = TextClassifier(tiny_backbone("bert"), num_classes=3, problem_type="multi_label")

@@ -19,6 +19,7 @@ def first_piece_weights(padding_mask, seed=0):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.slow
 def test_shapes_round_trips_and_train_step(family, tmp_path):
     model = TokenClassifier(tiny_backbone(family), label_names=TAGS, name=f"{family}_tagger")
     x = inputs_for(model)

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import kbert.convert
 from kbert.export import load_model
@@ -22,6 +23,7 @@ def _run(*flags):
                           env=ENV, timeout=300)
 
 
+@pytest.mark.slow
 def test_tf1_to_kbert_and_hf(tmp_path):
     original = _checkpoints.random_pretrainer(seed=9)
     release = _checkpoints.write_tf1_release(original, tmp_path / "release")
@@ -45,6 +47,7 @@ def test_tf1_to_kbert_and_hf(tmp_path):
         assert np.array_equal(hf.weights[name], value), name
 
 
+@pytest.mark.slow
 def test_bad_flags_are_usage_errors(tmp_path):
     (tmp_path / "empty").mkdir()
     result = _run("--to=hf", f"--input={tmp_path / 'empty'}", f"--output={tmp_path / 'out'}")
@@ -60,6 +63,7 @@ def test_bad_flags_are_usage_errors(tmp_path):
     assert result.returncode != 0 and "--head applies to --to=kbert" in result.stderr
 
 
+@pytest.mark.slow
 def test_an_electra_pretrainer_to_hf_and_back(tmp_path):
     """The Hugging Face ELECTRA fixture (discriminator + generator/) -> hf -> kbert."""
     from tests.convert import _families

@@ -91,6 +91,26 @@ def test_flagfiles_are_valid(flagfile, tmp_path):
     assert config.train_data.startswith("tfds:") and config.preset == "bert_base"
 
 
+def test_a_run_reads_its_encoder_and_its_data(tmp_path):
+    """What a run does before training, quickly: the encoder's tokenizer and positions, the
+    task's records and label names, and the metric that picks the best epoch."""
+    from kbert.training import FinetuningConfig
+    from kbert.training.finetuning import encoder_source
+    from kbert.training.finetuning_tasks import FINETUNING_TASKS
+
+    train = write_csv(tmp_path / "train.csv", sentences(8, 0))
+    config = FinetuningConfig(model_dir=str(tmp_path / "run"), checkpoint=str(TINY),
+                              train_data=train, sequence_length=24)
+    encoder = encoder_source(config)
+    assert encoder.max_sequence_length == 24 and encoder.tokenizer.vocabulary_size == 67
+    task = FINETUNING_TASKS["text_classifier"]
+    prepared = task.prepare(config, train, "train", encoder.tokenizer)
+    assert prepared.label_names == ["no", "yes"] and len(prepared.data.examples) == 8
+    assert task.metric(config, prepared) == "accuracy"
+    mrpc = FinetuningConfig(model_dir="m", preset="bert_base", train_data="tfds:glue/mrpc")
+    assert task.metric(mrpc, prepared) == "f1"
+
+
 def run(tmp_path, **kwargs):
     from kbert.training import FinetuningConfig, run_finetuning
 
@@ -101,6 +121,7 @@ def run(tmp_path, **kwargs):
     return run_finetuning(FinetuningConfig(**settings))
 
 
+@pytest.mark.slow
 def test_a_classifier_run_keeps_the_best_epoch_and_saves_a_loadable_model(tmp_path, capsys):
     from kbert import convert
     from kbert.export import load_model
@@ -135,6 +156,7 @@ def test_a_classifier_run_keeps_the_best_epoch_and_saves_a_loadable_model(tmp_pa
     assert again["best"] == best
 
 
+@pytest.mark.slow
 def test_a_tagger_and_a_reader_run_with_their_official_metrics(tmp_path):
     conll = "-DOCSTART- O\n\n" + "".join(
         f"{' '.join(w)}\n".replace(" ", "\n").replace("\n", f" {t}\n", 1) for w, t in [])

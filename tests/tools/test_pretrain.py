@@ -123,6 +123,7 @@ def test_flags_are_the_config_fields(tmp_path):
     assert parse_flags([f"--model_dir={tmp_path}"]) == PretrainingConfig(model_dir=str(tmp_path))
 
 
+@pytest.mark.slow
 def test_the_tool_reports_a_bad_flag_without_a_traceback(tmp_path):
     result = run_tool([f"--model_dir={tmp_path}/run", "--preset=bert_huge"], timeout=120)
     assert result.returncode != 0
@@ -130,6 +131,7 @@ def test_the_tool_reports_a_bad_flag_without_a_traceback(tmp_path):
     assert "Traceback" not in result.stderr and not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_help_groups_the_flags():
     result = subprocess.run([sys.executable, PRETRAIN, "--help"], capture_output=True,
                             text=True, timeout=120, env=ENV, cwd=ROOT)
@@ -369,6 +371,7 @@ def test_flagfiles_are_valid(flagfile, tmp_path):
 
 
 
+@pytest.mark.slow
 def test_electra_trains_and_exports_the_discriminator(tmp_path, vocab_file):
     """--model=electra_small --objective=rtd through the tool; the SavedModel is the
     discriminator of the last checkpoint."""

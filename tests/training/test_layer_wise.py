@@ -71,6 +71,7 @@ def first_step(rates):
             for v in model.trainable_variables}
 
 
+@pytest.mark.slow
 def test_each_variable_moves_by_its_layer_rate():
     """The same first step with and without the multipliers: every variable's move is scaled
     by exactly its factor (AdamW's step is linear in the learning rate)."""
@@ -94,6 +95,7 @@ def test_the_multipliers_survive_serialization():
     assert type(back).__name__ == "Lamb" and back.learning_rate_multipliers == rates
 
 
+@pytest.mark.slow
 def test_frozen_layers_do_not_change_and_unfreezing_follows_the_schedule():
     model = tagger()
     optimizer = create_optimizer("adamw", learning_rate=1e-2, total_steps=100, clipnorm=None)

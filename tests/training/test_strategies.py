@@ -26,6 +26,7 @@ def test_unknown_name_lists_the_allowed_ones():
         create_strategy("gpu")
 
 
+@pytest.mark.slow
 def test_mirrored_and_multi_worker_on_cpu():
     """In a fresh process with 2 logical CPU devices (set before TensorFlow starts):
     "mirrored" makes one replica per CPU device, and "multi_worker" without TF_CONFIG is a

@@ -44,6 +44,7 @@ def test_parity_with_keras_hub(num_groups):
     _family_checks.check_parity(reference, AlbertBackbone(**ALBERT, num_groups=num_groups))
 
 
+@pytest.mark.slow
 def test_pretrainer_trains_mlm_and_sop():
     model = AlbertPretrainer(AlbertBackbone(**ALBERT))
     model.compile(optimizer="adam")
@@ -56,6 +57,7 @@ def test_pretrainer_trains_mlm_and_sop():
 
 @pytest.mark.parametrize("name,paper_millions", [("albert_base", 12), ("albert_large", 18),
                                                  ("albert_xlarge", 60)])
+@pytest.mark.slow
 def test_preset_parameter_counts(name, paper_millions):
     """Within 2% of the paper's counts (Lan et al. 2019, table 1), heads included; the backbone
     equals Hugging Face's AlbertModel of the released v2 configs exactly."""

@@ -56,6 +56,7 @@ def test_padded_predictions_do_not_count():
     assert a["mlm_loss"] == pytest.approx(b["mlm_loss"], rel=1e-6)
 
 
+@pytest.mark.slow
 def test_fit_on_a_dataset_reports_metrics_and_learns():
     model = make()
     model.compile(optimizer=keras.optimizers.Adam(3e-3))
@@ -68,6 +69,7 @@ def test_fit_on_a_dataset_reports_metrics_and_learns():
     assert logs["mlm_accuracy"] > 0.5, logs
 
 
+@pytest.mark.slow
 def test_mlm_only():
     model = make(next_sentence_prediction=False)
     model.compile()
@@ -77,6 +79,7 @@ def test_mlm_only():
     assert logs["loss"] == pytest.approx(logs["mlm_loss"])
 
 
+@pytest.mark.slow
 def test_mask_weights_default_to_ones():
     model = make(False, dropout=0.0, attention_dropout=0.0)
     model.compile()
@@ -95,6 +98,7 @@ def test_bad_compile_and_labels():
         model.train_on_batch(FEATURES, {"mask_ids": LABELS["mask_ids"]})
 
 
+@pytest.mark.slow
 def test_keras_save_and_load(tmp_path):
     model = make()
     model.compile()
@@ -126,6 +130,7 @@ def test_weights_are_shared_not_duplicated():
     assert model.count_params() == backbone_params + head + nsp
 
 
+@pytest.mark.slow
 def test_mixed_float16_scales_the_loss():
     model = BertPretrainer(BertBackbone(**TINY, dtype="mixed_float16"))
     assert model.dtype_policy.name == "mixed_float16"

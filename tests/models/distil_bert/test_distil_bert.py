@@ -34,6 +34,7 @@ def test_parity_with_keras_hub():
     _family_checks.check_parity(reference, DistilBertBackbone(**TINY))  # exact GELU in both
 
 
+@pytest.mark.slow
 def test_pretrainer_is_mlm_only():
     model = DistilBertPretrainer(DistilBertBackbone(**TINY))
     model.compile(optimizer="adam")
@@ -45,6 +46,7 @@ def test_pretrainer_is_mlm_only():
         DistilBertPretrainer(DistilBertBackbone(**TINY), next_sentence_prediction=True)
 
 
+@pytest.mark.slow
 def test_preset():
     model = kbert.presets.load("distil_bert_base", weights=None)
     assert isinstance(model, DistilBertPretrainer) and not model.next_sentence_prediction

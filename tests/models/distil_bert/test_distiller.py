@@ -62,6 +62,7 @@ def test_distil_bert_student_takes_the_chosen_layers():
                                   numpy(big.mlm_head.output_bias))
 
 
+@pytest.mark.slow
 def test_incompatible_students_are_refused():
     with pytest.raises(ValueError, match="hidden_size 16 vs 32"):
         initialize_student(student(hidden_size=16, intermediate_size=32), teacher())
@@ -74,6 +75,7 @@ def test_incompatible_students_are_refused():
         Distiller(student(), BertBackbone(**TINY))
 
 
+@pytest.mark.slow
 def test_loss_terms_match_numpy():
     big, small = teacher(), student()
     randomize(big, seed=1)
@@ -104,6 +106,7 @@ def test_loss_terms_match_numpy():
                                numpy(big(features, training=False)["mlm_logits"]), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_the_kl_to_the_teacher_falls_and_the_teacher_is_frozen():
     big = teacher(dropout=0.5)  # dropout would show if the teacher ran in training mode
     randomize(big, seed=2)
@@ -125,6 +128,7 @@ def test_the_kl_to_the_teacher_falls_and_the_teacher_is_frozen():
     np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.slow
 def test_config_round_trip():
     model = Distiller(student(), teacher(), temperature=3.0, cosine_weight=0.5)
     config = model.get_config()
@@ -134,6 +138,7 @@ def test_config_round_trip():
                                       "token_ids"]
 
 
+@pytest.mark.slow
 def test_jax_train_step():
     check_jax_train_step(
         """

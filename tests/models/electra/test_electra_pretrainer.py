@@ -103,6 +103,7 @@ def test_scatter_positions_skips_the_padding_slot():
     np.testing.assert_array_equal(got, [[0, 1, 90, 3, 91, 5], [6, 93, 8, 9, 10, 11]])
 
 
+@pytest.mark.slow
 def test_no_gradient_reaches_the_generator_through_the_sampling():
     """With the MLM weight at 0, only the RTD loss trains: the generator must not move."""
     model = make(mlm_loss_weight=0.0)
@@ -120,6 +121,7 @@ def test_no_gradient_reaches_the_generator_through_the_sampling():
         ops.convert_to_numpy(model.backbone.transformer_layers[0].weights[0]), disc_before)
 
 
+@pytest.mark.slow
 def test_it_learns_to_detect_replacements():
     model = make()
     features, labels = random_batch(batch=8, seed=3)
@@ -162,6 +164,7 @@ def test_heads_of_the_electra_presets():
     assert type(mlm) is ElectraMaskedLM and not mlm.next_sentence_prediction
 
 
+@pytest.mark.slow
 def test_jax_train_step():
     _family_checks.check_jax_train_step(
         """
