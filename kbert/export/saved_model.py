@@ -9,11 +9,12 @@ import os
 
 import keras
 import tensorflow as tf
-import tensorflow_text as tf_text
 
+from kbert.export.signature_helpers import pack
 from kbert.models.bert.bert_backbone import BertBackbone
 from kbert.models.bert.bert_pretrainer import BertPretrainer
 from kbert.models.pretrainer import Pretrainer
+from kbert.tasks.task import Task
 
 MASK_TOKEN = "[MASK]"
 BACKBONE_OUTPUTS = ("sequence_output", "pooled_output")
@@ -22,34 +23,6 @@ BACKBONE_OUTPUTS = ("sequence_output", "pooled_output")
 def _check(name, value, minimum):
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}.")
-
-
-def pack(tokenizer, segments, sequence_length):
-    """[CLS] A [SEP] (B [SEP]) from ragged wordpiece ids, trimmed round-robin and padded.
-
-    Args:
-        tokenizer: gives the special ids.
-        segments: one or two `tf.RaggedTensor`s [batch, (pieces)] of int32 ids.
-        sequence_length: the padded length; longer inputs are truncated.
-
-    Returns:
-        A dict of int32 [batch, sequence_length] tensors: `token_ids`, `segment_ids`,
-        `padding_mask`.
-    """
-    budget = sequence_length - 1 - len(segments)  # [CLS] and one [SEP] per segment
-    trimmed = tf_text.RoundRobinTrimmer(max_seq_length=budget).trim(list(segments))
-    ids, segment_ids = tf_text.combine_segments(
-        trimmed, start_of_sequence_id=tokenizer.cls_id, end_of_segment_id=tokenizer.sep_id
-    )
-    token_ids, padding_mask = tf_text.pad_model_inputs(
-        ids, max_seq_length=sequence_length, pad_value=tokenizer.pad_id
-    )
-    segment_ids, _ = tf_text.pad_model_inputs(segment_ids, max_seq_length=sequence_length)
-    return {
-        "token_ids": tf.cast(token_ids, tf.int32),
-        "segment_ids": tf.cast(segment_ids, tf.int32),
-        "padding_mask": tf.cast(padding_mask, tf.int32),
-    }
 
 
 def tokenize_with_masks(tokenizer, text):
@@ -80,14 +53,21 @@ def _backbone_of(model):
         return model.backbone
     raise TypeError(
         f"export_saved_model takes a backbone (BertBackbone, AlbertBackbone, ...) or a "
-        f"pretrainer with one (BertPretrainer, ElectraPretrainer, ...); got "
+        f"pretrainer with one (BertPretrainer, ElectraPretrainer, ...), or a task model "
+        f"(kbert.tasks); got "
         f"{type(model).__name__}."
     )
 
 
 def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, max_masks=8,
-                       write_vocabulary=True):
+                       write_vocabulary=True, *, label_names=None, tag_scheme=None,
+                       version_2=None, null_threshold=None, doc_stride=None,
+                       max_answer_length=None, max_question_length=None, n_best=None):
     """Writes a SavedModel for TensorFlow Serving and plain `tf.saved_model.load`.
+
+    A fine-tuned task model (`kbert.tasks`) gets its own signatures instead, which return
+    predictions (see `kbert.export.task_signatures` and below); a backbone or a pretrainer
+    gets these:
 
     Signatures (inputs -> outputs):
       - `serving_default`: `text` (string [batch]) -> the backbone's `sequence_output`
@@ -107,10 +87,33 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
 
     Text longer than `sequence_length` wordpieces is truncated (pairs round-robin).
 
+    Task models (strings [batch] in; padded outputs hold "", -1 or 0):
+      - `TextClassifier`: `serving_default` (`text`) and `serving_pairs` (`text_a`,
+        `text_b`; any classifier takes both: use the form it was trained on) ->
+        `label` (string [batch], the most probable class's name), `label_id` (int32),
+        `probabilities` ([batch, classes]: softmax, or a sigmoid per class for
+        "multi_label"), `logits`; "multi_label" adds `labels` (string [batch, classes]: the
+        names of the classes over 0.5 in class order, then "") and `num_labels`;
+        "regression" gives only `score` (float32 [batch]). `serving_ids` gives the same.
+      - `TokenClassifier`: `serving_default` (`text`) -> the entities (`entity_types`,
+        `entity_texts` string [batch, entities], `entity_starts` / `entity_ends` int32
+        code-point offsets into the text, `entity_scores` (the mean over the entity's
+        words of the winning tag's probability), `num_entities` [batch]) and the words
+        (`words`, `word_starts`, `word_ends`, `word_tags`, `word_scores` [batch, words],
+        `num_words`); a word cut off by `sequence_length` has the tag "".
+        `serving_ids` -> `logits` [batch, length, tags].
+      - `QuestionAnswerer`: `serving_default` (`question`, `context`) -> `answer` (string
+        [batch], `context[start:end]`), `score` (start + end logit), `start`, `end`
+        (int32 code points); with `version_2`, `null_score`, and "" (0, 0) when the null
+        score wins. `serving_ids` -> `start_logits`, `end_logits` [batch, length].
+      - `TextEmbedder`: `serving_default` (`text`) -> `embedding` [batch, hidden];
+        `serving_ids` the same.
+
     Args:
         model: a backbone, or a pretrainer: its backbone is exported (for
             `ElectraPretrainer` the discriminator), and a `BertPretrainer`'s masked-LM head
-            adds `fill_mask`.
+            adds `fill_mask`; or a task model (`TextClassifier`, `TokenClassifier`,
+            `QuestionAnswerer`, `TextEmbedder`).
         path: the SavedModel directory.
         tokenizer: the model's `kbert.tokenizers.WordPieceTokenizer`, or ALBERT's
             `SentencePieceTokenizer`.
@@ -119,9 +122,21 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
         top_k, max_masks: the shape of `fill_mask`'s outputs.
         write_vocabulary: also write the tokenizer's `vocab.txt` (`spiece.model` for a
             `SentencePieceTokenizer`) beside `saved_model.pb`.
+        label_names: `TextClassifier` and `TokenClassifier`: the class / tag names (default:
+            the model's `label_names`; a classifier without them says "LABEL_<i>").
+        tag_scheme: `TokenClassifier`: "IOB2" (the default), "BIO", "IOB1", "BIOES",
+            "IOBES" or "BILOU", as `kbert.data.decode_entities`.
+        version_2, null_threshold, doc_stride, max_answer_length, max_question_length,
+            n_best: `QuestionAnswerer`: as `kbert.data.encode_questions` and
+            `decode_answers` (defaults False, 0.0, 128, 30, 64, 20).
     """
-    backbone = _backbone_of(model)
-    config = backbone.bert_config
+    task_options = dict(label_names=label_names, tag_scheme=tag_scheme, version_2=version_2,
+                        null_threshold=null_threshold, doc_stride=doc_stride,
+                        max_answer_length=max_answer_length,
+                        max_question_length=max_question_length, n_best=n_best)
+    is_task = isinstance(model, Task)
+    backbone = model.backbone if is_task else _backbone_of(model)
+    config = backbone.config
     sequence_length = config.max_sequence_length if sequence_length is None else sequence_length
     _check("sequence_length", sequence_length, 4)
     if sequence_length > config.max_sequence_length:
@@ -137,6 +152,18 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
             f"vocabulary_size is {config.vocabulary_size}."
         )
     top_k = min(top_k, config.vocabulary_size)
+    if is_task:
+        from kbert.export.task_signatures import task_archive
+
+        archive = task_archive(model, tokenizer, sequence_length, **task_options)
+        archive.write_out(path, verbose=False)
+        if write_vocabulary:
+            write_tokenizer_files(tokenizer, path)
+        return path
+    given = [name for name, value in task_options.items() if value is not None]
+    if given:
+        raise ValueError(f"{', '.join(given)}: for task models (kbert.tasks), not a "
+                         f"{type(model).__name__}.")
 
     def encode(inputs):
         outputs = backbone({name: inputs[name] for name in backbone.input}, training=False)
@@ -199,11 +226,17 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
         archive.add_endpoint("fill_mask", fill_mask, [string_batch])
 
     archive.write_out(path, verbose=False)
-    if write_vocabulary and getattr(tokenizer, "model", None) is not None:  # SentencePiece
-        with tf.io.gfile.GFile(os.path.join(path, "spiece.model"), "wb") as f:
-            f.write(tokenizer.model)
-    elif write_vocabulary:
-        from kbert.tokenizers.vocab_learning import write_vocabulary as write
-
-        write(tokenizer.vocabulary, os.path.join(path, "vocab.txt"))
+    if write_vocabulary:
+        write_tokenizer_files(tokenizer, path)
     return path
+
+
+def write_tokenizer_files(tokenizer, directory):
+    """The tokenizer's vocab.txt (WordPiece) or spiece.model (SentencePiece) in `directory`."""
+    if getattr(tokenizer, "model", None) is not None:  # SentencePiece
+        with tf.io.gfile.GFile(os.path.join(directory, "spiece.model"), "wb") as f:
+            f.write(tokenizer.model)
+        return
+    from kbert.tokenizers.vocab_learning import write_vocabulary
+
+    write_vocabulary(tokenizer.vocabulary, os.path.join(directory, "vocab.txt"))

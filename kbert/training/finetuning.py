@@ -161,11 +161,22 @@ def run_finetuning(config):
             print(f"Best epoch {best['epoch']}: " + ", ".join(
                 f"{k} {v:.4f}" for k, v in best["scores"].items()))
     if work_dir == config.model_dir:
-        _save(model, tokenizer, config)
+        _save(model, tokenizer, config, train)
     return {"best": best, "logs": logs}
 
 
-def _save(model, tokenizer, config):
+def _export_options(config, train):
+    """What the task's SavedModel needs to decode its outputs as the run's scores did."""
+    if config.task == "token_classifier":
+        return {"tag_scheme": config.tag_scheme}
+    if config.task == "question_answerer":
+        return {"version_2": train.data.version_2, "null_threshold": config.null_threshold,
+                "doc_stride": config.doc_stride, "max_answer_length": config.max_answer_length,
+                "max_question_length": config.max_question_length, "n_best": config.n_best}
+    return {}
+
+
+def _save(model, tokenizer, config, train):
     """model_dir/model.keras (the fine-tuned model, `kbert.export.load_model`) with the
     tokenizer's files beside it, and the SavedModel in --export_dir."""
     from kbert.export.saved_model import write_tokenizer_files
@@ -178,5 +189,6 @@ def _save(model, tokenizer, config):
         from kbert.export import export_saved_model
 
         export_saved_model(model, config.export_dir, tokenizer,
-                           sequence_length=config.sequence_length)
+                           sequence_length=config.sequence_length,
+                           **_export_options(config, train))
         print(f"Exported a SavedModel to {config.export_dir}.")

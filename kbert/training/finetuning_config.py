@@ -127,5 +127,10 @@ class FinetuningConfig(RunConfig):
         if self.freeze_backbone and self.unfreeze_every:
             raise ConfigError("--freeze_backbone keeps the backbone frozen; --unfreeze_every "
                               "unfreezes it gradually: give one of them.")
+        if self.task == "question_answerer" and self.max_question_length > self.sequence_length - 4:
+            raise ConfigError(
+                f"--max_question_length={self.max_question_length} leaves no room for the "
+                f"context in --sequence_length={self.sequence_length}: it must be at most "
+                f"{self.sequence_length - 4} ([CLS], two [SEP] and one context piece).")
         if self.learning_rate <= 0:
             raise ConfigError(f"--learning_rate must be > 0, got {self.learning_rate!r}.")

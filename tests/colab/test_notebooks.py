@@ -57,3 +57,39 @@ def test_pretrain_bert_tpu_notebook_runs_on_cpu(tmp_path):
     assert "'sequence_output': (1, 32, 128)" in stdout and "'pooled_output': (1, 128)" in stdout
     assert (tmp_path / "export" / "saved_model.pb").exists()
     assert (tmp_path / "run" / "checkpoints" / "ckpt-20.index").exists()
+
+
+@pytest.mark.slow
+def test_finetune_tpu_notebook_runs_on_cpu(tmp_path):
+    """Both fine-tunings on tiny files from the tiny DistilBERT checkpoint, exported,
+    reloaded in plain TensorFlow and asked: the notebook's own cells, with tiny settings."""
+    import json
+
+    words = ["the", "of", "to", "and", "in", "it", "that", "was", "for", "on", "with", "as"]
+    rows = [(" ".join(words[i % 7: i % 7 + 4]) + (" she" if i % 2 else ""), ["no", "yes"][i % 2])
+            for i in range(32)]
+    (tmp_path / "train.csv").write_text("sentence,label\n" + "".join(f"{t},{l}\n"
+                                                                     for t, l in rows))
+    paragraphs = [{"context": f"{' '.join(words[i % 5:i % 5 + 6])} she was there .",
+                   "qas": [{"id": f"q{i}", "question": "who was there",
+                            "answers": [{"text": "she",
+                                         "answer_start": len(" ".join(words[i % 5:i % 5 + 6]))
+                                         + 1}]}]} for i in range(16)]
+    (tmp_path / "squad.json").write_text(json.dumps(
+        {"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}))
+    checkpoint = str(ROOT / "tests" / "fixtures" / "hf_tiny" / "distil_bert")
+    notebook = nbformat.read(ROOT / "colab" / "finetune_tpu.ipynb", as_version=4)
+    with_parameters(notebook, CHECKPOINT=checkpoint,
+                    CLASSIFIER_TRAIN=str(tmp_path / "train.csv"),
+                    CLASSIFIER_VALIDATION=str(tmp_path / "train.csv"),
+                    QA_TRAIN=str(tmp_path / "squad.json"),
+                    QA_VALIDATION=str(tmp_path / "squad.json"), SEQUENCE_LENGTH=16,
+                    QA_SEQUENCE_LENGTH=24, DOC_STRIDE=8, MAX_QUESTION_LENGTH=8, GLOBAL_BATCH_SIZE=8, EPOCHS=1,
+                    LEARNING_RATE=1e-3, MODEL_DIR=str(tmp_path / "runs"))
+    stdout = run(notebook, tmp_path)
+    assert "strategy: default" in stdout
+    assert "classifier best: {'epoch': 1, 'scores': {'accuracy'" in stdout
+    assert "reader best: {'epoch': 1, 'scores': {'exact_match'" in stdout
+    assert "labels: [" in stdout and "answer:" in stdout
+    for name in ("classifier", "reader"):
+        assert (tmp_path / "runs" / name / "export" / "saved_model.pb").exists()

@@ -187,7 +187,7 @@ def test_a_tagger_and_a_reader_run_with_their_official_metrics(tmp_path):
     read = run(tmp_path / "reader", task="question_answerer",
                train_data=str(tmp_path / "squad.json"),
                validation_data=str(tmp_path / "squad.json"), epochs=1, sequence_length=24,
-               doc_stride=8, global_batch_size=8)
+               doc_stride=8, max_question_length=8, global_batch_size=8)
     assert set(read["best"]["scores"]) == {"exact_match", "f1"}
 
 

@@ -101,11 +101,6 @@ class BertBackbone(keras.Model):
         """The token `keras.layers.Embedding`; heads tie their output weights to it."""
         return self.embeddings.token_embedding
 
-    @property
-    def bert_config(self):
-        """Deprecated name of `config`."""
-        return self.config
-
     def get_config(self):
         config = {"name": self.name, "trainable": self.trainable}
         config["dtype"] = keras.dtype_policies.serialize(self.dtype_policy)

@@ -1,0 +1,142 @@
+"""A question answerer's serving signature: questions and contexts in, answers cut from the
+original context out, as `kbert.data.question_answering` encodes and decodes in Python.
+
+In the graph: the context is split into words and tokenized word by word (`word_alignment`,
+each piece with its characters), cut into windows of `[CLS] question [SEP] window [SEP]`
+every `doc_stride` pieces (`encode_questions`), and the model runs on all windows at once.
+The best span of every window is read off a dense [S, S] matrix of start + end scores under
+a band mask (end >= start, at most `max_answer_length` pieces, both in the window's context,
+among its `n_best` starts and ends as `decode_answers`), then the best over the windows of
+each question (ties: the earliest, shortest span), and its characters are cut from the
+context. SQuAD 2.0 models answer "" when the null score wins by more than the threshold.
+"""
+
+import tensorflow as tf
+
+from kbert.data.task_features import check_int
+from kbert.export.signature_helpers import STRINGS, add_ids_endpoint, run_model
+from kbert.export.word_alignment import piece_spans, split_words, substrings, valid_utf8
+
+# kbert.data.question_answering's defaults.
+DEFAULTS = {"version_2": False, "null_threshold": 0.0, "doc_stride": 128,
+            "max_answer_length": 30, "max_question_length": 64, "n_best": 20}
+_FAR = 2 ** 30  # past any character offset
+
+
+def windows(question_ids, context_ids, sequence_length, doc_stride):
+    """`encode_questions`' windows of every question, in the graph.
+
+    Args:
+        question_ids, context_ids: ragged int32 [B, (pieces)].
+    Returns:
+        `example` (the question of each window), `doc_start`, `doc_length` and `offset` (the
+        position of the window's first context piece), int32 [windows].
+    """
+    questions = tf.cast(question_ids.row_lengths(), tf.int32)
+    pieces = tf.cast(context_ids.row_lengths(), tf.int32)
+    length = sequence_length - questions - 3  # the context's room in a window
+    step = tf.minimum(length, doc_stride)
+    count = tf.where(pieces <= length, 1, 1 + (pieces - length + step - 1) // step)
+    example = tf.repeat(tf.range(tf.size(count)), count)
+    doc_start = tf.ragged.range(count).flat_values * tf.gather(step, example)
+    doc_length = tf.minimum(tf.gather(pieces, example) - doc_start, tf.gather(length, example))
+    return example, doc_start, doc_length, tf.gather(questions, example) + 2
+
+
+def add_question_answerer_endpoints(archive, model, tokenizer, sequence_length, version_2=None,
+                                    null_threshold=None, doc_stride=None, max_answer_length=None,
+                                    max_question_length=None, n_best=None):
+    given = dict(version_2=version_2, null_threshold=null_threshold, doc_stride=doc_stride,
+                 max_answer_length=max_answer_length, max_question_length=max_question_length,
+                 n_best=n_best)
+    options = {k: DEFAULTS[k] if v is None else v for k, v in given.items()}
+    for name in ("doc_stride", "max_answer_length", "max_question_length", "n_best"):
+        check_int(name, options[name], 1)
+    if options["max_question_length"] > sequence_length - 4:
+        raise ValueError(
+            f"max_question_length={options['max_question_length']} leaves no room for the "
+            f"context in sequence_length={sequence_length}: it must be at most "
+            f"{sequence_length - 4}.")
+    version_2 = bool(options["version_2"])
+    threshold = float(options["null_threshold"])
+    length, stride = sequence_length, options["doc_stride"]
+    top = min(options["n_best"], length)
+
+    def serve(question, context):
+        question, context = valid_utf8(question), valid_utf8(context)
+        batch = tf.shape(question)[0]
+        words = split_words(context)
+        # One tokenizer call for the questions and the context words: half the graph.
+        ids = tokenizer.tokenize(tf.concat([question, words["text"]], 0))
+        question_ids = ids[:batch, :options["max_question_length"]]
+        word_pieces = ids[batch:]
+        piece_starts, piece_ends = piece_spans(words, word_pieces, tokenizer)
+        context_ids = tf.RaggedTensor.from_row_splits(  # [B, (pieces)]
+            word_pieces, words["row_splits"], validate=False).merge_dims(1, 2)
+        example, doc_start, doc_length, offset = windows(question_ids, context_ids, length,
+                                                         stride)
+        first_piece = tf.gather(tf.cast(context_ids.row_starts(), tf.int32), example) + doc_start
+        window_ids = tf.gather(context_ids.flat_values,
+                               tf.ragged.range(first_piece, first_piece + doc_length))
+        count = tf.size(example)
+        cls = tf.fill([count, 1], tf.constant(tokenizer.cls_id, tf.int32))
+        sep = tf.fill([count, 1], tf.constant(tokenizer.sep_id, tf.int32))
+        token_ids = tf.concat([cls, tf.gather(question_ids, example), sep, window_ids, sep],
+                              axis=1).to_tensor(tokenizer.pad_id, shape=[None, length])
+        position = tf.range(length)[None, :]  # [1, S]
+        padding_mask = position < (offset + doc_length + 1)[:, None]
+        segment_ids = tf.cast((position >= offset[:, None]) & padding_mask, tf.int32)
+        features = {"token_ids": token_ids, "segment_ids": segment_ids,
+                    "padding_mask": tf.cast(padding_mask, tf.int32)}
+        outputs = run_model(model, features)
+        start_logits, end_logits = outputs["start_logits"], outputs["end_logits"]  # [W, S]
+
+        in_context = (position >= offset[:, None]) & (position < (offset + doc_length)[:, None])
+
+        def best_of(logits):  # the window's n_best context positions
+            chosen = tf.math.top_k(tf.where(in_context, logits, -float("inf")), top).indices
+            return in_context & tf.reduce_any(tf.equal(chosen[:, :, None], position[:, None]),
+                                              axis=1)
+
+        # band_part refuses a band wider than the matrix: an answer can be no longer.
+        width = tf.minimum(tf.cast(length, tf.int32) - 1, options["max_answer_length"] - 1)
+        band = tf.cast(tf.linalg.band_part(tf.ones([length, length]), 0, width), tf.bool)
+        valid = best_of(start_logits)[:, :, None] & best_of(end_logits)[:, None, :] & band
+        scores = tf.where(valid, start_logits[:, :, None] + end_logits[:, None, :],
+                          -float("inf"))  # [W, S, S]
+        # (A segment of only -inf would give float32's lowest: `found` says which have spans.)
+        found = tf.math.unsorted_segment_max(tf.cast(tf.reduce_any(valid, axis=[1, 2]),
+                                                     tf.int32), example, batch) > 0
+        best = tf.where(found, tf.math.unsorted_segment_max(
+            tf.reduce_max(scores, axis=[1, 2]), example, batch), -float("inf"))
+        # Each position's characters in the context.
+        piece = tf.clip_by_value(first_piece[:, None] + position - offset[:, None], 0,
+                                 tf.size(piece_starts))  # the last: a dummy, off context
+        char_start = tf.where(in_context, tf.gather(tf.concat([piece_starts, [0]], 0), piece),
+                              _FAR)  # [W, S]
+        char_end = tf.where(in_context, tf.gather(tf.concat([piece_ends, [0]], 0), piece),
+                            _FAR)
+        # Ties on the score: the earliest start, then the earliest end.
+        tied = valid & tf.equal(scores, tf.gather(best, example)[:, None, None])
+        start = tf.math.unsorted_segment_min(tf.reduce_min(
+            tf.where(tied, char_start[:, :, None], _FAR), axis=[1, 2]), example, batch)
+        tied &= tf.equal(char_start, tf.gather(start, example)[:, None])[:, :, None]
+        end = tf.math.unsorted_segment_min(tf.reduce_min(
+            tf.where(tied, char_end[:, None, :], _FAR), axis=[1, 2]), example, batch)
+        score = best
+        start, end = tf.where(found, start, 0), tf.where(found, end, 0)
+        result = {}
+        if version_2:
+            null = tf.math.unsorted_segment_min(start_logits[:, 0] + end_logits[:, 0], example,
+                                                batch)
+            # In float64, as Python compares the two float32 scores.
+            no_answer = ~found | (tf.cast(null, tf.float64) - tf.cast(score, tf.float64)
+                                  > threshold)
+            score = tf.where(no_answer, null, score)
+            start, end = tf.where(no_answer, 0, start), tf.where(no_answer, 0, end)
+            result["null_score"] = null
+        answer = substrings(context, tf.range(batch), start, end)
+        return {"answer": answer, "score": score, "start": start, "end": end, **result}
+
+    archive.add_endpoint("serving_default", serve, [STRINGS, STRINGS])
+    add_ids_endpoint(archive, model, lambda features: run_model(model, features))
