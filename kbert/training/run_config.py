@@ -106,6 +106,40 @@ def config_from_flags(config_class, flag_values=flags.FLAGS):
     return config_class(**values)
 
 
+def define_program(config_class, flag_values=flags.FLAGS):
+    """The flags of a program that runs `config_class`: one per field, plus `--dry_run`.
+    Returns the flags' help by group, for the program's `--help`."""
+    define_flags(config_class, flag_values)
+    flags.DEFINE_bool("dry_run", False, "Check the flags, print the resolved config, and "
+                      "stop: true or false.", flag_values=flag_values, module_name="Output")
+    return flags_help(flag_values)
+
+
+def run_program(config_class, run, argv, flag_values=flags.FLAGS):
+    """The `main` of such a program: the config from the flags, then `run(config)` (which
+    validates it first). A bad setting is a usage error naming the flag, with no traceback;
+    a NaN loss stops with its message. `--dry_run` validates and prints the config."""
+    import dataclasses
+
+    from absl import app, logging
+
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    # TensorFlow's INFO lines (one per checkpoint) would break the progress bar.
+    logging.set_verbosity(logging.WARNING)
+    try:
+        config = config_from_flags(config_class, flag_values)
+        if flag_values["dry_run"].value:
+            config.validate()
+            print(json.dumps(dataclasses.asdict(config), indent=2))
+            return
+        run(config)
+    except ConfigError as e:  # a bad flag; any other error keeps its traceback
+        raise app.UsageError(str(e))
+    except FloatingPointError as e:
+        raise SystemExit(f"Error: {e}")
+
+
 def flags_help(flag_values=flags.FLAGS):
     """The flags' help by group, for a program's `--help` (absl shows only the main module's)."""
     return "".join(flag_values.module_help(group) + "\n" for group in GROUPS
