@@ -35,3 +35,14 @@ def global_sum(x):
     x = ops.stop_gradient(x)
     context = replica_context()
     return x if context is None else context.all_reduce("sum", x)
+
+
+def clip_summed_gradients(context, grads, clipnorm):
+    """Each replica's share of the replicas' summed gradient, clipped to global norm
+    `clipnorm`: Keras then sums the shares into the clipped total (kbert's AdamW / Lamb)."""
+    import tensorflow as tf
+
+    total = context.all_reduce("sum", list(grads))
+    clipped, _ = tf.clip_by_global_norm(total, clipnorm)
+    share = 1.0 / context.num_replicas_in_sync
+    return [g * tf.cast(share, g.dtype) for g in clipped]

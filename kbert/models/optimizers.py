@@ -80,12 +80,7 @@ class _ClipTheSummedGradient:
     def _clip_gradients(self, grads):
         context = _replicas.replica_context() if self.global_clipnorm else None
         if context is not None:
-            import tensorflow as tf
-
-            total = context.all_reduce("sum", list(grads))
-            clipped, _ = tf.clip_by_global_norm(total, self.global_clipnorm)
-            share = 1.0 / context.num_replicas_in_sync
-            return [g * tf.cast(share, g.dtype) for g in clipped]
+            return _replicas.clip_summed_gradients(context, grads, self.global_clipnorm)
         return super()._clip_gradients(grads)
 
 
