@@ -26,6 +26,7 @@ from kbert.data.task_records import (
     check_question,
 )
 
+
 class TfdsTask(typing.NamedTuple):
     """How a TFDS builder's features map onto kbert's records."""
 

@@ -71,10 +71,8 @@ def _validation_spec(config):
 
 
 def _rows(prepared):
-    """Training rows: windows (QA), encoded sentences (tagging) or examples."""
-    if prepared.encoded is not None:
-        return len(next(iter(prepared.encoded.features.values())))
-    return len(prepared.data.examples)
+    """Training rows: windows (QA), encoded sentences (tagging) or texts."""
+    return len(next(iter(prepared.encoded.features.values())))
 
 
 def run_finetuning(config):

@@ -50,17 +50,50 @@ class Prepared:
     """A split, encoded: the batches `fit` reads and what scoring its predictions needs."""
 
     data: object  # ClassificationData, TaggingData or QuestionAnsweringData
-    encoded: object  # None (classification), EncodedTagging or EncodedQuestions
+    encoded: object  # EncodedTexts, EncodedTagging or EncodedQuestions
     label_names: list
+
+
+def _array_batches(fit_labels):
+    """Batches of an encoded split, with `fit_labels(labels)` -> what follows the features in
+    the model's `fit` (the labels, and sample weights where the task has them)."""
+
+    def batches(config, split, tokenizer, training, seed):
+        dataset = kdata.task_features.arrays_dataset(
+            split.encoded.features, split.encoded.labels, config.global_batch_size,
+            training=training, seed=seed, repeat=training)
+        return dataset.map(lambda x, y: (x, *fit_labels(y)))
+
+    return batches
+
+
+def _predict(config, model, split):
+    return model.predict(model_inputs(model, split.encoded.features),
+                         batch_size=config.global_batch_size, verbose=0)
 
 
 # === text_classifier ===
 
-def _classifier_batches(config, split, tokenizer, training, seed):
-    dataset = kdata.classification_dataset(
-        split.data, tokenizer, config.sequence_length, config.global_batch_size,
-        training=training, seed=seed, repeat=training)
-    return dataset.map(lambda x, y: (x, y["labels"]))
+@dataclasses.dataclass
+class EncodedTexts:
+    """Classification features (`token_ids`, `segment_ids`, `padding_mask` [N, S]) and
+    `labels` ({"labels": [N]}; None without labels)."""
+
+    features: dict
+    labels: object
+
+
+def _encode_texts(config, data, tokenizer):
+    """Tokenized and packed once, so that the evaluation after every epoch does not build
+    (and trace) the tokenizing pipeline again."""
+    rows = list(kdata.classification_dataset(data, tokenizer, config.sequence_length,
+                                             batch_size=1024).as_numpy_iterator())
+    labelled = isinstance(rows[0], tuple)
+    features = [row[0] if labelled else row for row in rows]
+    features = {key: np.concatenate([f[key] for f in features]) for key in features[0]}
+    labels = ({key: np.concatenate([row[1][key] for row in rows]) for key in rows[0][1]}
+              if labelled else None)
+    return EncodedTexts(features, labels)
 
 
 def _classifier_model(config, backbone, train):
@@ -71,8 +104,7 @@ def _classifier_model(config, backbone, train):
 
 
 def _classifier_scores(config, model, split, tokenizer):
-    batches = _classifier_batches(config, split, tokenizer, False, 0)
-    logits = model.predict(batches.map(lambda x, y: model_inputs(model, x)), verbose=0)
+    logits = _predict(config, model, split)
     truth = np.array([example.label for example in split.data.examples])
     if split.data.regression:
         predicted = np.asarray(logits).reshape(-1)
@@ -98,21 +130,12 @@ def _classifier_metric(config, train):
 
 # === token_classifier ===
 
-def _tagger_batches(config, split, tokenizer, training, seed):
-    dataset = kdata.task_features.arrays_dataset(
-        split.encoded.features, split.encoded.labels, config.global_batch_size,
-        training=training, seed=seed, repeat=training)
-    return dataset.map(lambda x, y: (x, y["labels"], y["label_weights"]))
-
-
 def _tagger_model(config, backbone, train):
     return tasks.TokenClassifier(backbone, label_names=train.label_names)
 
 
 def _tagger_scores(config, model, split, tokenizer):
-    logits = model.predict(model_inputs(model, split.encoded.features),
-                           batch_size=config.global_batch_size, verbose=0)
-    predicted = split.encoded.word_predictions(logits)
+    predicted = split.encoded.word_predictions(_predict(config, model, split))
     names = split.label_names
     gold, found = [], []
     for example, tags in zip(split.data.examples, predicted):
@@ -126,21 +149,12 @@ def _tagger_scores(config, model, split, tokenizer):
 
 # === question_answerer ===
 
-def _qa_batches(config, split, tokenizer, training, seed):
-    dataset = kdata.task_features.arrays_dataset(
-        split.encoded.features, split.encoded.labels, config.global_batch_size,
-        training=training, seed=seed, repeat=training)
-    return dataset.map(lambda x, y: (x, {"start_logits": y["start_positions"],
-                                         "end_logits": y["end_positions"]}))
-
-
 def _qa_model(config, backbone, train):
     return tasks.QuestionAnswerer(backbone)
 
 
 def _qa_scores(config, model, split, tokenizer):
-    outputs = model.predict(model_inputs(model, split.encoded.features),
-                            batch_size=config.global_batch_size, verbose=0)
+    outputs = _predict(config, model, split)
     answers = split.encoded.decode(
         outputs["start_logits"], outputs["end_logits"], n_best=config.n_best,
         max_answer_length=config.max_answer_length, null_threshold=config.null_threshold)
@@ -157,7 +171,7 @@ class FinetuningTask:
 
     Attributes:
         name: the `--task` value (a `kbert.tasks.TASKS` key).
-        encode: (config, data, tokenizer) -> the encoded split (None: done in tf.data).
+        encode: (config, data, tokenizer) -> the encoded split (features as arrays).
         batches: (config, prepared split, tokenizer, training, seed) -> a dataset of the
             model's `fit` arguments (all features); `training=True`: the endless stream.
         build: (config, backbone, prepared training split) -> the task model.
@@ -184,17 +198,19 @@ class FinetuningTask:
 
 
 FINETUNING_TASKS = {task.name: task for task in (
-    FinetuningTask("text_classifier", lambda config, data, tokenizer: None,
-                   _classifier_batches, _classifier_model, _classifier_scores,
-                   _classifier_metric),
+    FinetuningTask("text_classifier", _encode_texts,
+                   _array_batches(lambda y: (y["labels"],)), _classifier_model,
+                   _classifier_scores, _classifier_metric),
     FinetuningTask("token_classifier",
                    lambda config, data, tokenizer: kdata.encode_tagging(
                        data, tokenizer, config.sequence_length),
-                   _tagger_batches, _tagger_model, _tagger_scores,
-                   lambda config, train: "f1"),
+                   _array_batches(lambda y: (y["labels"], y["label_weights"])),
+                   _tagger_model, _tagger_scores, lambda config, train: "f1"),
     FinetuningTask("question_answerer",
                    lambda config, data, tokenizer: kdata.encode_questions(
                        data, tokenizer, config.sequence_length, config.doc_stride,
                        config.max_question_length),
-                   _qa_batches, _qa_model, _qa_scores, lambda config, train: "f1"),
+                   _array_batches(lambda y: ({"start_logits": y["start_positions"],
+                                              "end_logits": y["end_positions"]},)),
+                   _qa_model, _qa_scores, lambda config, train: "f1"),
 )}
