@@ -12,12 +12,17 @@ whitespace-only sentences and documents are dropped.
 """
 
 import ast
+import collections
 import glob
 import gzip
+import hashlib
+import json
 import os
 import re
+import sys
 import sysconfig
 import unicodedata
+from pathlib import Path
 
 import tensorflow as tf
 
@@ -141,31 +146,84 @@ def _module_docstrings(path):
             tree = ast.parse(f.read())
     except (SyntaxError, ValueError, OSError):
         return []
-    nodes = [tree] + [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-    ]
-    return [doc for doc in (ast.get_docstring(n) for n in nodes) if doc]
+    return [doc for doc in map(ast.get_docstring, _documented_nodes(tree)) if doc]
 
 
-def stdlib_docstrings(min_sentences=2):
+_DOCUMENTED = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _documented_nodes(tree):
+    """The module, classes and functions, in `ast.walk`'s breadth-first order. Only the
+    statement lists are walked (bodies, branches, handlers, match cases): a docstring never
+    sits in an expression, and skipping the expressions is several times faster."""
+    queue = collections.deque([tree])
+    while queue:
+        node = queue.popleft()
+        if isinstance(node, _DOCUMENTED):
+            yield node
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, list) and value and isinstance(
+                    value[0], (ast.stmt, ast.excepthandler, ast.match_case)):
+                queue.extend(value)
+
+
+def _module_sentences(path):
+    sentences = []
+    for doc in _module_docstrings(path):
+        sentences.extend(split_sentences(doc))
+    return sentences
+
+
+_CACHE_FORMAT = 1
+
+
+def _cached_stdlib_sentences(files):
+    """Every module's sentences, from the cache or parsed now (and then cached)."""
+    # The format's number goes into the name too: a change to the extraction must bump it.
+    key = hashlib.sha256(f"{_CACHE_FORMAT}\0{sys.version}".encode())
+    for path in files:
+        stat = os.stat(path)
+        key.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    cache_file = (Path(os.environ.get("KBERT_CACHE_DIR") or Path.home() / ".cache" / "kbert")
+                  / "corpora" / f"stdlib_docstrings-{key.hexdigest()[:16]}.json")
+    try:
+        modules = json.loads(cache_file.read_text(encoding="utf-8"))
+        if isinstance(modules, list) and len(modules) == len(files):
+            return modules
+    except (OSError, ValueError):
+        pass  # absent, unreadable or torn: parse again
+    modules = [_module_sentences(path) for path in files]
+    try:  # a read-only home only costs the next run the parse
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        partial = cache_file.with_name(f".{cache_file.name}.{os.getpid()}")
+        partial.write_text(json.dumps(modules), encoding="utf-8")
+        os.replace(partial, cache_file)  # atomic: concurrent runs never read half a file
+    except OSError:
+        pass
+    return modules
+
+
+def stdlib_docstrings(min_sentences=2, cache=True):
     """Documents from the docstrings of this Python's standard library (no download).
 
     One document per module, sentences in source order. The modules are parsed, never
     imported. A few MB of English on a standard CPython install.
+
+    Parsing every module takes 10-20 s on a small CPU, so the sentences are kept in a JSON
+    file under `$KBERT_CACHE_DIR` (default `~/.cache/kbert`), named by a hash of the Python
+    version and every module's path, size and modification time: any change to the standard
+    library parses it again. `cache=False` neither reads nor writes that file.
     """
     files = list(_stdlib_files())
     if not files:
         raise FileNotFoundError(
             f"No standard-library sources under {sysconfig.get_paths()['stdlib']!r}."
         )
+    modules = _cached_stdlib_sentences(files) if cache else None
 
     def generate():
-        for path in files:
-            sentences = []
-            for doc in _module_docstrings(path):
-                sentences.extend(split_sentences(doc))
+        for sentences in (modules if modules is not None else map(_module_sentences, files)):
             if len(sentences) >= min_sentences:
                 yield sentences
 

@@ -1,4 +1,6 @@
+import ast
 import gzip
+import json
 
 import pytest
 import tensorflow_datasets as tfds
@@ -63,3 +65,59 @@ def test_stdlib_docstrings(stdlib_documents):
     words = sum(len(s.split()) for doc in stdlib_documents for s in doc)
     assert sentences > 10_000 and words > 100_000
     assert all(len(doc) >= 2 and all(s.strip() for s in doc) for doc in stdlib_documents)
+
+
+def test_stdlib_docstrings_cache(tmp_path, monkeypatch):
+    """The cached sentences are the parsed ones; a torn cache file is parsed again and
+    rewritten; another set of modules gets another file."""
+    files = list(corpora._stdlib_files())
+    some = [f for f in files if f.endswith(("/textwrap.py", "/shlex.py", "/bisect.py"))]
+    assert len(some) == 3
+    monkeypatch.setenv("KBERT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(corpora, "_stdlib_files", lambda: iter(some))
+
+    parsed = read(corpora.stdlib_docstrings(cache=False))
+    assert not list(tmp_path.rglob("*.json"))
+    assert read(corpora.stdlib_docstrings()) == parsed
+    [cache_file] = tmp_path.rglob("*.json")
+    assert json.loads(cache_file.read_text()) == [corpora._module_sentences(f) for f in some]
+    cache_file.write_text(cache_file.read_text()[:100])  # torn
+    assert read(corpora.stdlib_docstrings()) == parsed
+    assert json.loads(cache_file.read_text()) == [corpora._module_sentences(f) for f in some]
+
+    monkeypatch.setattr(corpora, "_stdlib_files", lambda: iter(some[:2]))
+    assert read(corpora.stdlib_docstrings()) == parsed[:2]
+    assert len(list(tmp_path.rglob("*.json"))) == 2
+
+
+def test_docstrings_in_walk_order_without_walking_expressions(tmp_path):
+    source = '''"""Module."""
+import x
+if x:
+    def f():
+        """F."""
+        def inner():
+            """Inner."""
+try:
+    pass
+except ImportError:
+    class C:
+        """C."""
+        async def m(self):
+            """M."""
+else:
+    def g():
+        """G."""
+match x:
+    case 1:
+        def h():
+            """H."""
+'''
+    path = tmp_path / "m.py"
+    path.write_text(source)
+    tree = ast.parse(source)
+    walked = [ast.get_docstring(n) for n in [tree] + [
+        n for n in ast.walk(tree)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]]
+    assert corpora._module_docstrings(str(path)) == walked
+    assert sorted(walked) == ["C.", "F.", "G.", "H.", "Inner.", "M.", "Module."]
