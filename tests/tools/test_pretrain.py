@@ -335,25 +335,37 @@ def test_nan_loss_stops_with_a_clear_error(tmp_path, vocab_file):
     assert not steps or steps[-1] < 200
 
 
-@pytest.mark.slow
-def test_it_learns(tmp_path, vocab_file):
-    """A short MLM+NSP run on the stdlib corpus beats predicting the most frequent token."""
-    from kbert.data import corpora, pretraining_dataset
-    from kbert.tokenizers import WordPieceTokenizer
+# One MLM run serves two tests: it must learn, and it is the teacher a student distils.
+TEACHER = dict(sequence_length=64, max_predictions=10, global_batch_size=32, verbose=2, seed=1,
+               learning_rate=1e-3, warmup_steps=20)
+
+
+@pytest.fixture(scope="module")
+def mlm_teacher(tmp_path_factory, vocab_file):
+    """A 400-step BERT-Tiny MLM run on the stdlib corpus: (model_dir, final logs)."""
     from kbert.training import PretrainingConfig, run_pretraining
 
-    logs = run_pretraining(PretrainingConfig(
-        model_dir=str(tmp_path / "run"), vocab_file=vocab_file, sequence_length=64,
-        max_predictions=10, global_batch_size=32, train_steps=400, steps_per_loop=100,
-        learning_rate=5e-4, warmup_steps=40, verbose=2, seed=1,
-    ))
+    model_dir = str(tmp_path_factory.mktemp("teacher") / "run")
+    logs = run_pretraining(PretrainingConfig(model_dir=model_dir, vocab_file=vocab_file,
+                                             objective="mlm", train_steps=400,
+                                             steps_per_loop=100, **TEACHER))
+    return model_dir, logs
+
+
+@pytest.mark.slow
+def test_it_learns(mlm_teacher, vocab_file):
+    """A short MLM run on the stdlib corpus beats predicting the most frequent token."""
+    from kbert.data import corpora, pretraining_dataset
+    from kbert.tokenizers import WordPieceTokenizer
+
+    _, logs = mlm_teacher
     data = pretraining_dataset(corpora.stdlib_docstrings(), WordPieceTokenizer(vocab_file),
                                sequence_length=64, max_predictions=10, batch_size=32, seed=1)
     labels = np.concatenate([l["mask_ids"][l["mask_weights"] > 0]
                              for _, l in data.take(40).as_numpy_iterator()])
     baseline = np.bincount(labels).max() / len(labels)
-    # Seen here: 0.076 (mean over the last 100 steps) against a baseline of 0.048.
-    assert logs["mlm_accuracy"] > 1.3 * baseline, (logs, baseline)
+    # Seen here: 0.098 (mean over the last 100 steps) against a baseline of 0.048.
+    assert logs["mlm_accuracy"] > 1.5 * baseline, (logs, baseline)
 
 
 PRETRAIN_FLAGFILES = sorted(p for p in (ROOT / "tools" / "flags").glob("*.flags")
@@ -404,18 +416,15 @@ def test_electra_trains_and_exports_the_discriminator(tmp_path, vocab_file):
 
 
 @pytest.mark.slow
-def test_a_distilled_student_beats_one_trained_from_scratch(tmp_path, vocab_file):
-    """A BERT-Tiny teacher is pretrained (MLM); a 1-layer DistilBERT student distilled from it
+def test_a_distilled_student_beats_one_trained_from_scratch(tmp_path, vocab_file, mlm_teacher):
+    """A 1-layer DistilBERT student distilled from the BERT-Tiny MLM teacher
     (--objective=distill --teacher=<its model_dir>, initialised from its layers) beats the
     same student trained from scratch for the same steps on the same batches."""
     from kbert.training import PretrainingConfig, run_pretraining
     from kbert.training.pretraining import ConfigError
 
-    common = dict(sequence_length=64, max_predictions=10, global_batch_size=32, verbose=2,
-                  seed=1, learning_rate=1e-3, warmup_steps=20)
-    teacher_dir = str(tmp_path / "teacher")
-    run_pretraining(PretrainingConfig(model_dir=teacher_dir, vocab_file=vocab_file, objective="mlm",
-                                      train_steps=400, steps_per_loop=100, **common))
+    common = TEACHER
+    teacher_dir, _ = mlm_teacher
     student = {"num_layers": 1, "hidden_size": 128, "num_heads": 2, "intermediate_size": 512}
     runs = {}
     for name, extra in (("distill", dict(objective="distill", teacher=teacher_dir)),
