@@ -1,0 +1,106 @@
+"""The files of a SavedModel, read before anything in it runs: no links, FIFOs or devices
+among them, assets inside `assets/`, no variable or checkpoint tensor over the size cap, and
+`saved_model.pb` (or `.pbtxt`) parsed as a protocol buffer, as `tf.saved_model.load` reads
+it. `kbert.export.saved_model_check` walks the graphs after these pass."""
+
+import os
+import stat
+
+from google.protobuf import message, text_format
+from tensorflow.core.protobuf import saved_model_pb2
+
+from kbert.convert.keras_archive import UnsafeModelError
+from kbert.export.saved_model_graph import elements, known_elements
+
+
+class UnsafeSavedModelError(UnsafeModelError):
+    """A SavedModel that kbert refuses to load; the message names the op, its node and the
+    function it sits in (or the file), and why."""
+
+
+def read_saved_model(directory):
+    """The SavedModel proto of `directory` (a real path), after its files are checked."""
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"No SavedModel directory at {directory!r}.")
+    for parent, folders, files in os.walk(directory):
+        for name in folders + files:
+            full = os.path.join(parent, name)
+            mode = os.lstat(full).st_mode
+            relative = os.path.relpath(full, directory)
+            if stat.S_ISLNK(mode):
+                raise UnsafeSavedModelError(
+                    f"{directory}: {relative} is a link (to {os.readlink(full)!r}); a "
+                    f"SavedModel's files must be its own regular files.")
+            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                # Reading a FIFO would hang the load.
+                raise UnsafeSavedModelError(
+                    f"{directory}: {relative} is not a regular file (a FIFO or a device).")
+    if os.path.exists(os.path.join(directory, "saved_model.cpb")):
+        raise UnsafeSavedModelError(f"{directory}: a chunked SavedModel (saved_model.cpb) "
+                                    f"is not checked; load it with trusted=True if you trust it.")
+    saved = saved_model_pb2.SavedModel()
+    # The file tf.saved_model.load reads: saved_model.pb first, else saved_model.pbtxt.
+    for name in ("saved_model.pb", "saved_model.pbtxt"):
+        file = os.path.join(directory, name)
+        if os.path.isfile(file):
+            with open(file, "rb") as f:
+                content = f.read()
+            try:
+                if name.endswith(".pb"):
+                    saved.ParseFromString(content)
+                else:
+                    text_format.Parse(content.decode("utf-8"), saved)
+            except (message.DecodeError, text_format.ParseError, UnicodeDecodeError) as e:
+                raise UnsafeSavedModelError(f"{file} is not a SavedModel: {e}") from e
+            return saved
+    raise FileNotFoundError(f"No saved_model.pb or saved_model.pbtxt in {directory!r}.")
+
+
+def check_files(directory, meta, max_elements):
+    """Assets, the object graph's variables and saver registrations, the checkpoint index."""
+    assets = os.path.join(directory, "assets")
+    for asset in meta.asset_file_def:
+        name = asset.filename
+        full = os.path.realpath(os.path.join(assets, name.replace("\0", "")))
+        if os.path.isabs(name) or "\0" in name or not full.startswith(assets + os.sep):
+            raise UnsafeSavedModelError(
+                f"{directory}: the asset {name!r} ({asset.tensor_info.name}) is outside the "
+                f"SavedModel's assets/ directory.")
+        if not os.path.isfile(full):
+            raise UnsafeSavedModelError(f"{directory}: the asset {name!r} is missing.")
+    for node_id, node in enumerate(meta.object_graph_def.nodes):
+        kind = node.WhichOneof("kind")
+        if kind == "asset" and not (
+                0 <= node.asset.asset_file_def_index < len(meta.asset_file_def)):
+            raise UnsafeSavedModelError(f"{directory}: object {node_id} names an asset that "
+                                        f"the SavedModel does not list.")
+        if kind == "variable" and elements(node.variable.shape) > max_elements:
+            raise UnsafeSavedModelError(
+                f"{directory}: the variable {node.variable.name!r} has "
+                f"{elements(node.variable.shape):,} elements, over max_elements="
+                f"{max_elements:,}.")
+        if node.registered_saver:
+            raise UnsafeSavedModelError(
+                f"{directory}: object {node_id} is restored by the saver registered as "
+                f"{node.registered_saver!r}, Python code kbert's exports never use.")
+    _check_checkpoint_shapes(directory, max_elements)
+
+
+def _check_checkpoint_shapes(directory, max_elements):
+    """The tensors' shapes as variables.index declares them: restoring allocates them."""
+    prefix = os.path.join(directory, "variables", "variables")
+    if not os.path.isfile(prefix + ".index"):
+        return
+    import tensorflow as tf
+
+    try:
+        shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+    except (tf.errors.OpError, ValueError) as e:
+        raise UnsafeSavedModelError(f"{directory}: variables/variables.index is not a "
+                                    f"checkpoint index: {e}") from e
+    for name, shape in shapes.items():
+        count = known_elements(shape)
+        if count > max_elements:
+            raise UnsafeSavedModelError(
+                f"{directory}: the checkpoint's tensor {name!r} has shape {shape} "
+                f"({count:,} elements), over max_elements={max_elements:,}.")

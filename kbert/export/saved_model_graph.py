@@ -1,0 +1,212 @@
+"""Reading a graph or a function of a SavedModel without running it: where an input comes
+from, the small constants (shapes, bounds) that an op's inputs fold to, and whether a
+`While` loop has an iteration bound. `kbert.export.saved_model_check` uses these to refuse
+allocations and loops before anything runs."""
+
+import numpy as np
+import tensorflow as tf
+
+# Constants decoded to read shapes and bounds; a bigger one is no shape.
+_SMALL = 4096
+_PASS_THROUGH = ("Identity", "Snapshot", "StopGradient")
+
+
+def is_node(source):
+    """`Body.source` found a node (not an argument index, not nothing)."""
+    return source is not None and not isinstance(source, int)
+
+
+def elements(shape):
+    """Elements of a TensorShapeProto (unknown dimensions count as 1)."""
+    count = 1
+    for dim in shape.dim:
+        count *= max(dim.size, 1) if dim.size >= 0 else 1
+    return count
+
+
+class Body:
+    """The nodes of one graph or function, by name, and the function's arguments."""
+
+    def __init__(self, name, nodes, function=None):
+        self.name = name  # None: the main graph
+        self.nodes = {node.name: node for node in nodes}
+        self.arguments = ({arg.name: i for i, arg in enumerate(function.signature.input_arg)}
+                          if function is not None else {})
+        self.function = function
+
+    def source(self, tensor):
+        """What makes `tensor` (an input string): a NodeDef, or the argument's index (int),
+        following Identity; None if nothing does."""
+        for _ in range(1000):
+            name = tensor.lstrip("^").split(":")[0]
+            if name in self.nodes:
+                node = self.nodes[name]
+                if node.op not in _PASS_THROUGH or not node.input:
+                    return node
+                tensor = node.input[0]
+            else:
+                return self.arguments.get(name)
+        return None
+
+    def array(self, tensor, depth=0):
+        """The value of a small constant `tensor` as a numpy array (through Cast, whose
+        target type does not matter for sizes), else None."""
+        node = self.source(tensor)
+        if not is_node(node) or depth > 20:
+            return None
+        if node.op == "Cast" and node.input:
+            return self.array(node.input[0], depth + 1)
+        if node.op != "Const" or "value" not in node.attr:
+            return None
+        value = node.attr["value"].tensor
+        if elements(value.tensor_shape) > _SMALL:
+            return None
+        try:
+            return tf.make_ndarray(value)
+        except (TypeError, ValueError):
+            return None
+
+    def scalar(self, tensor):
+        """A constant integer scalar (or one-element) `tensor`, else None."""
+        value = self.array(tensor)
+        if value is None or value.size != 1 or not np.issubdtype(value.dtype, np.integer):
+            return None
+        return int(value.reshape(-1)[0])
+
+    def dims(self, tensor, depth=0):
+        """A shape vector `tensor` as a list of ints (None where it is not a constant), or
+        None when not even its length is known. Folds Const, Pack, ConcatV2 and Cast."""
+        node = self.source(tensor)
+        if not is_node(node) or depth > 20:
+            return None
+        inputs = [i for i in node.input if not i.startswith("^")]
+        if node.op == "Const":
+            value = self.array(tensor)
+            if value is None or not np.issubdtype(value.dtype, np.integer):
+                return None
+            return [int(v) for v in value.reshape(-1)]
+        if node.op == "Cast" and inputs:
+            return self.dims(inputs[0], depth + 1)
+        if node.op == "Pack":
+            return [self.scalar(i) for i in inputs]
+        if node.op == "ConcatV2" and inputs:
+            parts = [self.dims(i, depth + 1) for i in inputs[:-1]]
+            return None if any(p is None for p in parts) else [d for p in parts for d in p]
+        return None
+
+
+def known_elements(dims):
+    """The product of the known, positive dimensions; 0 if one is 0."""
+    count = 1
+    for dim in dims:
+        if dim == 0:
+            return 0
+        if dim is not None and dim > 0:
+            count *= dim
+    return count
+
+
+def loop_bound(body, node, functions):
+    """The iteration bound of a `While` / `StatelessWhile` as `tf.while_loop` writes it, or
+    None where the loop has none.
+
+    `tf.while_loop(..., maximum_iterations=n)` passes a counter (from 0) and `n` as the
+    loop's first two inputs; its `cond` is `counter < n and <the user's condition>` and its
+    `body` adds 1 to the counter. Returns `n` (an int), or "the request" when `n` is computed.
+    """
+    inputs = [i for i in node.input if not i.startswith("^")]
+    cond = functions.get(node.attr["cond"].func.name)
+    loop = functions.get(node.attr["body"].func.name)
+    if len(inputs) < 2 or cond is None or loop is None or body.scalar(inputs[0]) != 0:
+        return None
+    bound = body.scalar(inputs[1])
+    if bound is not None and bound < 0:  # while_v2 passes -1 for "no maximum_iterations"
+        return None
+    if not (_compares_counter(cond) and _counts(loop)):
+        return None
+    return "the request" if bound is None else bound
+
+
+def _compares_counter(cond):
+    """The condition's output is `Less(arg 0, arg 1)`, or a LogicalAnd with it."""
+    inner = Body(cond.signature.name, cond.node_def, cond)
+    outputs = list(cond.ret.values())
+    if len(outputs) != 1:
+        return False
+    node = inner.source(outputs[0])
+    if not is_node(node):
+        return False
+    candidates = [node]
+    if node.op == "LogicalAnd":
+        candidates = [inner.source(i) for i in node.input if not i.startswith("^")]
+    return any(is_node(c) and c.op == "Less"
+               and [inner.source(i) for i in c.input[:2]] == [0, 1] for c in candidates)
+
+
+def _counts(loop):
+    """The body's first output is `arg 0 + 1`, and its second passes arg 1 on unchanged."""
+    inner = Body(loop.signature.name, loop.node_def, loop)
+    if len(loop.signature.output_arg) < 2:
+        return False
+    first = inner.source(loop.ret[loop.signature.output_arg[0].name])
+    second = inner.source(loop.ret[loop.signature.output_arg[1].name])
+    if not is_node(first) or first.op not in ("AddV2", "Add"):
+        return False
+    operands = [inner.source(i) for i in first.input[:2]]
+    return second == 1 and 0 in operands and any(
+        inner.scalar(i) == 1 for i in first.input[:2])
+
+
+def range_elements(body, inputs):
+    """Elements of `Range` / `RaggedRange` (start, limit, delta) when all three are
+    constants, else None."""
+    values = [body.array(i) for i in inputs[:3]]
+    if len(values) < 3 or any(v is None or v.dtype == object for v in values):
+        return None
+    start, limit, delta = np.broadcast_arrays(*[v.astype(np.float64) for v in values])
+    delta = np.where(delta == 0, 1, delta)
+    with np.errstate(all="ignore"):
+        total = float(np.maximum(np.ceil((limit - start) / delta), 0).sum())
+    return None if np.isnan(total) else int(min(total, 2.0**63))  # inf: past any cap
+
+
+def from_first_argument(body, tensor, depth=0):
+    """`tensor` is a file name made from the function's argument 0 only: the argument itself,
+    or `StringJoin` / `ShardedFilename` / `Pack` of it with constant suffixes that stay beside
+    it (no "..", not absolute). How TensorFlow's checkpoint functions name their files."""
+    source = body.source(tensor)
+    if isinstance(source, int):
+        return source == 0
+    if source is None or depth > 10:
+        return False
+    inputs = [i for i in source.input if not i.startswith("^")]
+    if source.op in ("StringJoin", "ShardedFilename"):
+        return bool(inputs) and from_first_argument(body, inputs[0], depth + 1) and all(
+            _suffix(body, i) for i in inputs[1:])
+    if source.op == "Pack":
+        return all(from_first_argument(body, i, depth + 1) for i in inputs)
+    return False
+
+
+def _suffix(body, tensor):
+    source = body.source(tensor)
+    if is_node(source) and source.op in ("Select", "SelectV2"):
+        return all(_suffix(body, i) for i in source.input[1:3])
+    value = body.array(tensor)
+    if value is None:
+        return False
+    if value.dtype != object:
+        return True  # the shard numbers of ShardedFilename
+    texts = [v.decode("utf-8", "replace") for v in value.reshape(-1)]
+    return all(".." not in t and not t.startswith(("/", "\\")) for t in texts)
+
+
+def function_names(attr):
+    """The functions an AttrValue names (func, list of func), nested attributes included."""
+    found = []
+    funcs = list(attr.list.func) + ([attr.func] if attr.HasField("func") else [])
+    for func in funcs:
+        found.append(func.name)
+        for inner in func.attr.values():
+            found += function_names(inner)
+    return found

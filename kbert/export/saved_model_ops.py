@@ -1,0 +1,93 @@
+"""The ops a SavedModel may hold to pass `kbert.export.check_saved_model`: exactly those in
+kbert's own exports (every family, task, fill-mask) and in a plain Keras `model.export()`.
+
+Drawn by exporting each of them tiny and listing the op types of every graph and function
+(`python -m tests.export.kbert_exports`); the slow test
+`test_every_kbert_export_passes_and_the_allowlist_is_no_wider` fails when an op here is in
+none of them, and the fast ones fail when an export holds one that is not here.
+"""
+
+ALLOWED_OPS = frozenset({
+    # Tensor math: the encoders, the heads, softmax / top-k, the signatures' decoding.
+    "Add", "AddV2", "All", "Any", "ArgMax", "BatchMatMulV2", "BiasAdd", "Cast", "Cumsum",
+    "Einsum", "Equal", "Erfc", "FloorDiv", "Greater", "GreaterEqual", "Less", "LessEqual",
+    "LogicalAnd", "LogicalNot", "LogicalOr", "MatMul", "Max", "Maximum", "Mean", "Min",
+    "Minimum", "Mul", "Neg", "NotEqual", "Pow", "Prod", "RealDiv", "Relu", "Rsqrt",
+    "SelectV2", "Sigmoid", "Softmax", "Sqrt", "Square", "SquaredDifference", "Sub", "Sum",
+    "Tanh", "TopKV2", "Where",
+    # Shapes, indexing, segments: packing, padding, word and answer spans.
+    "BroadcastTo", "ConcatV2", "Const", "DenseBincount", "ExpandDims", "Fill", "GatherNd",
+    "GatherV2", "Identity", "LowerBound", "MatrixBandPart", "Pack", "Range", "Reshape",
+    "Shape", "Size", "Slice", "Squeeze", "StopGradient", "StridedSlice", "Tile", "Transpose",
+    "UnsortedSegmentMax", "UnsortedSegmentMin", "UnsortedSegmentSum", "UpperBound",
+    # Ragged tensors: wordpieces per word, words per text.
+    "RaggedGather", "RaggedRange", "RaggedTensorToTensor",
+    # Strings: splitting on [MASK], word texts and offsets, labels.
+    "StaticRegexFullMatch", "StaticRegexReplace", "StringLength", "StringLower",
+    "StringSplitV2", "Substr", "UnicodeDecode", "UnicodeEncode", "UnicodeTranscode",
+    "UnsortedSegmentJoin",
+    # tensorflow-text: the WordPiece and SentencePiece tokenizers (their models are constants
+    # of the graph, never files), normalisation, pre-tokenization, trimming.
+    "FastBertNormalize", "FastWordpieceTokenizeWithOffsets", "NormalizeUTF8",
+    "RegexSplitWithOffsets", "SentencepieceOp", "SentencepieceTokenizeOp",
+    "TFText>RoundRobinTrim",
+    # Variables and resources: the weights, read by the signatures.
+    "AssignVariableOp", "ReadVariableOp", "VarHandleOp", "VarIsInitializedOp",
+    # Graph structure and control flow: inputs, calls of library functions, branches
+    # (their functions are checked too), assertions. No loops: kbert's exports have none.
+    "Assert", "If", "NoOp", "PartitionedCall", "Placeholder", "StatefulPartitionedCall",
+})
+
+# TensorFlow's own checkpoint functions (`_traced_save` / `_traced_restore`, which only the
+# saver_def's save and restore nodes call) read and write variables/. These ops pass only
+# there, and their inputs listed here (file names) must come from the path the loader passes.
+CHECKPOINT_OPS = {
+    "RestoreV2": (0,), "SaveV2": (0,), "MergeV2Checkpoints": (0, 1), "ShardedFilename": (0,),
+    "StringJoin": (), "Select": (), "DisableCopyOnRead": (),
+}
+
+# Tables read from a file (input 1): never in kbert's exports, which hold their vocabularies
+# in the graph; the refusal says where the file name comes from.
+TABLE_FILE_OPS = frozenset({"InitializeTableFromTextFile", "InitializeTableFromTextFileV2"})
+
+# Allowed ops that allocate a tensor whose shape (or size) is an input: the input's index. A
+# constant shape over `max_elements` is refused; one computed from the request cannot be
+# seen. `Range` and `RaggedRange` are counted from their constant bounds.
+SHAPE_INPUTS = {
+    "Fill": (0,), "BroadcastTo": (1,), "Tile": (1,), "RaggedTensorToTensor": (0,),
+    "DenseBincount": (1,), "UnsortedSegmentMax": (2,), "UnsortedSegmentMin": (2,),
+    "UnsortedSegmentSum": (2,), "UnsortedSegmentJoin": (2,),
+}
+RANGE_OPS = frozenset({"Range", "RaggedRange"})
+
+_PYTHON = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
+_READS = {"ReadFile", "MatchingFiles", "ImmutableConst", "RestoreV2", "Restore", "RestoreSlice",
+          "LoadAndRemapMatrix", "GenerateVocabRemapping", "InitializeTableFromTextFile",
+          "InitializeTableFromTextFileV2", "WholeFileReader", "WholeFileReaderV2",
+          "ReaderReadV2", "ReaderReadUpToV2", "ReaderRestoreStateV2"}
+_WRITES = {"WriteFile", "SaveV2", "Save", "SaveSlices", "MergeV2Checkpoints", "PrintV2",
+           "DebugIdentityV2", "DebugIdentityV3", "DatasetToTFRecord", "WriteAudioSummary"}
+_CHECKPOINT = {"SaveV2", "Save", "SaveSlices", "MergeV2Checkpoints", "RestoreV2", "Restore",
+               "RestoreSlice"}
+
+
+def why_refused(op):
+    """Why `op` is refused, and whether it is a known harm (file, Python, I/O) rather than
+    merely an op kbert's exports never hold."""
+    if op in _PYTHON:
+        return "runs Python code in the loading process.", True
+    if op in _CHECKPOINT:
+        return (f"{'writes' if op in _WRITES else 'reads'} checkpoint files outside the "
+                f"loader's own restore of variables/."), True
+    if op in _READS or op.startswith(("ReadFile", "Matching")) or "Reader" in op:
+        return "reads files.", True
+    if op in _WRITES or "Summary" in op or "Record" in op:
+        return f"writes {'summaries (event files)' if 'Summary' in op else 'files'}.", True
+    if op.endswith("Dataset") or op.startswith(("_Send", "_Recv", "_Host", "Collective")):
+        return "reads files or talks to other processes.", True
+    return "is not among the ops kbert's exports use.", False
+
+
+ALLOWED = (f"kbert loads SavedModels whose ops are among the {len(ALLOWED_OPS)} of its own "
+           f"exports (kbert.export.saved_model_ops.ALLOWED_OPS); load one you trust with "
+           f"trusted=True.")

@@ -1,0 +1,136 @@
+"""Every kind of SavedModel kbert exports, tiny: what `kbert.export.saved_model_ops`'s allowlist
+is drawn from, and what tests/export/test_saved_model_check.py checks against it.
+
+Run as a script, it exports them all and prints the op types they contain (the union, and
+what each export adds), and the op types of a plain Keras `model.export()`:
+
+    .venv/bin/python -m tests.export.kbert_exports
+"""
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SEQUENCE_LENGTH = 16
+TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+
+# name -> (family, head or task, task arguments, export arguments, SentencePiece tokenizer)
+EXPORTS = {
+    "bert_pretrainer": ("bert", "pretrainer", {}, {}, False),
+    "bert_backbone": ("bert", None, {}, {}, False),
+    "albert_pretrainer": ("albert", "pretrainer", {}, {}, True),
+    "distil_bert_pretrainer": ("distil_bert", "pretrainer", {}, {}, False),
+    "electra_pretrainer": ("electra", "pretrainer", {}, {}, False),
+    "text_classifier": ("bert", "text_classifier", {"num_classes": 3}, {}, False),
+    "multi_label": ("distil_bert", "text_classifier",
+                    {"num_classes": 3, "problem_type": "multi_label"}, {}, False),
+    "regression": ("electra", "text_classifier", {"problem_type": "regression"}, {}, False),
+    "token_classifier": ("bert", "token_classifier", {"label_names": TAGS},
+                         {"tag_scheme": "IOB2"}, False),
+    "token_classifier_sp": ("albert", "token_classifier", {"label_names": TAGS}, {}, True),
+    "question_answerer": ("distil_bert", "question_answerer", {},
+                          {"doc_stride": 4, "max_question_length": 6}, False),
+    "question_answerer_v2": ("albert", "question_answerer", {},
+                             {"doc_stride": 4, "max_question_length": 6, "version_2": True},
+                             True),
+    "text_embedder": ("electra", "text_embedder", {"pooling": "mean", "normalize": True}, {},
+                      False),
+}
+
+# Each family (its pretrainer: the backbone signatures and fill-mask) and each task once; the
+# tests check these (the rest of EXPORTS adds no op type, as the script shows).
+EACH = ("bert_pretrainer", "albert_pretrainer", "distil_bert_pretrainer", "electra_pretrainer",
+        "multi_label", "token_classifier", "question_answerer_v2", "text_embedder")
+
+
+def tokenizer(sentence_piece):
+    if sentence_piece:
+        from kbert.tokenizers import SentencePieceTokenizer
+
+        return SentencePieceTokenizer(str(ROOT / "tests" / "fixtures" / "tokenizer_parity" /
+                                          "spiece.model"))
+    from tests.data.test_task_text_spans import tiny_tokenizer
+
+    return tiny_tokenizer()
+
+
+def export(name, directory):
+    """Exports the tiny model `name` of EXPORTS under `directory`; returns the path."""
+    import kbert.models
+    from kbert import tasks
+    from kbert.export import export_saved_model
+    from tests.helpers import TINY
+
+    family, head, task_kwargs, export_kwargs, sentence_piece = EXPORTS[name]
+    words = tokenizer(sentence_piece)
+    config = kbert.models.FAMILIES[family].config(
+        **{**TINY, "num_layers": 1, "vocabulary_size": words.vocabulary_size,
+           "max_sequence_length": SEQUENCE_LENGTH})
+    if head in tasks.TASKS:
+        model = tasks.TASKS[head](kbert.models.build(family, config, head=None), **task_kwargs)
+    else:
+        model = kbert.models.build(family, config, head=head)
+        export_kwargs = {**export_kwargs, "top_k": 2, "max_masks": 2}
+    path = os.path.join(directory, name)
+    export_saved_model(model, path, words, sequence_length=SEQUENCE_LENGTH, **export_kwargs)
+    return path
+
+
+def keras_export(directory):
+    """A plain Keras `model.export()` of a small dense model (no kbert in it)."""
+    import keras
+
+    model = keras.Sequential([keras.Input([4]), keras.layers.Dense(3, activation="relu"),
+                              keras.layers.Dense(2)])
+    path = os.path.join(directory, "keras_dense")
+    model.export(path, format="tf_saved_model", verbose=False)
+    return path
+
+
+def op_types(path, checkpoint=False):
+    """The op types in the SavedModel's graph and function library (read, not run): outside
+    TensorFlow's checkpoint functions (the ones the saver_def's save and restore nodes
+    call), or with `checkpoint=True` in them."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved = saved_model_pb2.SavedModel()
+    saved.ParseFromString(Path(path, "saved_model.pb").read_bytes())
+    meta = saved.meta_graphs[0]
+    saver = meta.saver_def
+    sites = {saver.save_tensor_name.split(":")[0], saver.restore_op_name}
+    savers = {node.attr["f"].func.name for node in meta.graph_def.node if node.name in sites}
+    library = {f.signature.name for f in meta.graph_def.library.function}
+    ops = set() if checkpoint else {node.op for node in meta.graph_def.node}
+    for function in meta.graph_def.library.function:
+        if (function.signature.name in savers) == checkpoint:
+            ops |= {node.op for node in function.node_def}
+    return ops - library
+
+
+def main():
+    names = sys.argv[1:] or list(EXPORTS)
+    union, each, checkpoint = set(), {}, set()
+    with tempfile.TemporaryDirectory() as directory:
+        for name in names:
+            path = export(name, directory)
+            each[name] = op_types(path)
+            union |= each[name]
+            checkpoint |= op_types(path, checkpoint=True)
+        dense = keras_export(directory)
+        dense_ops = op_types(dense)
+        checkpoint |= op_types(dense, checkpoint=True)
+    print(f"{len(union)} op types in kbert's exports ({', '.join(names)}):")
+    print(" ".join(sorted(union)))
+    for name, ops in each.items():
+        others = set().union(*(o for n, o in each.items() if n != name))
+        print(f"only in {name}: {' '.join(sorted(ops - others)) or '-'}")
+    print(f"keras Dense export: {len(dense_ops)} op types; not in kbert's: "
+          f"{' '.join(sorted(dense_ops - union)) or '-'}")
+    print(f"in the checkpoint functions: {' '.join(sorted(checkpoint))}; of these only "
+          f"there: {' '.join(sorted(checkpoint - union - dense_ops))}")
+
+
+if __name__ == "__main__":
+    main()
