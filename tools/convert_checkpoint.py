@@ -1,14 +1,23 @@
-"""Converts a BERT, ALBERT, DistilBERT or ELECTRA checkpoint between formats.
+"""Converts a BERT, ALBERT, DistilBERT or ELECTRA checkpoint between formats, fine-tuned
+task models too.
 
     python tools/convert_checkpoint.py --from=tf1 --to=kbert \
         --input=uncased_L-12_H-768_A-12 --output=bert_base_kbert
     python tools/convert_checkpoint.py --from=hf --to=hf --input=my_model --output=copy
     python tools/convert_checkpoint.py --to=hf --input=keras_hub_preset --output=bert_hf
+    python tools/convert_checkpoint.py --to=kbert --input=distilbert-sst2 --output=sst2_kbert
+    python tools/convert_checkpoint.py --to=hf --input=my_finetuned_kbert --output=for_the_hub
 
 --from: hf (config.json + model.safetensors or pytorch_model.bin), tf1 (Google's original
 releases: bert_model.ckpt.* + bert_config.json, ALBERT's model.ckpt-best.* + albert_config.json,
 ELECTRA's checkpoint + vocab.txt), keras_hub (a preset directory), kbert (model.keras), or
 auto (the default: detected). --to: kbert (model.keras + vocab.txt) or hf.
+
+A fine-tuned checkpoint (a Hugging Face *ForSequenceClassification, *ForTokenClassification or
+*ForQuestionAnswering, a sentence-transformers directory, a kbert task model) converts as its
+task model, labels and problem type included: --to=hf writes transformers' class of it (or a
+sentence-transformers directory for an embedder); --to=kbert saves the kbert task model, or
+only its encoder with --head=none.
 """
 
 import os
@@ -30,7 +39,8 @@ flags.DEFINE_string("config", None, "tf1 only: bert_config.json (albert_config.j
                     "is not next to the checkpoint.")
 flags.DEFINE_enum("head", "auto", ["auto", "pretrainer", "mlm", "none"],
                   "--to=kbert only: the heads of the saved model; auto keeps every head the "
-                  "checkpoint has.")
+                  "checkpoint has (a fine-tuned checkpoint's task head), none saves the "
+                  "encoder.")
 flags.mark_flags_as_required(["to", "input", "output"])
 
 
@@ -58,16 +68,24 @@ def main(argv):
     except (FileNotFoundError, ValueError) as e:
         raise app.UsageError(f"--input: {e}")
     logging.info("Writing %s (%s) ...", FLAGS.output, FLAGS.to)
-    if FLAGS.to == "hf":
-        hugging_face.write(checkpoint, FLAGS.output)
-    else:
-        head = None if FLAGS.head == "none" else FLAGS.head
-        kbert_format.write(checkpoint, FLAGS.output, head=head)
+    try:
+        if FLAGS.to == "hf":
+            hugging_face.write(checkpoint, FLAGS.output)
+        else:
+            head = None if FLAGS.head == "none" else FLAGS.head
+            kbert_format.write(checkpoint, FLAGS.output, head=head)
+    except ValueError as e:
+        raise app.UsageError(f"--to={FLAGS.to}: {e}")
     config = checkpoint.config
+    task = checkpoint.task
+    if task is not None and not (FLAGS.to == "kbert" and FLAGS.head == "none"):
+        labels = f", labels {', '.join(task.label_names)}" if task.label_names else ""
+        kind = f"task: {task.task} ({task.architecture}{labels})"
+    else:
+        kind = f"heads: {(checkpoint.head if FLAGS.head == 'auto' else FLAGS.head) or 'none'}"
     print(f"Converted {FLAGS.input} ({source_format}: {checkpoint.family}, "
-          f"{config.num_layers} layers, hidden {config.hidden_size}, heads: "
-          f"{checkpoint.head or 'none'}) to {FLAGS.output} ({FLAGS.to}) in "
-          f"{time.time() - start:.0f} s.")
+          f"{config.num_layers} layers, hidden {config.hidden_size}, {kind}) to "
+          f"{FLAGS.output} ({FLAGS.to}) in {time.time() - start:.0f} s.")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,13 @@
 """Checkpoint conversion: Hugging Face, original TF1 and keras-hub checkpoints of BERT, ALBERT,
-DistilBERT and ELECTRA in and out of kbert.
+DistilBERT and ELECTRA in and out of kbert, and their fine-tuned task models.
 
     checkpoint = kbert.convert.read("path/to/bert-base-uncased")  # format detected
     model = checkpoint.build(head=None)                            # a kbert BertBackbone
     tokenizer = checkpoint.tokenizer()
     kbert.convert.save_hugging_face(model, "out/", vocabulary=tokenizer)
+
+    classifier = kbert.convert.load("path/to/distilbert-sst2")  # a TextClassifier with labels
+    kbert.convert.save_hugging_face(classifier, "out/", vocabulary=tokenizer)
 
 Every reader gives a `Checkpoint` in one common form (Hugging Face names, numpy arrays), so a
 model converts from any format to any other through it. Every format finds a family's names,
@@ -13,8 +16,9 @@ config translations and hooks in one record, `kbert.convert.families.get(name)`.
 
 from pathlib import Path
 
-from kbert.convert import families, hugging_face, kbert_format, keras_hub, tf1
+from kbert.convert import families, hugging_face, kbert_format, keras_hub, task_heads, tf1
 from kbert.convert.checkpoint import Checkpoint
+from kbert.convert.task_heads import TaskHead
 
 FORMATS = ("hf", "tf1", "keras_hub", "kbert")
 _READERS = {"hf": hugging_face.read, "tf1": tf1.read, "keras_hub": keras_hub.read,
@@ -58,9 +62,41 @@ def read(path, format="auto", **kwargs):  # noqa: A002 - "format" is the CLI fla
     return _READERS[format](path, **kwargs)
 
 
-def load(path, head="auto", format="auto", dtype=None, **config_overrides):  # noqa: A002
-    """The kbert model of a checkpoint: `read(path, format).build(head, dtype, ...)`."""
-    return read(path, format).build(head=head, dtype=dtype, **config_overrides)
+def load(path, head="auto", format="auto", dtype=None, task="auto",  # noqa: A002
+         **config_overrides):
+    """The kbert model of a checkpoint.
+
+    A fine-tuned checkpoint (a Hugging Face `*ForSequenceClassification`,
+    `*ForTokenClassification` or `*ForQuestionAnswering`, a sentence-transformers directory, a
+    kbert task model) gives its task model: a `TextClassifier` (with `label_names` from
+    `id2label` and the `problem_type`), `TokenClassifier`, `QuestionAnswerer` or
+    `TextEmbedder` (the directory's pooling and normalization). Any other checkpoint gives the
+    backbone or pretrainer that `head` asks for: `read(path, format).build(head, ...)`.
+
+    Args:
+        path: the checkpoint directory (or a TF1 checkpoint prefix).
+        head: "auto" (every pretraining head the checkpoint has), "pretrainer", "mlm" or
+            `None`; a `head` other than "auto" asks for the pretraining model, also of a
+            fine-tuned checkpoint.
+        format: "auto" (detect), or one of `FORMATS`.
+        dtype: a Keras dtype policy, e.g. "mixed_bfloat16".
+        task: "auto" (the checkpoint's task model, if it holds one); a task that the
+            checkpoint must hold: a key of `kbert.tasks.TASKS` or a transformers pipeline
+            name ("text-classification", "ner", "question-answering", "feature-extraction"),
+            else ValueError naming the architecture found and the task it serves; or `None`
+            (never a task model: the encoder of a fine-tuned checkpoint).
+        **config_overrides: `dropout`, `attention_dropout`, `initializer_range`,
+            `activation`, or a `max_sequence_length` no longer than the checkpoint's.
+
+    The tokenizer: `load_tokenizer(path)` (or `read(path).tokenizer()`).
+    """
+    checkpoint = read(path, format)
+    if task is None or (task == "auto" and (checkpoint.task is None or head != "auto")):
+        return checkpoint.build(head=head, dtype=dtype, **config_overrides)
+    if head != "auto":
+        raise ValueError(f"head={head!r} asks for a pretraining model and task={task!r} for a "
+                         "task model: give one of them.")
+    return checkpoint.build_task(task, dtype=dtype, **config_overrides)
 
 
 def load_tokenizer(path, format="auto"):  # noqa: A002
@@ -69,18 +105,21 @@ def load_tokenizer(path, format="auto"):  # noqa: A002
 
 
 def save_kbert(model, path, vocabulary=None, lowercase=True):
-    """Writes a kbert model as a kbert directory (model.keras, vocab.txt)."""
+    """Writes a kbert model (also a task model) as a kbert directory (model.keras, vocab.txt)."""
     return kbert_format.write(Checkpoint.from_model(model, vocabulary, lowercase), path)
 
 
 def save_hugging_face(model, path, vocabulary=None, lowercase=True):
     """Writes a kbert model as a Hugging Face directory (config.json, model.safetensors, vocab).
 
-    `vocabulary` is a `WordPieceTokenizer` or `SentencePieceTokenizer`, a vocab.txt path or a
-    list of tokens.
+    A task model is written as transformers' class of it (`BertForSequenceClassification`
+    with `id2label`, `label2id` and `problem_type`; `*ForTokenClassification`;
+    `*ForQuestionAnswering`), a `TextEmbedder` as a sentence-transformers directory
+    (modules.json, 1_Pooling/, 2_Normalize/ around the base model). `vocabulary` is a
+    `WordPieceTokenizer` or `SentencePieceTokenizer`, a vocab.txt path or a list of tokens.
     """
     return hugging_face.write(Checkpoint.from_model(model, vocabulary, lowercase), path)
 
 
-__all__ = ["FORMATS", "Checkpoint", "detect_format", "load", "load_tokenizer", "read",
-           "save_hugging_face", "save_kbert"]
+__all__ = ["FORMATS", "Checkpoint", "TaskHead", "detect_format", "load", "load_tokenizer",
+           "read", "save_hugging_face", "save_kbert", "task_heads"]

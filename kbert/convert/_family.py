@@ -13,6 +13,10 @@ from typing import Optional
 
 from kbert import models
 
+# The kbert tasks that have a fine-tuned Hugging Face class (`*For<Task>`); the embedder is a
+# sentence-transformers directory around the base model instead.
+HF_TASKS = ("text_classifier", "token_classifier", "question_answerer")
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
 class Companion:
@@ -65,6 +69,13 @@ class Family:
         config_to_hf: `config -> config.json dict` (without `architectures`).
         not_in_hf: common names Hugging Face's models have no place for (not written).
         companion: a second Hugging Face model beside the main one, or `None`.
+        task_architectures: kbert task ("text_classifier", "token_classifier",
+            "question_answerer") -> the Hugging Face class of that fine-tuned model
+            (`BertForSequenceClassification`). The heads' weight names are the same in every
+            family (`kbert.convert.task_heads`); a family without a task here has no
+            fine-tuned Hugging Face form of it.
+        task_dropout: kbert task -> the config.json field with its head's dropout rate
+            (`classifier_dropout`); a task not named here uses the encoder's dropout.
 
         tf1_name: `TF1 variable name -> (common name, transpose?) or None`; `None` when the
             family has no original TF1 release.
@@ -96,6 +107,8 @@ class Family:
     config_to_hf: Callable
     not_in_hf: tuple = ()
     companion: Optional[Companion] = None
+    task_architectures: Mapping = dataclasses.field(default_factory=dict)
+    task_dropout: Mapping = dataclasses.field(default_factory=dict)
 
     tf1_name: Optional[Callable] = None
     tf1_pattern: Optional[str] = None
@@ -112,6 +125,12 @@ class Family:
         if set(self.architectures) != set(models.HEADS):
             raise TypeError(f"{self.name}: architectures must name a class for every head "
                             f"(None, 'mlm', 'pretrainer'), not {list(self.architectures)}.")
+        unknown = set(self.task_architectures) - set(HF_TASKS)
+        unknown |= set(self.task_dropout) - set(self.task_architectures)
+        if unknown:
+            raise TypeError(f"{self.name}: task_architectures and task_dropout take the tasks "
+                            f"{', '.join(HF_TASKS)} (dropout only for a task with a class), "
+                            f"not {sorted(unknown)}.")
         if self.tf1_name is None and (self.tf1_pattern or self.tf1_config_files
                                       or self.config_from_google or self.config_from_weights):
             raise TypeError(f"{self.name}: TF1 fields without tf1_name.")

@@ -206,6 +206,11 @@ FAMILY = Family(
     tokenizer_class="BertTokenizer",
     config_from_hf=config_from_hf,
     config_to_hf=config_to_hf,
+    task_architectures={"text_classifier": "BertForSequenceClassification",
+                        "token_classifier": "BertForTokenClassification",
+                        "question_answerer": "BertForQuestionAnswering"},
+    task_dropout={"text_classifier": "classifier_dropout",
+                  "token_classifier": "classifier_dropout"},
     tf1_name=tf1_name,
     tf1_pattern=None,  # every TF1 checkpoint that is not ALBERT's or ELECTRA's
     tf1_config_files=("bert_config.json",),

@@ -4,8 +4,8 @@ import dataclasses
 import logging
 from typing import Optional
 
-from kbert import models
-from kbert.convert import _mapping, families
+from kbert import models, tasks
+from kbert.convert import _mapping, families, task_heads
 
 # Config fields a caller may change on pretrained weights: they do not change any weight's
 # shape. max_sequence_length may only shrink (the position table is cut). `activation` is here
@@ -29,6 +29,11 @@ class Checkpoint:
         source: where it was read from, for messages.
         sentencepiece_model: the bytes of a SentencePiece model (ALBERT's spiece.model), the
             tokenizer of checkpoints that have no WordPiece vocabulary.
+        task: the fine-tuned task model the checkpoint holds (a
+            `kbert.convert.task_heads.TaskHead`: task, labels, problem type, pooling), or
+            `None`; its head's weights are in `weights`.
+        architecture: the class the checkpoint names (config.json's `architectures`), or
+            `None`; for messages.
     """
 
     family: str
@@ -38,6 +43,8 @@ class Checkpoint:
     lowercase: bool = True
     source: str = "checkpoint"
     sentencepiece_model: Optional[bytes] = None
+    task: Optional[task_heads.TaskHead] = None
+    architecture: Optional[str] = None
 
     @property
     def head(self):
@@ -72,14 +79,39 @@ class Checkpoint:
             arguments = family.pretrainer_arguments(config, self.weights)
         model = models.build(self.family, config, head=head, dtype=dtype, name=name,
                              **arguments)
-        unused, kept = _mapping.assign(family.entries(model), self.weights, source=self.source)
+        entries = family.entries(model)
+        if self.task is not None:  # transformers' token classifiers and readers: no pooler
+            entries = task_heads.optional_pooler(entries, getattr(model, "backbone", model))
+        self._assign(entries, head or "backbone")
+        return model
+
+    def build_task(self, task="auto", dtype=None, name=None, **config_overrides):
+        """The fine-tuned task model of the checkpoint (a `TextClassifier`,
+        `TokenClassifier`, `QuestionAnswerer` or `TextEmbedder`) with its head's weights,
+        labels and problem type.
+
+        Args:
+            task: "auto" (the one the checkpoint holds), or the task asked for: a key of
+                `kbert.tasks.TASKS` or a transformers pipeline name ("text-classification",
+                "ner", ...). ValueError, naming what the checkpoint holds and the task it
+                serves, when it holds another or none.
+            dtype, name, **config_overrides: as in `build`.
+        """
+        task_head = task_heads.check(self.task, task, self.source, self.architecture)
+        config = self.config_with(**config_overrides)
+        backbone = models.build(self.family, config, head=None, dtype=dtype, name=name)
+        model = tasks.build(task_head.task, backbone, name=name, **task_head.arguments)
+        self._assign(task_heads.entries(model), task_head.task)
+        return model
+
+    def _assign(self, entries, what):
+        unused, kept = _mapping.assign(entries, self.weights, source=self.source)
         if unused:
             logging.info("%s: %d tensors not used by the %s model: %s", self.source,
-                         len(unused), head or "backbone", ", ".join(unused[:10]))
+                         len(unused), what, ", ".join(unused[:10]))
         if kept:
             logging.warning("%s has no %s; the model keeps their initial values.", self.source,
                             ", ".join(kept))
-        return model
 
     def config_with(self, **config_overrides):
         """The checkpoint's config with the overrides that keep every weight's shape."""
@@ -116,7 +148,7 @@ class Checkpoint:
 
     @classmethod
     def from_model(cls, model, vocabulary=None, lowercase=True):
-        """A `Checkpoint` of a kbert model (a backbone or a pretrainer).
+        """A `Checkpoint` of a kbert model: a backbone, a pretrainer or a task model.
 
         `vocabulary` is a `WordPieceTokenizer` or `SentencePieceTokenizer`, a path of a
         vocab.txt or a list of tokens.
@@ -133,10 +165,14 @@ class Checkpoint:
             from kbert.tokenizers import read_vocabulary
 
             vocabulary = read_vocabulary(str(vocabulary))
-        weights = _mapping.weights_of(family.entries(model))
+        task_head = task_heads.of_model(model)
+        entries = family.entries(model) if task_head is None else task_heads.entries(model)
+        weights = _mapping.weights_of(entries)
         return cls(family.name, backbone.config, weights,
                    None if vocabulary is None else list(vocabulary), lowercase,
-                   source=f"model {model.name!r}", sentencepiece_model=sentencepiece)
+                   source=f"model {model.name!r}", sentencepiece_model=sentencepiece,
+                   task=task_head, architecture=None if task_head is None
+                   else task_head.architecture)
 
 
 def uppercase_free(vocabulary):

@@ -92,6 +92,11 @@ FAMILY = Family(
     tokenizer_class="DistilBertTokenizer",
     config_from_hf=config_from_hf,
     config_to_hf=config_to_hf,
+    task_architectures={"text_classifier": "DistilBertForSequenceClassification",
+                        "token_classifier": "DistilBertForTokenClassification",
+                        "question_answerer": "DistilBertForQuestionAnswering"},
+    task_dropout={"text_classifier": "seq_classif_dropout",
+                  "question_answerer": "qa_dropout"},
     keras_hub_class="DistilBertBackbone",
     config_from_keras_hub=config_from_keras_hub,
 )

@@ -269,6 +269,11 @@ FAMILY = Family(
     companion=Companion(folder="generator", description="an ELECTRA generator", head="mlm",
                         split=_split_for_hf, check_config=check_generator_config,
                         join=_join_from_hf),
+    task_architectures={"text_classifier": "ElectraForSequenceClassification",
+                        "token_classifier": "ElectraForTokenClassification",
+                        "question_answerer": "ElectraForQuestionAnswering"},
+    task_dropout={"text_classifier": "classifier_dropout",
+                  "token_classifier": "classifier_dropout"},
     tf1_name=tf1_name,
     tf1_pattern=r"^(electra|generator|discriminator_predictions)/",
     tf1_config_files=(),  # the releases have none: the architecture comes from the weights

@@ -1,4 +1,9 @@
-"""Hugging Face format: config.json + model.safetensors (or pytorch_model.bin) + vocab.txt."""
+"""Hugging Face format: config.json + model.safetensors (or pytorch_model.bin) + vocab.txt.
+
+Base models, pretraining models, fine-tuned task models (`*ForSequenceClassification`,
+`*ForTokenClassification`, `*ForQuestionAnswering`: `kbert.convert.task_heads`) and
+sentence-transformers directories around a base model (`_sentence_transformers`).
+"""
 
 import json
 import logging
@@ -7,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import save_file
 
-from kbert.convert import _directory, families
+from kbert.convert import _directory, _sentence_transformers, families, task_heads
 from kbert.convert.checkpoint import Checkpoint, uppercase_free
 
 _SAFETENSORS = "model.safetensors"
@@ -17,6 +22,8 @@ _TORCH = "pytorch_model.bin"
 
 def is_hugging_face(path):
     path = Path(path)
+    if _sentence_transformers.is_sentence_transformers(path):
+        path = _sentence_transformers.transformer_folder(path)
     return (path / "config.json").is_file() and any(
         (path / name).is_file() for name in (_SAFETENSORS, _SAFETENSORS_INDEX, _TORCH)
     )
@@ -108,13 +115,20 @@ def read(path):
     """Reads a Hugging Face BERT, ALBERT, DistilBERT or ELECTRA directory into a `Checkpoint`.
 
     An ELECTRA discriminator directory with a `generator/` subdirectory (as `write` makes for
-    an `ElectraPretrainer`) reads as the whole pretrainer.
+    an `ElectraPretrainer`) reads as the whole pretrainer. A fine-tuned model
+    (`BertForSequenceClassification`, ...) or a sentence-transformers directory (modules.json)
+    reads with its task (`Checkpoint.task`).
     """
-    path = Path(path)
+    path = source = Path(path)
+    task = None
+    if _sentence_transformers.is_sentence_transformers(path):
+        path, task = _sentence_transformers.read(path)
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"{path} has no config.json: not a Hugging Face model directory.")
     hf_config, family = _read_config(path)
     config = family.config_from_hf(hf_config, source=str(path / "config.json"))
+    if task is None:
+        task = task_heads.from_hf_config(hf_config, family, source=str(path / "config.json"))
     weights = _read_weights(path, family)
     companion = family.companion
     if companion is not None and (path / companion.folder / "config.json").is_file():
@@ -123,14 +137,19 @@ def read(path):
     if lowercase is None:
         lowercase = uppercase_free(vocabulary or [])
     return Checkpoint(family.name, config, weights, vocabulary, bool(lowercase),
-                      source=str(path),
-                      sentencepiece_model=_directory.read_sentencepiece(path))
+                      source=str(source),
+                      sentencepiece_model=_directory.read_sentencepiece(path), task=task,
+                      architecture=(hf_config.get("architectures") or [None])[0])
 
 
-def _write_one(folder, checkpoint, family, head, hf_config, weights):
-    hf_config = {**hf_config, "architectures": [family.architectures[head]]}
-    if head is not None:  # *ForMaskedLM / *ForPreTraining keep the encoder under the prefix
-        weights = {(k if k.startswith(family.head_prefixes) else family.prefix + k): v
+def _write_one(folder, checkpoint, family, head, hf_config, weights, head_prefixes=None):
+    """One model: `head_prefixes` (default: the family's for `head`) name the weights outside
+    the encoder; `None` head and no prefixes: a base model, whose weights have no prefix."""
+    hf_config = {"architectures": [family.architectures[head]], **hf_config}
+    if head_prefixes is None and head is not None:
+        head_prefixes = family.head_prefixes
+    if head_prefixes is not None:  # *For<Head> models keep the encoder under the prefix
+        weights = {(k if k.startswith(head_prefixes) else family.prefix + k): v
                    for k, v in weights.items()}
     with open(folder / "config.json", "w", encoding="utf-8") as f:
         json.dump(hf_config, f, indent=2, sort_keys=True)
@@ -149,10 +168,18 @@ def write(checkpoint, path):
     written as its discriminator (`ElectraForPreTraining`) with the generator
     (`ElectraForMaskedLM`) in `generator/`, as Google published them. The directory is
     written next to `path` and renamed into place, so a crash leaves no half-written model.
+    A task model is written as its `*For<Task>` class (with `id2label`, `label2id`,
+    `problem_type`), a `TextEmbedder` as a sentence-transformers directory around the base
+    model.
     """
     family = families.get(checkpoint.family)
     head = checkpoint.head
     hf_config = family.config_to_hf(checkpoint.config)
+    task = checkpoint.task
+    head_prefixes = None
+    if task is not None and task.task in task_heads.HF_TASKS:
+        hf_config.update(task_heads.to_hf_config(task, family, source=checkpoint.source))
+        head_prefixes = task_heads.HEAD_PREFIXES
     weights = {k: v for k, v in checkpoint.weights.items() if k not in family.not_in_hf}
     dropped = sorted(set(checkpoint.weights) - set(weights))
     if dropped:
@@ -166,5 +193,8 @@ def write(checkpoint, path):
             (staging / companion.folder).mkdir()
             _write_one(staging / companion.folder, checkpoint, family, companion.head,
                        companion_config, companion_weights)
-        _write_one(staging, checkpoint, family, head, hf_config, weights)
+        _write_one(staging, checkpoint, family, head, hf_config, weights, head_prefixes)
+        if task is not None and task.task == "text_embedder":
+            _sentence_transformers.write(staging, task, checkpoint.config.hidden_size,
+                                         checkpoint.config.max_sequence_length)
     return Path(path)

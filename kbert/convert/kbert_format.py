@@ -30,8 +30,13 @@ def read(path):
 
 
 def write(checkpoint, path, head="auto"):
-    """Builds the kbert model of `checkpoint` (with `head`) and saves the directory."""
+    """Builds the kbert model of `checkpoint` (with `head`; "auto" on a fine-tuned checkpoint:
+    its task model) and saves the directory."""
+    if checkpoint.task is not None and head == "auto":
+        model = checkpoint.build_task()
+    else:
+        model = checkpoint.build(head=head)
     with _directory.staged(path) as staging:
-        checkpoint.build(head=head).save(str(staging / MODEL_FILE))
+        model.save(str(staging / MODEL_FILE))
         _directory.write_tokenizer_files(staging, checkpoint)
     return Path(path)

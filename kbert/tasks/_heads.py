@@ -101,8 +101,11 @@ class SpanLogits(keras.layers.Layer):
         return start, end
 
     def compute_output_spec(self, inputs, padding_mask):
-        spec = keras.KerasTensor(tuple(inputs.shape[:-1]), dtype="float32")
-        return spec, spec
+        # Two tensors, not one twice: a functional model keys its outputs by tensor, and the
+        # same one twice gives both outputs the end logits.
+        shape = tuple(inputs.shape[:-1])
+        return (keras.KerasTensor(shape, dtype="float32"),
+                keras.KerasTensor(shape, dtype="float32"))
 
 
 @keras.saving.register_keras_serializable(package="kbert")

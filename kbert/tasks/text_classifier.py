@@ -13,6 +13,12 @@ HEADS = ("auto", "pooled", "cls")
 _AUTO_HEAD = {"bert": "pooled", "albert": "pooled", "distil_bert": "cls", "electra": "cls"}
 
 
+def family_head(family):
+    """The `head` that head="auto" gives a backbone of `family` (a `kbert.models.FAMILIES`
+    key): the layout of transformers' `*ForSequenceClassification` of that family."""
+    return _AUTO_HEAD[family]
+
+
 @keras.saving.register_keras_serializable(package="kbert")
 class TextClassifier(task_lib.Task, keras.Model):
     """A classification or regression head on a kbert backbone, for single texts and pairs
@@ -71,7 +77,7 @@ class TextClassifier(task_lib.Task, keras.Model):
         if head not in HEADS:
             raise ValueError(f"Unknown head {head!r}. Allowed: {', '.join(HEADS)}.")
         if head == "auto":
-            head = _AUTO_HEAD[family]
+            head = family_head(family)
         if head == "pooled" and not backbone.has_pooler:
             raise ValueError(f"{type(backbone).__name__} has no pooler: use head='cls'.")
         if dropout is None:

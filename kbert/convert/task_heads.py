@@ -1,0 +1,246 @@
+"""Fine-tuned checkpoints: which kbert task model a checkpoint holds, and its head's weights.
+
+transformers saves a fine-tuned model as its family's `*For<Task>` class, named in
+config.json's `architectures`, with the labels (`id2label`) and, for sequence classifiers,
+the `problem_type`. Each family's record (`kbert.convert.families`) names its classes
+(`task_architectures`) and its heads' dropout fields (`task_dropout`); the heads' weights have
+the same names in every family, and kbert's task models are laid out like them:
+
+    text_classifier    `classifier` (BERT, ALBERT: on the pooled output), DistilBERT's
+                       `pre_classifier` + `classifier`, ELECTRA's `classifier.dense` +
+                       `classifier.out_proj` (a `kbert.tasks.ClassificationHead`)
+    token_classifier   `classifier`
+    question_answerer  `qa_outputs`
+    text_embedder      none: sentence-transformers' pooling (`kbert.convert.hugging_face`
+                       reads and writes its files)
+
+transformers' token classifiers and readers have no pooler (`add_pooling_layer=False`): a
+task model that does not read the pooler neither reads nor writes it.
+"""
+
+import dataclasses
+from typing import Optional
+
+from kbert import tasks
+from kbert.convert import _mapping, families
+from kbert.convert._family import HF_TASKS
+from kbert.tasks.text_classifier import family_head
+
+# The names of the head weights, outside the encoder's prefix (`bert.`) in Hugging Face files.
+HEAD_PREFIXES = ("classifier.", "pre_classifier.", "qa_outputs.")
+# kbert's problem_type -> transformers'.
+PROBLEM_TYPES = {"single_label": "single_label_classification",
+                 "multi_label": "multi_label_classification", "regression": "regression"}
+_LABELLED = ("text_classifier", "token_classifier")  # the tasks whose outputs have names
+_NOT_ARGUMENTS = ("name", "trainable", "backbone")  # task config entries that are not the head's
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskHead:
+    """The task model a checkpoint holds.
+
+    Attributes:
+        task: a key of `kbert.tasks.TASKS` ("text_classifier", ...).
+        architecture: what the checkpoint calls it: the Hugging Face class
+            ("BertForSequenceClassification"), or the sentence-transformers modules.
+        arguments: the task class's keyword arguments (`num_classes`, `problem_type`,
+            `label_names`, `dropout`, `head`; `pooling`, `normalize`).
+        max_length: the longest input the checkpoint's tokenizer makes (sentence-transformers'
+            `max_seq_length`), or `None` when the checkpoint does not say.
+    """
+
+    task: str
+    architecture: str
+    arguments: dict = dataclasses.field(default_factory=dict)
+    max_length: Optional[int] = None
+
+    @property
+    def label_names(self):
+        """The outputs' names in id order (`id2label`), or `None`."""
+        return self.arguments.get("label_names")
+
+    @property
+    def problem_type(self):
+        """"single_label", "multi_label" or "regression" for a text classifier, else `None`."""
+        return self.arguments.get("problem_type")
+
+
+def task_name(task):
+    """kbert's name of `task`: a key of `kbert.tasks.TASKS`, or a transformers pipeline name
+    in `kbert.tasks.ALIASES` ("text-classification", "ner", ...)."""
+    name = tasks.ALIASES.get(task, task) if isinstance(task, str) else None
+    if name not in tasks.TASKS:
+        raise ValueError(f"Unknown task {task!r}. Known: "
+                         f"{', '.join([*tasks.TASKS, *tasks.ALIASES])}.")
+    return name
+
+
+def describe(task):
+    """"token_classifier (token-classification, ner)": the names a task answers to."""
+    aliases = [alias for alias, name in tasks.ALIASES.items() if name == task]
+    return f"{task} ({', '.join(aliases)})" if aliases else task
+
+
+def check(task_head, task, source, architecture=None):
+    """The `TaskHead` to build for `task` ("auto" or a task name); ValueError naming what
+    the checkpoint holds and the task it serves when that is not `task`."""
+    if task_head is not None and (task == "auto" or task_name(task) == task_head.task):
+        return task_head
+    if task_head is None:
+        requested = "task" if task == "auto" else repr(task_name(task))
+        held = f"a {architecture}" if architecture else "an encoder"
+        raise ValueError(
+            f"{source} holds {held} without a task head, so it serves no task. Load the "
+            "encoder with task=None and put a new head on it: kbert.tasks.build("
+            f"{requested}, kbert.convert.load(path, task=None), ...)."
+        )
+    raise ValueError(
+        f"{source} holds a {task_head.architecture}, which serves "
+        f"{describe(task_head.task)}, not {task!r}. Pass task='auto' (or "
+        f"{task_head.task!r}) for it, or task=None for its encoder."
+    )
+
+
+# === Weight maps ===
+
+def reads_pooler(model):
+    """Whether the task model's outputs depend on the backbone's pooler."""
+    return isinstance(model, tasks.TextClassifier) and model.head == "pooled"
+
+
+def pooler_variables(backbone):
+    return {id(v) for v in backbone.pooler.weights} if backbone.pooler is not None else set()
+
+
+def optional_pooler(entries, backbone):
+    """`entries` with the pooler's marked optional: a task checkpoint of transformers may have
+    none, and its backbone then keeps the initial pooler."""
+    pooler = pooler_variables(backbone)
+    return [e._replace(optional=True) if id(e.variable) in pooler else e for e in entries]
+
+
+def _head_entries(model):
+    dense = _mapping.dense_entries
+    if isinstance(model, tasks.TextClassifier):
+        result = []
+        if model.pre_classifier is not None:
+            result += dense("pre_classifier", model.pre_classifier)
+        if isinstance(model.classifier, tasks.ClassificationHead):
+            return result + [*dense("classifier.dense", model.classifier.dense),
+                             *dense("classifier.out_proj", model.classifier.out_proj)]
+        return result + dense("classifier", model.classifier)
+    if isinstance(model, tasks.TokenClassifier):
+        return dense("classifier", model.classifier)
+    if isinstance(model, tasks.QuestionAnswerer):
+        return dense("qa_outputs", model.qa_outputs)
+    return []
+
+
+def entries(model):
+    """The weight map of a kbert task model: its backbone's and its head's, in Hugging Face
+    names. The pooler is in it when the model reads it, optional for the embedder (whose
+    sentence-transformers encoder is the base model, with its pooler), else left out."""
+    backbone = model.backbone
+    result = families.of_model(model).entries(backbone)
+    if isinstance(model, tasks.TextEmbedder):
+        result = optional_pooler(result, backbone)
+    elif not reads_pooler(model):
+        pooler = pooler_variables(backbone)
+        result = [e for e in result if id(e.variable) not in pooler]
+    return result + _head_entries(model)
+
+
+# === Task heads in and out of Hugging Face config.json ===
+
+def sentence_transformers_name(pooling, normalize):
+    """The `architecture` of an embedder: "sentence-transformers model (Transformer ->
+    Pooling -> Normalize, mean pooling)"."""
+    modules = "Transformer -> Pooling" + (" -> Normalize" if normalize else "")
+    return f"sentence-transformers model ({modules}, {pooling} pooling)"
+
+
+def of_model(model):
+    """The `TaskHead` of a kbert task model; `None` for any other model."""
+    task = next((name for name, cls in tasks.TASKS.items() if isinstance(model, cls)), None)
+    if task is None:
+        return None
+    arguments = {k: v for k, v in model.get_config().items() if k not in _NOT_ARGUMENTS}
+    if task == "text_embedder":
+        architecture = sentence_transformers_name(model.pooling, model.normalize)
+    else:
+        architecture = families.of_model(model).task_architectures.get(
+            task, f"kbert {type(model).__name__}")
+    return TaskHead(task, architecture, arguments)
+
+
+def _label_names(values, source):
+    id2label = values.get("id2label")
+    if not id2label:
+        return [f"LABEL_{i}" for i in range(int(values.get("num_labels", 2)))]
+    try:
+        by_id = {int(i): str(name) for i, name in id2label.items()}
+    except ValueError:
+        raise ValueError(f"{source}: id2label keys must be integers, got "
+                         f"{sorted(id2label)}.") from None
+    if sorted(by_id) != list(range(len(by_id))):
+        raise ValueError(f"{source}: id2label has ids {sorted(by_id)}; expected 0 to "
+                         f"{len(by_id) - 1}.")
+    return [by_id[i] for i in range(len(by_id))]
+
+
+def _problem_type(value, num_labels, source):
+    if value is None:  # as transformers decides without labels: one output is a regression
+        return "regression" if num_labels == 1 else "single_label"
+    ours = {theirs: ours for ours, theirs in PROBLEM_TYPES.items()}
+    if value not in ours:
+        raise ValueError(f"{source}: problem_type={value!r} is not supported. Supported: "
+                         f"{', '.join(ours)}.")
+    return ours[value]
+
+
+def from_hf_config(values, family, source="config.json"):
+    """The `TaskHead` of a Hugging Face config.json dict, or `None` when its architecture is
+    not one of the family's task classes (a base model, a pretraining model)."""
+    architecture = (values.get("architectures") or [None])[0]
+    task = {cls: name for name, cls in family.task_architectures.items()}.get(architecture)
+    if task is None:
+        return None
+    arguments = {}
+    if task in _LABELLED:
+        arguments["label_names"] = _label_names(values, source)
+        arguments["num_classes"] = len(arguments["label_names"])
+    if task == "text_classifier":
+        arguments["problem_type"] = _problem_type(values.get("problem_type"),
+                                                  arguments["num_classes"], source)
+    field = family.task_dropout.get(task)
+    if field is not None and values.get(field) is not None:
+        arguments["dropout"] = float(values[field])
+    return TaskHead(task, architecture, arguments)
+
+
+def to_hf_config(task_head, family, source="model"):
+    """The config.json entries of a task head: `architectures`, `id2label` / `label2id`,
+    `problem_type` and the head's dropout field."""
+    task, arguments = task_head.task, task_head.arguments
+    if task not in HF_TASKS or task not in family.task_architectures:
+        raise ValueError(f"{source}: transformers has no {family.name} model of the task "
+                         f"{task!r}; it has {', '.join(family.task_architectures) or 'none'}.")
+    values = {"architectures": [family.task_architectures[task]]}
+    if task == "text_classifier" and arguments.get("head", "auto") not in (
+            "auto", family_head(family.name)):
+        raise ValueError(
+            f"{source}: a {family.name} TextClassifier with head={arguments['head']!r} has no "
+            f"Hugging Face form; {family.task_architectures[task]} is head="
+            f"{family_head(family.name)!r}."
+        )
+    if task in _LABELLED:
+        names = arguments.get("label_names") or [
+            f"LABEL_{i}" for i in range(arguments["num_classes"])]
+        values["id2label"] = {str(i): name for i, name in enumerate(names)}
+        values["label2id"] = {name: i for i, name in enumerate(names)}
+    if task == "text_classifier":
+        values["problem_type"] = PROBLEM_TYPES[arguments.get("problem_type", "single_label")]
+    field = family.task_dropout.get(task)
+    if field is not None and arguments.get("dropout") is not None:
+        values[field] = arguments["dropout"]
+    return values

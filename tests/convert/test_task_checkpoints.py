@@ -1,0 +1,217 @@
+"""Fine-tuned checkpoints in and out (issue 19): transformers' task models and
+sentence-transformers directories load as kbert task models with transformers' outputs, labels
+and problem type, and go back out in the layout transformers loads."""
+
+import dataclasses
+import json
+import shutil
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+import kbert.convert
+from kbert import tasks
+from kbert.convert import bert as bert_weights
+from kbert.convert.families import get as checkpoint_family
+from kbert.models import BertBackbone
+from tests.convert import _tasks
+from tests.convert._tasks import FAMILIES, FIXTURES, KINDS
+
+CASES = [(f, k) for f in FAMILIES for k in KINDS]
+
+
+def _check_task(model, name, task, label_names, problem_type):
+    assert isinstance(model, tasks.TASKS[task]), type(model)
+    assert getattr(model, "label_names", None) == label_names
+    assert getattr(model, "problem_type", None) == problem_type
+    difference = _tasks.largest_difference(model, _tasks.reference(name))
+    print(f"{name}: max |kbert - transformers| = {difference:.1e}")
+    assert difference < _tasks.ATOL
+
+
+def _same_files(written, original):
+    """The written model.safetensors holds the original's tensors, under the same names."""
+    ours, theirs = load_file(str(written / "model.safetensors")), load_file(
+        str(original / "model.safetensors"))
+    theirs.pop("bert.embeddings.position_ids", None)
+    assert sorted(ours) == sorted(theirs)
+    for name, value in theirs.items():
+        assert np.array_equal(ours[name], value), name
+
+
+@pytest.mark.parametrize("family, kind", CASES, ids=[f"{f}_{k}" for f, k in CASES])
+def test_a_task_checkpoint_loads_with_transformers_outputs_and_goes_back(family, kind,
+                                                                         tmp_path):
+    name = f"{family}_{kind}"
+    task, suffix, label_names, problem_type = KINDS[kind]
+    checkpoint = kbert.convert.read(FIXTURES / name)
+    assert checkpoint.task.architecture == checkpoint.architecture == FAMILIES[family] + suffix
+    model = checkpoint.build_task()
+    _check_task(model, name, task, label_names, problem_type)
+
+    kbert.convert.save_hugging_face(model, tmp_path / "out", vocabulary=checkpoint.tokenizer())
+    _same_files(tmp_path / "out", FIXTURES / name)
+    ours = json.loads((tmp_path / "out" / "config.json").read_text())
+    theirs = json.loads((FIXTURES / name / "config.json").read_text())
+    for key in ("architectures", "id2label", "label2id"):
+        assert ours.get(key) == theirs.get(key), key
+    dropout = checkpoint_family(family).task_dropout.get(task)  # classifier_dropout None: the
+    if dropout is not None:                                     # encoder's hidden dropout
+        assert ours[dropout] == (theirs[dropout] or theirs["hidden_dropout_prob"]), dropout
+    # transformers reads problem_type None with one label as a regression; kbert writes it out.
+    expected = theirs.get("problem_type") or kbert.convert.task_heads.PROBLEM_TYPES.get(
+        problem_type)
+    assert ours.get("problem_type") == expected
+
+
+def test_an_nli_classifier_keeps_mnli_label_order():
+    _check_task(kbert.convert.load(FIXTURES / "bert_nli", task="text-classification"),
+                "bert_nli", "text_classifier", _tasks.NLI_LABELS, "single_label")
+
+
+@pytest.mark.parametrize("name, pooling, normalize", [
+    ("st_bert_mean_normalize", "mean", True),  # sentence-transformers 5's files
+    ("st_bert_cls", "cls", False),  # 0_Transformer/ and the 2.x config keys
+])
+def test_a_sentence_transformers_directory_is_a_text_embedder(name, pooling, normalize,
+                                                              tmp_path):
+    embedder = kbert.convert.load(FIXTURES / name)
+    assert (embedder.pooling, embedder.normalize) == (pooling, normalize)
+    _check_task(embedder, name, "text_embedder", None, None)
+    checkpoint = kbert.convert.read(FIXTURES / name)
+    assert checkpoint.task.max_length == 128 and len(checkpoint.vocabulary) == 417
+    # Written as sentence-transformers' 2.x layout: it reads back to the same embedder.
+    kbert.convert.save_hugging_face(embedder, tmp_path / "out", vocabulary=checkpoint.tokenizer())
+    _same_files(tmp_path / "out", FIXTURES / name / ("0_Transformer" if pooling == "cls" else ""))
+    modules = json.loads((tmp_path / "out" / "modules.json").read_text())
+    assert [m["type"].rsplit(".", 1)[1] for m in modules] == (
+        ["Transformer", "Pooling", "Normalize"] if normalize else ["Transformer", "Pooling"])
+    again = kbert.convert.load(tmp_path / "out")
+    assert (again.pooling, again.normalize) == (pooling, normalize)
+    x = _tasks.features(_tasks.reference(name), embedder, "text_")
+    np.testing.assert_array_equal(_tasks.outputs(again, x)["embeddings"],
+                                  _tasks.outputs(embedder, x)["embeddings"])
+
+
+def test_minilm_loads_as_its_sentence_transformers_pipeline():
+    """The real all-MiniLM-L6-v2 (modules.json of sentence-transformers 2.0): a mean-pooling,
+    normalizing TextEmbedder with sentence-transformers' embeddings; head=None: its encoder."""
+    from tests.tasks.test_text_embedder import MINILM, REFERENCE
+
+    embedder = kbert.convert.load(MINILM)
+    assert (type(embedder), embedder.pooling, embedder.normalize) == (
+        tasks.TextEmbedder, "mean", True)
+    reference = np.load(REFERENCE)
+    x = {k: reference[k] for k in _tasks.INPUTS}
+    np.testing.assert_allclose(_tasks.outputs(embedder, x)["embeddings"],
+                               reference["embeddings"], atol=_tasks.ATOL, rtol=0)
+    assert kbert.convert.read(MINILM).task.max_length == 256
+    assert type(kbert.convert.load(MINILM, head=None)) is BertBackbone
+
+
+@pytest.mark.parametrize("name", ["bert_seq_single", "albert_seq_single", "st_bert_cls"])
+def test_the_tokenizer_gives_the_checkpoints_ids(name):
+    """kbert's tokenizer of each kind (WordPiece; ALBERT's SentencePiece; a Transformer in its
+    own folder) gives the ids of the checkpoint's own fast tokenizer on real sentences."""
+    arrays = _tasks.reference(name)
+    tokenizer = kbert.convert.load_tokenizer(FIXTURES / name)
+    ids = tokenizer.tokenize([str(s) for s in arrays["sentences"]]).to_list()
+    for sentence, ours, expected, mask in zip(arrays["sentences"], ids,
+                                              arrays["text_token_ids"],
+                                              arrays["text_padding_mask"]):
+        expected = expected[mask.astype(bool)].tolist()
+        assert [expected[0], *ours, expected[-1]] == expected, sentence
+
+
+@pytest.mark.parametrize("name, task, served", [
+    ("bert_seq_single", "token_classifier", "text_classifier (text-classification)"),
+    ("electra_token", "question-answering", "token_classifier (token-classification, ner)"),
+    ("distil_bert_qa", "ner", "question_answerer (question-answering)"),
+    ("st_bert_cls", "text_classifier",
+     "text_embedder (feature-extraction, sentence-similarity)"),
+])
+def test_the_wrong_task_is_refused_naming_what_the_checkpoint_serves(name, task, served):
+    architecture = kbert.convert.read(FIXTURES / name).task.architecture
+    with pytest.raises(ValueError) as error:
+        kbert.convert.load(FIXTURES / name, task=task)
+    message = str(error.value)
+    assert f"holds a {architecture}, which serves {served}, not {task!r}" in message
+    assert "task=None for its encoder" in message
+
+
+def test_an_encoder_checkpoint_serves_no_task_and_bad_arguments_are_named():
+    tiny = FIXTURES.parent / "hf_tiny" / "distil_bert"
+    with pytest.raises(ValueError, match="holds a DistilBertForMaskedLM without a task head, "
+                                         "so it serves no task"):
+        kbert.convert.load(tiny, task="text_classifier")
+    with pytest.raises(ValueError, match="Unknown task 'parser'. Known: text_classifier"):
+        kbert.convert.load(FIXTURES / "bert_qa", task="parser")
+    with pytest.raises(ValueError, match="head='mlm' asks for a pretraining model and "
+                                         "task='question_answerer'"):
+        kbert.convert.load(FIXTURES / "bert_qa", head="mlm", task="question_answerer")
+    with pytest.raises(TypeError, match="take the tasks text_classifier, .* not \\['parser'"):
+        dataclasses.replace(bert_weights.FAMILY, task_architectures={"parser": "BertForParsing"})
+
+
+def test_task_none_gives_the_encoder_of_a_task_checkpoint():
+    """transformers' token classifiers have no pooler: the encoder keeps its initial one."""
+    encoder = kbert.convert.load(FIXTURES / "bert_token", task=None)
+    tagger = kbert.convert.load(FIXTURES / "bert_token")
+    assert type(encoder) is BertBackbone and isinstance(tagger, tasks.TokenClassifier)
+    x = _tasks.features(_tasks.reference("bert_token"), encoder)
+    np.testing.assert_array_equal(encoder(x)["sequence_output"],
+                                  tagger.backbone(x)["sequence_output"])
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"problem_type": "ordinal"}, "problem_type='ordinal' is not supported. Supported: "
+                                  "single_label_classification"),
+    ({"id2label": {"0": "a", "2": "b"}}, "id2label has ids \\[0, 2\\]; expected 0 to 1"),
+])
+def test_bad_task_configs_are_named(tmp_path, change, message):
+    shutil.copytree(FIXTURES / "bert_seq_single", tmp_path / "x")
+    config = json.loads((tmp_path / "x" / "config.json").read_text())
+    (tmp_path / "x" / "config.json").write_text(json.dumps({**config, **change}))
+    with pytest.raises(ValueError, match=message):
+        kbert.convert.read(tmp_path / "x")
+
+
+@pytest.mark.parametrize("module, pooling, message", [
+    ("sentence_transformers.models.Dense", "mean", "Transformer -> Pooling -> Dense; kbert"),
+    (None, "weightedmean", "pooling weightedmean; kbert's TextEmbedder pools one way"),
+])
+def test_sentence_transformers_modules_without_a_kbert_form_are_named(tmp_path, module,
+                                                                      pooling, message):
+    folder = tmp_path / "st"
+    shutil.copytree(FIXTURES / "st_bert_mean_normalize", folder)
+    modules = json.loads((folder / "modules.json").read_text())
+    if module:
+        modules[2]["type"] = module
+    (folder / "modules.json").write_text(json.dumps(modules))
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode": pooling}))
+    with pytest.raises(ValueError, match=message):
+        kbert.convert.read(folder)
+
+
+def test_a_classifier_without_a_hugging_face_form_is_refused(tmp_path):
+    backbone = kbert.convert.load(FIXTURES / "bert_seq_single", task=None)
+    classifier = tasks.TextClassifier(backbone, num_classes=2, head="cls")
+    with pytest.raises(ValueError, match="a bert TextClassifier with head='cls' has no Hugging "
+                                         "Face form; BertForSequenceClassification is "
+                                         "head='pooled'"):
+        kbert.convert.save_hugging_face(classifier, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_kbert_format_keeps_the_task_model(tmp_path):
+    classifier = kbert.convert.load(FIXTURES / "electra_seq_multi")
+    tokenizer = kbert.convert.load_tokenizer(FIXTURES / "electra_seq_multi")
+    kbert.convert.save_kbert(classifier, tmp_path / "k", vocabulary=tokenizer)
+    again = kbert.convert.load(tmp_path / "k")
+    assert (again.label_names, again.problem_type) == (_tasks.TOPICS, "multi_label")
+    assert kbert.convert.read(tmp_path / "k").task.architecture == \
+        "ElectraForSequenceClassification"
+    x = _tasks.features(_tasks.reference("electra_seq_multi"), again)
+    np.testing.assert_array_equal(_tasks.outputs(again, x)["logits"],
+                                  _tasks.outputs(classifier, x)["logits"])
