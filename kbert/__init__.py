@@ -15,8 +15,10 @@ _SUBMODULES = ("layers", "models", "presets", "tasks", "tokenizers")
 def __getattr__(name):
     if name in _SUBMODULES:
         return importlib.import_module(f"kbert.{name}")
+    if name == "pipeline":  # kbert.pipeline(task, model=...): kbert.pipelines, on first use
+        return importlib.import_module("kbert.pipelines").pipeline
     raise AttributeError(f"module 'kbert' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(list(globals()) + list(_SUBMODULES))
+    return sorted(list(globals()) + list(_SUBMODULES) + ["pipeline"])

@@ -1,0 +1,79 @@
+"""`kbert.pipeline("feature-extraction")`: transformers' FeatureExtractionPipeline (the
+backbone's last hidden states of every token, [CLS] and [SEP] included), and
+`kbert.pipeline("sentence-embeddings")`: one vector per text from a kbert `TextEmbedder`,
+as sentence-transformers' `encode` gives it."""
+
+import numpy as np
+
+from kbert.pipelines.base import Pipeline
+
+
+def _texts(inputs, task):
+    texts = [inputs] if isinstance(inputs, str) else inputs
+    if not isinstance(texts, (list, tuple)) or not all(isinstance(t, str) for t in texts):
+        raise ValueError(f"The {task} pipeline takes a text or a list of texts; got "
+                         f"{inputs!r:.80}.")
+    return list(texts)
+
+
+class FeatureExtractionPipeline(Pipeline):
+    """Token features of texts: any kbert model, through its backbone.
+
+    Call: `pipe("a text")` -> nested lists [1, tokens, hidden]; a list of texts -> a list of
+    those.
+    Options (at construction or per call):
+        return_tensors: numpy arrays [1, tokens, hidden] instead of lists.
+        truncation: False (default: a text too long for the model is an error) or True
+            (cut to the model's max_sequence_length).
+        tokenize_kwargs: a dict that may hold `truncation` (transformers' spelling).
+        batch_size, progress: see `kbert.pipeline`.
+    """
+
+    task = "feature-extraction"
+    OPTIONS = {"return_tensors": False, "truncation": None, "tokenize_kwargs": None}
+
+    def __call__(self, inputs, **options):
+        opts, _ = self.options(options)
+        truncation = dict(opts["tokenize_kwargs"] or {}).get("truncation", False)
+        if opts["truncation"] is not None:
+            truncation = opts["truncation"]
+        texts = _texts(inputs, self.task)
+        encoded = self.encoder.encode(texts, self.specials)
+        sequences = [self.pack(self.fit(e.ids, None, truncation, f"Text {i}")[0])
+                     for i, e in enumerate(encoded)]
+        rows = self.run(sequences, opts)
+        out = []
+        for sequence, row in zip(sequences, rows):
+            features = np.asarray(row["sequence_output"][:len(sequence)], np.float32)[None]
+            out.append(features if opts["return_tensors"] else features.tolist())
+        return out[0] if isinstance(inputs, str) else out
+
+
+class SentenceEmbeddingPipeline(Pipeline):
+    """One embedding per text from a `TextEmbedder` (pooling and normalisation as trained).
+
+    Call: `pipe("a text")` -> a list of floats [hidden]; a list of texts -> a list of those.
+    Options (at construction or per call):
+        return_tensors: numpy arrays instead of lists (a list of texts gives one
+            [texts, hidden] array).
+        truncation: True (default: cut to the model's max_sequence_length, as
+            sentence-transformers does) or False (a text too long is an error).
+        batch_size, progress: see `kbert.pipeline`.
+    """
+
+    task = "sentence-embeddings"
+    OPTIONS = {"return_tensors": False, "truncation": True}
+
+    def __call__(self, inputs, **options):
+        opts, _ = self.options(options)
+        texts = _texts(inputs, self.task)
+        encoded = self.encoder.encode(texts, self.specials)
+        sequences = [self.pack(self.fit(e.ids, None, opts["truncation"], f"Text {i}")[0])
+                     for i, e in enumerate(encoded)]
+        rows = self.run(sequences, opts)
+        embeddings = np.stack([np.asarray(r, np.float32) for r in rows]) if rows else \
+            np.zeros((0, 0), np.float32)
+        if opts["return_tensors"]:
+            return embeddings[0] if isinstance(inputs, str) else embeddings
+        out = embeddings.tolist()
+        return out[0] if isinstance(inputs, str) else out

@@ -1,0 +1,70 @@
+"""A model as the pipelines see it: a runner from model inputs to numpy outputs, the
+tokenizer, and the kind of model, which says the pipeline tasks it serves. `sources` and
+`saved_model_source` make one from what `model=` names."""
+
+import numpy as np
+
+# Kind of model -> the pipeline tasks it serves (feature-extraction: any, via its backbone).
+SERVES = {
+    "text_classifier": ("text-classification", "zero-shot-classification",
+                        "feature-extraction"),
+    "token_classifier": ("token-classification", "feature-extraction"),
+    "question_answerer": ("question-answering", "feature-extraction"),
+    "text_embedder": ("sentence-embeddings", "feature-extraction"),
+    "masked_lm": ("fill-mask", "feature-extraction"),
+    "backbone": ("feature-extraction",),
+}
+
+
+class Source:
+    """A model ready for a pipeline.
+
+    Attributes:
+        runner: features dict (`token_ids`, `segment_ids`, `padding_mask`, maybe
+            `mask_positions`; int32 [B, S]) -> numpy outputs.
+        tokenizer: the kbert tokenizer.
+        kind: a key of `SERVES`.
+        name: what the model is, for messages (its class, or "SavedModel ...").
+        label_names: class / tag names (classifiers), else None.
+        problem_type: a `TextClassifier`'s ("single_label", "multi_label", "regression").
+        max_length: the longest sequence the model takes.
+        serves: the pipeline tasks it serves (default: `SERVES[kind]`).
+    """
+
+    def __init__(self, runner, tokenizer, kind, name, max_length, label_names=None,
+                 problem_type=None, serves=None):
+        self.runner = runner
+        self.tokenizer = tokenizer
+        self.kind = kind
+        self.name = name
+        self.max_length = int(max_length)
+        self.label_names = None if label_names is None else list(label_names)
+        self.problem_type = problem_type
+        self.serves = tuple(SERVES[kind] if serves is None else serves)
+
+    def check_serves(self, task):
+        if task not in self.serves:
+            raise ValueError(
+                f"{task} cannot run on {self.name} (a {self.kind.replace('_', ' ')}): it "
+                f"serves {', '.join(self.serves)}.")
+
+
+def _numpy(x):
+    import keras
+
+    return np.asarray(keras.ops.convert_to_numpy(x)).astype(np.float32)
+
+
+class KerasRunner:
+    """Calls a Keras model on the inputs it takes (DistilBERT has no `segment_ids`)."""
+
+    def __init__(self, model):
+        self.model = model
+        self.input_names = list(model.input)
+
+    def __call__(self, features):
+        outputs = self.model({name: features[name] for name in self.input_names},
+                             training=False)
+        if isinstance(outputs, dict):
+            return {name: _numpy(value) for name, value in outputs.items()}
+        return _numpy(outputs)

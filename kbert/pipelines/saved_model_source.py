@@ -1,0 +1,137 @@
+"""A SavedModel written by `kbert.export.export_saved_model` as a pipeline's model.
+
+The pipeline tokenizes in Python, as for any model, and runs the SavedModel's `serving_ids`
+signature (ids in, the model's raw outputs out), so that every pipeline option works as on
+the Keras model. What the directory does not state is read from what it holds:
+- the tokenizer: its vocab.txt or spiece.model, cased when a token holds an upper-case
+  letter (BERT's uncased vocabularies hold none);
+- the kind of model: the outputs of `serving_ids`;
+- a classifier's label names: the string constant of that many names in its signatures'
+  graphs (the export writes them there), else transformers' "LABEL_<i>";
+- the longest input: the position-embedding table's rows.
+"""
+
+import os
+
+import numpy as np
+
+from kbert.pipelines.model_source import SERVES, Source
+
+_SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "<pad>", "<unk>")
+
+
+def _cased(tokens):
+    return any(any(c.isupper() for c in t) for t in tokens if t not in _SPECIAL)
+
+
+def tokenizer_of(path):
+    """The kbert tokenizer of an exported SavedModel's vocab.txt or spiece.model."""
+    from kbert import tokenizers
+
+    model = os.path.join(path, "spiece.model")
+    if os.path.isfile(model):
+        tokenizer = tokenizers.SentencePieceTokenizer(model)
+        if _cased(tokenizer.vocabulary):
+            tokenizer = tokenizers.SentencePieceTokenizer(model, lowercase=False)
+        return tokenizer
+    vocabulary = os.path.join(path, "vocab.txt")
+    if not os.path.isfile(vocabulary):
+        raise ValueError(f"The SavedModel {path} has no vocab.txt or spiece.model beside it: "
+                         "pass tokenizer= (export it with write_vocabulary=True).")
+    tokens = tokenizers.read_vocabulary(vocabulary)
+    return tokenizers.WordPieceTokenizer(tokens, lowercase=not _cased(tokens))
+
+
+def _kind(outputs, signatures):
+    if "start_logits" in outputs:
+        return "question_answerer"
+    if "embedding" in outputs:
+        return "text_embedder"
+    if "sequence_output" in outputs:
+        return "backbone"
+    if "probabilities" in outputs or set(outputs) == {"score"}:
+        return "text_classifier"
+    if set(outputs) == {"logits"}:
+        return "token_classifier"
+    raise ValueError(f"The SavedModel's serving_ids returns {sorted(outputs)}: no kbert export "
+                     f"a pipeline knows (signatures: {sorted(signatures)}).")
+
+
+def _string_constants(function):
+    """The string constants of a concrete function's graph and the functions it calls."""
+    from tensorflow.python.framework import tensor_util
+
+    graph = function.graph.as_graph_def()
+    nodes = list(graph.node) + [n for f in graph.library.function for n in f.node_def]
+    out = []
+    for node in nodes:
+        if node.op == "Const" and node.attr["dtype"].type == 7:  # DT_STRING
+            value = tensor_util.MakeNdarray(node.attr["value"].tensor)
+            if value.ndim == 1:
+                out.append([v.decode("utf-8", "replace") for v in value])
+    return out
+
+
+def _label_names(loaded, kind, count):
+    names = "serving_ids" if kind == "text_classifier" else "serving_default"
+    found = [c for c in _string_constants(loaded.signatures[names])
+             if len(c) == count and all(c)]
+    distinct = {tuple(c) for c in found}
+    if len(distinct) == 1:
+        return list(distinct.pop())
+    return [f"LABEL_{i}" for i in range(count)]
+
+
+def _max_length(loaded):
+    for variable in getattr(loaded, "variables", ()):
+        if "position" in variable.name and len(variable.shape) == 2:
+            return int(variable.shape[0])
+    return 512
+
+
+def from_saved_model(path, tokenizer, task, trusted):
+    """A `Source` running an exported SavedModel's `serving_ids`."""
+    import tensorflow as tf
+
+    from kbert.export import load_saved_model
+
+    loaded = load_saved_model(path, trusted=trusted)
+    signatures = dict(loaded.signatures)
+    if "serving_ids" not in signatures:
+        raise ValueError(f"The SavedModel {path} has no serving_ids signature (signatures: "
+                         f"{sorted(signatures)}): pipelines run kbert's exports.")
+    serving_ids = signatures["serving_ids"]
+    outputs = serving_ids.structured_outputs
+    inputs = list(serving_ids.structured_input_signature[1])
+    kind = _kind(outputs, signatures)
+    name = f"the SavedModel {path}"
+    if task == "fill-mask" and "fill_mask" in signatures:
+        raise ValueError(
+            f"fill-mask cannot run on {name}: its fill_mask signature returns only its own "
+            "top-k tokens. Load the pretrainer's checkpoint (kbert.convert) instead.")
+    label_names, problem_type = None, None
+    if kind == "text_classifier":
+        problem_type = ("regression" if "score" in outputs else
+                        "multi_label" if "labels" in outputs else "single_label")
+        count = 1 if problem_type == "regression" else int(outputs["logits"].shape[-1])
+        label_names = _label_names(loaded, kind, count)
+    elif kind == "token_classifier":
+        label_names = _label_names(loaded, kind, int(outputs["logits"].shape[-1]))
+
+    # The outputs the pipelines read, as the Keras model returns them.
+    wanted = {"text_classifier": "logits" if "logits" in outputs else "score",
+              "token_classifier": "logits", "text_embedder": "embedding"}.get(kind)
+
+    def runner(features):
+        result = serving_ids(**{k: tf.constant(features[k], tf.int32) for k in inputs})
+        if wanted is None:  # a dict: QA's start / end logits, a backbone's outputs
+            return {k: np.asarray(v.numpy(), np.float32) for k, v in result.items()}
+        value = np.asarray(result[wanted].numpy(), np.float32)
+        return value[:, None] if wanted == "score" else value
+
+    # The export of a task model returns its predictions, not the backbone's hidden states.
+    serves = [t for t in SERVES[kind] if t != "feature-extraction" or kind == "backbone"]
+    source = Source(runner, tokenizer or tokenizer_of(path), kind, name, _max_length(loaded),
+                    label_names=label_names, problem_type=problem_type, serves=serves)
+    source.check_serves(task)
+    return source

@@ -1,0 +1,93 @@
+"""What `model=` takes (a checkpoint directory, a kbert model object with its tokenizer, a
+preset name, a SavedModel directory), and the refusals: the wrong task for a model names the
+architecture found and the tasks it serves."""
+
+import pytest
+
+import kbert
+from tests.pipelines import reference
+from tests.pipelines.reference import FIXTURES
+
+CLASSIFIER = "hf_tasks/bert_seq_single"
+
+
+def test_wrong_task_for_a_checkpoint_names_what_it_is_and_serves():
+    with pytest.raises(ValueError) as caught:
+        kbert.pipeline("token-classification", model=str(FIXTURES / CLASSIFIER))
+    message = str(caught.value)
+    assert "BertForSequenceClassification" in message
+    assert "text" in message and "classif" in message
+
+
+def test_wrong_task_for_a_model_object(pipelines):
+    classifier = pipelines("text-classification", CLASSIFIER)
+    model, tokenizer = classifier.source.runner.model, classifier.tokenizer
+    with pytest.raises(ValueError, match="serves text-classification, zero-shot-classification"
+                                         ", feature-extraction"):
+        kbert.pipeline("question-answering", model=model, tokenizer=tokenizer)
+    with pytest.raises(ValueError, match="tokenizer"):
+        kbert.pipeline("text-classification", model=model)
+    # The object itself gives what its checkpoint gives.
+    same = kbert.pipeline("text-classification", model=model, tokenizer=tokenizer)
+    reference.assert_same(same("A great movie!", top_k=None),
+                          classifier("A great movie!", top_k=None))
+
+
+def test_refusals_name_the_bad_value(pipelines):
+    with pytest.raises(ValueError, match="Unknown task 'summarization'"):
+        kbert.pipeline("summarization", model=str(FIXTURES / CLASSIFIER))
+    with pytest.raises(ValueError, match="needs model="):
+        kbert.pipeline("text-classification")
+    with pytest.raises(ValueError, match="neither a directory nor a preset"):
+        kbert.pipeline("text-classification", model="no/such/dir")
+    with pytest.raises(ValueError, match="fill-mask and feature-extraction"):
+        kbert.pipeline("text-classification", model="bert_tiny")  # nothing downloaded
+    classifier = pipelines("text-classification", CLASSIFIER)
+    with pytest.raises(TypeError, match="no option 'aggregation_strategy'"):
+        classifier("text", aggregation_strategy="first")
+    with pytest.raises(ValueError, match="function_to_apply 'relu'"):
+        classifier("text", function_to_apply="relu")
+    with pytest.raises(ValueError, match="text_pair"):
+        classifier([["a", "b"]])
+
+
+@pytest.mark.slow
+def test_saved_model_gives_what_the_checkpoint_gives(pipelines, tmp_path):
+    """Through `serving_ids`: the same labels (read from the export's graph), scores and
+    options as the Keras model; what the export cannot serve is refused."""
+    from kbert.export import export_saved_model
+
+    keras_pipe = pipelines("text-classification", CLASSIFIER)
+    path = str(tmp_path / "classifier")
+    export_saved_model(keras_pipe.source.runner.model, path, keras_pipe.tokenizer,
+                       sequence_length=16)
+    saved = kbert.pipeline("text-classification", model=path)
+    assert saved.source.label_names == ["NEGATIVE", "NEUTRAL", "POSITIVE"]
+    texts = ["A great movie!", {"text": "bad", "text_pair": "awful food"}]
+    reference.assert_same(saved(texts, top_k=None), keras_pipe(texts, top_k=None))
+    # An exported task model returns its predictions, not the backbone's hidden states.
+    for task in ("feature-extraction", "question-answering"):
+        with pytest.raises(ValueError, match="serves text-classification, "
+                                             "zero-shot-classification.$"):
+            saved.source.check_serves(task)
+
+
+def test_what_a_saved_model_directory_says(tmp_path):
+    """An export's kind comes from what `serving_ids` returns, its casing from the vocabulary
+    written beside it."""
+    from kbert.pipelines import saved_model_source as saved
+
+    assert saved._kind({"start_logits": 0, "end_logits": 0}, {}) == "question_answerer"
+    assert saved._kind({"label": 0, "probabilities": 0, "logits": 0}, {}) == "text_classifier"
+    assert saved._kind({"score": 0}, {}) == "text_classifier"
+    assert saved._kind({"logits": 0}, {}) == "token_classifier"
+    assert saved._kind({"sequence_output": 0}, {"fill_mask": 0}) == "backbone"
+    with pytest.raises(ValueError, match="no kbert export"):
+        saved._kind({"something": 0}, {"serving_default": 0})
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "##s"]
+    (tmp_path / "vocab.txt").write_text("\n".join(words) + "\n")
+    assert saved.tokenizer_of(str(tmp_path)).lowercase
+    (tmp_path / "vocab.txt").write_text("\n".join(words + ["Paris"]) + "\n")
+    assert not saved.tokenizer_of(str(tmp_path)).lowercase
+    with pytest.raises(ValueError, match="no vocab.txt or spiece.model"):
+        saved.tokenizer_of(str(tmp_path / "missing"))
