@@ -1,23 +1,28 @@
 """SavedModels from elsewhere are checked before anything in them runs.
 
-A SavedModel is a program: `tf.saved_model.load` runs its resource initializers, and its
-signatures run whatever ops its graph holds: reading and writing files, Python callbacks,
-allocations of any size, loops that never end. `check_saved_model` reads `saved_model.pb` as
-a protocol buffer, runs nothing, and refuses what kbert's own exports never contain
-(`kbert.export.saved_model_ops`). `load_saved_model` checks and then loads: every kbert path
-that loads a SavedModel goes through it.
+A SavedModel is a program: `tf.saved_model.load` runs its resource initializers and restore
+functions, and its signatures run whatever ops its graph holds: reading and writing files,
+Python callbacks, allocations of any size, loops that never end. `check_saved_model` reads
+`saved_model.pb` as a protocol buffer, runs nothing, and refuses what kbert's own exports never
+contain (`kbert.export.saved_model_ops`). `load_saved_model` copies the directory, checks the
+copy and loads it: every kbert path that loads a SavedModel goes through it.
 
-What it cannot see (a check of ops is not a sandbox): sizes computed from the request (a
-huge batch, a long text), bugs in TensorFlow's kernels or its protobuf parser, and files that
-change between the check and the load. Load only what you could also run as code.
+What it cannot see (a check of ops is not a sandbox): sizes computed at call time (from the
+request, a huge batch or a long text, or in the graph from it) and bugs in TensorFlow's
+kernels or its protobuf parser. Load only what you could also run as code.
 """
 
 import logging
 import os
-from collections import defaultdict
+import shutil
+import tempfile
+import weakref
+from collections import Counter, defaultdict
 
 from kbert.export import saved_model_ops as allowed
-from kbert.export.saved_model_files import UnsafeSavedModelError, check_files, read_saved_model
+from kbert.export.saved_model_files import (
+    UnsafeSavedModelError, check_files, copy_saved_model, read_saved_model,
+)
 from kbert.export.saved_model_graph import (
     Body, elements, from_first_argument, function_names, known_elements, loop_bound,
     range_elements,
@@ -27,26 +32,48 @@ DEFAULT_MAX_ELEMENTS = 2**31
 logger = logging.getLogger(__name__)
 __all__ = ["UnsafeSavedModelError", "check_saved_model", "load_saved_model"]
 
+# The children of a resource that `tf.saved_model.load` calls itself.
+_RESOURCE_FUNCTIONS = ("_create_resource", "_initialize", "_destroy_resource")
+
 
 def load_saved_model(path, *, trusted=False, max_elements=DEFAULT_MAX_ELEMENTS):
-    """`tf.saved_model.load(path)` after `check_saved_model(path)`.
+    """`check_saved_model` then `tf.saved_model.load`, on a private copy of `path`.
+
+    The directory is first copied into a new temporary directory of its own (readable by this
+    user only), so that what is checked is what is loaded even if `path` changes meanwhile;
+    the copy is removed when the returned object is garbage-collected. It takes as much disk
+    as the SavedModel (variables/ included), under `tempfile.gettempdir()` (`TMPDIR`). Links
+    and anything but regular files are refused while copying, never followed.
 
     Args:
         path: the SavedModel directory.
-        trusted: skip the check (logged as a warning): only for SavedModels you could also
-            run as code, e.g. your own.
+        trusted: skip the check (logged as a warning) and the copy: only for SavedModels you
+            could also run as code, e.g. your own.
         max_elements: the largest tensor a constant shape may allocate.
     """
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the tokenizer ops kbert's exports use)
 
-    directory = os.path.realpath(os.fspath(path))  # what is checked is what is loaded
+    directory = os.path.realpath(os.fspath(path))
     if trusted:
         logger.warning("NOT CHECKING the SavedModel %s (trusted=True): whatever its graph "
                        "holds runs, file and Python ops included.", directory)
-    else:
-        check_saved_model(directory, max_elements=max_elements)
-    return tf.saved_model.load(directory)
+        return tf.saved_model.load(directory)
+    private = os.path.realpath(tempfile.mkdtemp(prefix="kbert-saved-model-"))
+    try:
+        copy = os.path.join(private, "saved_model")
+        try:
+            copy_saved_model(directory, copy)
+            check_saved_model(copy, max_elements=max_elements)
+        except UnsafeSavedModelError as e:  # named as the caller knows it
+            raise UnsafeSavedModelError(str(e).replace(copy, directory)) from None
+        loaded = tf.saved_model.load(copy)
+    except BaseException:
+        shutil.rmtree(private, ignore_errors=True)
+        raise
+    # Assets are read from the copy: it lives as long as the loaded object.
+    weakref.finalize(loaded, shutil.rmtree, private, ignore_errors=True)
+    return loaded
 
 
 def check_saved_model(path, *, max_elements=DEFAULT_MAX_ELEMENTS):
@@ -58,14 +85,24 @@ def check_saved_model(path, *, max_elements=DEFAULT_MAX_ELEMENTS):
       - an op outside `kbert.export.saved_model_ops.ALLOWED_OPS`: file reads and writes,
         Python callbacks, summary and record writers, anything else kbert never exports;
         checkpoint ops (`SaveV2`, `RestoreV2`, ...) are allowed only in the functions the
-        SavedModel's `saver_def` names, on the path the loader passes them;
+        SavedModel's `saver_def` names and nothing else calls (the object graph revives
+        none of them), on the path the loader passes them;
       - files that are links or not regular files, assets outside `assets/`, lookup tables
         read from a file (kbert's exports read none; the message says whether the name is
         an asset, a path written in the graph or one from the request);
       - constants, constant shapes and variables of more than `max_elements` elements;
+      - in the functions that run during `tf.saved_model.load` itself (resources'
+        `_create_resource`, `_initialize` and `_destroy_resource`, the save and restore
+        functions of saveable objects, and all they call): any op outside
+        `saved_model_ops.LOAD_TIME_OPS`, and any allocation whose shape does not fold to
+        constants under the cap;
       - loops (kbert's exports have none; one without an iteration bound is named so) and
         functions that call themselves;
+      - a function library holding two functions of one name;
       - TF1 SavedModels (no object graph) and chunked ones (`saved_model.cpb`).
+
+    It reads the directory as it is now: to load what was checked, use `load_saved_model`,
+    which checks and loads a private copy.
 
     Raises:
         UnsafeSavedModelError: naming the op, its node and the function it sits in, or the
@@ -87,23 +124,33 @@ class _Checker:
         self.directory, self.max_elements = directory, max_elements
         self.meta = saved.meta_graphs[0]
         self.objects = self.meta.object_graph_def
-        self.functions = {f.signature.name: f for f in self.meta.graph_def.library.function}
+        library = self.meta.graph_def.library
+        twice = sorted(n for n, c in Counter(f.signature.name for f in library.function).items()
+                       if c > 1)
+        if twice:
+            raise UnsafeSavedModelError(
+                f"{directory}: the function library holds {len(twice)} name(s) more than "
+                f"once ({', '.join(repr(n) for n in twice[:5])}): only one of each would be "
+                f"checked, and TensorFlow may run the other.")
+        self.functions = {f.signature.name: f for f in library.function}
         self.bodies = [Body(None, self.meta.graph_def.node)] + [
             Body(name, f.node_def, f) for name, f in self.functions.items()]
         self.saved_as = self._saved_as()
         self.callers = defaultdict(list)  # function -> [(calling body's name, node)]
+        for body in self.bodies:
+            for node in body.nodes.values():
+                self._collect_calls(body, node)
         self.problems = []  # (0: known harm, 1: unknown op; the message)
 
     def run(self):
         check_files(self.directory, self.meta, self.max_elements)
-        for body in self.bodies:
-            for node in body.nodes.values():
-                self._collect_calls(body, node)
         self._check_recursion()
         checkpoint = self._checkpoint_functions()
+        load_time = self._load_time_functions()
         for body in self.bodies:
             for node in body.nodes.values():
-                self._check_node(body, node, body.name in checkpoint)
+                self._check_node(body, node, body.name in checkpoint,
+                                 load_time.get(body.name))
         if self.problems:
             # What is known to be harmful first (files, Python, sizes, loops), then the
             # merely unknown ops.
@@ -115,23 +162,33 @@ class _Checker:
 
     # === Where things are, for the messages ===
     def _saved_as(self):
-        """Function name -> the object path that saves it ("root.signatures.serving_default")."""
-        if not self.objects.nodes:
+        """Function name -> the object that saves it: its path from the root
+        ("root.signatures.serving_default"), else how it is reached (a saveable object's
+        function) or that nothing reaches it. Every node counts: the loader revives all."""
+        nodes = self.objects.nodes
+        if not nodes:
             return {}
-        paths, saved_as, queue = {0: "root"}, {}, [0]
+        paths, queue = {0: "root"}, [0]
         while queue:
             node_id = queue.pop(0)
-            for child in self.objects.nodes[node_id].children:
-                if child.node_id not in paths and child.node_id < len(self.objects.nodes):
+            for child in nodes[node_id].children:
+                if child.node_id not in paths and 0 <= child.node_id < len(nodes):
                     paths[child.node_id] = f"{paths[node_id]}.{child.local_name}"
                     queue.append(child.node_id)
-        for node_id, path in paths.items():
-            node = self.objects.nodes[node_id]
-            names = list(node.function.concrete_functions) + (
-                [node.bare_concrete_function.concrete_function_name]
-                if node.HasField("bare_concrete_function") else [])
-            for name in names:
+        for node_id in range(len(nodes)):
+            for key, saveable in nodes[node_id].saveable_objects.items():
+                for kind in ("save_function", "restore_function"):
+                    target = getattr(saveable, kind)
+                    if target not in paths and 0 <= target < len(nodes):
+                        paths[target] = (f"the {kind} of {paths.get(node_id, f'object {node_id}')}"
+                                         f"'s saveable {key!r}")
+        saved_as = {}
+        for node_id in range(len(nodes)):
+            path = paths.get(node_id, f"object {node_id}, which no path from the root reaches")
+            for name in _node_functions(nodes[node_id]):
                 saved_as.setdefault(name, path)
+        for name in self.objects.concrete_functions:
+            saved_as.setdefault(name, "the object graph's concrete_functions")
         return saved_as
 
     def where(self, name, seen=()):
@@ -163,11 +220,16 @@ class _Checker:
                                 f"name)."))
             self.callers[name].append((body.name, node))
 
-    def _check_recursion(self):
+    def _calls(self):
+        """Function (None: the main graph) -> the functions it names."""
         calls = defaultdict(set)
         for callee, sites in self.callers.items():
             for caller, _ in sites:
                 calls[caller].add(callee)
+        return calls
+
+    def _check_recursion(self):
+        calls = self._calls()
         done, path = set(), []
 
         def visit(name):
@@ -202,13 +264,47 @@ class _Checker:
                     main.source(node.input[0]) is not filename:
                 continue
             name = node.attr["f"].func.name
-            if name in self.functions and name not in self.saved_as and all(
+            if name in self.functions and name not in self._revived() and all(
                     caller is None and call.name in sites for caller, call in self.callers[name]):
                 found.add(name)
         return found
 
+    def _revived(self):
+        """The functions the loader makes callable: every object node's (reachable from the
+        root or not: the loader revives them all, and calls saveable objects' restore
+        functions), those of the object graph's `concrete_functions`, and gradients."""
+        revived = set(self.saved_as)
+        for gradient in self.meta.graph_def.library.gradient:
+            revived |= {gradient.function_name, gradient.gradient_func}
+        return revived
+
+    def _load_time_functions(self):
+        """Function name -> why it runs during `tf.saved_model.load` itself: a resource's
+        `_create_resource` / `_initialize` / `_destroy_resource`, a saveable object's save or
+        restore function (of any node), and every function these call."""
+        nodes, found = self.objects.nodes, {}
+        for node in nodes:
+            for child in node.children:
+                if child.local_name in _RESOURCE_FUNCTIONS and 0 <= child.node_id < len(nodes):
+                    for name in _node_functions(nodes[child.node_id]):
+                        found.setdefault(name, f"a resource's {child.local_name}")
+            for saveable in node.saveable_objects.values():
+                for kind in ("save_function", "restore_function"):
+                    target = getattr(saveable, kind)
+                    if 0 <= target < len(nodes):
+                        for name in _node_functions(nodes[target]):
+                            found.setdefault(name, f"a saveable object's {kind}")
+        calls, queue = self._calls(), list(found)
+        while queue:
+            name = queue.pop()
+            for callee in sorted(calls[name]):
+                if callee not in found:
+                    found[callee] = found[name]
+                    queue.append(callee)
+        return found
+
     # === One node ===
-    def _check_node(self, body, node, in_checkpoint):
+    def _check_node(self, body, node, in_checkpoint, load_time=None):
         if node.op in ("While", "StatelessWhile"):
             self._check_loop(body, node)
         if node.op in allowed.CHECKPOINT_OPS and in_checkpoint:
@@ -227,17 +323,36 @@ class _Checker:
                                             f"({elements(tensor.tensor_shape):,} elements), "
                                             f"over max_elements={self.max_elements:,}.")
         inputs = [i for i in node.input if not i.startswith("^")]
+        sized = self._check_sizes(body, node, inputs, load_time)
+        if load_time and not sized and node.op not in self.functions and \
+                node.op not in allowed.LOAD_TIME_OPS:
+            self.refuse(body, node, f"runs inside tf.saved_model.load ({load_time}), where "
+                                    f"kbert's exports run only "
+                                    f"{', '.join(sorted(allowed.LOAD_TIME_OPS))}.", harm=False)
+
+    def _check_sizes(self, body, node, inputs, load_time):
+        """Refuses an allocation over the cap, and at load time one whose size is not a
+        constant (never counted as 1); says whether it refused."""
+        before = len(self.problems)
         for index in allowed.SHAPE_INPUTS.get(node.op, ()):
             dims = body.dims(inputs[index]) if index < len(inputs) else None
             if dims is not None and known_elements(dims) > self.max_elements:
                 self.refuse(body, node, f"would allocate a tensor of shape {dims} (at least "
                                         f"{known_elements(dims):,} elements), over "
                                         f"max_elements={self.max_elements:,}.")
+            elif load_time and (dims is None or None in dims):
+                self.refuse(body, node, f"would allocate a tensor whose shape "
+                                        f"({'unknown' if dims is None else dims}) is no "
+                                        f"constant, inside tf.saved_model.load ({load_time}).")
         if node.op in allowed.RANGE_OPS:
             count = range_elements(body, inputs)
             if count is not None and count > self.max_elements:
                 self.refuse(body, node, f"would make {count:,} elements, over "
                                         f"max_elements={self.max_elements:,}.")
+            elif load_time and count is None:
+                self.refuse(body, node, f"would make a number of elements that is no "
+                                        f"constant, inside tf.saved_model.load ({load_time}).")
+        return len(self.problems) > before
 
     def _check_loop(self, body, node):
         bound = loop_bound(body, node, self.functions)
@@ -281,3 +396,11 @@ class _Checker:
             origin = f"the path {path!r} written in the graph"
         return (f"reads a lookup table from a file named by {origin}. kbert's exports hold "
                 f"their vocabularies in the graph and read no files.")
+
+
+def _node_functions(node):
+    """The functions an object node of the object graph names."""
+    names = list(node.function.concrete_functions)
+    if node.HasField("bare_concrete_function"):
+        names.append(node.bare_concrete_function.concrete_function_name)
+    return names

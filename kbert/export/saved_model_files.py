@@ -4,6 +4,7 @@ among them, assets inside `assets/`, no variable or checkpoint tensor over the s
 it. `kbert.export.saved_model_check` walks the graphs after these pass."""
 
 import os
+import shutil
 import stat
 
 from google.protobuf import message, text_format
@@ -54,6 +55,60 @@ def read_saved_model(directory):
                 raise UnsafeSavedModelError(f"{file} is not a SavedModel: {e}") from e
             return saved
     raise FileNotFoundError(f"No saved_model.pb or saved_model.pbtxt in {directory!r}.")
+
+
+def copy_saved_model(directory, copy):
+    """Copies the SavedModel `directory` (a real path) to `copy` (which must not exist), for
+    `load_saved_model` to check and load what cannot change under it. Links and anything but
+    regular files and directories are refused, never followed nor read; every entry is
+    opened relative to its parent's descriptor, without following links, and checked again
+    once open, so that a file swapped meanwhile is not what gets copied."""
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"No SavedModel directory at {directory!r}.")
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+    top = os.open(directory, flags | os.O_DIRECTORY)
+    try:
+        os.mkdir(copy, 0o700)
+        _copy_folder(top, copy, directory, "")
+    finally:
+        os.close(top)
+
+
+def _copy_folder(folder, copy, directory, relative):
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+    with os.scandir(folder) as entries:
+        names = sorted(entry.name for entry in entries)
+    for name in names:
+        inner = os.path.join(relative, name)
+        mode = os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode
+        if stat.S_ISLNK(mode):
+            raise UnsafeSavedModelError(
+                f"{directory}: {inner} is a link (to {os.readlink(name, dir_fd=folder)!r}); a "
+                f"SavedModel's files must be its own regular files.")
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+            raise UnsafeSavedModelError(
+                f"{directory}: {inner} is not a regular file (a FIFO or a device).")
+        try:
+            opened = os.open(name, flags | (os.O_DIRECTORY if stat.S_ISDIR(mode) else 0),
+                             dir_fd=folder)
+        except OSError as e:  # swapped for a link or another kind since the stat
+            raise UnsafeSavedModelError(f"{directory}: {inner} changed while it was copied "
+                                        f"({e}).") from e
+        try:
+            if stat.S_IFMT(os.fstat(opened).st_mode) != stat.S_IFMT(mode):
+                raise UnsafeSavedModelError(f"{directory}: {inner} changed while it was "
+                                            f"copied.")
+            target = os.path.join(copy, name)
+            if stat.S_ISDIR(mode):
+                os.mkdir(target, 0o700)
+                _copy_folder(opened, target, directory, inner)
+            else:
+                with open(opened, "rb", closefd=False) as source, \
+                        open(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600),
+                             "wb") as written:
+                    shutil.copyfileobj(source, written, 1 << 20)
+        finally:
+            os.close(opened)
 
 
 def check_files(directory, meta, max_elements):

@@ -33,6 +33,7 @@ class Body:
         self.arguments = ({arg.name: i for i, arg in enumerate(function.signature.input_arg)}
                           if function is not None else {})
         self.function = function
+        self._folded = {}  # tensor -> its folded value (or None), see `array`
 
     def source(self, tensor):
         """What makes `tensor` (an input string): a NodeDef, or the argument's index (int),
@@ -49,22 +50,62 @@ class Body:
         return None
 
     def array(self, tensor, depth=0):
-        """The value of a small constant `tensor` as a numpy array (through Cast, whose
-        target type does not matter for sizes), else None."""
+        """The value of `tensor` as a numpy array when it folds to a small constant, else
+        None. Folds `Const` and, on small constant inputs, the arithmetic a graph computes
+        shapes and bounds with (`Cast`, `Pack`, `ConcatV2`, `Mul`, `Pow`, `Maximum`, `Prod`,
+        ...) in the tensors' own dtypes, as TensorFlow would (int32 products wrap around); a
+        float cast to an integer folds when it is finite and in the integer's range."""
+        key = tensor.lstrip("^")
+        if key not in self._folded:
+            self._folded[key] = None  # a cycle folds to nothing
+            try:
+                with np.errstate(all="ignore"):
+                    value = self._fold(key, depth)
+            except Exception:  # noqa: BLE001  (what does not fold is no constant)
+                value = None
+            if value is not None:
+                value = np.asarray(value)
+                if value.size > _SMALL:
+                    value = None
+            self._folded[key] = value
+        return self._folded[key]
+
+    def _fold(self, tensor, depth):
         node = self.source(tensor)
-        if not is_node(node) or depth > 20:
+        if not is_node(node) or depth > _DEPTH:
             return None
-        if node.op == "Cast" and node.input:
-            return self.array(node.input[0], depth + 1)
-        if node.op != "Const" or "value" not in node.attr:
-            return None
-        value = node.attr["value"].tensor
-        if elements(value.tensor_shape) > _SMALL:
-            return None
-        try:
+        inputs = [i for i in node.input if not i.startswith("^")]
+        if node.op == "Const":
+            if "value" not in node.attr:
+                return None
+            value = node.attr["value"].tensor
+            if elements(value.tensor_shape) > _SMALL:
+                return None
             return tf.make_ndarray(value)
-        except (TypeError, ValueError):
+        values = [self.array(i, depth + 1) for i in inputs]
+        if any(v is None for v in values):
             return None
+        if node.op == "Cast" and values:
+            return _cast(values[0], node.attr["DstT"].type)
+        if node.op in _ELEMENTWISE and len(values) == 2 and _numeric(*values):
+            if np.prod(np.broadcast_shapes(*(v.shape for v in values))) > _SMALL:
+                return None  # an outer product is no shape; never computed here
+            return _ELEMENTWISE[node.op](*values)
+        if node.op == "Neg" and values and _numeric(values[0]):
+            return np.negative(values[0])
+        if node.op == "Pack" and values:
+            return np.stack(values, axis=node.attr["axis"].i)
+        if node.op == "ConcatV2" and len(values) > 1:
+            return np.concatenate(values[:-1], axis=int(values[-1]))
+        if node.op in _REDUCTIONS and len(values) == 2 and _numeric(values[0]):
+            keep = node.attr["keep_dims"].b if "keep_dims" in node.attr else False
+            axis = tuple(int(a) for a in values[1].reshape(-1))
+            return _REDUCTIONS[node.op](values[0], axis=axis, keepdims=keep)
+        if node.op == "Reshape" and len(values) == 2:
+            return values[0].reshape([int(d) for d in values[1].reshape(-1)])
+        if node.op == "ExpandDims" and len(values) == 2:
+            return np.expand_dims(values[0], int(values[1]))
+        return None
 
     def scalar(self, tensor):
         """A constant integer scalar (or one-element) `tensor`, else None."""
@@ -74,17 +115,18 @@ class Body:
         return int(value.reshape(-1)[0])
 
     def dims(self, tensor, depth=0):
-        """A shape vector `tensor` as a list of ints (None where it is not a constant), or
-        None when not even its length is known. Folds Const, Pack, ConcatV2 and Cast."""
-        node = self.source(tensor)
-        if not is_node(node) or depth > 20:
-            return None
-        inputs = [i for i in node.input if not i.startswith("^")]
-        if node.op == "Const":
-            value = self.array(tensor)
-            if value is None or not np.issubdtype(value.dtype, np.integer):
+        """A shape vector `tensor` as a list of ints (None where a dimension is not a
+        constant), or None when not even its length is known. A shape that folds (`array`)
+        is known whole; else `Pack` and `ConcatV2` of what folds give the known parts."""
+        value = self.array(tensor)
+        if value is not None:
+            if not np.issubdtype(value.dtype, np.integer):
                 return None
             return [int(v) for v in value.reshape(-1)]
+        node = self.source(tensor)
+        if not is_node(node) or depth > _DEPTH:
+            return None
+        inputs = [i for i in node.input if not i.startswith("^")]
         if node.op == "Cast" and inputs:
             return self.dims(inputs[0], depth + 1)
         if node.op == "Pack":
@@ -93,6 +135,48 @@ class Body:
             parts = [self.dims(i, depth + 1) for i in inputs[:-1]]
             return None if any(p is None for p in parts) else [d for p in parts for d in p]
         return None
+
+
+def _numeric(*values):
+    return all(v.dtype.kind in "iufb" for v in values)
+
+
+def _cast(value, dtype_enum):
+    """`Cast` as TensorFlow does it, where that is well defined: a float to an integer only
+    when finite and in the integer's range (then truncated); else None (not folded)."""
+    target = tf.as_dtype(dtype_enum).as_numpy_dtype
+    if value.dtype.kind not in "iufb" or np.dtype(target).kind not in "iufb":
+        return None
+    if value.dtype.kind in "fc" and np.dtype(target).kind in "iu":
+        info = np.iinfo(target)
+        if not np.all(np.isfinite(value)) or np.any(value < info.min) or np.any(
+                value > info.max):
+            return None
+        return np.trunc(value).astype(target)
+    return value.astype(target)
+
+
+def _floor_divide(a, b):
+    if np.any(b == 0):
+        return None
+    return np.floor_divide(a, b)
+
+
+def _power(a, b):
+    if np.issubdtype(b.dtype, np.integer) and np.any(b < 0):
+        return None  # TensorFlow refuses negative integer powers
+    return np.power(a, b)
+
+
+_DEPTH = 40
+_ELEMENTWISE = {
+    "Add": np.add, "AddV2": np.add, "Sub": np.subtract, "Mul": np.multiply,
+    "Maximum": np.maximum, "Minimum": np.minimum, "FloorDiv": _floor_divide, "Pow": _power,
+}
+_REDUCTIONS = {  # in the input's dtype, as TensorFlow reduces (numpy would widen int32)
+    "Prod": lambda v, **kw: np.prod(v, dtype=v.dtype, **kw),
+    "Sum": lambda v, **kw: np.sum(v, dtype=v.dtype, **kw), "Max": np.max, "Min": np.min,
+}
 
 
 def known_elements(dims):

@@ -38,6 +38,14 @@ ALLOWED_OPS = frozenset({
     "Assert", "If", "NoOp", "PartitionedCall", "Placeholder", "StatefulPartitionedCall",
 })
 
+# The functions that run inside `tf.saved_model.load` itself (resources' `_create_resource`,
+# `_initialize`, `_destroy_resource`, the restore and save functions of `saveable_objects`,
+# and what they call) hold only these: exactly what kbert's exports run there (the
+# SentencePiece model's resource, made from a constant of the graph; the slow test checks the
+# list is no wider). No arithmetic, no allocation, no calls: a size computed at load time is
+# refused, never counted.
+LOAD_TIME_OPS = frozenset({"Const", "Identity", "NoOp", "SentencepieceOp"})
+
 # TensorFlow's own checkpoint functions (`_traced_save` / `_traced_restore`, which only the
 # saver_def's save and restore nodes call) read and write variables/. These ops pass only
 # there, and their inputs listed here (file names) must come from the path the loader passes.
@@ -51,8 +59,9 @@ CHECKPOINT_OPS = {
 TABLE_FILE_OPS = frozenset({"InitializeTableFromTextFile", "InitializeTableFromTextFileV2"})
 
 # Allowed ops that allocate a tensor whose shape (or size) is an input: the input's index. A
-# constant shape over `max_elements` is refused; one computed from the request cannot be
-# seen. `Range` and `RaggedRange` are counted from their constant bounds.
+# shape that folds to constants (`saved_model_graph.Body.array`) over `max_elements` is
+# refused; one computed from the request cannot be seen at call time, and is refused at load
+# time. `Range` and `RaggedRange` are counted from their bounds the same way.
 SHAPE_INPUTS = {
     "Fill": (0,), "BroadcastTo": (1,), "Tile": (1,), "RaggedTensorToTensor": (0,),
     "DenseBincount": (1,), "UnsortedSegmentMax": (2,), "UnsortedSegmentMin": (2,),
