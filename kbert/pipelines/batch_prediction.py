@@ -1,0 +1,244 @@
+"""Batch prediction: a pipeline over a CSV / TSV / JSONL / text file, written as JSON Lines.
+
+    config = PredictionConfig(task="text-classification", model="runs/sst2/export",
+                              input="reviews.csv", output="predictions.jsonl")
+    run_prediction(config)
+
+`tools/predict.py` is this with flags (every flag is a field of `PredictionConfig`).
+
+- The input is read twice: once to check every record and count them, before any model is
+  loaded (a bad record names its file and line), then in calls of `rows_per_call` rows,
+  which the pipeline runs in length-grouped batches of `batch_size`.
+- The output has one line per input row, in input order (`prediction_output`): each
+  call's lines are written, flushed and fsynced as it ends, so a kill loses at most the
+  call in flight.
+- Resume: the same command again keeps the output's complete lines (a torn last one is cut
+  off), checks that they are the input's first rows, and goes on after them.
+- Time limit: the pipeline runs in a worker process (`prediction_worker`); a call over
+  `batch_timeout` seconds, or a worker that dies, stops the run naming the rows it gave up on
+  (`on_timeout="stop"`), or writes an error record for each of them and goes on with a new
+  worker (`"skip"`).
+"""
+
+import dataclasses
+import logging
+import os
+import time
+from typing import Optional
+
+from kbert.pipelines import ALIASES, TASKS, batching, input_files
+from kbert.pipelines.base import RUN_OPTIONS
+from kbert.pipelines.prediction_output import PredictionStopped, Writer, record, resume_point
+from kbert.pipelines.prediction_worker import (
+    CallFailed, LocalRunner, PipelineError, WorkerRunner,
+)
+from kbert.training import run_config
+from kbert.training.run_config import ConfigError, setting
+
+logger = logging.getLogger(__name__)
+# Options that have their own field, so not in `pipeline_options`.
+_OWN_FIELDS = {"batch_size": "--batch_size", "progress": "(the tool's own progress lines)",
+               "candidate_labels": "--candidate_labels"}
+
+
+@dataclasses.dataclass
+class PredictionConfig:
+    """A batch prediction run: the pipeline, the input file and its columns, the output."""
+
+    task: str = setting(help="Pipeline task.", group="Model", choices=(*TASKS, *ALIASES))
+    model: str = setting(help="What kbert.pipeline takes as model=: a checkpoint directory, "
+                         "a preset name or an exported SavedModel directory.", group="Model")
+    trusted: bool = setting(False, "Load a SavedModel without kbert's safety check (logged "
+                            "as a warning): only one you would run as code.", group="Model")
+    pipeline_options: dict = setting(
+        help="A pipeline option KEY=VALUE (JSON value), repeatable, passed to every call: "
+             "top_k=2, aggregation_strategy=simple, truncation=true, ...", group="Model",
+        flag="pipeline_option", from_flag=run_config.key_values, default_factory=dict)
+    candidate_labels: Optional[list] = setting(
+        None, "zero-shot-classification's labels, comma-separated.", group="Model")
+    input: str = setting(help="The input file (required).", group="Data")
+    input_format: str = setting("auto", "auto (from the extension: .csv, .tsv, .jsonl, "
+                                ".txt), csv, tsv, jsonl or text (one text per line).",
+                                group="Data", choices=("auto", *input_files.FORMATS))
+    text_column: str = setting("text", "Column (JSON key) of the text.", group="Data")
+    text_pair_column: Optional[str] = setting(
+        None, "Column of the second text of a pair (text-classification; unset: none).",
+        group="Data")
+    question_column: str = setting("question", "question-answering: the question's column.",
+                                   group="Data")
+    context_column: str = setting("context", "question-answering: the context's column.",
+                                  group="Data")
+    rows_per_call: int = setting(256, "Rows handed to one pipeline call (an integer >= 1); "
+                                 "the unit of writing, resuming and the time limit.",
+                                 group="Schedule", minimum=1)
+    batch_size: int = setting(batching.DEFAULT_BATCH_SIZE, "Sequences per model batch "
+                              "within a call (an integer >= 1), grouped by length.",
+                              group="Schedule", minimum=1)
+    batch_timeout: float = setting(300.0, "Seconds one call may take (>= 0; 0: no limit, and "
+                                   "the pipeline runs in this process).", group="Schedule",
+                                   minimum=0)
+    load_timeout: float = setting(600.0, "Seconds loading the model may take (>= 0; 0: no "
+                                  "limit).", group="Schedule", minimum=0)
+    on_timeout: str = setting("stop", "A call that times out or whose worker dies: stop "
+                              "(exit non-zero; a rerun resumes there) or skip (an error "
+                              "record per row, then on).", group="Schedule",
+                              choices=("stop", "skip"))
+    output: str = setting(help="The output JSON Lines file (required): one record per row.",
+                          group="Output")
+    overwrite: bool = setting(False, "Start the output again instead of resuming it.",
+                              group="Output")
+
+    def validate(self):
+        """Everything that can be checked without reading the input or loading a model."""
+        run_config.check(self)
+        name = ALIASES.get(self.task, self.task)
+        if self.candidate_labels is not None and name != "zero-shot-classification":
+            raise ConfigError(f"--candidate_labels is for zero-shot-classification, not "
+                              f"{self.task}.")
+        if name == "zero-shot-classification" and not self.candidate_labels:
+            raise ConfigError("zero-shot-classification needs --candidate_labels (e.g. "
+                              "--candidate_labels=sports,politics).")
+        if self.text_pair_column and name != "text-classification":
+            raise ConfigError(f"--text_pair_column is for text-classification, not "
+                              f"{self.task}.")
+        allowed = set(RUN_OPTIONS) | set(TASKS[name].OPTIONS)
+        for option in self.pipeline_options:
+            if option in _OWN_FIELDS:
+                raise ConfigError(f"--pipeline_option={option}: use {_OWN_FIELDS[option]}.")
+            if option not in allowed:
+                raise ConfigError(f"--pipeline_option={option}: {self.task} takes "
+                                  f"{', '.join(sorted(allowed - set(_OWN_FIELDS)))}.")
+        try:
+            self.file_format()
+        except ValueError as e:
+            raise ConfigError(f"--input_format: {e}") from None
+        if os.path.abspath(self.output) == os.path.abspath(self.input):
+            raise ConfigError(f"--output {self.output!r} is the input file.")
+
+    def file_format(self):
+        return input_files.resolve_format(self.input, self.input_format)
+
+    def columns(self):
+        return input_files.Columns(ALIASES.get(self.task, self.task), self.text_column,
+                                   self.text_pair_column, self.question_column,
+                                   self.context_column)
+
+    def call_options(self):
+        options = dict(self.pipeline_options, batch_size=self.batch_size, progress=False)
+        if self.candidate_labels:
+            options["candidate_labels"] = list(self.candidate_labels)
+        return options
+
+
+def _progress(done, total, started, start_rows):
+    rate = (done - start_rows) / max(time.time() - started, 1e-9)
+    left = (total - done) / rate if rate > 0 else float("inf")
+    print(f"Predicted {done}/{total} rows ({100 * done / total:.1f}%), {rate:.1f} rows/s, "
+          f"{left:.0f} s left.", flush=True)
+
+
+def _chunks(rows, size, skip):
+    chunk = []
+    for item in rows:
+        if item[0] <= skip:
+            continue
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _runner(config, task):
+    """The pipeline, loaded in a worker process (or here without a time limit)."""
+    if config.trusted:
+        logger.warning("--trusted: %s is loaded WITHOUT kbert's SavedModel check; whatever "
+                       "its graph holds runs, file and Python ops included.", config.model)
+    args = (task, config.model, config.trusted, {}, config.call_options())
+    try:
+        if config.batch_timeout == 0:
+            return LocalRunner(*args)
+        return WorkerRunner(*args, load_timeout=config.load_timeout or None)
+    except (CallFailed, PipelineError) as e:
+        raise PredictionStopped(f"--model {config.model}: {e}") from None
+    except Exception as e:  # LocalRunner: kbert.pipeline's own error
+        raise PredictionStopped(f"--model {config.model}: {type(e).__name__}: {e}") from e
+
+
+def _rows_of(chunk):
+    return f"rows {chunk[0][0]}-{chunk[-1][0]} (input lines {chunk[0][1]}-{chunk[-1][1]})"
+
+
+def _one_by_one(runner, chunk, config, error):
+    """Finds the row a failed call choked on: runs the chunk's rows alone. Returns the
+    records of the rows before it and the message naming it."""
+    records = []
+    for row, line, value in chunk:
+        try:
+            output = runner([value], config.batch_timeout or None)[0]
+        except (PipelineError, CallFailed) as e:
+            return records, f"{config.input}: line {line} (row {row}): {e}"
+        records.append(record(row, line, value, output))
+    return records, (f"{config.input}: {_rows_of(chunk)}: the call failed, but no row "
+                     f"fails alone: {error}")
+
+
+def run_prediction(config):
+    """Runs `config` (see the module docstring); returns {"rows", "written", "skipped"}.
+
+    Raises:
+        input_files.InputFileError: a bad record (before any model is loaded).
+        PredictionStopped: a call given up on with on_timeout="stop", a dead worker, or a
+            row the pipeline refuses; everything before is in the output.
+    """
+    config.validate()
+    task = ALIASES.get(config.task, config.task)
+    file_format, columns = config.file_format(), config.columns()
+    total = input_files.scan(config.input, file_format, columns, task)
+    os.makedirs(os.path.dirname(os.path.abspath(config.output)), exist_ok=True)
+    done = resume_point(config.output, input_files.read(config.input, file_format, columns),
+                        config.overwrite)
+    if done == total:
+        print(f"{config.output} already holds all {total} rows: nothing to do.", flush=True)
+        return {"rows": total, "written": 0, "skipped": 0}
+    if done:
+        print(f"Resuming {config.output} after row {done} of {total}.", flush=True)
+    timeout = config.batch_timeout or None
+    written = skipped = 0
+    started = None
+    writer = Writer(config.output)
+    runner = None
+    try:
+        for chunk in _chunks(input_files.read(config.input, file_format, columns),
+                             config.rows_per_call, done):
+            if runner is None:
+                runner = _runner(config, task)
+                started = started or time.time()  # rows/s of the calls, not the load
+            try:
+                results = runner([value for _, _, value in chunk], timeout)
+                records = [record(r, n, v, out) for (r, n, v), out in zip(chunk, results)]
+            except PipelineError as e:
+                records, failure = _one_by_one(runner, chunk, config, e)
+                writer.write(records)
+                raise PredictionStopped(f"{failure} The output holds the rows before it; "
+                                        "the same command resumes there.") from None
+            except CallFailed as e:
+                runner = None  # the worker was stopped; a new one serves the next call
+                message = f"{config.input}: gave up on {_rows_of(chunk)}: {e}"
+                if config.on_timeout == "stop":
+                    raise PredictionStopped(f"{message} The output holds the rows before "
+                                            "them; the same command resumes there.") from None
+                logger.warning("%s Writing an error record for each.", message)
+                records = [record(r, n, v, error=str(e)) for r, n, v in chunk]
+                skipped += len(chunk)
+            writer.write(records)
+            written += len(records)
+            _progress(done + written, total, started, done)
+    finally:
+        writer.close()
+        if runner is not None:
+            runner.close()
+    print(f"Wrote {written} rows to {config.output}"
+          f"{f' ({skipped} given up on: error records)' if skipped else ''}.", flush=True)
+    return {"rows": total, "written": written, "skipped": skipped}

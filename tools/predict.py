@@ -1,0 +1,39 @@
+"""Batch prediction with any pipeline or exported SavedModel over a CSV / TSV / JSONL / text
+file, written as JSON Lines in input order.
+
+    python tools/predict.py --task=text-classification --model=runs/sst2/export \\
+        --input=reviews.csv --text_column=review --output=predictions.jsonl
+    python tools/predict.py --task=question-answering --model=path/to/squad_checkpoint \\
+        --input=questions.jsonl --output=answers.jsonl --pipeline_option=top_k=2
+
+Every flag is a field of `kbert.pipelines.batch_prediction.PredictionConfig` (same name, same
+help), so Python code can do what this program does. Running the same command again resumes
+after the rows the output already holds.
+"""
+
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # noqa: E402
+
+from kbert.pipelines.batch_prediction import PredictionConfig  # noqa: E402
+from kbert.training import run_config  # noqa: E402
+
+__doc__ += "\n" + run_config.define_program(PredictionConfig)
+
+
+def main(argv):
+    from kbert.pipelines.batch_prediction import PredictionStopped, run_prediction
+    from kbert.pipelines.input_files import InputFileError
+
+    try:
+        run_config.run_program(PredictionConfig, run_prediction, argv)
+    except (InputFileError, PredictionStopped) as e:  # a message, not a traceback
+        raise SystemExit(f"Error: {e}")
+
+
+if __name__ == "__main__":
+    app.run(main)
