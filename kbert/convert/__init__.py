@@ -69,9 +69,11 @@ def load(path, head="auto", format="auto", dtype=None, task="auto",  # noqa: A00
     A fine-tuned checkpoint (a Hugging Face `*ForSequenceClassification`,
     `*ForTokenClassification` or `*ForQuestionAnswering`, a sentence-transformers directory, a
     kbert task model) gives its task model: a `TextClassifier` (with `label_names` from
-    `id2label` and the `problem_type`), `TokenClassifier`, `QuestionAnswerer` or
-    `TextEmbedder` (the directory's pooling and normalization). Any other checkpoint gives the
-    backbone or pretrainer that `head` asks for: `read(path, format).build(head, ...)`.
+    `id2label` and the `problem_type`; `problem_type_declared=False` where config.json has
+    none), `TokenClassifier`, `QuestionAnswerer` or `TextEmbedder` (the directory's pooling,
+    normalization and `max_seq_length` as `max_length`). A head tensor that the task model
+    does not use is an error. Any other checkpoint gives the backbone or pretrainer that `head`
+    asks for: `read(path, format).build(head, ...)`.
 
     Args:
         path: the checkpoint directory (or a TF1 checkpoint prefix).
@@ -113,9 +115,10 @@ def save_hugging_face(model, path, vocabulary=None, lowercase=True):
     """Writes a kbert model as a Hugging Face directory (config.json, model.safetensors, vocab).
 
     A task model is written as transformers' class of it (`BertForSequenceClassification`
-    with `id2label`, `label2id` and `problem_type`; `*ForTokenClassification`;
-    `*ForQuestionAnswering`), a `TextEmbedder` as a sentence-transformers directory
-    (modules.json, 1_Pooling/, 2_Normalize/ around the base model). `vocabulary` is a
+    with `id2label`, `label2id` and, where declared, `problem_type`;
+    `*ForTokenClassification`; `*ForQuestionAnswering`), a `TextEmbedder` as a
+    sentence-transformers directory (modules.json, 1_Pooling/, 2_Normalize/ around the base
+    model; its `max_length` as `max_seq_length`). `vocabulary` is a
     `WordPieceTokenizer` or `SentencePieceTokenizer`, a vocab.txt path or a list of tokens.
     """
     return hugging_face.write(Checkpoint.from_model(model, vocabulary, lowercase), path)

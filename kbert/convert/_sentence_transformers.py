@@ -84,12 +84,14 @@ def read(path):
         max_length = _setting(folder / "tokenizer_config.json", "model_max_length")
     normalize = "Normalize" in kinds
     return folder, TaskHead("text_embedder", sentence_transformers_name(pooling, normalize),
-                            {"pooling": pooling, "normalize": normalize}, max_length)
+                            {"pooling": pooling, "normalize": normalize,
+                             "max_length": max_length})
 
 
 def write(folder, task_head, hidden_size, max_length):
     """modules.json, sentence_bert_config.json, 1_Pooling/config.json and (normalized)
-    2_Normalize/ around the Transformer module written at the top of `folder`."""
+    2_Normalize/ around the Transformer module written at the top of `folder`; the
+    embedder's `max_length` (else `max_length`, the positions) is its `max_seq_length`."""
     folder = Path(folder)
     arguments = task_head.arguments
     modules = [("", "Transformer"), ("1_Pooling", "Pooling")]

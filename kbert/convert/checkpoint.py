@@ -99,12 +99,26 @@ class Checkpoint:
         """
         task_head = task_heads.check(self.task, task, self.source, self.architecture)
         config = self.config_with(**config_overrides)
+        arguments = dict(task_head.arguments)
+        if arguments.get("max_length") is not None:  # no longer than the positions kept
+            arguments["max_length"] = min(arguments["max_length"], config.max_sequence_length)
         backbone = models.build(self.family, config, head=None, dtype=dtype, name=name)
-        model = tasks.build(task_head.task, backbone, name=name, **task_head.arguments)
-        self._assign(task_heads.entries(model), task_head.task)
+        model = tasks.build(task_head.task, backbone, name=name, **arguments)
+        unused = self._assign(task_heads.entries(model), task_head.task)
+        # A head tensor left out would make a model whose outputs are not the checkpoint's.
+        head = [n for n in unused if n.startswith(task_heads.HEAD_PREFIXES)]
+        if head and task_head.task != "text_embedder":
+            raise ValueError(
+                f"{self.source} holds a {task_head.architecture} with head tensors that the "
+                f"kbert {type(model).__name__} built for it does not use: {', '.join(head)}. "
+                "Its outputs would not be the checkpoint's; kbert reads transformers' head "
+                "of the architecture (kbert.convert.task_heads). Load the encoder with "
+                "task=None to put another head on it."
+            )
         return model
 
     def _assign(self, entries, what):
+        """Assigns the weights to `entries`; returns the names of the tensors not used."""
         unused, kept = _mapping.assign(entries, self.weights, source=self.source)
         if unused:
             logging.info("%s: %d tensors not used by the %s model: %s", self.source,
@@ -112,6 +126,7 @@ class Checkpoint:
         if kept:
             logging.warning("%s has no %s; the model keeps their initial values.", self.source,
                             ", ".join(kept))
+        return unused
 
     def config_with(self, **config_overrides):
         """The checkpoint's config with the overrides that keep every weight's shape."""

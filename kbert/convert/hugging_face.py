@@ -168,9 +168,9 @@ def write(checkpoint, path):
     written as its discriminator (`ElectraForPreTraining`) with the generator
     (`ElectraForMaskedLM`) in `generator/`, as Google published them. The directory is
     written next to `path` and renamed into place, so a crash leaves no half-written model.
-    A task model is written as its `*For<Task>` class (with `id2label`, `label2id`,
-    `problem_type`), a `TextEmbedder` as a sentence-transformers directory around the base
-    model.
+    A task model is written as its `*For<Task>` class (with `id2label`, `label2id`, and
+    `problem_type` where declared), a `TextEmbedder` as a sentence-transformers directory
+    around the base model.
     """
     family = families.get(checkpoint.family)
     head = checkpoint.head

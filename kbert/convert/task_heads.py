@@ -19,7 +19,6 @@ task model that does not read the pooler neither reads nor writes it.
 """
 
 import dataclasses
-from typing import Optional
 
 from kbert import tasks
 from kbert.convert import _mapping, families
@@ -44,15 +43,19 @@ class TaskHead:
         architecture: what the checkpoint calls it: the Hugging Face class
             ("BertForSequenceClassification"), or the sentence-transformers modules.
         arguments: the task class's keyword arguments (`num_classes`, `problem_type`,
-            `label_names`, `dropout`, `head`; `pooling`, `normalize`).
-        max_length: the longest input the checkpoint's tokenizer makes (sentence-transformers'
-            `max_seq_length`), or `None` when the checkpoint does not say.
+            `problem_type_declared`, `label_names`, `dropout`, `head`; `pooling`,
+            `normalize`, `max_length`).
     """
 
     task: str
     architecture: str
     arguments: dict = dataclasses.field(default_factory=dict)
-    max_length: Optional[int] = None
+
+    @property
+    def max_length(self):
+        """An embedder's longest input (sentence-transformers' `max_seq_length`), or `None`
+        where the checkpoint does not say."""
+        return self.arguments.get("max_length")
 
     @property
     def label_names(self):
@@ -190,7 +193,7 @@ def _label_names(values, source):
 
 def _problem_type(value, num_labels, source):
     if value is None:  # as transformers decides without labels: one output is a regression
-        return "regression" if num_labels == 1 else "single_label"
+        return "regression" if num_labels == 1 else "single_label"  # (not declared)
     ours = {theirs: ours for ours, theirs in PROBLEM_TYPES.items()}
     if value not in ours:
         raise ValueError(f"{source}: problem_type={value!r} is not supported. Supported: "
@@ -212,6 +215,7 @@ def from_hf_config(values, family, source="config.json"):
     if task == "text_classifier":
         arguments["problem_type"] = _problem_type(values.get("problem_type"),
                                                   arguments["num_classes"], source)
+        arguments["problem_type_declared"] = values.get("problem_type") is not None
     field = family.task_dropout.get(task)
     if field is not None and values.get(field) is not None:
         arguments["dropout"] = float(values[field])
@@ -220,7 +224,8 @@ def from_hf_config(values, family, source="config.json"):
 
 def to_hf_config(task_head, family, source="model"):
     """The config.json entries of a task head: `architectures`, `id2label` / `label2id`,
-    `problem_type` and the head's dropout field."""
+    `problem_type` (where declared: transformers' pipeline scores one output without it with a
+    sigmoid) and the head's dropout field."""
     task, arguments = task_head.task, task_head.arguments
     if task not in HF_TASKS or task not in family.task_architectures:
         raise ValueError(f"{source}: transformers has no {family.name} model of the task "
@@ -238,7 +243,7 @@ def to_hf_config(task_head, family, source="model"):
             f"LABEL_{i}" for i in range(arguments["num_classes"])]
         values["id2label"] = {str(i): name for i, name in enumerate(names)}
         values["label2id"] = {name: i for i, name in enumerate(names)}
-    if task == "text_classifier":
+    if task == "text_classifier" and arguments.get("problem_type_declared", True):
         values["problem_type"] = PROBLEM_TYPES[arguments.get("problem_type", "single_label")]
     field = family.task_dropout.get(task)
     if field is not None and arguments.get("dropout") is not None:

@@ -26,7 +26,9 @@ class Source:
         kind: a key of `SERVES`.
         name: what the model is, for messages (its class, or "SavedModel ...").
         label_names: class / tag names (classifiers), else None.
-        problem_type: a `TextClassifier`'s ("single_label", "multi_label", "regression").
+        problem_type: a `TextClassifier`'s declared one ("single_label", "multi_label",
+            "regression"); `None` where it is not stated, which transformers' pipeline
+            scores by the number of outputs (one: a sigmoid).
         max_length: the longest sequence the model takes.
         serves: the pipeline tasks it serves (default: `SERVES[kind]`).
     """

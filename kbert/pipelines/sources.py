@@ -13,7 +13,6 @@ Every source becomes a `Source`: a runner (features -> numpy outputs), the token
 the kind of model, which says the pipeline tasks it serves.
 """
 
-import json
 import os
 
 from kbert.pipelines.model_source import KerasRunner, Source
@@ -58,10 +57,13 @@ def from_model(model, tokenizer, task):
                          "tokenizer too (tokenizer=kbert.tokenizers.WordPieceTokenizer(...) "
                          "or kbert.convert.load_tokenizer(checkpoint)).")
     kind = kind_of(model)
-    source = Source(None, tokenizer, kind, type(model).__name__,
-                    _backbone(model).config.max_sequence_length,
+    max_length = _backbone(model).config.max_sequence_length
+    embedder_length = getattr(model, "max_length", None) if kind == "text_embedder" else None
+    if task == "sentence-embeddings" and embedder_length is not None:
+        max_length = min(max_length, embedder_length)  # sentence-transformers' max_seq_length
+    source = Source(None, tokenizer, kind, type(model).__name__, max_length,
                     label_names=getattr(model, "label_names", None),
-                    problem_type=getattr(model, "problem_type", None))
+                    problem_type=getattr(model, "declared_problem_type", None))
     source.check_serves(task)
     runner_model = _backbone(model) if task == "feature-extraction" else model
     if kind in ("text_classifier", "token_classifier") and source.label_names is None:
@@ -76,44 +78,21 @@ def _backbone(model):
     return model if isinstance(model, models.BertBackbone) else model.backbone
 
 
-def _tokenizer_of(tokenizer, path):
-    if tokenizer is not None:
-        return tokenizer
-    from kbert import convert
-
-    return convert.load_tokenizer(path)
-
-
 def from_checkpoint(path, tokenizer, task):
-    """A checkpoint directory: `kbert.convert.load` builds the model the task needs, and
-    refuses a checkpoint whose heads cannot serve it."""
+    """A checkpoint directory, read once: `Checkpoint.build_task` builds the model the task
+    needs, and refuses a checkpoint whose heads cannot serve it; its tokenizer is the
+    checkpoint's unless `tokenizer` is given."""
     from kbert import convert
 
+    checkpoint = convert.read(path)
     if task in CHECKPOINT_TASKS:
-        model = convert.load(path, task=CHECKPOINT_TASKS[task])
-        source = from_model(model, _tokenizer_of(tokenizer, path), task)
-        if source.problem_type == "regression" and not _declares_regression(path):
-            source.problem_type = None  # scored as transformers' pipeline does: a sigmoid
-        return source
-    # fill-mask: the masked-LM head; feature-extraction: the backbone alone.
-    model = convert.load(path, head="auto" if task == "fill-mask" else None)
-    if task == "fill-mask" and kind_of(model) != "masked_lm":
-        raise ValueError(f"fill-mask needs a masked-LM head, and the checkpoint {path} has "
-                         f"none (it gives a {type(model).__name__}).")
-    return from_model(model, _tokenizer_of(tokenizer, path), task)
-
-
-def _declares_regression(path):
-    """Whether a Hugging Face config.json says problem_type "regression". kbert reads one
-    output without a problem type as a regression (as transformers trains it), but
-    transformers' text-classification pipeline scores such a model (a cross-encoder) with a
-    sigmoid, and only a declared regression with none."""
-    from kbert import convert
-
-    if convert.detect_format(path) != "hf":
-        return True
-    with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
-        return json.load(f).get("problem_type") == "regression"
+        model = checkpoint.build_task(CHECKPOINT_TASKS[task])
+    else:  # fill-mask: the masked-LM head; feature-extraction: the backbone alone.
+        model = checkpoint.build(head="auto" if task == "fill-mask" else None)
+        if task == "fill-mask" and kind_of(model) != "masked_lm":
+            raise ValueError(f"fill-mask needs a masked-LM head, and the checkpoint {path} "
+                             f"has none (it gives a {type(model).__name__}).")
+    return from_model(model, checkpoint.tokenizer() if tokenizer is None else tokenizer, task)
 
 
 def from_preset(name, tokenizer, task):

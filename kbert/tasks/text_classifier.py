@@ -43,6 +43,13 @@ class TextClassifier(task_lib.Task, keras.Model):
         dropout: the head's dropout rate; `None`: transformers' default for the family
             (the backbone's dropout; ALBERT 0.1, DistilBERT 0.2).
         label_names: a name per class (strings), kept in the config for exports; or `None`.
+        problem_type_declared: whether the problem type is stated, as transformers'
+            config.json `problem_type` states it. False is a fine-tuned checkpoint without one
+            (cross-encoders, most classifiers transformers saves): `problem_type` is then what
+            transformers infers from the outputs ("regression" for one, else "single_label")
+            and sets the loss as usual, but `kbert.pipeline` scores as transformers' pipeline
+            scores an unstated type (one output: a sigmoid, not the raw value) and
+            `kbert.convert.save_hugging_face` writes no `problem_type`.
 
     Inputs (a dict): the backbone's `token_ids`, `segment_ids` (not DistilBERT),
         `padding_mask`, int [B, S].
@@ -59,7 +66,7 @@ class TextClassifier(task_lib.Task, keras.Model):
     """
 
     def __init__(self, backbone, num_classes=None, problem_type="single_label", head="auto",
-                 dropout=None, label_names=None, **kwargs):
+                 dropout=None, label_names=None, problem_type_declared=True, **kwargs):
         family = task_lib.family_of(backbone)
         if problem_type not in PROBLEM_TYPES:
             raise ValueError(f"Unknown problem_type {problem_type!r}. Allowed: "
@@ -74,6 +81,12 @@ class TextClassifier(task_lib.Task, keras.Model):
             raise ValueError(f"problem_type='regression' has one output; got "
                              f"num_classes={num_classes}.")
         label_names = task_lib.check_label_names(label_names, num_classes)
+        inferred = "regression" if num_classes == 1 else "single_label"
+        if not problem_type_declared and problem_type != inferred:
+            raise ValueError(
+                f"problem_type_declared=False with {num_classes} output(s) is "
+                f"problem_type={inferred!r}, as transformers infers it; got {problem_type!r}, "
+                "which needs problem_type_declared=True.")
         if head not in HEADS:
             raise ValueError(f"Unknown head {head!r}. Allowed: {', '.join(HEADS)}.")
         if head == "auto":
@@ -124,8 +137,14 @@ class TextClassifier(task_lib.Task, keras.Model):
         self.head = head
         self.dropout = dropout
         self.label_names = label_names
+        self.problem_type_declared = bool(problem_type_declared)
         self.pre_classifier = pre_classifier
         self.classifier = classifier
+
+    @property
+    def declared_problem_type(self):
+        """`problem_type` where it is stated, else `None` (see `problem_type_declared`)."""
+        return self.problem_type if self.problem_type_declared else None
 
     def default_loss(self):
         if self.problem_type == "single_label":
@@ -148,4 +167,5 @@ class TextClassifier(task_lib.Task, keras.Model):
             "head": self.head,
             "dropout": self.dropout,
             "label_names": self.label_names,
+            "problem_type_declared": self.problem_type_declared,
         }

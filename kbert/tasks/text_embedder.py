@@ -21,6 +21,11 @@ class TextEmbedder(task_lib.Task, keras.Model):
         pooling: "mean" (padding-aware), "cls" (the [CLS] hidden state) or "max" (ignoring
             the padding).
         normalize: L2-normalize the embeddings (cosine similarity is then a dot product).
+        max_length: the longest input in tokens (with [CLS] and [SEP]) the embedder was
+            trained on, sentence-transformers' `max_seq_length`: `kbert.pipeline`'s
+            sentence-embeddings cut texts there, as sentence-transformers does
+            (all-MiniLM-L6-v2: 256 of its 512 positions). `None`: the backbone's
+            `max_sequence_length`.
 
     Inputs (a dict): the backbone's inputs, int [B, S].
     Outputs: float32 embeddings [B, H].
@@ -30,10 +35,16 @@ class TextEmbedder(task_lib.Task, keras.Model):
     cosine similarity to them. Contrastive objectives need pairs: compile with your loss.
     """
 
-    def __init__(self, backbone, pooling="mean", normalize=False, **kwargs):
+    def __init__(self, backbone, pooling="mean", normalize=False, max_length=None, **kwargs):
         task_lib.family_of(backbone)  # a kbert backbone
         if pooling not in POOLINGS:
             raise ValueError(f"Unknown pooling {pooling!r}. Allowed: {', '.join(POOLINGS)}.")
+        if max_length is not None:
+            max_length = _utils.check_positive_int("max_length", max_length)
+            positions = backbone.config.max_sequence_length
+            if max_length > positions:
+                raise ValueError(f"max_length={max_length} is longer than the backbone's "
+                                 f"max_sequence_length ({positions}).")
 
         # === Layers ===
         pooler = TokenPooling(pooling, normalize=normalize, dtype=backbone.dtype_policy,
@@ -49,6 +60,7 @@ class TextEmbedder(task_lib.Task, keras.Model):
         self._init_task(backbone)
         self.pooling = pooling
         self.normalize = bool(normalize)
+        self.max_length = max_length
         self.pooler = pooler
 
     def default_loss(self):
@@ -58,7 +70,8 @@ class TextEmbedder(task_lib.Task, keras.Model):
         return [keras.metrics.CosineSimilarity(name="cosine_similarity")], None
 
     def _task_config(self):
-        return {"pooling": self.pooling, "normalize": self.normalize}
+        return {"pooling": self.pooling, "normalize": self.normalize,
+                "max_length": self.max_length}
 
 
 def _normalized(x):

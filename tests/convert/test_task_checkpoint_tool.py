@@ -42,7 +42,7 @@ def test_a_fine_tuned_checkpoint_to_kbert_and_back(tool, tmp_path, capsys):
     config = json.loads((tmp_path / "hf" / "config.json").read_text())
     assert config["architectures"] == ["DistilBertForSequenceClassification"]
     assert config["id2label"] == {"0": "NEGATIVE", "1": "NEUTRAL", "2": "POSITIVE"}
-    assert config["problem_type"] == "single_label_classification"
+    assert "problem_type" not in config  # the source states none: transformers infers it
     assert (tmp_path / "hf" / "vocab.txt").read_text() == (source / "vocab.txt").read_text()
 
 

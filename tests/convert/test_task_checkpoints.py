@@ -4,11 +4,12 @@ and problem type, and go back out in the layout transformers loads."""
 
 import dataclasses
 import json
+import re
 import shutil
 
 import numpy as np
 import pytest
-from safetensors.numpy import load_file
+from safetensors.numpy import load_file, save_file
 
 import kbert.convert
 from kbert import tasks
@@ -59,10 +60,58 @@ def test_a_task_checkpoint_loads_with_transformers_outputs_and_goes_back(family,
     dropout = checkpoint_family(family).task_dropout.get(task)  # classifier_dropout None: the
     if dropout is not None:                                     # encoder's hidden dropout
         assert ours[dropout] == (theirs[dropout] or theirs["hidden_dropout_prob"]), dropout
-    # transformers reads problem_type None with one label as a regression; kbert writes it out.
-    expected = theirs.get("problem_type") or kbert.convert.task_heads.PROBLEM_TYPES.get(
-        problem_type)
-    assert ours.get("problem_type") == expected
+    # No fixture states a problem_type but seq_multi's: the others go back out without one
+    # (transformers' pipeline scores one output without it with a sigmoid, not as a value).
+    assert ours.get("problem_type") == theirs.get("problem_type")
+    if task == "text_classifier":
+        assert model.problem_type_declared == (theirs.get("problem_type") is not None)
+
+
+def _copy_with_config(name, folder, **changes):
+    shutil.copytree(FIXTURES / name, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **changes}))
+    return folder
+
+
+def test_a_declared_problem_type_goes_back_out_and_an_unstated_one_stays_unstated(tmp_path):
+    """One output: "regression" stated stays stated; none stated stays none, through
+    kbert's own directory too (transformers' pipeline scores the two differently)."""
+    declared = kbert.convert.load(_copy_with_config("bert_seq_regression", tmp_path / "r",
+                                                    problem_type="regression"))
+    assert (declared.problem_type, declared.declared_problem_type) == ("regression",
+                                                                       "regression")
+    kbert.convert.save_hugging_face(declared, tmp_path / "r_out")
+    assert json.loads((tmp_path / "r_out" / "config.json").read_text())[
+        "problem_type"] == "regression"
+
+    unstated = kbert.convert.load(FIXTURES / "bert_seq_regression")
+    assert (unstated.problem_type, unstated.declared_problem_type) == ("regression", None)
+    kbert.convert.save_kbert(unstated, tmp_path / "k")
+    again = kbert.convert.load(tmp_path / "k")
+    assert (again.problem_type, again.problem_type_declared) == ("regression", False)
+    kbert.convert.save_hugging_face(again, tmp_path / "k_out")
+    assert "problem_type" not in json.loads((tmp_path / "k_out" / "config.json").read_text())
+
+
+@pytest.mark.parametrize("name, extra, shape", [
+    ("bert_seq_single", "pre_classifier.weight", (24, 24)),  # DistilBERT's layer, not BERT's
+    ("electra_token", "qa_outputs.bias", (2,)),
+    ("distil_bert_qa", "classifier.bias", (2,)),
+])
+def test_a_head_tensor_the_task_model_does_not_use_is_an_error(tmp_path, name, extra, shape):
+    """A head tensor left out would give a model whose outputs are not the checkpoint's."""
+    folder = tmp_path / name
+    shutil.copytree(FIXTURES / name, folder)
+    weights = load_file(str(folder / "model.safetensors"))
+    weights[extra] = np.ones(shape, np.float32)
+    save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    architecture = kbert.convert.read(folder).architecture
+    with pytest.raises(ValueError, match=re.escape(
+            f"holds a {architecture} with head tensors that the kbert ")
+            + f".* does not use: {re.escape(extra)}\\."):
+        kbert.convert.load(folder)
+    assert isinstance(kbert.convert.load(folder, task=None), BertBackbone)  # the encoder
 
 
 def test_an_nli_classifier_keeps_mnli_label_order():
@@ -88,15 +137,16 @@ def test_a_sentence_transformers_directory_is_a_text_embedder(name, pooling, nor
     assert [m["type"].rsplit(".", 1)[1] for m in modules] == (
         ["Transformer", "Pooling", "Normalize"] if normalize else ["Transformer", "Pooling"])
     again = kbert.convert.load(tmp_path / "out")
-    assert (again.pooling, again.normalize) == (pooling, normalize)
+    assert (again.pooling, again.normalize, again.max_length) == (pooling, normalize, 128)
     x = _tasks.features(_tasks.reference(name), embedder, "text_")
     np.testing.assert_array_equal(_tasks.outputs(again, x)["embeddings"],
                                   _tasks.outputs(embedder, x)["embeddings"])
 
 
-def test_minilm_loads_as_its_sentence_transformers_pipeline():
+def test_minilm_loads_as_its_sentence_transformers_pipeline(tmp_path):
     """The real all-MiniLM-L6-v2 (modules.json of sentence-transformers 2.0): a mean-pooling,
-    normalizing TextEmbedder with sentence-transformers' embeddings; head=None: its encoder."""
+    normalizing TextEmbedder with sentence-transformers' embeddings and max_seq_length (256
+    of its 512 positions, also written back out); head=None: its encoder."""
     from tests.tasks.test_text_embedder import MINILM, REFERENCE
 
     embedder = kbert.convert.load(MINILM)
@@ -107,6 +157,12 @@ def test_minilm_loads_as_its_sentence_transformers_pipeline():
     np.testing.assert_allclose(_tasks.outputs(embedder, x)["embeddings"],
                                reference["embeddings"], atol=_tasks.ATOL, rtol=0)
     assert kbert.convert.read(MINILM).task.max_length == 256
+    assert (embedder.max_length, embedder.backbone.config.max_sequence_length) == (256, 512)
+    kbert.convert.save_hugging_face(embedder, tmp_path / "out")
+    written = json.loads((tmp_path / "out" / "sentence_bert_config.json").read_text())
+    assert written["max_seq_length"] == 256
+    shorter = kbert.convert.load(MINILM, max_sequence_length=128)  # no longer than positions
+    assert shorter.max_length == 128
     assert type(kbert.convert.load(MINILM, head=None)) is BertBackbone
 
 

@@ -33,6 +33,20 @@ def test_wrong_task_for_a_model_object(pipelines):
                           classifier("A great movie!", top_k=None))
 
 
+@pytest.mark.parametrize("task, model", [("text-classification", CLASSIFIER),
+                                         ("fill-mask", "hf_tiny/distil_bert")])
+def test_a_checkpoint_is_read_once(monkeypatch, task, model):
+    """The model and its tokenizer come from one read of the directory."""
+    from kbert import convert
+
+    reads = []
+    reader = convert._READERS["hf"]
+    monkeypatch.setitem(convert._READERS, "hf",
+                        lambda path, **kwargs: reads.append(path) or reader(path, **kwargs))
+    kbert.pipeline(task, model=str(FIXTURES / model))
+    assert len(reads) == 1, reads
+
+
 def test_refusals_name_the_bad_value(pipelines):
     with pytest.raises(ValueError, match="Unknown task 'summarization'"):
         kbert.pipeline("summarization", model=str(FIXTURES / CLASSIFIER))

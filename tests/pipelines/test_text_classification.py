@@ -1,6 +1,10 @@
 """kbert.pipeline("text-classification") gives transformers' outputs on the fixtures'
 checkpoints: labels, scores (1e-4), top_k, function_to_apply, pairs, truncation."""
 
+import json
+import math
+import shutil
+
 import pytest
 
 from tests.pipelines import reference
@@ -13,3 +17,52 @@ TASK = "text_classification"
 def test_matches_transformers(pipelines, index):
     pipe = pipelines("text-classification", reference.model_of(TASK, index))
     reference.check(TASK, index, lambda inputs, options: pipe(inputs, **options), ids_of(pipe))
+
+
+REGRESSION = "hf_tasks/bert_seq_regression"  # one output, no problem_type: a cross-encoder
+
+
+def _unstated_reference():
+    """A text and transformers' score of it on REGRESSION: a sigmoid of the output."""
+    for case in reference.load(TASK)["cases"]:
+        if case["model"] == REGRESSION and isinstance(case["inputs"], str) \
+                and not case["options"]:
+            return case["inputs"], case["output"][0]["score"]
+    raise AssertionError(f"no single-text case of {REGRESSION}")
+
+
+def test_one_output_without_a_problem_type_is_scored_by_a_sigmoid_from_any_source(
+        pipelines, tmp_path):
+    """As transformers' pipeline: the checkpoint directory, the model object and kbert's own
+    directory of it all score the unstated one-output model with a sigmoid."""
+    import kbert
+
+    text, expected = _unstated_reference()
+    model = pipelines("text-classification", REGRESSION).source.runner.model
+    tokenizer = kbert.convert.load_tokenizer(str(reference.FIXTURES / REGRESSION))
+    kbert.convert.save_kbert(model, tmp_path / "k", vocabulary=tokenizer)
+    for pipe in (pipelines("text-classification", REGRESSION),
+                 kbert.pipeline("text-classification", model=model, tokenizer=tokenizer),
+                 kbert.pipeline("text-classification", model=str(tmp_path / "k"))):
+        assert abs(pipe(text)[0]["score"] - expected) < reference.TOLERANCE, pipe
+
+
+def test_a_declared_regression_gives_the_raw_value(tmp_path):
+    """problem_type "regression" stated: no function, as transformers' pipeline; also from a
+    model object and kbert's own directory."""
+    import kbert
+
+    text, squashed = _unstated_reference()
+    folder = tmp_path / "declared"
+    shutil.copytree(reference.FIXTURES / REGRESSION, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "problem_type": "regression"}))
+    pipe = kbert.pipeline("text-classification", model=str(folder))
+    value = pipe(text)[0]["score"]
+    assert abs(1 / (1 + math.exp(-value)) - squashed) < reference.TOLERANCE
+    assert abs(value - squashed) > 1e-3  # the raw output, not its sigmoid
+    model, tokenizer = pipe.source.runner.model, pipe.tokenizer
+    kbert.convert.save_kbert(model, tmp_path / "k", vocabulary=tokenizer)
+    for other in (kbert.pipeline("text-classification", model=model, tokenizer=tokenizer),
+                  kbert.pipeline("text-classification", model=str(tmp_path / "k"))):
+        assert abs(other(text)[0]["score"] - value) < 1e-6

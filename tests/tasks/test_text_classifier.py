@@ -113,6 +113,24 @@ def test_multi_label_and_regression_train():
     assert sorted(logs) == ["loss", "mean_absolute_error"]
 
 
+def test_an_unstated_problem_type_keeps_the_loss_and_round_trips(tmp_path):
+    """problem_type_declared=False (a checkpoint without problem_type): the loss of the type
+    transformers infers, `declared_problem_type` None, kept by get_config and .keras."""
+    backbone = tiny_backbone("bert")
+    model = TextClassifier(backbone, problem_type="regression", problem_type_declared=False,
+                           name="unstated")
+    assert (model.problem_type, model.declared_problem_type) == ("regression", None)
+    restored = _checks.check_round_trips(model, tmp_path)
+    assert isinstance(model.loss, keras.losses.MeanSquaredError)  # compiled by the check
+    assert (restored.problem_type, restored.declared_problem_type) == ("regression", None)
+    stated = TextClassifier(backbone, problem_type="regression")
+    assert stated.declared_problem_type == "regression" and stated.problem_type_declared
+    with pytest.raises(ValueError, match="problem_type_declared=False with 3 output\\(s\\) is "
+                                         "problem_type='single_label'.*got 'multi_label'"):
+        TextClassifier(backbone, num_classes=3, problem_type="multi_label",
+                       problem_type_declared=False)
+
+
 def test_argument_errors():
     backbone = tiny_backbone("bert")
     with pytest.raises(ValueError, match="regression' has one output; got num_classes=3"):

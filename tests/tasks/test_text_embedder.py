@@ -66,6 +66,22 @@ def test_normalize_and_errors():
         TextEmbedder(tiny_backbone("bert"), pooling="sum")
 
 
+def test_max_length_is_kept_and_checked(tmp_path):
+    """sentence-transformers' max_seq_length: kept by get_config and .keras; None is the
+    backbone's; no longer than the backbone's positions."""
+    backbone = tiny_backbone("bert")
+    assert TextEmbedder(backbone).max_length is None
+    model = TextEmbedder(backbone, max_length=8, name="short_embedder")
+    assert model.max_length == 8
+    assert _checks.check_round_trips(model, tmp_path).max_length == 8
+    positions = backbone.config.max_sequence_length
+    with pytest.raises(ValueError, match=f"max_length={positions + 1} is longer than the "
+                                         f"backbone's max_sequence_length \\({positions}\\)"):
+        TextEmbedder(backbone, max_length=positions + 1)
+    with pytest.raises(ValueError, match="`max_length` must be an integer > 0"):
+        TextEmbedder(backbone, max_length=0)
+
+
 def test_cosine_similarity_and_semantic_search():
     rng = np.random.default_rng(2)
     corpus = rng.normal(size=(7, 5)).astype("float32")

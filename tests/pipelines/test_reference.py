@@ -1,0 +1,44 @@
+"""The reference comparison itself: a tokenization difference outside reference.DIVERGENT
+fails (it is not skipped), and a refusal must be kbert's error for transformers' one."""
+
+import pytest
+
+from kbert.pipelines import InputTooLongError
+from tests.pipelines import reference
+
+TASK = "text_classification"
+MODEL = "hf_tasks/bert_seq_single"
+
+
+def _index(error):
+    for i, case in enumerate(reference.load(TASK)["cases"]):
+        if case["model"] == MODEL and ("error" in case) == error:
+            return i
+    raise AssertionError(MODEL)
+
+
+def _raise(error):
+    def run(inputs, options):
+        raise error
+    return run
+
+
+def test_an_unlisted_tokenization_difference_fails():
+    index = _index(error=False)
+    with pytest.raises(AssertionError, match="otherwise than transformers' tokenizer of "
+                                             f"{MODEL}"):
+        reference.check(TASK, index, _raise(AssertionError("not run")),
+                        lambda text: [0, 1, 2])
+
+
+def test_a_refusal_must_be_the_expected_error():
+    index = _index(error=True)  # a text over the 128 positions: transformers' RuntimeError
+    assert reference.load(TASK)["cases"][index]["error"]["type"] == "RuntimeError"
+    with pytest.raises(AssertionError, match="does not say 'tokens long; the model takes"):
+        reference.check(TASK, index, _raise(InputTooLongError("too long")), None)
+    with pytest.raises(KeyError):  # not the InputTooLongError expected: it is not caught
+        reference.check(TASK, index, _raise(KeyError("text")), None)
+    reference.check(TASK, index, _raise(InputTooLongError(
+        "Text 0 is 4228 tokens long; the model takes at most 128.")), None)
+    with pytest.raises(AssertionError, match="No kbert error is known"):
+        reference.expected_error({"type": "OSError", "message": "disk full"})
