@@ -19,6 +19,22 @@ class UnsafeSavedModelError(UnsafeModelError):
     function it sits in (or the file), and why."""
 
 
+# Opens nothing through a link, and never blocks on a FIFO.
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+
+
+def _check_kind(directory, relative, mode, link_target):
+    """Refuses a link (`link_target()` reads where it points) and anything but a regular file
+    or a directory: reading a FIFO would hang the load."""
+    if stat.S_ISLNK(mode):
+        raise UnsafeSavedModelError(
+            f"{directory}: {relative} is a link (to {link_target()!r}); a SavedModel's files "
+            f"must be its own regular files.")
+    if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+        raise UnsafeSavedModelError(
+            f"{directory}: {relative} is not a regular file (a FIFO or a device).")
+
+
 def read_saved_model(directory):
     """The SavedModel proto of `directory` (a real path), after its files are checked."""
     if not os.path.isdir(directory):
@@ -26,16 +42,8 @@ def read_saved_model(directory):
     for parent, folders, files in os.walk(directory):
         for name in folders + files:
             full = os.path.join(parent, name)
-            mode = os.lstat(full).st_mode
-            relative = os.path.relpath(full, directory)
-            if stat.S_ISLNK(mode):
-                raise UnsafeSavedModelError(
-                    f"{directory}: {relative} is a link (to {os.readlink(full)!r}); a "
-                    f"SavedModel's files must be its own regular files.")
-            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-                # Reading a FIFO would hang the load.
-                raise UnsafeSavedModelError(
-                    f"{directory}: {relative} is not a regular file (a FIFO or a device).")
+            _check_kind(directory, os.path.relpath(full, directory), os.lstat(full).st_mode,
+                        lambda: os.readlink(full))
     if os.path.exists(os.path.join(directory, "saved_model.cpb")):
         raise UnsafeSavedModelError(f"{directory}: a chunked SavedModel (saved_model.cpb) "
                                     f"is not checked; load it with trusted=True if you trust it.")
@@ -65,8 +73,7 @@ def copy_saved_model(directory, copy):
     once open, so that a file swapped meanwhile is not what gets copied."""
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"No SavedModel directory at {directory!r}.")
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
-    top = os.open(directory, flags | os.O_DIRECTORY)
+    top = os.open(directory, _OPEN_FLAGS | os.O_DIRECTORY)
     try:
         os.mkdir(copy, 0o700)
         _copy_folder(top, copy, directory, "")
@@ -75,21 +82,14 @@ def copy_saved_model(directory, copy):
 
 
 def _copy_folder(folder, copy, directory, relative):
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
     with os.scandir(folder) as entries:
         names = sorted(entry.name for entry in entries)
     for name in names:
         inner = os.path.join(relative, name)
         mode = os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode
-        if stat.S_ISLNK(mode):
-            raise UnsafeSavedModelError(
-                f"{directory}: {inner} is a link (to {os.readlink(name, dir_fd=folder)!r}); a "
-                f"SavedModel's files must be its own regular files.")
-        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-            raise UnsafeSavedModelError(
-                f"{directory}: {inner} is not a regular file (a FIFO or a device).")
+        _check_kind(directory, inner, mode, lambda: os.readlink(name, dir_fd=folder))
         try:
-            opened = os.open(name, flags | (os.O_DIRECTORY if stat.S_ISDIR(mode) else 0),
+            opened = os.open(name, _OPEN_FLAGS | (os.O_DIRECTORY if stat.S_ISDIR(mode) else 0),
                              dir_fd=folder)
         except OSError as e:  # swapped for a link or another kind since the stat
             raise UnsafeSavedModelError(f"{directory}: {inner} changed while it was copied "
