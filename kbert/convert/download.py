@@ -23,18 +23,14 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from kbert._cache import CACHE_ENV, cache_dir
 from kbert.convert import hugging_face
 
-CACHE_ENV = "KBERT_CACHE_DIR"
 SOURCE_FIELDS = ("url", "sha256", "format", "path", "files")
 
 
 class DownloadError(OSError):
     """The release could not be fetched and there is no cached copy."""
-
-
-def cache_dir():
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "kbert")
 
 
 def sha256_of(path):

@@ -22,9 +22,10 @@ import re
 import sys
 import sysconfig
 import unicodedata
-from pathlib import Path
 
 import tensorflow as tf
+
+from kbert import _cache
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 
@@ -185,8 +186,8 @@ def _cached_stdlib_sentences(files):
     for path in files:
         stat = os.stat(path)
         key.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
-    cache_file = (Path(os.environ.get("KBERT_CACHE_DIR") or Path.home() / ".cache" / "kbert")
-                  / "corpora" / f"stdlib_docstrings-{key.hexdigest()[:16]}.json")
+    name = f"stdlib_docstrings-{key.hexdigest()[:16]}.json"
+    cache_file = _cache.cache_dir() / "corpora" / name
     try:
         modules = json.loads(cache_file.read_text(encoding="utf-8"))
         if isinstance(modules, list) and len(modules) == len(files):
