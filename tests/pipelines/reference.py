@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures import pipeline_inputs
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TOLERANCE = 1e-4
 
@@ -36,22 +38,7 @@ def model_of(task, index):
 
 def expand(task, value):
     """The case's inputs, "@long" replaced by the 20,000-character text."""
-    if value == "@long":
-        return load(task)["long_text"]
-    if isinstance(value, list):
-        return [expand(task, v) for v in value]
-    if isinstance(value, dict):
-        return {k: expand(task, v) for k, v in value.items()}
-    return value
-
-
-def texts_of(inputs):
-    if isinstance(inputs, str):
-        return [inputs]
-    if isinstance(inputs, dict):
-        return [v for v in inputs.values() if isinstance(v, str)] + [
-            t for v in inputs.values() if isinstance(v, list) for t in v]
-    return [t for item in inputs for t in texts_of(item)]
+    return pipeline_inputs.expand(value, load(task)["long_text"])
 
 
 def assert_same(ours, theirs, path="output"):
@@ -134,7 +121,7 @@ def check(task, index, run, tokenizer_ids):
     case = reference["cases"][index]
     inputs = expand(task, case["inputs"])
     known = reference["input_ids"][case["model"]]
-    for text in texts_of(inputs):
+    for text in pipeline_inputs.texts_of(inputs):
         if text not in known:
             continue
         ours = list(tokenizer_ids(text))
