@@ -9,6 +9,7 @@ numpy post-processing of each sequence's output arrays into transformers' dicts.
 
 import numpy as np
 
+from kbert.data.task_features import check_int  # noqa: F401 - the pipelines' check too
 from kbert.pipelines import batching
 from kbert.pipelines.encoding import Encoder
 
@@ -18,12 +19,6 @@ RUN_OPTIONS = {"batch_size": batching.DEFAULT_BATCH_SIZE, "progress": None}
 
 class InputTooLongError(ValueError):
     """An input does not fit the model and the pipeline was asked not to truncate it."""
-
-
-def check_int(name, value, minimum):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}.")
-    return int(value)
 
 
 def longest_first(first, second, budget):
@@ -118,7 +113,7 @@ class Pipeline:
     def run(self, sequences, options):
         """The model's output row of each sequence (`batching.run`)."""
         return batching.run(self.source.runner, sequences, self.tokenizer.pad_id,
-                            batch_size=check_int("batch_size", options["batch_size"], 1),
+                            batch_size=options["batch_size"],
                             progress=options["progress"])
 
     def __repr__(self):

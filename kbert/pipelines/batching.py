@@ -9,6 +9,8 @@ outputs do not depend on its batch.
 
 import numpy as np
 
+from kbert.data.task_features import check_int
+
 DEFAULT_BATCH_SIZE = 32
 # progress=None shows a bar from this many batches on.
 PROGRESS_MIN_BATCHES = 8
@@ -83,13 +85,11 @@ def run(runner, sequences, pad_id, batch_size=DEFAULT_BATCH_SIZE, progress=None)
         one output row per sequence, in the order of `sequences`; rows of per-token outputs
         keep their batch's padded length (cut them to `len(sequence)`).
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
-            or batch_size < 1:
-        raise ValueError(f"`batch_size` must be an integer >= 1, got {batch_size!r}.")
+    batch_size = check_int("batch_size", batch_size, 1)
     if progress not in (None, True, False):
         raise ValueError(f"`progress` must be True, False or None (automatic), got "
                          f"{progress!r}.")
-    groups = length_groups([len(s) for s in sequences], int(batch_size))
+    groups = length_groups([len(s) for s in sequences], batch_size)
     show = progress if progress is not None else len(groups) >= PROGRESS_MIN_BATCHES
     bar = None
     if show and groups:

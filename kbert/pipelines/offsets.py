@@ -22,8 +22,8 @@ import numpy as np
 
 from kbert.tokenizers import SentencePieceTokenizer
 from kbert.tokenizers.normalization import character_ranges
+from kbert.tokenizers.sentence_piece_tokenizer import UNDERLINE as SENTENCE_PIECE_MARK
 
-SENTENCE_PIECE_MARK = "\u2581"  # SentencePiece's word start
 WORD_PIECE_PREFIX = "##"
 # Longer words are mapped by prefixes only up to here (the cost grows with the square).
 _PREFIX_LIMIT = 64

@@ -133,5 +133,4 @@ def from_saved_model(path, tokenizer, task, trusted):
     serves = [t for t in SERVES[kind] if t != "feature-extraction" or kind == "backbone"]
     source = Source(runner, tokenizer or tokenizer_of(path), kind, name, _max_length(loaded),
                     label_names=label_names, problem_type=problem_type, serves=serves)
-    source.check_serves(task)
     return source

@@ -64,7 +64,6 @@ def from_model(model, tokenizer, task):
     source = Source(None, tokenizer, kind, type(model).__name__, max_length,
                     label_names=getattr(model, "label_names", None),
                     problem_type=getattr(model, "declared_problem_type", None))
-    source.check_serves(task)
     runner_model = _backbone(model) if task == "feature-extraction" else model
     if kind in ("text_classifier", "token_classifier") and source.label_names is None:
         source.label_names = [f"LABEL_{i}" for i in range(model.num_classes)]
