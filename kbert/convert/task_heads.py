@@ -23,7 +23,8 @@ import dataclasses
 from kbert import tasks
 from kbert.convert import _mapping, families
 from kbert.convert._family import HF_TASKS
-from kbert.tasks.text_classifier import family_head
+from kbert.tasks.task import default_label_names
+from kbert.tasks.text_classifier import family_head, inferred_problem_type
 
 # The names of the head weights, outside the encoder's prefix (`bert.`) in Hugging Face files.
 HEAD_PREFIXES = ("classifier.", "pre_classifier.", "qa_outputs.")
@@ -68,16 +69,6 @@ class TaskHead:
         return self.arguments.get("problem_type")
 
 
-def task_name(task):
-    """kbert's name of `task`: a key of `kbert.tasks.TASKS`, or a transformers pipeline name
-    in `kbert.tasks.ALIASES` ("text-classification", "ner", ...)."""
-    name = tasks.ALIASES.get(task, task) if isinstance(task, str) else None
-    if name not in tasks.TASKS:
-        raise ValueError(f"Unknown task {task!r}. Known: "
-                         f"{', '.join([*tasks.TASKS, *tasks.ALIASES])}.")
-    return name
-
-
 def describe(task):
     """"token_classifier (token-classification, ner)": the names a task answers to."""
     aliases = [alias for alias, name in tasks.ALIASES.items() if name == task]
@@ -87,10 +78,10 @@ def describe(task):
 def check(task_head, task, source, architecture=None):
     """The `TaskHead` to build for `task` ("auto" or a task name); ValueError naming what
     the checkpoint holds and the task it serves when that is not `task`."""
-    if task_head is not None and (task == "auto" or task_name(task) == task_head.task):
+    if task_head is not None and (task == "auto" or tasks.task_name(task) == task_head.task):
         return task_head
     if task_head is None:
-        requested = "task" if task == "auto" else repr(task_name(task))
+        requested = "task" if task == "auto" else repr(tasks.task_name(task))
         held = f"a {architecture}" if architecture else "an encoder"
         raise ValueError(
             f"{source} holds {held} without a task head, so it serves no task. Load the "
@@ -179,7 +170,7 @@ def of_model(model):
 def _label_names(values, source):
     id2label = values.get("id2label")
     if not id2label:
-        return [f"LABEL_{i}" for i in range(int(values.get("num_labels", 2)))]
+        return default_label_names(int(values.get("num_labels", 2)))
     try:
         by_id = {int(i): str(name) for i, name in id2label.items()}
     except ValueError:
@@ -193,7 +184,7 @@ def _label_names(values, source):
 
 def _problem_type(value, num_labels, source):
     if value is None:  # as transformers decides without labels: one output is a regression
-        return "regression" if num_labels == 1 else "single_label"  # (not declared)
+        return inferred_problem_type(num_labels)  # (not declared)
     ours = {theirs: ours for ours, theirs in PROBLEM_TYPES.items()}
     if value not in ours:
         raise ValueError(f"{source}: problem_type={value!r} is not supported. Supported: "
@@ -239,8 +230,7 @@ def to_hf_config(task_head, family, source="model"):
             f"{family_head(family.name)!r}."
         )
     if task in _LABELLED:
-        names = arguments.get("label_names") or [
-            f"LABEL_{i}" for i in range(arguments["num_classes"])]
+        names = arguments.get("label_names") or default_label_names(arguments["num_classes"])
         values["id2label"] = {str(i): name for i, name in enumerate(names)}
         values["label2id"] = {name: i for i, name in enumerate(names)}
     if task == "text_classifier" and arguments.get("problem_type_declared", True):

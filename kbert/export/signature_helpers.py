@@ -4,6 +4,8 @@ the input specs, running the model, the `serving_ids` endpoint, label names."""
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from kbert.tasks.task import default_label_names
+
 
 def pack(tokenizer, segments, sequence_length):
     """[CLS] A [SEP] (B [SEP]) from ragged wordpiece ids, trimmed round-robin and padded.
@@ -63,7 +65,7 @@ def label_names_of(model, label_names):
     """The export's `label_names`, else the model's, else transformers' "LABEL_<i>"."""
     names = label_names if label_names is not None else model.label_names
     if names is None:
-        return [f"LABEL_{i}" for i in range(model.num_classes)]
+        return default_label_names(model.num_classes)
     if isinstance(names, str) or not all(isinstance(n, str) for n in names):
         raise ValueError(f"`label_names` must be a list of strings, got {names!r}.")
     if len(names) != model.num_classes:

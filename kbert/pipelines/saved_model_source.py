@@ -16,6 +16,7 @@ import os
 import numpy as np
 
 from kbert.pipelines.model_source import SERVES, Source
+from kbert.tasks.task import default_label_names
 
 _SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "<pad>", "<unk>")
 
@@ -79,7 +80,7 @@ def _label_names(loaded, kind, count):
     distinct = {tuple(c) for c in found}
     if len(distinct) == 1:
         return list(distinct.pop())
-    return [f"LABEL_{i}" for i in range(count)]
+    return default_label_names(count)
 
 
 def _max_length(loaded):

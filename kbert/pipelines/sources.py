@@ -16,6 +16,7 @@ the kind of model, which says the pipeline tasks it serves.
 import os
 
 from kbert.pipelines.model_source import KerasRunner, Source
+from kbert.tasks.task import default_label_names
 
 # The kbert task of `kbert.convert.load(path, task=...)` for each pipeline task.
 CHECKPOINT_TASKS = {
@@ -66,7 +67,7 @@ def from_model(model, tokenizer, task):
                     problem_type=getattr(model, "declared_problem_type", None))
     runner_model = _backbone(model) if task == "feature-extraction" else model
     if kind in ("text_classifier", "token_classifier") and source.label_names is None:
-        source.label_names = [f"LABEL_{i}" for i in range(model.num_classes)]
+        source.label_names = default_label_names(model.num_classes)
     source.runner = KerasRunner(runner_model)
     return source
 

@@ -35,11 +35,16 @@ def build(task, backbone, **kwargs):
         backbone = kbert.convert.load("path/to/bert", head=None)
         classifier = kbert.tasks.build("text_classifier", backbone, num_classes=2)
     """
-    name = ALIASES.get(task, task)
+    return TASKS[task_name(task)](backbone, **kwargs)
+
+
+def task_name(task):
+    """kbert's name of `task`: a key of `TASKS`, or a transformers pipeline name in
+    `ALIASES` ("text-classification", "ner", ...)."""
+    name = ALIASES.get(task, task) if isinstance(task, str) else None
     if name not in TASKS:
-        known = ", ".join([*TASKS, *ALIASES])
-        raise ValueError(f"Unknown task {task!r}. Known: {known}.")
-    return TASKS[name](backbone, **kwargs)
+        raise ValueError(f"Unknown task {task!r}. Known: {', '.join([*TASKS, *ALIASES])}.")
+    return name
 
 
 __all__ = [

@@ -48,6 +48,11 @@ def backbone_inputs(backbone):
             for name in backbone.input}
 
 
+def default_label_names(count):
+    """transformers' names for outputs that have none: "LABEL_0", "LABEL_1", ..."""
+    return [f"LABEL_{i}" for i in range(count)]
+
+
 def check_label_names(label_names, num_classes):
     if label_names is None:
         return None

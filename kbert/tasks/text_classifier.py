@@ -13,6 +13,12 @@ HEADS = ("auto", "pooled", "cls")
 _AUTO_HEAD = {"bert": "pooled", "albert": "pooled", "distil_bert": "cls", "electra": "cls"}
 
 
+def inferred_problem_type(num_classes):
+    """The problem type transformers infers where a checkpoint declares none (and no labels
+    tell): one output is a regression, more a single-label classification."""
+    return "regression" if num_classes == 1 else "single_label"
+
+
 def family_head(family):
     """The `head` that head="auto" gives a backbone of `family` (a `kbert.models.FAMILIES`
     key): the layout of transformers' `*ForSequenceClassification` of that family."""
@@ -81,7 +87,7 @@ class TextClassifier(task_lib.Task, keras.Model):
             raise ValueError(f"problem_type='regression' has one output; got "
                              f"num_classes={num_classes}.")
         label_names = task_lib.check_label_names(label_names, num_classes)
-        inferred = "regression" if num_classes == 1 else "single_label"
+        inferred = inferred_problem_type(num_classes)
         if not problem_type_declared and problem_type != inferred:
             raise ValueError(
                 f"problem_type_declared=False with {num_classes} output(s) is "
