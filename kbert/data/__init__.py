@@ -5,7 +5,7 @@ from kbert.data import (
     classification, corpora, inputs, question_answering, tagging, task_features, task_files,
     task_records, task_tfds, text_spans, tfrecords,
 )
-from kbert.data.classification import classification_dataset
+from kbert.data.classification import classification_dataset, encode_classification
 from kbert.data.masking import Masker
 from kbert.data.pairs import PairBuilder
 from kbert.data.pipeline import examples, pretraining_dataset
@@ -20,7 +20,8 @@ from kbert.data.text_spans import split_words
 
 __all__ = [
     "DataError", "Masker", "PairBuilder", "classification", "classification_dataset",
-    "corpora", "decode_answers", "decode_entities", "encode_questions", "encode_tagging",
+    "corpora", "decode_answers", "decode_entities", "encode_classification",
+    "encode_questions", "encode_tagging",
     "examples", "inputs", "pretraining_dataset", "question_answering",
     "question_answering_dataset", "read_classification_file", "read_conll", "read_squad",
     "split_words", "tagging", "tagging_dataset", "task_features", "task_files", "task_records",

@@ -5,6 +5,9 @@ exported SavedModels: `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, pairs truncate
 first (BERT's `_truncate_seq_pair`), padded to a static `sequence_length`.
 """
 
+import dataclasses
+from typing import Optional
+
 import numpy as np
 import tensorflow as tf
 
@@ -70,6 +73,32 @@ def _columns(data):
         odd = next(e for e in examples if e.label is None)
         raise DataError(f"{odd.origin}: no label, while other examples have one.")
     return columns
+
+
+@dataclasses.dataclass
+class EncodedClassification:
+    """A classification split as arrays, for `fit` and `predict` without tf.data tokenizing
+    again at every pass (the twin of `EncodedTagging` and `EncodedQuestions`).
+
+    Attributes:
+        features: `token_ids`, `segment_ids`, `padding_mask`, int32 [N, S].
+        labels: {"labels": int32 or float32 [N]}; None without labels.
+    """
+
+    features: dict
+    labels: Optional[dict]
+
+
+def encode_classification(data, tokenizer, sequence_length=128):
+    """`data` (as `classification_dataset` takes it) tokenized and packed once, in order."""
+    rows = list(classification_dataset(data, tokenizer, sequence_length,
+                                       batch_size=1024).as_numpy_iterator())
+    labelled = isinstance(rows[0], tuple)
+    features = [row[0] if labelled else row for row in rows]
+    features = {key: np.concatenate([f[key] for f in features]) for key in features[0]}
+    labels = ({key: np.concatenate([row[1][key] for row in rows]) for key in rows[0][1]}
+              if labelled else None)
+    return EncodedClassification(features, labels)
 
 
 def classification_dataset(data, tokenizer, sequence_length=128, batch_size=32,

@@ -50,7 +50,7 @@ class Prepared:
     """A split, encoded: the batches `fit` reads and what scoring its predictions needs."""
 
     data: object  # ClassificationData, TaggingData or QuestionAnsweringData
-    encoded: object  # EncodedTexts, EncodedTagging or EncodedQuestions
+    encoded: object  # EncodedClassification, EncodedTagging or EncodedQuestions
     label_names: list
 
 
@@ -73,28 +73,6 @@ def _predict(config, model, split):
 
 
 # === text_classifier ===
-
-@dataclasses.dataclass
-class EncodedTexts:
-    """Classification features (`token_ids`, `segment_ids`, `padding_mask` [N, S]) and
-    `labels` ({"labels": [N]}; None without labels)."""
-
-    features: dict
-    labels: object
-
-
-def _encode_texts(config, data, tokenizer):
-    """Tokenized and packed once, so that the evaluation after every epoch does not build
-    (and trace) the tokenizing pipeline again."""
-    rows = list(kdata.classification_dataset(data, tokenizer, config.sequence_length,
-                                             batch_size=1024).as_numpy_iterator())
-    labelled = isinstance(rows[0], tuple)
-    features = [row[0] if labelled else row for row in rows]
-    features = {key: np.concatenate([f[key] for f in features]) for key in features[0]}
-    labels = ({key: np.concatenate([row[1][key] for row in rows]) for key in rows[0][1]}
-              if labelled else None)
-    return EncodedTexts(features, labels)
-
 
 def _classifier_model(config, backbone, train):
     regression = train.data.regression
@@ -198,7 +176,11 @@ class FinetuningTask:
 
 
 FINETUNING_TASKS = {task.name: task for task in (
-    FinetuningTask("text_classifier", _encode_texts,
+    # Encoded once, like the other tasks: the evaluation after every epoch then neither
+    # builds nor traces the tokenizing pipeline again.
+    FinetuningTask("text_classifier",
+                   lambda config, data, tokenizer: kdata.encode_classification(
+                       data, tokenizer, config.sequence_length),
                    _array_batches(lambda y: (y["labels"],)), _classifier_model,
                    _classifier_scores, _classifier_metric),
     FinetuningTask("token_classifier",

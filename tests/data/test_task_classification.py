@@ -133,3 +133,24 @@ def test_files_to_batches(tmp_path):
     assert data.label_names == ["negative", "positive"]
     assert labels["labels"].numpy().tolist() == [1, 0]
     assert features["padding_mask"].numpy().sum(1).tolist() == [5, 3]
+
+
+def test_encode_classification_is_the_dataset_as_arrays_in_order():
+    """What run_finetuning fits and predicts on: the same rows as `classification_dataset`,
+    unshuffled and concatenated, labels included (None without labels)."""
+    from kbert.data.classification import encode_classification
+
+    tokenizer = tiny_tokenizer()
+    # 1,030 rows: more than one of its batches of 1,024; pairs whose lengths all differ.
+    examples = [ClassificationExample(f"the city {'big ' * (i % 11)}", "new york " * (1 + i % 5),
+                                      i % 2, f"row {i}") for i in range(1030)]
+    data = ClassificationData(examples, ["no", "yes"])
+    encoded = encode_classification(data, tokenizer, sequence_length=16)
+    batches = list(classification_dataset(data, tokenizer, 16, batch_size=7)
+                   .as_numpy_iterator())
+    for key in FEATURE_KEYS:
+        np.testing.assert_array_equal(
+            encoded.features[key], np.concatenate([f[key] for f, _ in batches]))
+    np.testing.assert_array_equal(encoded.labels["labels"], [i % 2 for i in range(1030)])
+    unlabelled = encode_classification(["the city", "new york is big"], tokenizer, 16)
+    assert unlabelled.labels is None and unlabelled.features["token_ids"].shape == (2, 16)
