@@ -383,13 +383,12 @@ def serve(argv):
 
 
 def fine_tuning_adamw():
-    """BERT's fine-tuning AdamW (run_classifier.py), one per model."""
-    import keras
-
+    """BERT's fine-tuning AdamW (kbert.tasks' default), one per model, without decay on
+    biases and LayerNorms, as `Task.compile` sets it."""
     from kbert.models.optimizers import NO_DECAY_NAMES
+    from kbert.tasks.task import fine_tuning_adamw as kbert_default
 
-    optimizer = keras.optimizers.AdamW(learning_rate=2e-5, weight_decay=0.01, epsilon=1e-6,
-                                       global_clipnorm=1.0)
+    optimizer = kbert_default()
     optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
     return optimizer
 
@@ -421,10 +420,9 @@ def build_classifiers(config):
     theirs = keras_hub.models.BertTextClassifier(
         peer_backbone, num_classes=FLAGS.num_classes, preprocessor=None,
         dropout=ours.dropout)
-    for model in (ours, theirs):
-        if model.count_params() != ours.count_params():
-            raise AssertionError(f"Not the same architecture: {model.count_params()} "
-                                 f"parameters against kbert's {ours.count_params()}.")
+    if theirs.count_params() != ours.count_params():
+        raise AssertionError(f"Not the same architecture: {theirs.count_params()} "
+                             f"parameters against kbert's {ours.count_params()}.")
     return [("kbert TextClassifier", compile_model(ours)),
             ("keras-hub BertTextClassifier", compile_model(theirs))]
 

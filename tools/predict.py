@@ -29,10 +29,8 @@ def main(argv):
     from kbert.pipelines.batch_prediction import PredictionStopped, run_prediction
     from kbert.pipelines.input_files import InputFileError
 
-    try:
-        run_config.run_program(PredictionConfig, run_prediction, argv)
-    except (InputFileError, PredictionStopped) as e:  # a message, not a traceback
-        raise SystemExit(f"Error: {e}")
+    run_config.run_program(PredictionConfig, run_prediction, argv,
+                           message_errors=(InputFileError, PredictionStopped))
 
 
 if __name__ == "__main__":

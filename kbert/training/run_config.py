@@ -115,10 +115,12 @@ def define_program(config_class, flag_values=flags.FLAGS):
     return flags_help(flag_values)
 
 
-def run_program(config_class, run, argv, flag_values=flags.FLAGS):
+def run_program(config_class, run, argv, flag_values=flags.FLAGS,
+                message_errors=(FloatingPointError,)):
     """The `main` of such a program: the config from the flags, then `run(config)` (which
     validates it first). A bad setting is a usage error naming the flag, with no traceback;
-    a NaN loss stops with its message. `--dry_run` validates and prints the config."""
+    `message_errors` (a NaN loss; a bad input record) stop with their message alone.
+    `--dry_run` validates and prints the config."""
     import dataclasses
 
     from absl import app, logging
@@ -136,7 +138,7 @@ def run_program(config_class, run, argv, flag_values=flags.FLAGS):
         run(config)
     except ConfigError as e:  # a bad flag; any other error keeps its traceback
         raise app.UsageError(str(e))
-    except FloatingPointError as e:
+    except message_errors as e:
         raise SystemExit(f"Error: {e}")
 
 
