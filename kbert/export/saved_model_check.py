@@ -24,8 +24,8 @@ from kbert.export.saved_model_files import (
     UnsafeSavedModelError, check_files, copy_saved_model, read_saved_model,
 )
 from kbert.export.saved_model_graph import (
-    Body, elements, from_first_argument, function_names, known_elements, loop_bound,
-    range_elements,
+    Body, data_inputs, elements, from_first_argument, function_names, known_elements,
+    loop_bound, range_elements,
 )
 
 DEFAULT_MAX_ELEMENTS = 2**31
@@ -140,6 +140,10 @@ class _Checker:
         for body in self.bodies:
             for node in body.nodes.values():
                 self._collect_calls(body, node)
+        self.calls = defaultdict(set)  # function (None: the main graph) -> what it names
+        for callee, sites in self.callers.items():
+            for caller, _ in sites:
+                self.calls[caller].add(callee)
         self.problems = []  # (0: known harm, 1: unknown op; the message)
 
     def run(self):
@@ -176,12 +180,10 @@ class _Checker:
                     paths[child.node_id] = f"{paths[node_id]}.{child.local_name}"
                     queue.append(child.node_id)
         for node_id in range(len(nodes)):
-            for key, saveable in nodes[node_id].saveable_objects.items():
-                for kind in ("save_function", "restore_function"):
-                    target = getattr(saveable, kind)
-                    if target not in paths and 0 <= target < len(nodes):
-                        paths[target] = (f"the {kind} of {paths.get(node_id, f'object {node_id}')}"
-                                         f"'s saveable {key!r}")
+            for key, kind, target in _saveable_targets(nodes[node_id], len(nodes)):
+                if target not in paths:
+                    paths[target] = (f"the {kind} of {paths.get(node_id, f'object {node_id}')}"
+                                     f"'s saveable {key!r}")
         saved_as = {}
         for node_id in range(len(nodes)):
             path = paths.get(node_id, f"object {node_id}, which no path from the root reaches")
@@ -220,16 +222,8 @@ class _Checker:
                                 f"name)."))
             self.callers[name].append((body.name, node))
 
-    def _calls(self):
-        """Function (None: the main graph) -> the functions it names."""
-        calls = defaultdict(set)
-        for callee, sites in self.callers.items():
-            for caller, _ in sites:
-                calls[caller].add(callee)
-        return calls
-
     def _check_recursion(self):
-        calls = self._calls()
+        calls = self.calls
         done, path = set(), []
 
         def visit(name):
@@ -258,13 +252,14 @@ class _Checker:
         if filename is None or filename.op != "Placeholder":
             return set()
         found, sites = set(), {saver.save_tensor_name.split(":")[0], saver.restore_op_name}
+        revived = self._revived()
         for site in sites:
             node = main.nodes.get(site)
             if node is None or "f" not in node.attr or not node.input or \
                     main.source(node.input[0]) is not filename:
                 continue
             name = node.attr["f"].func.name
-            if name in self.functions and name not in self._revived() and all(
+            if name in self.functions and name not in revived and all(
                     caller is None and call.name in sites for caller, call in self.callers[name]):
                 found.add(name)
         return found
@@ -288,13 +283,10 @@ class _Checker:
                 if child.local_name in _RESOURCE_FUNCTIONS and 0 <= child.node_id < len(nodes):
                     for name in _node_functions(nodes[child.node_id]):
                         found.setdefault(name, f"a resource's {child.local_name}")
-            for saveable in node.saveable_objects.values():
-                for kind in ("save_function", "restore_function"):
-                    target = getattr(saveable, kind)
-                    if 0 <= target < len(nodes):
-                        for name in _node_functions(nodes[target]):
-                            found.setdefault(name, f"a saveable object's {kind}")
-        calls, queue = self._calls(), list(found)
+            for _, kind, target in _saveable_targets(node, len(nodes)):
+                for name in _node_functions(nodes[target]):
+                    found.setdefault(name, f"a saveable object's {kind}")
+        calls, queue = self.calls, list(found)
         while queue:
             name = queue.pop()
             for callee in sorted(calls[name]):
@@ -322,7 +314,7 @@ class _Checker:
                     self.refuse(body, node, f"is a constant of shape {shape} "
                                             f"({elements(tensor.tensor_shape):,} elements), "
                                             f"over max_elements={self.max_elements:,}.")
-        inputs = [i for i in node.input if not i.startswith("^")]
+        inputs = data_inputs(node)
         sized = self._check_sizes(body, node, inputs, load_time)
         if load_time and not sized and node.op not in self.functions and \
                 node.op not in allowed.LOAD_TIME_OPS:
@@ -367,7 +359,7 @@ class _Checker:
     def _check_checkpoint_path(self, body, node):
         """In the loader's own checkpoint functions, files are named only from the path the
         loader passes (argument 0), with constant suffixes that stay beside it."""
-        inputs = [i for i in node.input if not i.startswith("^")]
+        inputs = data_inputs(node)
         for index in allowed.CHECKPOINT_OPS[node.op]:
             if index >= len(inputs) or not from_first_argument(body, inputs[index]):
                 self.refuse(body, node, f"names a checkpoint file that is not the loader's "
@@ -376,7 +368,7 @@ class _Checker:
     def _table_file(self, body, node):
         """Why a table read from a file is refused, saying where the file name comes from:
         an asset of the SavedModel, a path written in the graph, or the caller (the request)."""
-        inputs = [i for i in node.input if not i.startswith("^")]
+        inputs = data_inputs(node)
         source = body.source(inputs[1]) if len(inputs) > 1 else None
         origin = f"node {source.name!r}" if source is not None and not isinstance(
             source, int) else "nothing"
@@ -396,6 +388,16 @@ class _Checker:
             origin = f"the path {path!r} written in the graph"
         return (f"reads a lookup table from a file named by {origin}. kbert's exports hold "
                 f"their vocabularies in the graph and read no files.")
+
+
+def _saveable_targets(node, count):
+    """(saveable name, "save_function" or "restore_function", the function's node id) of
+    `node`'s saveable objects, for ids among the graph's `count` nodes."""
+    for key, saveable in node.saveable_objects.items():
+        for kind in ("save_function", "restore_function"):
+            target = getattr(saveable, kind)
+            if 0 <= target < count:
+                yield key, kind, target
 
 
 def _node_functions(node):

@@ -11,6 +11,11 @@ _SMALL = 4096
 _PASS_THROUGH = ("Identity", "Snapshot", "StopGradient")
 
 
+def data_inputs(node):
+    """A NodeDef's data inputs: its control inputs ("^name") carry no value."""
+    return [i for i in node.input if not i.startswith("^")]
+
+
 def is_node(source):
     """`Body.source` found a node (not an argument index, not nothing)."""
     return source is not None and not isinstance(source, int)
@@ -74,7 +79,7 @@ class Body:
         node = self.source(tensor)
         if not is_node(node) or depth > _DEPTH:
             return None
-        inputs = [i for i in node.input if not i.startswith("^")]
+        inputs = data_inputs(node)
         if node.op == "Const":
             if "value" not in node.attr:
                 return None
@@ -126,7 +131,7 @@ class Body:
         node = self.source(tensor)
         if not is_node(node) or depth > _DEPTH:
             return None
-        inputs = [i for i in node.input if not i.startswith("^")]
+        inputs = data_inputs(node)
         if node.op == "Cast" and inputs:
             return self.dims(inputs[0], depth + 1)
         if node.op == "Pack":
@@ -198,7 +203,7 @@ def loop_bound(body, node, functions):
     loop's first two inputs; its `cond` is `counter < n and <the user's condition>` and its
     `body` adds 1 to the counter. Returns `n` (an int), or "the request" when `n` is computed.
     """
-    inputs = [i for i in node.input if not i.startswith("^")]
+    inputs = data_inputs(node)
     cond = functions.get(node.attr["cond"].func.name)
     loop = functions.get(node.attr["body"].func.name)
     if len(inputs) < 2 or cond is None or loop is None or body.scalar(inputs[0]) != 0:
@@ -222,7 +227,7 @@ def _compares_counter(cond):
         return False
     candidates = [node]
     if node.op == "LogicalAnd":
-        candidates = [inner.source(i) for i in node.input if not i.startswith("^")]
+        candidates = [inner.source(i) for i in data_inputs(node)]
     return any(is_node(c) and c.op == "Less"
                and [inner.source(i) for i in c.input[:2]] == [0, 1] for c in candidates)
 
@@ -263,7 +268,7 @@ def from_first_argument(body, tensor, depth=0):
         return source == 0
     if source is None or depth > 10:
         return False
-    inputs = [i for i in source.input if not i.startswith("^")]
+    inputs = data_inputs(source)
     if source.op in ("StringJoin", "ShardedFilename"):
         return bool(inputs) and from_first_argument(body, inputs[0], depth + 1) and all(
             _suffix(body, i) for i in inputs[1:])
