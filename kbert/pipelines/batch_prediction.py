@@ -137,11 +137,9 @@ def _progress(done, total, started, start_rows):
           f"{left:.0f} s left.", flush=True)
 
 
-def _chunks(rows, size, skip):
+def _chunks(rows, size):
     chunk = []
     for item in rows:
-        if item[0] <= skip:
-            continue
         chunk.append(item)
         if len(chunk) == size:
             yield chunk
@@ -197,8 +195,9 @@ def run_prediction(config):
     file_format, columns = config.file_format(), config.columns()
     total = input_files.scan(config.input, file_format, columns, task)
     os.makedirs(os.path.dirname(os.path.abspath(config.output)), exist_ok=True)
-    done = resume_point(config.output, input_files.read(config.input, file_format, columns),
-                        config.overwrite)
+    # One pass: resume_point takes the rows the output already holds, the calls the rest.
+    rows = input_files.read(config.input, file_format, columns)
+    done = resume_point(config.output, rows, config.overwrite)
     if done == total:
         print(f"{config.output} already holds all {total} rows: nothing to do.", flush=True)
         return {"rows": total, "written": 0, "skipped": 0}
@@ -210,8 +209,7 @@ def run_prediction(config):
     writer = Writer(config.output)
     runner = None
     try:
-        for chunk in _chunks(input_files.read(config.input, file_format, columns),
-                             config.rows_per_call, done):
+        for chunk in _chunks(rows, config.rows_per_call):
             if runner is None:
                 runner = _runner(config, task)
                 started = started or time.time()  # rows/s of the calls, not the load

@@ -33,7 +33,8 @@ def record(row, line, value, output=None, error=None):
 
 def resume_point(path, rows, overwrite):
     """How many rows `path` already holds: its complete lines (a torn last line is cut off),
-    each the record of the input row of its place (`rows`: `input_files.read`'s)."""
+    each the record of the input row of its place (`rows`: `input_files.read`'s iterator,
+    of which exactly that many rows are taken: the caller goes on with the rest)."""
     if overwrite or not os.path.exists(path):
         with open(path, "wb"):
             return 0
