@@ -86,6 +86,21 @@ class Encoder:
         specials: {literal: id} of the special-token literals that are tokens of their own
             (e.g. {"[MASK]": mask_id}); other literals are text.
         """
+        layouts, pieces = self._layouts(texts, specials)
+        return [self._encoding(text, layout, pieces) for text, layout in zip(texts, layouts)]
+
+    def ids(self, texts, specials=None):
+        """Only the ids of `encode`'s encodings (`specials` as there), without the work of
+        the offsets: for what no answer points into (a question, a hypothesis, a text to
+        classify)."""
+        layouts, pieces = self._layouts(texts, specials)
+        return [np.concatenate([np.array([special], np.int32) if word is None else pieces[word]
+                                for word, _, _, special in layout] + [np.zeros([0], np.int32)])
+                .astype(np.int32) for layout in layouts]
+
+    def _layouts(self, texts, specials):
+        """Per text, [(word or None, start, end, special id or None)] in order; and the
+        wordpiece ids of every word (`text_spans.tokenize_words`, one call for all)."""
         specials = dict(specials or {})
         pattern = re.compile("|".join(re.escape(s) for s in sorted(
             specials, key=len, reverse=True))) if specials else None
@@ -101,7 +116,7 @@ class Encoder:
             layouts.append(layout)
         pieces = text_spans.tokenize_words(
             self.tokenizer, [w for layout in layouts for w, *_ in layout if w is not None])
-        return [self._encoding(text, layout, pieces) for text, layout in zip(texts, layouts)]
+        return layouts, pieces
 
     def _encoding(self, text, layout, pieces):
         ids, offsets, words, word_spans = [], [], [], []
@@ -124,13 +139,6 @@ class Encoder:
                             np.zeros([0], np.int32), np.zeros([0, 2], np.int32))
         return Encoding(np.concatenate(ids).astype(np.int32), np.concatenate(offsets),
                         np.concatenate(words), np.array(word_spans, np.int32).reshape(-1, 2))
-
-    def ids(self, texts):
-        """Only the ids (a question, a hypothesis): the same split, no offsets."""
-        words = [[w for w, _ in self._words(text, 0, len(text))] for text in texts]
-        pieces = text_spans.tokenize_words(self.tokenizer, [w for ws in words for w in ws])
-        return [np.concatenate([pieces[w] for w in ws] + [np.zeros([0], np.int32)])
-                .astype(np.int32) for ws in words]
 
     # === Tokens -> text ===
 

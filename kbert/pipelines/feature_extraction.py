@@ -38,9 +38,8 @@ class FeatureExtractionPipeline(Pipeline):
         if opts["truncation"] is not None:
             truncation = opts["truncation"]
         texts = _texts(inputs, self.task)
-        encoded = self.encoder.encode(texts, self.specials)
-        sequences = [self.pack(self.fit(e.ids, None, truncation, f"Text {i}")[0])
-                     for i, e in enumerate(encoded)]
+        sequences = [self.pack(self.fit(ids, None, truncation, f"Text {i}")[0])
+                     for i, ids in enumerate(self.encoder.ids(texts, self.specials))]
         rows = self.run(sequences, opts)
         out = []
         for sequence, row in zip(sequences, rows):
@@ -67,9 +66,8 @@ class SentenceEmbeddingPipeline(Pipeline):
     def __call__(self, inputs, **options):
         opts, _ = self.options(options)
         texts = _texts(inputs, self.task)
-        encoded = self.encoder.encode(texts, self.specials)
-        sequences = [self.pack(self.fit(e.ids, None, opts["truncation"], f"Text {i}")[0])
-                     for i, e in enumerate(encoded)]
+        sequences = [self.pack(self.fit(ids, None, opts["truncation"], f"Text {i}")[0])
+                     for i, ids in enumerate(self.encoder.ids(texts, self.specials))]
         rows = self.run(sequences, opts)
         embeddings = np.stack([np.asarray(r, np.float32) for r in rows]) if rows else \
             np.zeros((0, 0), np.float32)

@@ -81,8 +81,8 @@ class FillMaskPipeline(Pipeline):
             raise ValueError(f"fill-mask takes a text or a list of texts; got {inputs!r:.80}.")
         mask_id = self.tokenizer.mask_id
         sequences = []
-        for i, encoding in enumerate(self.encoder.encode(list(texts), self.specials)):
-            ids, _ = self.fit(encoding.ids, None, opts["truncation"], f"Text {i}")
+        for i, text_ids in enumerate(self.encoder.ids(list(texts), self.specials)):
+            ids, _ = self.fit(text_ids, None, opts["truncation"], f"Text {i}")
             sequence = self.pack(ids)
             positions = np.flatnonzero(sequence.token_ids == mask_id).astype(np.int32)
             if not len(positions):

@@ -182,7 +182,7 @@ class QuestionAnsweringPipeline(Pipeline):
         if doc_stride > max_seq_len:
             raise ValueError(f"`doc_stride` ({doc_stride}) is larger than `max_seq_len` "
                              f"({max_seq_len})")
-        questions = [e.ids for e in self.encoder.encode([q for q, _ in pairs], self.specials)]
+        questions = self.encoder.ids([q for q, _ in pairs], self.specials)
         contexts = self.encoder.encode([c for _, c in pairs], self.specials)
         sequences, owners = [], []
         for i, (question, context) in enumerate(zip(questions, contexts)):

@@ -121,4 +121,4 @@ class TextClassificationPipeline(Pipeline):
             f"{item!r:.80}.")
 
     def _encode(self, texts):
-        return [e.ids for e in self.encoder.encode(texts, self.specials)]
+        return self.encoder.ids(texts, self.specials)

@@ -82,8 +82,7 @@ class ZeroShotClassificationPipeline(Pipeline):
         for text in texts:
             self._check(text, labels, template)
         hypotheses = [template.format(label) for label in labels]
-        encoded = [e.ids for e in self.encoder.encode(list(texts) + hypotheses,
-                                                      self.specials)]
+        encoded = self.encoder.ids(list(texts) + hypotheses, self.specials)
         premises, hypothesis_ids = encoded[:len(texts)], encoded[len(texts):]
         sequences_in = []
         for i, premise in enumerate(premises):

@@ -87,7 +87,11 @@ def test_tokenization_divergence():
             encoder = Encoder(tokenizer)
             specials = {tokenizer.vocabulary[i]: int(i) for i in tokenizer.special_ids}
             texts = list(known)
-            for text, encoding in zip(texts, encoder.encode(texts, specials)):
+            encodings = encoder.encode(texts, specials)
+            # ids() is encode() without the offsets: the same ids, on every reference text.
+            for ids, encoding in zip(encoder.ids(texts, specials), encodings):
+                assert ids.dtype == encoding.ids.dtype and ids.tolist() == encoding.ids.tolist()
+            for text, encoding in zip(texts, encodings):
                 ours = [tokenizer.cls_id, *encoding.ids.tolist(), tokenizer.sep_id]
                 if ours != known[text]:
                     divergent.add((model, text))
