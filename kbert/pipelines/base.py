@@ -116,5 +116,13 @@ class Pipeline:
                             batch_size=options["batch_size"],
                             progress=options["progress"])
 
+    def export(self, path, **options):
+        """Writes a SavedModel whose `serving_default` takes raw strings and returns this
+        pipeline's answers, with `options` (the call's options, over the construction's)
+        fixed in the graph: see `kbert.pipelines.exporting`. Returns `path`."""
+        from kbert.pipelines import exporting
+
+        return exporting.export(self, path, options)
+
     def __repr__(self):
         return f"<{type(self).__name__} on {self.source.name}>"

@@ -41,23 +41,23 @@ def expand(task, value):
     return pipeline_inputs.expand(value, load(task)["long_text"])
 
 
-def assert_same(ours, theirs, path="output"):
-    """Equal structure, keys, strings and integers; floats within `TOLERANCE`."""
+def assert_same(ours, theirs, path="output", tolerance=TOLERANCE):
+    """Equal structure, keys, strings and integers; floats within `tolerance`."""
     if isinstance(theirs, dict):
         assert isinstance(ours, dict), f"{path}: {ours!r:.200} is no dict"
         assert list(ours) == list(theirs), f"{path}: keys {list(ours)} != {list(theirs)}"
         for key in theirs:
-            assert_same(ours[key], theirs[key], f"{path}.{key}")
+            assert_same(ours[key], theirs[key], f"{path}.{key}", tolerance)
     elif isinstance(theirs, list):
         assert isinstance(ours, list), f"{path}: {ours!r:.200} is no list"
         assert len(ours) == len(theirs), (
             f"{path}: {len(ours)} items != {len(theirs)}:\n{ours!r:.600}\n{theirs!r:.600}")
         for i, (a, b) in enumerate(zip(ours, theirs)):
-            assert_same(a, b, f"{path}[{i}]")
+            assert_same(a, b, f"{path}[{i}]", tolerance)
     elif isinstance(theirs, float):
         assert isinstance(ours, (float, int)) and not isinstance(ours, bool), \
             f"{path}: {ours!r} is no number"
-        assert math.isclose(ours, theirs, rel_tol=0, abs_tol=TOLERANCE), \
+        assert math.isclose(ours, theirs, rel_tol=0, abs_tol=tolerance), \
             f"{path}: {ours!r} != {theirs!r}"
     else:
         assert ours == theirs and type(ours) is type(theirs), f"{path}: {ours!r} != {theirs!r}"

@@ -1,0 +1,247 @@
+"""`pipeline.export(path, **options)`: a SavedModel whose `serving_default` takes raw strings
+and returns the pipeline's answers, every step in the graph (tokenization, truncation, the
+model, and the post-processing: softmax / sigmoid and ranking, NLI-to-label scoring, the
+masked-token search and decoding), so that TensorFlow Serving answers what the pipeline
+answers. It loads with TensorFlow and tensorflow-text alone.
+
+A pipeline's answer is a list of dicts; the SavedModel returns each key as a tensor with a
+leading batch dimension, padded where rows differ in length (a `num_*` output says how many
+entries of a row are real). The signatures of each task are in `export`'s docstring.
+"""
+
+import string
+
+import keras
+import tensorflow as tf
+
+from kbert.pipelines import graph
+from kbert.pipelines.model_source import KerasRunner
+from kbert.pipelines.token_serving import token_classification
+
+STRINGS = tf.TensorSpec([None], tf.string)
+
+
+def _scored(scores, names, order, count):
+    """(label names, scores) [B, count] of `scores` [B, N], in label order or best first
+    (ties: the lower index first, as Python's stable sort)."""
+    if order:
+        scores, index = tf.math.top_k(scores, k=count)
+    else:
+        index = tf.broadcast_to(tf.range(count), tf.shape(scores))
+    return tf.gather(tf.constant(names), index), scores
+
+
+def _activation(function):
+    return {"softmax": tf.nn.softmax, "sigmoid": tf.sigmoid, "none": tf.identity}[function]
+
+
+def text_classification(pipe, model, opts, given):
+    from kbert.pipelines.text_classification import check_function, default_function
+
+    names = pipe.source.label_names
+    legacy = "top_k" not in given
+    top_k = opts["top_k"]
+    if legacy and given.get("return_all_scores") is not None:
+        top_k = None if given["return_all_scores"] else 1
+    count = len(names) if top_k is None else min(int(top_k), len(names))
+    order = not (legacy and top_k is None)  # return_all_scores: label order
+    function = _activation(check_function(opts["function_to_apply"]) or default_function(
+        pipe.source.problem_type, len(names)))
+    budget = pipe.max_length
+    tokenizer = pipe.tokenizer
+
+    def answer(first, second):
+        first, second, checks = graph.fit(first, second, budget - (2 if second is None else 3),
+                                          opts["truncation"])
+        with tf.control_dependencies(checks):
+            logits = graph.run(model, graph.pack(tokenizer, first, second))
+        label, score = _scored(function(logits), names, order, count)
+        return {"label": label, "score": score}
+
+    def serve(text):
+        return answer(graph.ids(tokenizer, text), None)
+
+    def serve_pairs(text, text_pair):
+        ids = graph.ids(tokenizer, tf.concat([text, text_pair], 0))
+        rows = tf.shape(text, out_type=tf.int64)[0]
+        return answer(ids[:rows], ids[rows:])
+
+    return {"serving_default": (serve, [STRINGS]),
+            "serving_pairs": (serve_pairs, [STRINGS, STRINGS])}
+
+
+def _template_parts(template):
+    """(prefix, suffix) with `template.format(label) == prefix + label + suffix`."""
+    fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None] \
+        if isinstance(template, str) else []
+    if len(fields) != 1 or fields[0] not in ("", "0"):
+        raise ValueError(
+            f'The provided hypothesis_template "{template}" was not able to be formatted '
+            "with the target labels: an export needs exactly one {} where the label goes.")
+    mark = "\x00label\x00"
+    prefix, suffix = template.format(mark).split(mark)
+    return prefix, suffix
+
+
+def zero_shot_classification(pipe, model, opts, given):
+    prefix, suffix = _template_parts(opts["hypothesis_template"])
+    multi_label = bool(opts["multi_label"] if opts["multi_class"] is None
+                       else opts["multi_class"])
+    entailment = pipe.entailment
+    contradiction = -1 if entailment == 0 else 0
+    tokenizer, budget = pipe.tokenizer, pipe.max_length - 3
+
+    def serve(sequences, candidate_labels):
+        batch, count = tf.shape(sequences)[0], tf.shape(candidate_labels)[0]
+        check = tf.debugging.Assert(
+            (count > 0) & tf.reduce_all(tf.strings.length(sequences) > 0),
+            ["You must include at least one label and at least one sequence."])
+        hypotheses = tf.strings.join([prefix, candidate_labels, suffix])
+        ids = graph.ids(tokenizer, tf.concat([sequences, hypotheses], 0))
+        premises, hypothesis_ids = ids[:batch], ids[batch:]
+        premise = tf.repeat(tf.range(batch), count)
+        hypothesis = tf.tile(tf.range(count), [batch])
+        first, second, checks = graph.fit(tf.gather(premises, premise),
+                                          tf.gather(hypothesis_ids, hypothesis), budget,
+                                          "only_first")
+        with tf.control_dependencies([check, *checks]):
+            logits = graph.run(model, graph.pack(tokenizer, first, second))
+        logits = tf.reshape(logits, [batch, count, -1])
+        if multi_label:
+            pair = tf.gather(logits, [contradiction, entailment], axis=-1)
+            scores = tf.nn.softmax(pair)[..., 1]
+        else:
+            scores = tf.nn.softmax(logits[..., entailment])
+        if not multi_label:  # one label alone is scored as multi_label
+            pair = tf.gather(logits, [contradiction, entailment], axis=-1)
+            scores = tf.where(count == 1, tf.nn.softmax(pair)[..., 1], scores)
+        # reversed(argsort): of equal scores, the later label first.
+        order = tf.reverse(tf.argsort(scores, axis=-1, stable=True), axis=[-1])
+        return {"sequence": sequences, "labels": tf.gather(candidate_labels, order),
+                "scores": tf.gather(scores, order, batch_dims=1)}
+
+    return {"serving_default": (serve, [STRINGS, STRINGS])}
+
+
+def _single_texts(pipe, model, opts, truncation, outputs):
+    tokenizer, budget = pipe.tokenizer, pipe.max_length - 2
+
+    def serve(text):
+        first, _, checks = graph.fit(graph.ids(tokenizer, text), None, budget, truncation)
+        features = graph.pack(tokenizer, first)
+        with tf.control_dependencies(checks):
+            return outputs(graph.run(model, features), features)
+
+    return {"serving_default": (serve, [STRINGS])}
+
+
+def feature_extraction(pipe, model, opts, given):
+    truncation = dict(opts["tokenize_kwargs"] or {}).get("truncation", False)
+    if opts["truncation"] is not None:
+        truncation = opts["truncation"]
+
+    def outputs(result, features):
+        mask = tf.cast(features["padding_mask"], tf.float32)[:, :, None]
+        return {"features": result["sequence_output"] * mask,
+                "num_tokens": tf.reduce_sum(features["padding_mask"], axis=1)}
+
+    return _single_texts(pipe, model, opts, truncation, outputs)
+
+
+def sentence_embeddings(pipe, model, opts, given):
+    return _single_texts(pipe, model, opts, opts["truncation"],
+                         lambda result, features: {"embedding": result})
+
+
+def fill_mask(pipe, model, opts, given):
+    from kbert.pipelines.base import check_int
+    from kbert.pipelines.fill_mask import target_ids
+
+    tokenizer, encoder = pipe.tokenizer, pipe.encoder
+    top_k = check_int("top_k", opts["top_k"], 1)
+    targets = None if opts["targets"] is None else target_ids(opts["targets"], encoder)
+    if targets is not None:
+        top_k = min(top_k, len(targets))
+    top_k = min(top_k, tokenizer.vocabulary_size)
+    vocabulary = tf.constant(tokenizer.vocabulary)
+    token_strings = tf.constant([encoder.decode([i])
+                                 for i in range(tokenizer.vocabulary_size)])
+    special = tf.constant([i in encoder.special_ids for i in range(tokenizer.vocabulary_size)])
+    mask_id, pad_id = tokenizer.mask_id, tokenizer.pad_id
+    budget = pipe.max_length - 2
+    mask_token = tokenizer.vocabulary[mask_id]
+
+    def serve(text):
+        first, _, checks = graph.fit(graph.ids(tokenizer, text), None, budget,
+                                     opts["truncation"])
+        features = graph.pack(tokenizer, first)
+        token_ids = features["token_ids"]
+        is_mask = tf.equal(token_ids, mask_id) & (features["padding_mask"] > 0)
+        positions = tf.ragged.boolean_mask(
+            tf.broadcast_to(tf.range(tf.shape(token_ids)[1]), tf.shape(token_ids)), is_mask)
+        num_masks = graph.lengths(positions)
+        checks.append(tf.debugging.Assert(tf.reduce_all(num_masks > 0), [
+            f"No mask_token ({mask_token}) found on the input"]))
+        with tf.control_dependencies(checks):
+            logits = graph.run(model, {**features, "mask_positions": positions.to_tensor(0)})
+        probabilities = tf.nn.softmax(logits["mlm_logits"])  # [B, M, V]
+        if targets is not None:
+            probabilities = tf.gather(probabilities, targets, axis=-1)
+        scores, index = tf.math.top_k(probabilities, k=top_k)  # [B, M, K]
+        tokens = index if targets is None else tf.gather(tf.constant(targets, tf.int32),
+                                                          index)
+        # Each candidate's sequence: the text with that token at its mask.
+        masks = tf.shape(scores)[1]
+        length = tf.shape(token_ids)[1]
+        at_mask = tf.equal(tf.range(length)[None, None, :],
+                           positions.to_tensor(-1)[:, :, None])  # [B, M, S]
+        filled = tf.where(at_mask[:, :, None, :], tokens[..., None],
+                          token_ids[:, None, None, :])  # [B, M, K, S]
+        single = tf.equal(num_masks, 1)[:, None, None, None]
+        keep = tf.not_equal(filled, pad_id) & ~(single & tf.gather(special, filled))
+        keep &= tf.range(masks)[None, :, None, None] < num_masks[:, None, None, None]
+        flat = tf.reshape(filled, [-1, length])
+        kept = tf.ragged.boolean_mask(flat, tf.reshape(keep, [-1, length]))
+        sequences = tf.reshape(graph.decode(vocabulary, kept, encoder.sentence_piece),
+                               tf.shape(scores))
+        present = tf.range(masks)[None, :, None] < num_masks[:, None, None]
+        return {"score": tf.where(present, scores, 0.0),
+                "token": tf.where(present, tokens, -1),
+                "token_str": tf.where(present, tf.gather(token_strings, tokens), ""),
+                "sequence": tf.where(present, sequences, ""),
+                "num_masks": num_masks}
+
+    return {"serving_default": (serve, [STRINGS])}
+
+
+SERVINGS = {
+    "text-classification": text_classification,
+    "zero-shot-classification": zero_shot_classification,
+    "feature-extraction": feature_extraction,
+    "sentence-embeddings": sentence_embeddings,
+    "fill-mask": fill_mask,
+    "token-classification": token_classification,
+}
+
+
+def export(pipe, path, options):
+    """Writes `pipe`'s SavedModel to `path` (see `Pipeline.export`); returns `path`."""
+    from kbert.export.saved_model import write_tokenizer_files
+
+    if pipe.task not in SERVINGS:
+        raise NotImplementedError(f"pipeline.export does not cover {pipe.task} yet; export "
+                                  "the task model with kbert.export.export_saved_model.")
+    if not isinstance(pipe.source.runner, KerasRunner):
+        raise ValueError(f"pipeline.export needs a pipeline on a kbert model or checkpoint; "
+                         f"this one runs {pipe.source.name}, which is already a SavedModel.")
+    model = pipe.source.runner.model
+    opts, given = pipe.options(options)
+    endpoints = SERVINGS[pipe.task](pipe, model, opts, given)
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.track(pipe.tokenizer)
+    for name, (function, specs) in endpoints.items():
+        archive.add_endpoint(name, function, specs)
+    archive.write_out(path, verbose=False)
+    write_tokenizer_files(pipe.tokenizer, path)
+    return path

@@ -1,0 +1,137 @@
+"""The pipelines' steps in the TensorFlow graph, for `pipeline.export`: texts -> ids (special
+literals as their tokens, as `Encoder.ids`), transformers' truncation, packing into model
+inputs padded to the batch's longest, and tokens -> text (`Encoder.tokens_to_string` and
+`decode`). Each is the graph twin of the Python step it names; the export tests hold them
+equal on the reference inputs."""
+
+import re
+
+import tensorflow as tf
+
+from kbert.pipelines.encoding import _CLEAN_UP, _DECODER_CLEAN_UP
+from kbert.pipelines.offsets import SENTENCE_PIECE_MARK, WORD_PIECE_PREFIX
+
+
+def ids(tokenizer, text):
+    """Strings [B] -> int32 ids ragged [B, (tokens)]: `Encoder.ids(texts, specials)` with
+    every special-token literal typed in a text as its token."""
+    text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")
+    return tf.cast(tokenizer._tokenize_keeping_special_tokens(text), tf.int32)
+
+
+def lengths(ragged):
+    return tf.cast(ragged.row_lengths(), tf.int32)
+
+
+def keep_first(ragged, counts):
+    """Each row's first `counts` [B] items."""
+    positions = tf.ragged.range(ragged.row_lengths())
+    return tf.ragged.boolean_mask(ragged, positions < tf.cast(counts, tf.int64)[:, None])
+
+
+def too_long(condition, message):
+    """Fails the call with `message` where any of `condition` [B] holds (the pipeline raises
+    the same `InputTooLongError` for the whole list)."""
+    return tf.debugging.Assert(~tf.reduce_any(condition), [message])
+
+
+def fit(first, second, budget, truncation):
+    """`Pipeline.fit` on a batch: `first` (and `second`) ragged ids cut to `budget` tokens
+    by `truncation` (False: a text too long fails the call). Returns (first, second,
+    checks) where `checks` are the assertions to run before the model."""
+    a = lengths(first)
+    if second is None:
+        total = a
+        if truncation is False or truncation == "do_not_truncate":
+            return first, None, [too_long(total > budget, _TOO_LONG)]
+        return keep_first(first, tf.minimum(a, budget)), None, []
+    b = lengths(second)
+    total = a + b
+    if truncation is False or truncation == "do_not_truncate":
+        return first, second, [too_long(total > budget, _TOO_LONG)]
+    fits = total <= budget
+    if truncation in (True, "longest_first"):
+        # base.longest_first, vectorised.
+        swap = a > b
+        short, long = tf.minimum(a, b), tf.maximum(a, b)
+        long = tf.where(short > budget, short, tf.maximum(short, budget - short))
+        over = short + long > budget
+        short = tf.where(over, budget // 2, short)
+        long = tf.where(over, budget // 2 + budget % 2, long)
+        keep_a = tf.where(fits, a, tf.where(swap, long, short))
+        keep_b = tf.where(fits, b, tf.where(swap, short, long))
+        return keep_first(first, keep_a), keep_first(second, keep_b), []
+    cut_first = truncation == "only_first"
+    room = budget - (b if cut_first else a)
+    check = too_long(~fits & (room <= 0), _PAIR_TOO_LONG)
+    if cut_first:
+        return keep_first(first, tf.where(fits, a, room)), second, [check]
+    return first, keep_first(second, tf.where(fits, b, room)), [check]
+
+
+_TOO_LONG = ("A text is longer than the model takes (InputTooLongError): export the "
+             "pipeline with truncation=True to cut it.")
+_PAIR_TOO_LONG = ("A pair is too long for the model and cutting only one of its texts cannot "
+                  "fit it (InputTooLongError).")
+
+
+def pack(tokenizer, first, second=None):
+    """[CLS] first [SEP] (second [SEP]) -> `token_ids`, `segment_ids`, `padding_mask`
+    int32 [B, S], S the batch's longest."""
+    cls = tf.fill([first.nrows(), 1], tf.constant(tokenizer.cls_id, tf.int32))
+    sep = tf.fill([first.nrows(), 1], tf.constant(tokenizer.sep_id, tf.int32))
+    parts = [cls, first, sep]
+    segments = [tf.zeros_like(cls), tf.zeros_like(first), tf.zeros_like(sep)]
+    if second is not None:
+        parts += [second, sep]
+        segments += [tf.ones_like(second), tf.ones_like(sep)]
+    token_ids = tf.concat(parts, axis=1)
+    segment_ids = tf.concat(segments, axis=1)
+    return {"token_ids": token_ids.to_tensor(tokenizer.pad_id),
+            "segment_ids": segment_ids.to_tensor(0),
+            "padding_mask": tf.ones_like(token_ids).to_tensor(0)}
+
+
+def run(model, features):
+    """The Keras model on the features it takes; outputs in float32."""
+    outputs = model({name: features[name] for name in model.input}, training=False)
+    return tf.nest.map_structure(lambda x: tf.cast(x, tf.float32), outputs)
+
+
+def _replace_all(strings, pairs):
+    for old, new in pairs:
+        strings = tf.strings.regex_replace(strings, re.escape(old), new.replace("\\", "\\\\"))
+    return strings
+
+
+def tokens_to_string(tokens, sentence_piece):
+    """`Encoder.tokens_to_string` of each row of ragged strings [N, (tokens)] -> [N]."""
+    first = tf.equal(tf.ragged.range(tokens.row_lengths()).flat_values, 0)
+    flat = tokens.flat_values
+    if sentence_piece:
+        text = tf.strings.regex_replace(flat, SENTENCE_PIECE_MARK, " ")
+        leading = first & tf.strings.regex_full_match(flat, f"(?s){SENTENCE_PIECE_MARK}.*")
+        text = tf.where(leading, tf.strings.regex_replace(text, "^ ", "", replace_global=False),
+                        text)
+    else:
+        continued = tf.strings.regex_full_match(flat, f"(?s){re.escape(WORD_PIECE_PREFIX)}.*")
+        later = tf.where(continued, tf.strings.regex_replace(
+            flat, "^" + re.escape(WORD_PIECE_PREFIX), "", replace_global=False),
+                         tf.strings.join([" ", flat]))
+        text = _replace_all(tf.where(first, flat, later), _DECODER_CLEAN_UP)
+    return tf.strings.reduce_join(tokens.with_flat_values(text), axis=1)
+
+
+def decode(vocabulary, token_ids, sentence_piece):
+    """`Encoder.decode` of each row of ragged ids [N, (tokens)] -> strings [N]
+    (`vocabulary`: a string tensor, the tokens by id)."""
+    text = tokens_to_string(tf.gather(vocabulary, token_ids), sentence_piece)
+    return text if sentence_piece else _replace_all(text, _CLEAN_UP)
+
+
+def dense(values, rows, batch, default):
+    """Flat `values` of the rows `rows` (int, non-decreasing) -> [batch, longest] padded with
+    `default`."""
+    ragged = tf.RaggedTensor.from_value_rowids(values, tf.cast(rows, tf.int64),
+                                               nrows=tf.cast(batch, tf.int64), validate=False)
+    return ragged.to_tensor(default)
