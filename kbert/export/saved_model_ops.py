@@ -1,5 +1,6 @@
 """The ops a SavedModel may hold to pass `kbert.export.check_saved_model`: exactly those in
-kbert's own exports (every family, task, fill-mask) and in a plain Keras `model.export()`.
+kbert's own exports (every family, task, fill-mask, and the pipelines' exports) and in a
+plain Keras `model.export()`.
 
 Drawn by exporting each of them tiny and listing the op types of every graph and function
 (`python -m tests.export.kbert_exports`); the slow test
@@ -17,15 +18,16 @@ ALLOWED_OPS = frozenset({
     "Tanh", "TopKV2", "Where",
     # Shapes, indexing, segments: packing, padding, word and answer spans.
     "BroadcastTo", "ConcatV2", "Const", "DenseBincount", "ExpandDims", "Fill", "GatherNd",
-    "GatherV2", "Identity", "LowerBound", "MatrixBandPart", "Pack", "Range", "Reshape",
-    "Shape", "Size", "Slice", "Squeeze", "StopGradient", "StridedSlice", "Tile", "Transpose",
-    "UnsortedSegmentMax", "UnsortedSegmentMin", "UnsortedSegmentSum", "UpperBound",
+    "GatherV2", "Identity", "LowerBound", "MatrixBandPart", "OnesLike", "Pack", "Range",
+    "Reshape", "ReverseV2", "Shape", "Size", "Slice", "Squeeze", "StopGradient",
+    "StridedSlice", "Tile", "Transpose", "UnsortedSegmentMax", "UnsortedSegmentMin",
+    "UnsortedSegmentSum", "UpperBound", "ZerosLike",
     # Ragged tensors: wordpieces per word, words per text.
     "RaggedGather", "RaggedRange", "RaggedTensorToTensor",
     # Strings: splitting on [MASK], word texts and offsets, labels.
     "StaticRegexFullMatch", "StaticRegexReplace", "StringLength", "StringLower",
-    "StringSplitV2", "Substr", "UnicodeDecode", "UnicodeEncode", "UnicodeTranscode",
-    "UnsortedSegmentJoin",
+    "StringJoin", "StringSplitV2", "Substr", "UnicodeDecode", "UnicodeEncode",
+    "UnicodeTranscode", "UnsortedSegmentJoin",
     # tensorflow-text: the WordPiece and SentencePiece tokenizers (their models are constants
     # of the graph, never files), normalisation, pre-tokenization, trimming.
     "FastBertNormalize", "FastWordpieceTokenizeWithOffsets", "NormalizeUTF8",
@@ -36,6 +38,7 @@ ALLOWED_OPS = frozenset({
     # Graph structure and control flow: inputs, calls of library functions, branches
     # (their functions are checked too), assertions. No loops: kbert's exports have none.
     "Assert", "If", "NoOp", "PartitionedCall", "Placeholder", "StatefulPartitionedCall",
+    "StatelessIf",
 })
 
 # The functions that run inside `tf.saved_model.load` itself (resources' `_create_resource`,

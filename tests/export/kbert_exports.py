@@ -39,10 +39,27 @@ EXPORTS = {
                       False),
 }
 
+# name -> (pipeline task, fixture checkpoint under tests/fixtures, options of
+# pipeline.export): the pipelines' SavedModels, post-processing in the graph.
+PIPELINE_EXPORTS = {
+    "pipeline_text_classification": ("text-classification", "hf_tasks/bert_seq_single",
+                                     {"top_k": None}),
+    "pipeline_zero_shot": ("zero-shot-classification", "hf_tasks/bert_nli", {}),
+    "pipeline_token_classification": ("token-classification", "hf_tasks/distil_bert_token",
+                                      {"aggregation_strategy": "average"}),
+    "pipeline_fill_mask": ("fill-mask", "hf_tiny/albert", {}),
+    "pipeline_feature_extraction": ("feature-extraction", "hf_tasks/distil_bert_seq_single",
+                                    {"truncation": True}),
+    "pipeline_sentence_embeddings": ("sentence-embeddings", "hf_tasks/st_bert_mean_normalize",
+                                     {}),
+}
+
 # Each family (its pretrainer: the backbone signatures and fill-mask) and each task once; the
 # tests check these (the rest of EXPORTS adds no op type, as the script shows).
 EACH = ("bert_pretrainer", "albert_pretrainer", "distil_bert_pretrainer", "electra_pretrainer",
-        "multi_label", "token_classifier", "question_answerer_v2", "text_embedder")
+        "multi_label", "token_classifier", "question_answerer_v2", "text_embedder",
+        "pipeline_text_classification", "pipeline_zero_shot", "pipeline_token_classification",
+        "pipeline_fill_mask")
 
 
 def tokenizer(sentence_piece):
@@ -57,7 +74,14 @@ def tokenizer(sentence_piece):
 
 
 def export(name, directory):
-    """Exports the tiny model `name` of EXPORTS under `directory`; returns the path."""
+    """Exports the tiny model `name` of EXPORTS or PIPELINE_EXPORTS under `directory`;
+    returns the path."""
+    if name in PIPELINE_EXPORTS:
+        import kbert
+
+        task, model, options = PIPELINE_EXPORTS[name]
+        pipe = kbert.pipeline(task, model=str(ROOT / "tests" / "fixtures" / model))
+        return pipe.export(os.path.join(directory, name), **options)
     import kbert.models
     from kbert import tasks
     from kbert.export import export_saved_model
@@ -110,7 +134,7 @@ def op_types(path, checkpoint=False):
 
 
 def main():
-    names = sys.argv[1:] or list(EXPORTS)
+    names = sys.argv[1:] or [*EXPORTS, *PIPELINE_EXPORTS]
     union, each, checkpoint = set(), {}, set()
     with tempfile.TemporaryDirectory() as directory:
         for name in names:
