@@ -13,6 +13,7 @@ and are renamed into place after the hash check, so an interrupted download or a
 mismatch leaves nothing in the cache.
 """
 
+import gzip
 import hashlib
 import json
 import logging
@@ -21,10 +22,12 @@ import shutil
 import tarfile
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path
 
 from kbert._cache import CACHE_ENV, cache_dir
 from kbert.convert import hugging_face
+from kbert.convert._checks import CheckpointError
 
 SOURCE_FIELDS = ("url", "sha256", "format", "path", "files")
 
@@ -80,18 +83,29 @@ def fetch(url, sha256=None, cache=None, subfolder=None):
 
 
 def _extract(archive, destination):
+    """Unpacks a .zip, .tar.gz or .tar release; CheckpointError naming the archive when it is
+    truncated, corrupted or not of its kind."""
     name = archive.name
-    if name.endswith(".zip"):
-        with zipfile.ZipFile(archive) as z:
-            for member in z.namelist():  # refuse absolute paths and ../ escapes
-                if Path(member).is_absolute() or ".." in Path(member).parts:
-                    raise ValueError(f"{archive}: unsafe member path {member!r}.")
-            z.extractall(destination)
-    elif name.endswith((".tar.gz", ".tgz", ".tar")):
-        with tarfile.open(archive) as t:
-            t.extractall(destination, filter="data")
-    else:
+    if not name.endswith((".zip", ".tar.gz", ".tgz", ".tar")):
         raise ValueError(f"{archive}: unknown archive type; expected .zip, .tar.gz or .tar.")
+    kind = "zip" if name.endswith(".zip") else "tar"
+    try:
+        if kind == "zip":
+            with zipfile.ZipFile(archive) as z:
+                for member in z.namelist():  # refuse absolute paths and ../ escapes
+                    if Path(member).is_absolute() or ".." in Path(member).parts:
+                        raise ValueError(f"{archive}: unsafe member path {member!r}.")
+                z.extractall(destination)
+        else:
+            with tarfile.open(archive) as t:
+                t.extractall(destination, filter="data")
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as error:
+        if isinstance(error, tarfile.FilterError):  # a member that points outside
+            raise ValueError(f"{archive}: unsafe member ({error}).") from None
+        raise CheckpointError(
+            f"{archive}: cannot unpack it as a {kind} archive ({error}); the download is "
+            "truncated or corrupted. Delete it to download it again."
+        ) from None
 
 
 def _checkpoint_folder(unpacked, hint):
