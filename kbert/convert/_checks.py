@@ -128,8 +128,8 @@ def _implied(family, config, tensors):
     result = []
     for field, (name, axis) in layout.sizes.items():
         expected = getattr(config, field, None)
-        if field == "embedding_size":
-            expected = expected or config.hidden_size
+        if field == "embedding_size" and not expected:  # no factorized embedding
+            field, expected = "hidden_size", config.hidden_size
         if expected is None:
             continue
         tensor = tensors.get(name)

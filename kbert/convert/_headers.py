@@ -165,8 +165,13 @@ class _TensorRecords(pickle.Unpickler):
 def _torch_records(file):
     try:
         archive = zipfile.ZipFile(file)
-    except zipfile.BadZipFile:
-        return None, None
+    except zipfile.BadZipFile as error:
+        with open(file, "rb") as f:
+            start = f.read(2)
+        if start == b"\x80\x02":  # torch's legacy format: a pickle (protocol 2) from byte 0
+            return None, None
+        raise CheckpointError(f"{file}: neither a PyTorch zip file ({error}; truncated or "
+                              "corrupted) nor a legacy PyTorch pickle.") from None
     except OSError as error:
         raise CheckpointError(f"{file}: cannot read it ({error.strerror or error}).") from None
     pickles = [n for n in archive.namelist() if n.endswith("data.pkl")]

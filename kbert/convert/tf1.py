@@ -104,7 +104,7 @@ def _tensor(reader, name, prefix):
 
     try:
         return reader.get_tensor(name)
-    except (tf.errors.OpError, ValueError, RuntimeError) as error:
+    except (tf.errors.OpError, ValueError, RuntimeError, IndexError, OSError) as error:
         message = getattr(error, "message", None) or str(error)
         raise CheckpointError(f"{_data_files(prefix)}: cannot read {name} ({message.strip()}); "
                               "the data file is truncated or corrupted.") from None
@@ -118,7 +118,7 @@ def _open(prefix):
         reader = tf.train.load_checkpoint(prefix)
         return (reader, reader.get_variable_to_shape_map(),
                 {k: v.name for k, v in reader.get_variable_to_dtype_map().items()})
-    except (tf.errors.OpError, ValueError, RuntimeError) as error:
+    except (tf.errors.OpError, ValueError, RuntimeError, IndexError, OSError) as error:
         message = getattr(error, "message", None) or str(error)
         raise CheckpointError(
             f"{prefix}.index: cannot read the TF checkpoint index ({message.strip()}); expected "
