@@ -316,3 +316,34 @@ def test_a_truncated_tar_gz_is_refused_by_name(tmp_path):
     archive = tmp_path / "release.tar.gz"
     archive.write_bytes(buffer.getvalue()[:50_000])
     assert_refused(_isolated.run(extract, str(archive), str(tmp_path / "out")), archive)
+
+
+def _replace_member(archive, name, change):
+    """The bytes of the zip `archive` with member `name` changed by `change(bytes)`."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(archive) as source, zipfile.ZipFile(out, "w") as target:
+        for info in source.infolist():
+            data = source.read(info.filename)
+            target.writestr(info, change(data) if info.filename == name else data)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("change, named", [
+    (lambda c: c.replace(b'"num_layers": 2', b'"num_layers": 100000'),
+     ["num_layers=100000", "1,000 layers"]),
+    (lambda c: c.replace(b'"vocabulary_size": 67', b'"vocabulary_size": 10000000000'),
+     ["vocabulary_size=10000000000"]),
+    (lambda c: c[: len(c) // 2], ["config.json is not JSON"]),
+])
+def test_a_damaged_kbert_directory_is_refused_by_name(tmp_path, change, named):
+    import kbert.convert
+
+    folder = tmp_path / "kbert"
+    kbert.convert.save_kbert(_checkpoints.random_pretrainer(), folder,
+                             vocabulary=_checkpoints.VOCABULARY)
+    archive = folder / "model.keras"
+    config = zipfile.ZipFile(archive).read("config.json")
+    assert b'"num_layers": 2' in config and b'"vocabulary_size": 67' in config
+    archive.write_bytes(_replace_member(archive, "config.json", change))
+    assert_refused(_isolated.run(load, str(folder)), archive, *named,
+                   kinds=("CheckpointError", "UnsafeModelError"))
