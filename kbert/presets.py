@@ -52,18 +52,26 @@ _SHAPE_FIELDS = ("vocabulary_size", "num_layers", "hidden_size", "num_heads",
                  "intermediate_size", "type_vocab_size", "embedding_size", "num_groups")
 
 
-def _checkpoint(name, preset, weights):
+def _check_pin(name, weights, sha256):
+    if sha256 is not None and weights != PRETRAINED:
+        raise ValueError(f"sha256= pins the hash of preset {name!r}'s release; weights="
+                         f"{weights!r} does not download it. Pass sha256 only with "
+                         f"weights={PRETRAINED!r}.")
+
+
+def _checkpoint(name, preset, weights, sha256=None):
     """The `kbert.convert.Checkpoint` that `weights` names for preset `name`."""
     from kbert import convert
     from kbert.convert import download
 
+    _check_pin(name, weights, sha256)
     if weights == PRETRAINED:
         if not preset.get("weights"):
             raise ValueError(
                 f"Preset {name!r} has no pretrained release; use weights=None (random) or "
                 "weights='/path/to/checkpoint'."
             )
-        return download.pretrained(name, preset["weights"])
+        return download.pretrained(name, preset["weights"], sha256=sha256)
     if not isinstance(weights, (str, os.PathLike)):
         raise ValueError(
             f"weights={weights!r}: expected {PRETRAINED!r} (the preset's release), None "
@@ -84,7 +92,8 @@ def _checkpoint(name, preset, weights):
     return checkpoint
 
 
-def load(name, head="pretrainer", weights=PRETRAINED, dtype=None, **config_overrides):
+def load(name, head="pretrainer", weights=PRETRAINED, dtype=None, sha256=None,
+         **config_overrides):
     """Builds the model of preset `name`, by default with its pretrained weights.
 
     Args:
@@ -94,9 +103,14 @@ def load(name, head="pretrainer", weights=PRETRAINED, dtype=None, **config_overr
             alone (RoBERTa style); `None` the bare backbone.
         weights: "pretrained" (default): the preset's official release, downloaded once into
             `$KBERT_CACHE_DIR` (default ~/.cache/kbert), checked against its sha256 and
-            converted. A path: a local checkpoint directory (Hugging Face, original TF1 or
-            keras-hub) of this architecture. `None`: random initialisation.
+            converted. A preset without a sha256 is trusted on first use: the first
+            download's sha256 is recorded in the cache (known_sha256.json) and every later
+            use must match it. A path: a local checkpoint directory (Hugging Face, original
+            TF1 or keras-hub) of this architecture. `None`: random initialisation.
         dtype: a Keras dtype policy for the model, e.g. "mixed_bfloat16".
+        sha256: pins the release's sha256 (64 hex digits; for a release of loose files a
+            dict of file name -> sha256), over the preset's and the recorded one; so does
+            `$KBERT_SHA256_<NAME>` (e.g. KBERT_SHA256_BERT_BASE) when this is `None`.
         **config_overrides: architecture fields to change, e.g. `max_sequence_length=128`
             or `dropout=0.0` (validated by the family's config class). With pretrained
             weights only `kbert.convert.checkpoint.FREE_FIELDS` (the dropouts, `activation`,
@@ -109,16 +123,17 @@ def load(name, head="pretrainer", weights=PRETRAINED, dtype=None, **config_overr
     if head not in HEADS:
         raise ValueError(f"Unknown head {head!r}. Allowed: {', '.join(map(repr, HEADS))}.")
     if weights is None:
+        _check_pin(name, weights, sha256)
         return models.build(preset["model"], config(name, **config_overrides), head=head,
                             dtype=dtype, name=name)
-    return _checkpoint(name, preset, weights).build(head=head, dtype=dtype, name=name,
-                                                    **config_overrides)
+    return _checkpoint(name, preset, weights, sha256).build(head=head, dtype=dtype, name=name,
+                                                            **config_overrides)
 
 
-def load_tokenizer(name, weights=PRETRAINED):
+def load_tokenizer(name, weights=PRETRAINED, sha256=None):
     """The tokenizer of preset `name`'s release (or of the checkpoint at `weights`): a
-    `WordPieceTokenizer`, or for ALBERT a `SentencePieceTokenizer`."""
-    return _checkpoint(name, get(name), weights).tokenizer()
+    `WordPieceTokenizer`, or for ALBERT a `SentencePieceTokenizer`. `sha256`: as in `load`."""
+    return _checkpoint(name, get(name), weights, sha256).tokenizer()
 
 
 __all__ = ["HEADS", "PRETRAINED", "config", "get", "list", "load", "load_tokenizer"]

@@ -17,6 +17,7 @@ config translations and hooks in one record, `kbert.convert.families.get(name)`.
 from pathlib import Path
 
 from kbert.convert import families, hugging_face, kbert_format, keras_hub, task_heads, tf1
+from kbert.convert._checks import CheckpointError
 from kbert.convert.checkpoint import Checkpoint
 from kbert.convert.task_heads import TaskHead
 
@@ -124,5 +125,5 @@ def save_hugging_face(model, path, vocabulary=None, lowercase=True):
     return hugging_face.write(Checkpoint.from_model(model, vocabulary, lowercase), path)
 
 
-__all__ = ["FORMATS", "Checkpoint", "TaskHead", "detect_format", "load", "load_tokenizer",
+__all__ = ["FORMATS", "Checkpoint", "CheckpointError", "TaskHead", "detect_format", "load", "load_tokenizer",
            "read", "save_hugging_face", "save_kbert", "task_heads"]

@@ -8,6 +8,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from kbert.convert._checks import CheckpointError, check_vocabulary, read_json
+
 TOKENIZER_CONFIG = "tokenizer_config.json"
 SENTENCEPIECE_MODEL = "spiece.model"  # ALBERT's tokenizer, under Hugging Face's file name
 
@@ -49,7 +51,14 @@ def write_tokenizer_files(folder, checkpoint, **tokenizer_config):
 def read_sentencepiece(folder):
     """The bytes of the folder's spiece.model, or `None`."""
     path = Path(folder) / SENTENCEPIECE_MODEL
-    return path.read_bytes() if path.is_file() else None
+    return read_bytes(path) if path.is_file() else None
+
+
+def read_bytes(path):
+    try:
+        return Path(path).read_bytes()
+    except OSError as error:
+        raise CheckpointError(f"{path}: cannot read it ({error.strerror or error}).") from None
 
 
 def read_tokenizer_files(folder):
@@ -59,8 +68,48 @@ def read_tokenizer_files(folder):
     if (folder / "vocab.txt").is_file():
         from kbert.tokenizers import read_vocabulary
 
-        vocabulary = read_vocabulary(str(folder / "vocab.txt"))
+        try:
+            vocabulary = read_vocabulary(str(folder / "vocab.txt"))
+        except UnicodeDecodeError as error:
+            raise CheckpointError(f"{folder / 'vocab.txt'} is not UTF-8 text ({error.reason} "
+                                  f"at byte {error.start}); expected one token per line.") \
+                from None
     if (folder / TOKENIZER_CONFIG).is_file():
-        with open(folder / TOKENIZER_CONFIG, encoding="utf-8") as f:
-            lowercase = json.load(f).get("do_lower_case")
+        lowercase = read_json(folder / TOKENIZER_CONFIG).get("do_lower_case")
     return vocabulary, lowercase
+
+
+def sentencepiece_pieces(model, source):
+    """The pieces (index = id) of a serialized SentencePiece model; CheckpointError naming
+    `source` when it is not one."""
+    import sentencepiece
+
+    processor = sentencepiece.SentencePieceProcessor()
+    try:
+        processor.LoadFromSerializedProto(model)
+    except Exception as error:  # RuntimeError, or a protobuf DecodeError
+        raise CheckpointError(f"{source} is not a SentencePiece model ({error}).") from None
+    return [processor.IdToPiece(i) for i in range(processor.GetPieceSize())]
+
+
+def check_tokenizer(folder, vocabulary, sentencepiece, vocabulary_size, config_source):
+    """Refuses a vocab.txt or spiece.model in `folder` that is not the model's: another token
+    count than `vocabulary_size`, a special token missing, a token twice."""
+    from kbert.tokenizers import SPECIAL_TOKENS
+    from kbert.tokenizers.sentence_piece_tokenizer import SPECIAL_PIECES
+
+    folder = Path(folder)
+    if vocabulary is not None:
+        check_vocabulary(vocabulary, vocabulary_size, list(SPECIAL_TOKENS.values()),
+                         folder / "vocab.txt", config_source)
+    if sentencepiece is not None:
+        source = _sentencepiece_file(folder)
+        check_vocabulary(sentencepiece_pieces(sentencepiece, source), vocabulary_size,
+                         list(SPECIAL_PIECES.values()), source, config_source)
+
+
+def _sentencepiece_file(folder):
+    if (folder / SENTENCEPIECE_MODEL).is_file():
+        return folder / SENTENCEPIECE_MODEL
+    models = sorted(folder.glob("*.model"))  # the TF1 ALBERT releases' 30k-clean.model
+    return models[0] if len(models) == 1 else folder / SENTENCEPIECE_MODEL

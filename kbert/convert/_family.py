@@ -44,6 +44,28 @@ class Companion:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class Shapes:
+    """Where a family's tensors show the config's sizes, so that a checkpoint is checked
+    against its config from the tensor headers alone, before a model is built
+    (`kbert.convert._checks.check_shapes`).
+
+    Attributes:
+        sizes: config field -> (common tensor name, axis) whose length is that field
+            ("vocabulary_size": ("embeddings.word_embeddings.weight", 0)); "embedding_size"
+            is the token table's width (the hidden size where the config has none).
+        layers: a regex whose group 1 is the block index of a block's tensor names.
+        layer_field: the config field that counts those blocks ("num_layers"; ALBERT's
+            shared blocks: "num_groups").
+        optional: fields whose tensor may be absent, meaning 0 (no segment table).
+    """
+
+    sizes: Mapping
+    layers: str
+    layer_field: str = "num_layers"
+    optional: tuple = ("type_vocab_size",)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
 class Family:
     """What the formats need to know about one model family.
 
@@ -65,6 +87,9 @@ class Family:
         tied: names that repeat the token table (the MLM decoder); dropped on reading.
         aliases: old Hugging Face names -> the common ones.
         tokenizer_class: tokenizer_config.json's `tokenizer_class`.
+        config_fields: config.json field -> config field (`vocab_size` -> `vocabulary_size`),
+            for messages that name the file's field.
+        shapes: where the tensors show the config's sizes (a `Shapes`).
         config_from_hf: `(config.json dict, source) -> config`.
         config_to_hf: `config -> config.json dict` (without `architectures`).
         not_in_hf: common names Hugging Face's models have no place for (not written).
@@ -103,6 +128,8 @@ class Family:
     tied: tuple = ()
     aliases: Mapping = dataclasses.field(default_factory=dict)
     tokenizer_class: str
+    config_fields: Mapping
+    shapes: Shapes
     config_from_hf: Callable
     config_to_hf: Callable
     not_in_hf: tuple = ()

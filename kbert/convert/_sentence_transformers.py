@@ -7,6 +7,7 @@ sentence-transformers version loads (the module names and pooling keys of 2.x)."
 import json
 from pathlib import Path
 
+from kbert.convert._checks import CheckpointError, read_json
 from kbert.convert.task_heads import TaskHead, sentence_transformers_name
 from kbert.tasks._heads import POOLINGS
 
@@ -28,8 +29,9 @@ def is_sentence_transformers(path):
 
 def _modules(path):
     file = Path(path) / MODULES
-    with open(file, encoding="utf-8") as f:
-        modules = json.load(f)
+    modules = read_json(file, "a list of sentence-transformers modules", kind=list)
+    if not all(isinstance(m, dict) for m in modules):
+        raise CheckpointError(f"{file}: expected a list of module objects (type, path).")
     kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
     if kinds not in (list(_KINDS[:2]), list(_KINDS)):
         raise ValueError(
@@ -47,8 +49,7 @@ def transformer_folder(path):
 
 
 def _pooling(file):
-    with open(file, encoding="utf-8") as f:
-        config = json.load(f)
+    config = read_json(file, "a sentence-transformers Pooling config")
     if "pooling_mode" in config:
         modes = config["pooling_mode"]
         modes = [modes] if isinstance(modes, str) else list(modes)
@@ -67,8 +68,7 @@ def _setting(file, key):
     (a model_max_length of 1e30)."""
     if not file.is_file():
         return None
-    with open(file, encoding="utf-8") as f:
-        value = json.load(f).get(key)
+    value = read_json(file).get(key)
     return int(value) if isinstance(value, (int, float)) and value < 1e9 else None
 
 

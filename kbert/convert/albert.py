@@ -7,13 +7,23 @@ TF1 release names them `bert/encoder/transformer/group_0/inner_group_0/...`.
 import re
 
 from kbert.convert import _mapping, bert
-from kbert.convert._family import Family
+from kbert.convert._family import Family, Shapes
 from kbert.models import AlbertConfig
 
 MODEL_TYPE = "albert"
 
 CONFIG_FIELDS = {**bert.CONFIG_FIELDS, "embedding_size": "embedding_size",
                  "num_hidden_groups": "num_groups"}
+
+
+_BLOCK = "encoder.albert_layer_groups.0.albert_layers.0."
+SHAPES = Shapes(
+    sizes={**bert.EMBEDDING_SIZES,
+           "hidden_size": (f"{_BLOCK}attention.query.weight", 0),
+           "intermediate_size": (f"{_BLOCK}ffn.weight", 0)},
+    layers=r"encoder\.albert_layer_groups\.(\d+)\.",
+    layer_field="num_groups",  # the blocks kept; num_layers repeats them
+)
 
 
 def _check(values, source):
@@ -135,6 +145,8 @@ FAMILY = Family(
     tied=("predictions.decoder.weight",),
     aliases={"predictions.decoder.bias": "predictions.bias"},
     tokenizer_class="AlbertTokenizer",
+    config_fields=CONFIG_FIELDS,
+    shapes=SHAPES,
     config_from_hf=config_from_hf,
     config_to_hf=config_to_hf,
     task_architectures={"text_classifier": "AlbertForSequenceClassification",

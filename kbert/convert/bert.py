@@ -12,7 +12,7 @@ module ends with its `FAMILY` record (`kbert.convert._family.Family`): what the 
 import re
 
 from kbert.convert import _mapping
-from kbert.convert._family import Family
+from kbert.convert._family import Family, Shapes
 from kbert.models import BertConfig
 
 MODEL_TYPE = "bert"  # config.json's model_type
@@ -32,6 +32,21 @@ CONFIG_FIELDS = {
     "initializer_range": "initializer_range",
     "layer_norm_eps": "layer_norm_epsilon",
 }
+
+
+# Where the tensors of every family show the embedding sizes (`Family.shapes`).
+EMBEDDING_SIZES = {
+    "vocabulary_size": ("embeddings.word_embeddings.weight", 0),
+    "embedding_size": ("embeddings.word_embeddings.weight", 1),
+    "max_sequence_length": ("embeddings.position_embeddings.weight", 0),
+    "type_vocab_size": ("embeddings.token_type_embeddings.weight", 0),
+}
+SHAPES = Shapes(
+    sizes={**EMBEDDING_SIZES,
+           "hidden_size": ("encoder.layer.0.attention.self.query.weight", 0),
+           "intermediate_size": ("encoder.layer.0.intermediate.dense.weight", 0)},
+    layers=r"encoder\.layer\.(\d+)\.",
+)
 
 
 def check_model_type(values, model_type, source):
@@ -204,6 +219,8 @@ FAMILY = Family(
     tied=("cls.predictions.decoder.weight",),  # the token table again
     aliases={"cls.predictions.decoder.bias": "cls.predictions.bias"},
     tokenizer_class="BertTokenizer",
+    config_fields=CONFIG_FIELDS,
+    shapes=SHAPES,
     config_from_hf=config_from_hf,
     config_to_hf=config_to_hf,
     task_architectures={"text_classifier": "BertForSequenceClassification",

@@ -5,7 +5,7 @@ import logging
 from typing import Optional
 
 from kbert import models, tasks
-from kbert.convert import _mapping, families, task_heads
+from kbert.convert import _checks, _mapping, families, task_heads
 
 # Config fields a caller may change on pretrained weights: they do not change any weight's
 # shape. max_sequence_length may only shrink (the position table is cut). `activation` is here
@@ -68,6 +68,7 @@ class Checkpoint:
                 f"Unknown head {head!r}. Allowed: 'auto', {', '.join(map(repr, models.HEADS))}."
             )
         config = self.config_with(**config_overrides)
+        _checks.check_sizes(config, self.source)  # whatever read it: before any allocation
         family = families.get(self.family)
         arguments = {}
         if head == "pretrainer" and family.pretrainer_arguments is not None:
@@ -99,6 +100,7 @@ class Checkpoint:
         """
         task_head = task_heads.check(self.task, task, self.source, self.architecture)
         config = self.config_with(**config_overrides)
+        _checks.check_sizes(config, self.source)
         arguments = dict(task_head.arguments)
         if arguments.get("max_length") is not None:  # no longer than the positions kept
             arguments["max_length"] = min(arguments["max_length"], config.max_sequence_length)

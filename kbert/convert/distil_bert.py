@@ -5,7 +5,7 @@ module has no TF1 names: `kbert.convert.tf1` never reads a checkpoint as DistilB
 """
 
 from kbert.convert import _mapping, bert
-from kbert.convert._family import Family
+from kbert.convert._family import Family, Shapes
 from kbert.models import DistilBertConfig
 
 MODEL_TYPE = "distilbert"
@@ -22,6 +22,14 @@ CONFIG_FIELDS = {
     "max_position_embeddings": "max_sequence_length",
     "initializer_range": "initializer_range",
 }
+
+
+SHAPES = Shapes(
+    sizes={**bert.EMBEDDING_SIZES,
+           "hidden_size": ("transformer.layer.0.attention.q_lin.weight", 0),
+           "intermediate_size": ("transformer.layer.0.ffn.lin1.weight", 0)},
+    layers=r"transformer\.layer\.(\d+)\.",
+)
 
 
 def config_from_hf(values, source="config.json"):
@@ -90,6 +98,8 @@ FAMILY = Family(
                    "pretrainer": "DistilBertForMaskedLM"},
     tied=("vocab_projector.weight",),
     tokenizer_class="DistilBertTokenizer",
+    config_fields=CONFIG_FIELDS,
+    shapes=SHAPES,
     config_from_hf=config_from_hf,
     config_to_hf=config_to_hf,
     task_architectures={"text_classifier": "DistilBertForSequenceClassification",

@@ -263,6 +263,8 @@ FAMILY = Family(
                    "pretrainer": "ElectraForPreTraining"},
     tied=("generator_lm_head.weight",),
     tokenizer_class="ElectraTokenizer",
+    config_fields=CONFIG_FIELDS,
+    shapes=bert.SHAPES,
     config_from_hf=config_from_hf,
     config_to_hf=config_to_hf,
     not_in_hf=("pooler.dense.weight", "pooler.dense.bias"),

@@ -12,7 +12,9 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import save_file
 
-from kbert.convert import _directory, _sentence_transformers, families, task_heads
+from kbert.convert import _checks, _directory, _headers, _sentence_transformers, families
+from kbert.convert import task_heads
+from kbert.convert._checks import CheckpointError
 from kbert.convert.checkpoint import Checkpoint, uppercase_free
 
 _SAFETENSORS = "model.safetensors"
@@ -29,28 +31,20 @@ def is_hugging_face(path):
     )
 
 
-def _load_safetensors(files):
-    from safetensors.numpy import load_file
-
-    weights = {}
-    for file in files:
-        try:
-            weights.update(load_file(str(file)))
-        except TypeError as error:  # e.g. bfloat16, which numpy cannot hold
-            raise ValueError(f"{file}: cannot read its tensors with numpy ({error}).") from error
-    return weights
-
-
 def _load_torch(file):
+    """A legacy (pre-zip) PyTorch pickle, which only torch reads."""
     try:
         import torch
     except ImportError as error:
         raise ImportError(
-            f"{file} is a PyTorch pickle and reading it needs torch: pip install "
+            f"{file} is a legacy PyTorch pickle and reading it needs torch: pip install "
             "'kbert[torch]' (or pip install torch), or convert it to model.safetensors."
         ) from error
-    # weights_only: a pickle may run code; this refuses anything but tensors.
-    state = torch.load(str(file), map_location="cpu", weights_only=True)
+    try:  # weights_only: a pickle may run code; this refuses anything but tensors.
+        state = torch.load(str(file), map_location="cpu", weights_only=True)
+    except Exception as error:  # torch raises many kinds for a corrupted pickle
+        raise CheckpointError(f"{file}: cannot read it as a PyTorch state dict "
+                              f"({error}).") from None
     return {k: v.float().numpy() if v.is_floating_point() else v.numpy()
             for k, v in state.items()}
 
@@ -77,26 +71,63 @@ def _normalise(weights, family):
 
 
 def _read_config(path):
-    with open(path / "config.json", encoding="utf-8") as f:
-        hf_config = json.load(f)
-    return hf_config, families.by_model_type(hf_config.get("model_type"),
-                                             source=str(path / "config.json"))
+    file = path / "config.json"
+    hf_config = _checks.read_json(file, "a Hugging Face config.json (an object with model_type)")
+    return hf_config, families.by_model_type(hf_config.get("model_type"), source=str(file))
 
 
-def _read_weights(path, family):
-    if (path / _SAFETENSORS).is_file():
-        weights = _load_safetensors([path / _SAFETENSORS])
-    elif (path / _SAFETENSORS_INDEX).is_file():
-        with open(path / _SAFETENSORS_INDEX, encoding="utf-8") as f:
-            shards = sorted(set(json.load(f)["weight_map"].values()))
-        weights = _load_safetensors([path / shard for shard in shards])
-    elif (path / _TORCH).is_file():
-        weights = _load_torch(path / _TORCH)
-    else:
-        raise FileNotFoundError(
-            f"{path} has no {_SAFETENSORS}, {_SAFETENSORS_INDEX} or {_TORCH}."
-        )
-    return _normalise(weights, family)
+def _shards(path):
+    """The safetensors shards that model.safetensors.index.json names."""
+    file = path / _SAFETENSORS_INDEX
+    weight_map = _checks.read_json(file, "an object with a weight_map").get("weight_map")
+    if not isinstance(weight_map, dict) or not all(
+            isinstance(v, str) and v == Path(v).name and v not in ("", ".", "..")
+            for v in weight_map.values()):
+        raise CheckpointError(f"{file}: weight_map is {str(weight_map)[:200]}; expected an "
+                              "object of tensor name -> shard file name in this folder.")
+    missing = sorted(n for n in set(weight_map.values()) if not (path / n).is_file())
+    if missing:
+        raise CheckpointError(f"{file} names shards that are not in {path}: "
+                              f"{', '.join(missing)}.")
+    return [path / shard for shard in sorted(set(weight_map.values()))]
+
+
+def _list_weights(path):
+    """(tensor name -> `Tensor` from the headers alone, a function that reads the arrays)."""
+    if (path / _SAFETENSORS).is_file() or (path / _SAFETENSORS_INDEX).is_file():
+        files = ([path / _SAFETENSORS] if (path / _SAFETENSORS).is_file() else _shards(path))
+        listed = [(file, _headers.safetensors(file)) for file in files]
+        tensors = {}
+        for file, found in listed:
+            twice = sorted(set(found) & set(tensors))
+            if twice:
+                raise CheckpointError(f"{file} holds {', '.join(twice[:3])}, which "
+                                      f"{tensors[twice[0]].file} holds too.")
+            tensors.update(found)
+
+        def load():
+            return {k: v for file, found in listed
+                    for k, v in _headers.load_safetensors(file, found).items()}
+        return tensors, load
+    if (path / _TORCH).is_file():
+        file = path / _TORCH
+        tensors = _headers.torch(file)
+        if tensors is not None:
+            return tensors, lambda: _headers.load_torch(file)
+        weights = _load_torch(file)  # the legacy format: its arrays give the shapes
+        return _checks.tensors_of(weights, file), lambda: weights
+    raise FileNotFoundError(
+        f"{path} has no {_SAFETENSORS}, {_SAFETENSORS_INDEX} or {_TORCH}."
+    )
+
+
+def _read_checked(path, family, config, config_file):
+    """The weights of `path` (common names), read after their headers agree with `config`."""
+    names = {ours: theirs for theirs, ours in family.config_fields.items()}
+    _checks.check_sizes(config, config_file, names)
+    tensors, load = _list_weights(path)
+    _checks.check_shapes(family, config, _normalise(tensors, family), config_file, names)
+    return lambda: _normalise(load(), family)
 
 
 def _read_companion(path, family, weights, source):
@@ -108,7 +139,9 @@ def _read_companion(path, family, weights, source):
         raise ValueError(f"{path}: a {values.get('model_type')} model, not "
                          f"{companion.description}.")
     companion.check_config(values, str(path / "config.json"))
-    weights.update(companion.join(_read_weights(path, found), weights, source))
+    config = _checks.make_config(found.config_from_hf, values, str(path / "config.json"))
+    load = _read_checked(path, found, config, str(path / "config.json"))
+    weights.update(companion.join(load(), weights, source))
 
 
 def read(path):
@@ -126,20 +159,26 @@ def read(path):
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"{path} has no config.json: not a Hugging Face model directory.")
     hf_config, family = _read_config(path)
-    config = family.config_from_hf(hf_config, source=str(path / "config.json"))
+    config_file = str(path / "config.json")
+    config = _checks.make_config(family.config_from_hf, hf_config, config_file)
     if task is None:
-        task = task_heads.from_hf_config(hf_config, family, source=str(path / "config.json"))
-    weights = _read_weights(path, family)
+        task = task_heads.from_hf_config(hf_config, family, source=config_file)
+    load = _read_checked(path, family, config, config_file)
+    vocabulary, lowercase = _directory.read_tokenizer_files(path)
+    sentencepiece = _directory.read_sentencepiece(path)
+    _directory.check_tokenizer(path, vocabulary, sentencepiece, config.vocabulary_size,
+                               config_file)
+    weights = load()  # only now: every check above reads headers and small files alone
     companion = family.companion
     if companion is not None and (path / companion.folder / "config.json").is_file():
         _read_companion(path / companion.folder, family, weights, str(path))
-    vocabulary, lowercase = _directory.read_tokenizer_files(path)
     if lowercase is None:
         lowercase = uppercase_free(vocabulary or [])
+    architectures = hf_config.get("architectures")
     return Checkpoint(family.name, config, weights, vocabulary, bool(lowercase),
-                      source=str(source),
-                      sentencepiece_model=_directory.read_sentencepiece(path), task=task,
-                      architecture=(hf_config.get("architectures") or [None])[0])
+                      source=str(source), sentencepiece_model=sentencepiece, task=task,
+                      architecture=(architectures or [None])[0]
+                      if isinstance(architectures, list) else None)
 
 
 def _write_one(folder, checkpoint, family, head, hf_config, weights, head_prefixes=None):

@@ -6,11 +6,13 @@ and `WordPieceTokenizer(dir/"vocab.txt")` read it in plain Keras code, and `kber
 reads it like any other format.
 """
 
+import types
 from pathlib import Path
 
 from kbert.convert import _directory
 from kbert.convert.checkpoint import Checkpoint
-from kbert.convert.keras_archive import load_model
+from kbert.convert._checks import CheckpointError, check_sizes
+from kbert.convert.keras_archive import archive_config, load_model
 
 MODEL_FILE = "model.keras"
 
@@ -19,8 +21,33 @@ def is_kbert(path):
     return (Path(path) / MODEL_FILE).is_file()
 
 
+_SIZES = ("vocabulary_size", "num_layers", "hidden_size", "intermediate_size",
+          "max_sequence_length")
+
+
+def _check_sizes(node, source):
+    """Refuses, before Keras builds anything, a backbone config in the archive whose sizes no
+    real model has (`kbert.convert._checks.check_sizes`)."""
+    if isinstance(node, list):
+        for item in node:
+            _check_sizes(item, source)
+    elif isinstance(node, dict):
+        if all(key in node for key in _SIZES):
+            values = {k: node.get(k) for k in (*_SIZES, "type_vocab_size", "embedding_size",
+                                               "num_groups")}
+            wrong = [k for k, v in values.items() if v is not None and (
+                not isinstance(v, int) or isinstance(v, bool) or v < 0)]
+            if wrong:
+                raise CheckpointError(f"{source}: {wrong[0]}={values[wrong[0]]!r}; expected a "
+                                      "non-negative integer.")
+            check_sizes(types.SimpleNamespace(**values), source)
+        for value in node.values():
+            _check_sizes(value, source)
+
+
 def read(path):
     path = Path(path)
+    _check_sizes(archive_config(str(path / MODEL_FILE)), str(path / MODEL_FILE))
     model = load_model(str(path / MODEL_FILE), compile=False)
     vocabulary, lowercase = _directory.read_tokenizer_files(path)
     checkpoint = Checkpoint.from_model(model, vocabulary, lowercase is not False)

@@ -67,14 +67,36 @@ def check_keras_archive(path, custom_objects=None):
         archive = zipfile.ZipFile(path)
     except zipfile.BadZipFile:
         raise UnsafeModelError(f"{path} is not a .keras archive (not a zip file).") from None
+    except OSError as error:
+        raise UnsafeModelError(f"{path}: cannot read it ({error.strerror or error}).") from None
     with archive:
         for info in archive.infolist():
             _check_member(path, info)
-        try:
-            config = json.loads(archive.read("config.json"))
-        except KeyError:
-            raise UnsafeModelError(f"{path} has no config.json: not a .keras archive.") from None
+        config = _read_config(path, archive)
     _check_config(path, config, extra)
+
+
+def _read_config(path, archive):
+    try:
+        return json.loads(archive.read("config.json").decode("utf-8"))
+    except KeyError:
+        raise UnsafeModelError(f"{path} has no config.json: not a .keras archive.") from None
+    except (zipfile.BadZipFile, EOFError, OSError) as error:  # a bad CRC, a truncated file
+        raise UnsafeModelError(f"{path}: cannot read its config.json ({error}); the archive is "
+                               "truncated or corrupted.") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise UnsafeModelError(f"{path}: its config.json is not JSON ({error}).") from None
+
+
+def archive_config(path):
+    """The model config (config.json) inside the `.keras` file at `path`, read without
+    loading the model; `UnsafeModelError` naming the file when it cannot be read."""
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as error:
+        raise UnsafeModelError(f"{path} is not a .keras archive ({error}).") from None
+    with archive:
+        return _read_config(path, archive)
 
 
 def load_model(path, custom_objects=None, compile=True):

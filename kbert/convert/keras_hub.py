@@ -9,14 +9,13 @@ projections ([H, N, D] kernels) where kbert fuses them ([H, 3, N, D]), so the pa
 them.
 """
 
-import json
 import logging
 from pathlib import Path
 
 import numpy as np
 
 from kbert import _keras_private
-from kbert.convert import _mapping, families
+from kbert.convert import _checks, _mapping, families
 
 
 def _numpy(variable):
@@ -132,8 +131,10 @@ def is_keras_hub(path):
     config = Path(path) / "config.json"
     if not config.is_file():
         return False
-    with open(config, encoding="utf-8") as f:
-        return "registered_name" in json.load(f)
+    try:
+        return "registered_name" in _checks.read_json(config)
+    except _checks.CheckpointError:  # the reader of the format it is names the problem
+        return False
 
 
 def read(path):
@@ -150,8 +151,24 @@ def read(path):
     from kbert.convert.checkpoint import Checkpoint
 
     path = Path(path)
-    source = keras_hub.models.Backbone.from_preset(str(path))
-    family = families.by_keras_hub_class(type(source).__name__, source=str(path))
+    config_file = path / "config.json"
+    values = _checks.read_json(config_file, "a keras-hub backbone config (registered_name, "
+                                            "config)")
+    family = families.by_keras_hub_class(
+        str(values.get("registered_name", "")).rsplit(">", 1)[-1], source=str(config_file))
+    if not isinstance(values.get("config"), dict):
+        raise _checks.CheckpointError(f"{config_file} has no backbone config object.")
+    config = _checks.make_config(lambda v, source: family.config_from_keras_hub(v),
+                                 values["config"], str(config_file))
+    _checks.check_sizes(config, str(config_file))  # before keras-hub allocates the backbone
+    try:
+        source = keras_hub.models.Backbone.from_preset(str(path))
+    except (ValueError, OSError, KeyError, TypeError) as error:
+        raise _checks.CheckpointError(f"{path}: keras-hub cannot load the preset "
+                                      f"({error}).") from None
+    if family is not families.by_keras_hub_class(type(source).__name__, source=str(path)):
+        raise _checks.CheckpointError(f"{config_file} names {values['registered_name']}, "
+                                      f"keras-hub built a {type(source).__name__}.")
     config = family.config_from_keras_hub(source.get_config())
     weights = keras_hub_weights(source, models.build(family.name, config, head=None))
     if (path / "task.json").is_file():

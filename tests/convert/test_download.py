@@ -5,6 +5,7 @@ import hashlib
 import http.server
 import json
 import logging
+import os
 import shutil
 import threading
 from pathlib import Path
@@ -185,4 +186,70 @@ def test_a_release_of_loose_hugging_face_files(www):
                  {**weights, "sha256": {**hashes, "vocab.txt": "0" * 64}})
     with pytest.raises(ValueError, match="sha256 mismatch .*vocab.txt"):
         presets.load("distil_served")
-    assert _files(cache) == []
+    # Only the record of the hashes verified (trust on first use) stays; not vocab.txt's.
+    assert _files(cache) == ["known_sha256.json"]
+    assert f"{base}/vocab.txt" not in download.known_hashes(cache)
+
+
+def _republish(release, tmp_path, seed):
+    """Replaces the served zip with a release of other weights; its sha256."""
+    other = _checkpoints.write_tf1_release(_checkpoints.random_pretrainer(seed=seed),
+                                           tmp_path / f"build{seed}" / "uncased_test")
+    archive = shutil.make_archive(str(tmp_path / "www" / "uncased_test"), "zip", other.parent)
+    return hashlib.sha256(Path(archive).read_bytes()).hexdigest()
+
+
+def test_a_release_without_sha256_is_trusted_on_first_use(served, tmp_path):
+    """The first download's sha256 is recorded beside the cache; a fresh download that differs
+    (the URL now serves other bytes) and a cached copy that was changed are refused, naming
+    the URL, both hashes and how to pin; a pin (argument or environment) accepts the new
+    file."""
+    original, write_preset, release, cache = served
+    write_preset(sha256=None)
+    url = presets.get(NAME)["weights"]["url"]
+    presets.load(NAME, head=None)
+    first = download.sha256_of(cache / "downloads" / "uncased_test.zip")
+    assert download.known_hashes(cache) == {url: first}
+    presets.load(NAME, head=None)  # a later use, from the cache
+    assert len(_Handler.requests) == 1
+
+    new = _republish(release, tmp_path, seed=9)
+    shutil.rmtree(cache / "downloads")
+    shutil.rmtree(cache / "converted")
+    with pytest.raises(download.ChangedReleaseError) as error:
+        presets.load(NAME, head=None)
+    message = str(error.value)
+    for text in (url, first, new, "KBERT_SHA256_BERT_SERVED=" + new, "known_sha256.json"):
+        assert text in message, (text, message)
+    assert _files(cache) == ["known_sha256.json"]  # the changed download was not kept
+
+    # A cached copy changed on disk is refused too.
+    shutil.copy(tmp_path / "www" / "uncased_test.zip", cache / "downloads" / "uncased_test.zip")
+    with pytest.raises(download.ChangedReleaseError, match="The cached copy .*uncased_test.zip"):
+        presets.load(NAME, head=None)
+
+    # Pinning the new hash (argument, then environment) accepts it and records it.
+    shutil.rmtree(cache / "downloads")
+    model = presets.load(NAME, head=None, sha256=new)
+    assert download.known_hashes(cache) == {url: new}
+    with pytest.raises(AssertionError):  # the new release's weights, not the first one's
+        _checkpoints.assert_same_outputs(original.backbone, model, _checkpoints.inputs())
+    os.environ[download.pin_variable(NAME)] = first
+    try:
+        with pytest.raises(ValueError, match=f"sha256 mismatch .*expected {first}"):
+            presets.load(NAME, head=None)
+    finally:
+        del os.environ[download.pin_variable(NAME)]
+
+
+def test_a_pin_that_is_not_a_sha256_is_refused(served, monkeypatch):
+    _, write_preset, _, cache = served
+    write_preset(sha256=None)
+    with pytest.raises(ValueError, match="'abc' is not a sha256 .*64 lower-case hex"):
+        presets.load(NAME, sha256="abc")
+    monkeypatch.setenv("KBERT_SHA256_BERT_SERVED", "xyz")
+    with pytest.raises(ValueError, match=r"\$KBERT_SHA256_BERT_SERVED: 'xyz' is not a sha256"):
+        presets.load(NAME)
+    with pytest.raises(ValueError, match="sha256= pins the hash .*weights=None"):
+        presets.load(NAME, weights=None, sha256="0" * 64)
+    assert _Handler.requests == []

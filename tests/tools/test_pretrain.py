@@ -442,3 +442,44 @@ def test_a_distilled_student_beats_one_trained_from_scratch(tmp_path, vocab_file
             model_dir=str(tmp_path / "bad"), preset="distil_bert_base", vocab_file=str(other),
             config_overrides=student, objective="distill", teacher=teacher_dir,
             train_steps=20, steps_per_loop=10, **common))
+
+
+def tensorboard_scalars(folder):
+    """tag -> [(step, value)] of every scalar in the event files under `folder`."""
+    scalars = {}
+    for path in sorted(Path(folder).rglob("events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(str(path)):
+            for value in event.summary.value:
+                if value.metadata.plugin_data.plugin_name != "scalars" and not value.HasField(
+                        "simple_value"):
+                    continue
+                number = (value.simple_value if value.HasField("simple_value")
+                          else float(tf.make_ndarray(value.tensor)))
+                scalars.setdefault(value.tag, []).append((event.step, number))
+    return scalars
+
+
+@pytest.mark.slow
+def test_tensorboard_holds_the_scalars_the_readme_promises(tmp_path, vocab_file):
+    """The README ("Progress and logs"): the loss, the MLM and NSP accuracy,
+    sequences_per_second and learning_rate go to TensorBoard, once per loop, with the values
+    the run reports."""
+    model_dir = tmp_path / "run"
+    result = run_tool(small_run_flags(str(model_dir), vocab_file, steps=6, loop=2))
+    assert result.returncode == 0, result.stderr[-3000:]
+    scalars = tensorboard_scalars(model_dir / "logs" / "train")
+    for name in ("loss", "mlm_accuracy", "nsp_accuracy", "sequences_per_second",
+                 "learning_rate"):
+        values = scalars.get(f"epoch_{name}")
+        assert values is not None, (name, sorted(scalars))
+        assert [step for step, _ in values] == [0, 1, 2], (name, values)
+        assert all(np.isfinite(v) for _, v in values), (name, values)
+    assert all(v > 0 for _, v in scalars["epoch_sequences_per_second"])
+    # warm-up over 2 steps to 1e-3, then linear decay to 0 at step 6: the rate after each loop
+    np.testing.assert_allclose([v for _, v in scalars["epoch_learning_rate"]],
+                               [1e-3, 5e-4, 0.0], atol=1e-7)
+    final = dict(part.rsplit(" ", 1) for part in
+                 result.stdout.split("Final (6 steps): ")[1].splitlines()[0].split(", "))
+    assert {"mlm_accuracy", "nsp_accuracy"} <= set(final), final
+    for name, printed in final.items():
+        assert scalars[f"epoch_{name}"][-1][1] == pytest.approx(float(printed), abs=1e-4), name
