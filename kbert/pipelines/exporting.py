@@ -36,8 +36,6 @@ def _activation(function):
 
 
 def text_classification(pipe, model, opts, given):
-    from kbert.pipelines.text_classification import check_function, default_function
-
     names = pipe.source.label_names
     legacy = "top_k" not in given
     top_k = opts["top_k"]
@@ -45,8 +43,7 @@ def text_classification(pipe, model, opts, given):
         top_k = None if given["return_all_scores"] else 1
     count = len(names) if top_k is None else min(int(top_k), len(names))
     order = not (legacy and top_k is None)  # return_all_scores: label order
-    function = _activation(check_function(opts["function_to_apply"]) or default_function(
-        pipe.source.problem_type, len(names)))
+    function = _activation(pipe.function(opts))
     budget = pipe.max_length
     tokenizer = pipe.tokenizer
 
@@ -154,12 +151,8 @@ def sentence_embeddings(pipe, model, opts, given):
 
 
 def fill_mask(pipe, model, opts, given):
-    from kbert.pipelines.base import check_int
-    from kbert.pipelines.fill_mask import target_ids
-
     tokenizer, encoder = pipe.tokenizer, pipe.encoder
-    top_k = check_int("top_k", opts["top_k"], 1)
-    targets = None if opts["targets"] is None else target_ids(opts["targets"], encoder)
+    top_k, targets = pipe.top_k_and_targets(opts)
     if targets is not None:
         top_k = min(top_k, len(targets))
     top_k = min(top_k, tokenizer.vocabulary_size)

@@ -71,11 +71,16 @@ class FillMaskPipeline(Pipeline):
     task = "fill-mask"
     OPTIONS = {"top_k": 5, "targets": None, "truncation": False}
 
-    def __call__(self, inputs, **options):
-        opts, _ = self.options(options)
+    def top_k_and_targets(self, opts):
+        """`top_k` (checked) and the target ids (None: the whole vocabulary) of `opts`."""
         top_k = check_int("top_k", opts["top_k"], 1)
         targets = None if opts["targets"] is None else target_ids(opts["targets"],
                                                                   self.encoder)
+        return top_k, targets
+
+    def __call__(self, inputs, **options):
+        opts, _ = self.options(options)
+        top_k, targets = self.top_k_and_targets(opts)
         texts = [inputs] if isinstance(inputs, str) else inputs
         if not isinstance(texts, (list, tuple)) or not all(isinstance(t, str) for t in texts):
             raise ValueError(f"fill-mask takes a text or a list of texts; got {inputs!r:.80}.")

@@ -90,8 +90,7 @@ class TextClassificationPipeline(Pipeline):
             top_k = None if given["return_all_scores"] else 1
         if top_k is not None and not legacy:
             top_k = int(top_k)
-        function = check_function(opts["function_to_apply"]) or default_function(
-            self.source.problem_type, len(self.source.label_names))
+        function = self.function(opts)
         items = inputs if isinstance(inputs, list) else [inputs]
         texts, pairs = zip(*[self._parts(item) for item in items]) if items else ((), ())
         encoded = self._encode(list(texts) + [p for p in pairs if p is not None])
@@ -107,6 +106,11 @@ class TextClassificationPipeline(Pipeline):
         if not isinstance(inputs, list):
             return [results[0]] if wrap else results[0]
         return results
+
+    def function(self, opts):
+        """The function `opts` name, else the one of the model's problem type."""
+        return check_function(opts["function_to_apply"]) or default_function(
+            self.source.problem_type, len(self.source.label_names))
 
     @staticmethod
     def _parts(item):

@@ -141,13 +141,7 @@ class TokenClassificationPipeline(Pipeline):
 
     def __call__(self, inputs, **options):
         opts, _ = self.options(options)
-        strategy = opts["aggregation_strategy"]
-        strategy = getattr(strategy, "value", strategy)  # transformers' AggregationStrategy
-        if not isinstance(strategy, str) or strategy.lower() not in STRATEGIES:
-            raise ValueError(f"Unknown aggregation_strategy {strategy!r}. Allowed: "
-                             f"{', '.join(STRATEGIES)}.")
-        strategy = strategy.lower()
-        ignore = ["O"] if opts["ignore_labels"] is None else list(opts["ignore_labels"])
+        strategy, ignore = self.strategy_and_ignored(opts)
         texts = [inputs] if isinstance(inputs, str) else inputs
         if not isinstance(texts, (list, tuple)) or not texts or \
                 not all(isinstance(t, str) for t in texts):
@@ -161,6 +155,25 @@ class TokenClassificationPipeline(Pipeline):
         for text, encoding, sequence, row in zip(texts, encodings, sequences, rows):
             results.append(self._decode(text, encoding, sequence, row, strategy, ignore))
         return results[0] if isinstance(inputs, str) else results
+
+    @staticmethod
+    def strategy_and_ignored(opts):
+        """The aggregation strategy (checked, lower case) and the ignored labels of `opts`."""
+        strategy = opts["aggregation_strategy"]
+        strategy = getattr(strategy, "value", strategy)  # transformers' AggregationStrategy
+        if not isinstance(strategy, str) or strategy.lower() not in STRATEGIES:
+            raise ValueError(f"Unknown aggregation_strategy {strategy!r}. Allowed: "
+                             f"{', '.join(STRATEGIES)}.")
+        ignore = ["O"] if opts["ignore_labels"] is None else list(opts["ignore_labels"])
+        return strategy.lower(), ignore
+
+    @staticmethod
+    def label_tables(names):
+        """Per tag name: whether it begins a group (B-), its type, its group's name
+        (`group_entities`' rule)."""
+        tags = [_tag(name) for name in names]
+        return ([bi == "B" for bi, _ in tags], [tag for _, tag in tags],
+                [name.split("-", 1)[-1] for name in names])
 
     def _decode(self, text, encoding, sequence, logits, strategy, ignore):
         ids = sequence.token_ids

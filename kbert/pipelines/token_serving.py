@@ -11,24 +11,21 @@ its token (and leaves it out of the entities).
 
 import tensorflow as tf
 
-from kbert.export.word_alignment import DELETED, _normalization, align, substrings, valid_utf8
+from kbert.export.word_alignment import (
+    DELETED, _normalization, align, substrings, valid_utf8,
+)
 from kbert.pipelines import graph
-from kbert.pipelines.token_classification import STRATEGIES, _tag
 from kbert.tokenizers import normalization
 
 STRINGS = tf.TensorSpec([None], tf.string)
 
 
-def _label_tables(names):
-    """Per label id: begins a group (B-), its type (transformers' `_tag`), its group name."""
-    begins, types = [], []
-    for name in names:
-        bi, tag = _tag(name)
-        begins.append(bi == "B")
-        types.append(tag)
+def _label_tables(pipe, names):
+    """Per label id: begins a group (B-), its type id, its group name."""
+    begins, types, groups = pipe.label_tables(names)
     kinds = sorted(set(types))
-    return (tf.constant(begins), tf.constant([kinds.index(t) for t in types], tf.int32),
-            tf.constant([name.split("-", 1)[-1] for name in names]))
+    return (tf.constant(begins, tf.bool), tf.constant([kinds.index(t) for t in types], tf.int32),
+            tf.constant(groups))
 
 
 def _segments(new, rows):
@@ -70,24 +67,18 @@ def _trimmed_ends(aligned, tokenizer):
 
 
 def token_classification(pipe, model, opts, given):
-    strategy = opts["aggregation_strategy"]
-    strategy = getattr(strategy, "value", strategy)
-    if not isinstance(strategy, str) or strategy.lower() not in STRATEGIES:
-        raise ValueError(f"Unknown aggregation_strategy {strategy!r}. Allowed: "
-                         f"{', '.join(STRATEGIES)}.")
-    strategy = strategy.lower()
+    strategy, ignore = pipe.strategy_and_ignored(opts)
     if pipe.encoder.sentence_piece:
         raise NotImplementedError(
             "pipeline.export of token-classification covers WordPiece models (BERT, "
             "DistilBERT, ELECTRA) for now, not SentencePiece ones (ALBERT): export the task "
             "model with kbert.export.export_saved_model, or run the pipeline in Python.")
-    ignore = ["O"] if opts["ignore_labels"] is None else list(opts["ignore_labels"])
     names = list(pipe.source.label_names)
     tokenizer = pipe.tokenizer
     budget = pipe.max_length - 2
     vocabulary = tf.constant(tokenizer.vocabulary)
     token_lengths = tf.constant([len(t) for t in tokenizer.vocabulary], tf.int32)
-    begins, types, groups = _label_tables(names)
+    begins, types, groups = _label_tables(pipe, names)
     label_names = tf.constant(names)
 
     def serve(text):
