@@ -109,9 +109,16 @@ def test_torch_pickles_need_torch(tmp_path, monkeypatch):
     folder = tmp_path / "torch_model"
     folder.mkdir()
     (folder / "config.json").write_text((MINILM / "config.json").read_text())
-    (folder / "pytorch_model.bin").write_bytes(b"not read")
+    # The legacy (pre-zip) format, a pickle from byte 0, is torch's alone; the zip format is
+    # read without torch (tests/convert/test_refusals.py).
+    (folder / "pytorch_model.bin").write_bytes(b"\x80\x02not read")
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
-    with pytest.raises(ImportError, match=r"needs torch: pip install 'kbert\[torch\]'"):
+    with pytest.raises(ImportError, match=r"legacy PyTorch pickle and reading it needs torch: "
+                                          r"pip install 'kbert\[torch\]'"):
+        kbert.convert.read(folder)
+    (folder / "pytorch_model.bin").write_bytes(b"not read")
+    with pytest.raises(kbert.convert.CheckpointError,
+                       match="pytorch_model.bin: neither a PyTorch zip file"):
         kbert.convert.read(folder)
 
 
