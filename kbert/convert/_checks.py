@@ -95,7 +95,7 @@ def check_sizes(config, source, names=None):
     `MAX_LAYERS`, `MAX_POSITIONS`), before anything is allocated. `names`: kbert field ->
     the file's name of it, for messages."""
     names = names or {}
-    limits = (("vocabulary_size", MAX_VOCABULARY, "a vocabulary"),
+    limits = (("vocabulary_size", MAX_VOCABULARY, "tokens in its vocabulary"),
               ("num_layers", MAX_LAYERS, "layers"),
               ("max_sequence_length", MAX_POSITIONS, "positions"))
     for field, limit, what in limits:
