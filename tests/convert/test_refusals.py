@@ -243,10 +243,8 @@ def tiny_hf(tmp_path_factory):
     return folder
 
 
-def test_pytorch_bin_reads_without_torch_and_equals_safetensors(tmp_path, tiny_hf):
-    """The zip format's tensor records list and read with numpy alone (torch is not a
-    dependency): the same model as from model.safetensors."""
-    import kbert.convert
+def _without_safetensors(tmp_path, tiny_hf):
+    """A copy of `tiny_hf` without its model.safetensors, and that file's weights."""
     from safetensors.numpy import load_file
 
     folder = tmp_path / "bin"
@@ -254,7 +252,15 @@ def test_pytorch_bin_reads_without_torch_and_equals_safetensors(tmp_path, tiny_h
     for path in tiny_hf.iterdir():
         if path.name != "model.safetensors":
             (folder / path.name).write_bytes(path.read_bytes())
-    weights = load_file(str(tiny_hf / "model.safetensors"))
+    return folder, load_file(str(tiny_hf / "model.safetensors"))
+
+
+def test_pytorch_bin_reads_without_torch_and_equals_safetensors(tmp_path, tiny_hf):
+    """The zip format's tensor records list and read with numpy alone (torch is not a
+    dependency): the same model as from model.safetensors."""
+    import kbert.convert
+
+    folder, weights = _without_safetensors(tmp_path, tiny_hf)
     weights["bert.encoder.layer.1.output.dense.weight"] = np.asfortranarray(
         weights["bert.encoder.layer.1.output.dense.weight"])  # strides other than C order
     (folder / "pytorch_model.bin").write_bytes(torch_zip(weights))
@@ -271,14 +277,7 @@ def test_pytorch_bin_reads_without_torch_and_equals_safetensors(tmp_path, tiny_h
     ("code", ["pytorch_model.bin", "os.system"]),
 ])
 def test_a_bad_pytorch_bin_is_refused_by_name(tmp_path, tiny_hf, case, named):
-    from safetensors.numpy import load_file
-
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    for path in tiny_hf.iterdir():
-        if path.name != "model.safetensors":
-            (folder / path.name).write_bytes(path.read_bytes())
-    weights = load_file(str(tiny_hf / "model.safetensors"))
+    folder, weights = _without_safetensors(tmp_path, tiny_hf)
     if case == "wrong shape":
         weights.update({k.replace("layer.1.", "layer.2."): v for k, v in weights.items()
                         if "layer.1." in k})
