@@ -45,6 +45,14 @@ def run_model(model, features):
     return tf.nest.map_structure(lambda x: tf.cast(x, tf.float32), outputs)
 
 
+def dense_rows(values, rows, batch, default):
+    """Flat `values` of the rows `rows` (int, non-decreasing) -> [batch, longest] padded with
+    `default`."""
+    ragged = tf.RaggedTensor.from_value_rowids(values, tf.cast(rows, tf.int64),
+                                               nrows=tf.cast(batch, tf.int64), validate=False)
+    return ragged.to_tensor(default)
+
+
 def add_ids_endpoint(archive, model, serve):
     """`serving_ids`: `serve(features)` on ids made elsewhere (no `segment_ids` for
     DistilBERT)."""

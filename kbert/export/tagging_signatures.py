@@ -14,6 +14,7 @@ from kbert.export.signature_helpers import (
     STRINGS,
     pack,
     add_ids_endpoint,
+    dense_rows,
     label_names_of,
     run_model,
 )
@@ -108,10 +109,7 @@ def add_token_classifier_endpoints(archive, model, tokenizer, sequence_length, l
         batch = tf.shape(text)[0]
 
         def dense(values, rows, default):
-            ragged = tf.RaggedTensor.from_value_rowids(values, tf.cast(rows, tf.int64),
-                                                       nrows=tf.cast(batch, tf.int64),
-                                                       validate=False)
-            return ragged.to_tensor(default)
+            return dense_rows(values, rows, batch, default)
 
         return {
             "entity_types": dense(tf.gather(tf.constant(type_names), tf.gather(kind, first)),

@@ -14,11 +14,10 @@ import string
 import keras
 import tensorflow as tf
 
+from kbert.export.signature_helpers import STRINGS, run_model
 from kbert.pipelines import graph
 from kbert.pipelines.model_source import KerasRunner
 from kbert.pipelines.token_serving import token_classification
-
-STRINGS = tf.TensorSpec([None], tf.string)
 
 
 def _scored(scores, names, order, count):
@@ -37,10 +36,7 @@ def _activation(function):
 
 def text_classification(pipe, model, opts, given):
     names = pipe.source.label_names
-    legacy = "top_k" not in given
-    top_k = opts["top_k"]
-    if legacy and given.get("return_all_scores") is not None:
-        top_k = None if given["return_all_scores"] else 1
+    top_k, legacy = pipe.ranking(opts, given)
     count = len(names) if top_k is None else min(int(top_k), len(names))
     order = not (legacy and top_k is None)  # return_all_scores: label order
     function = _activation(pipe.function(opts))
@@ -51,7 +47,7 @@ def text_classification(pipe, model, opts, given):
         first, second, checks = graph.fit(first, second, budget - (2 if second is None else 3),
                                           opts["truncation"])
         with tf.control_dependencies(checks):
-            logits = graph.run(model, graph.pack(tokenizer, first, second))
+            logits = run_model(model, graph.pack(tokenizer, first, second))
         label, score = _scored(function(logits), names, order, count)
         return {"label": label, "score": score}
 
@@ -82,10 +78,8 @@ def _template_parts(template):
 
 def zero_shot_classification(pipe, model, opts, given):
     prefix, suffix = _template_parts(opts["hypothesis_template"])
-    multi_label = bool(opts["multi_label"] if opts["multi_class"] is None
-                       else opts["multi_class"])
-    entailment = pipe.entailment
-    contradiction = -1 if entailment == 0 else 0
+    multi_label = pipe.multi_label(opts)
+    entailment, contradiction = pipe.entailment, pipe.contradiction
     tokenizer, budget = pipe.tokenizer, pipe.max_length - 3
 
     def serve(sequences, candidate_labels):
@@ -102,16 +96,12 @@ def zero_shot_classification(pipe, model, opts, given):
                                           tf.gather(hypothesis_ids, hypothesis), budget,
                                           "only_first")
         with tf.control_dependencies([check, *checks]):
-            logits = graph.run(model, graph.pack(tokenizer, first, second))
+            logits = run_model(model, graph.pack(tokenizer, first, second))
         logits = tf.reshape(logits, [batch, count, -1])
-        if multi_label:
-            pair = tf.gather(logits, [contradiction, entailment], axis=-1)
-            scores = tf.nn.softmax(pair)[..., 1]
-        else:
-            scores = tf.nn.softmax(logits[..., entailment])
-        if not multi_label:  # one label alone is scored as multi_label
-            pair = tf.gather(logits, [contradiction, entailment], axis=-1)
-            scores = tf.where(count == 1, tf.nn.softmax(pair)[..., 1], scores)
+        # Each label alone: entailment against contradiction (multi_label, or one label).
+        alone = tf.nn.softmax(tf.gather(logits, [contradiction, entailment], axis=-1))[..., 1]
+        scores = alone if multi_label else tf.where(
+            count == 1, alone, tf.nn.softmax(logits[..., entailment]))
         # reversed(argsort): of equal scores, the later label first.
         order = tf.reverse(tf.argsort(scores, axis=-1, stable=True), axis=[-1])
         return {"sequence": sequences, "labels": tf.gather(candidate_labels, order),
@@ -127,7 +117,7 @@ def _single_texts(pipe, model, opts, truncation, outputs):
         first, _, checks = graph.fit(graph.ids(tokenizer, text), None, budget, truncation)
         features = graph.pack(tokenizer, first)
         with tf.control_dependencies(checks):
-            return outputs(graph.run(model, features), features)
+            return outputs(run_model(model, features), features)
 
     return {"serving_default": (serve, [STRINGS])}
 
@@ -176,7 +166,7 @@ def fill_mask(pipe, model, opts, given):
         checks.append(tf.debugging.Assert(tf.reduce_all(num_masks > 0), [
             f"No mask_token ({mask_token}) found on the input"]))
         with tf.control_dependencies(checks):
-            logits = graph.run(model, {**features, "mask_positions": positions.to_tensor(0)})
+            logits = run_model(model, {**features, "mask_positions": positions.to_tensor(0)})
         probabilities = tf.nn.softmax(logits["mlm_logits"])  # [B, M, V]
         if targets is not None:
             probabilities = tf.gather(probabilities, targets, axis=-1)

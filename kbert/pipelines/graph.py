@@ -92,12 +92,6 @@ def pack(tokenizer, first, second=None):
             "padding_mask": tf.ones_like(token_ids).to_tensor(0)}
 
 
-def run(model, features):
-    """The Keras model on the features it takes; outputs in float32."""
-    outputs = model({name: features[name] for name in model.input}, training=False)
-    return tf.nest.map_structure(lambda x: tf.cast(x, tf.float32), outputs)
-
-
 def _replace_all(strings, pairs):
     for old, new in pairs:
         strings = tf.strings.regex_replace(strings, re.escape(old), new.replace("\\", "\\\\"))
@@ -127,11 +121,3 @@ def decode(vocabulary, token_ids, sentence_piece):
     (`vocabulary`: a string tensor, the tokens by id)."""
     text = tokens_to_string(tf.gather(vocabulary, token_ids), sentence_piece)
     return text if sentence_piece else _replace_all(text, _CLEAN_UP)
-
-
-def dense(values, rows, batch, default):
-    """Flat `values` of the rows `rows` (int, non-decreasing) -> [batch, longest] padded with
-    `default`."""
-    ragged = tf.RaggedTensor.from_value_rowids(values, tf.cast(rows, tf.int64),
-                                               nrows=tf.cast(batch, tf.int64), validate=False)
-    return ragged.to_tensor(default)

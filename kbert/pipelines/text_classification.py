@@ -84,12 +84,7 @@ class TextClassificationPipeline(Pipeline):
     def __call__(self, inputs, **options):
         wrap = isinstance(inputs, str) and "top_k" not in options
         opts, given = self.options(options)
-        legacy = "top_k" not in given
-        top_k = opts["top_k"]
-        if legacy and given.get("return_all_scores") is not None:
-            top_k = None if given["return_all_scores"] else 1
-        if top_k is not None and not legacy:
-            top_k = int(top_k)
+        top_k, legacy = self.ranking(opts, given)
         function = self.function(opts)
         items = inputs if isinstance(inputs, list) else [inputs]
         texts, pairs = zip(*[self._parts(item) for item in items]) if items else ((), ())
@@ -106,6 +101,18 @@ class TextClassificationPipeline(Pipeline):
         if not isinstance(inputs, list):
             return [results[0]] if wrap else results[0]
         return results
+
+    @staticmethod
+    def ranking(opts, given):
+        """(`top_k`, `legacy`): the labels per text (None: all), and whether `top_k` was not
+        given (transformers' legacy form; `return_all_scores` then picks all or one)."""
+        legacy = "top_k" not in given
+        top_k = opts["top_k"]
+        if legacy and given.get("return_all_scores") is not None:
+            top_k = None if given["return_all_scores"] else 1
+        if top_k is not None and not legacy:
+            top_k = int(top_k)
+        return top_k, legacy
 
     def function(self, opts):
         """The function `opts` name, else the one of the model's problem type."""

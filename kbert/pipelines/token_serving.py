@@ -11,13 +11,12 @@ its token (and leaves it out of the entities).
 
 import tensorflow as tf
 
+from kbert.export.signature_helpers import STRINGS, dense_rows, run_model
 from kbert.export.word_alignment import (
     DELETED, _normalization, align, substrings, valid_utf8,
 )
 from kbert.pipelines import graph
 from kbert.tokenizers import normalization
-
-STRINGS = tf.TensorSpec([None], tf.string)
 
 
 def _label_tables(pipe, names):
@@ -94,7 +93,7 @@ def token_classification(pipe, model, opts, given):
             words["row_splits"], validate=False).merge_dims(1, 2)
         kept = graph.keep_first(spans, tf.minimum(graph.lengths(spans), budget))
         ids = tf.gather(pieces.flat_values, kept)
-        logits = graph.run(model, graph.pack(tokenizer, ids))
+        logits = run_model(model, graph.pack(tokenizer, ids))
         rows = tf.cast(kept.value_rowids(), tf.int32)
         position = tf.cast(tf.ragged.range(kept.row_lengths()).flat_values, tf.int32) + 1
         flat = kept.flat_values
@@ -122,7 +121,7 @@ def token_classification(pipe, model, opts, given):
         out_rows = tf.boolean_mask(entities["row"], keep)
 
         def padded(values, default):
-            return graph.dense(tf.boolean_mask(values, keep), out_rows, batch, default)
+            return dense_rows(tf.boolean_mask(values, keep), out_rows, batch, default)
 
         out = {"entity" if strategy == "none" else "entity_group": padded(shown, ""),
                "score": padded(entities["score"], 0.0)}

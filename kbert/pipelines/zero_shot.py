@@ -20,6 +20,11 @@ def entailment_index(label_names):
         "such as ['contradiction', 'neutral', 'entailment'].")
 
 
+def contradiction_index(entailment):
+    """The class scored against entailment for a label alone, as transformers picks it."""
+    return -1 if entailment == 0 else 0
+
+
 def parse_labels(labels):
     if isinstance(labels, str):
         return [label.strip() for label in labels.split(",") if label.strip()]
@@ -32,7 +37,7 @@ def rank(sequence, labels, logits, entailment, multi_label):
     entailment against contradiction for each label alone."""
     logits = np.asarray(logits, np.float32)[None]  # [1, labels, classes]
     if multi_label or len(labels) == 1:
-        contradiction = -1 if entailment == 0 else 0
+        contradiction = contradiction_index(entailment)
         pair = logits[..., [contradiction, entailment]]
         scores = (np.exp(pair) / np.exp(pair).sum(-1, keepdims=True))[..., 1]
     else:
@@ -65,6 +70,7 @@ class ZeroShotClassificationPipeline(Pipeline):
     def __init__(self, source, **options):
         super().__init__(source, **options)
         self.entailment = entailment_index(source.label_names)
+        self.contradiction = contradiction_index(self.entailment)
 
     def __call__(self, sequences, *args, **options):
         if len(args) == 1 and "candidate_labels" not in options:
@@ -74,7 +80,7 @@ class ZeroShotClassificationPipeline(Pipeline):
         opts, _ = self.options(options)
         labels = parse_labels(opts["candidate_labels"] or [])
         template = opts["hypothesis_template"]
-        multi_label = opts["multi_label"] if opts["multi_class"] is None else opts["multi_class"]
+        multi_label = self.multi_label(opts)
         texts = [sequences] if isinstance(sequences, str) else sequences
         if not isinstance(texts, (list, tuple)) or not all(isinstance(t, str) for t in texts):
             raise ValueError(f"zero-shot-classification takes a text or a list of texts; got "
@@ -93,6 +99,11 @@ class ZeroShotClassificationPipeline(Pipeline):
         results = [rank(text, labels, rows[i * len(labels):(i + 1) * len(labels)],
                         self.entailment, bool(multi_label)) for i, text in enumerate(texts)]
         return results[0] if isinstance(sequences, str) else results
+
+    @staticmethod
+    def multi_label(opts):
+        """`multi_label`, or `multi_class` (its old name) where given."""
+        return bool(opts["multi_label"] if opts["multi_class"] is None else opts["multi_class"])
 
     @staticmethod
     def _check(text, labels, template):
