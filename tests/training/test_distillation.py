@@ -131,7 +131,7 @@ def test_a_wordpiece_preset_gives_its_release(monkeypatch):
 
     fetched = []
 
-    def pretrained(name, source, cache=None):
+    def pretrained(name, source, cache=None, sha256=None):
         fetched.append(name)
         return convert.read(HF_TINY / "distil_bert")
 
