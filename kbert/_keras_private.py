@@ -41,7 +41,9 @@ PRIVATE_APIS = {
         "none filed"),
     "keras_hub_encoder_sublayers": PrivateApi(
         "keras_hub", "TransformerEncoder._self_attention_layer, ._feedforward_* and "
-        "CachedMultiHeadAttention._query_dense/_key_dense/_value_dense/_output_dense",
+        "CachedMultiHeadAttention._query_dense/_key_dense/_value_dense/_output_dense (and "
+        "the same names in DeBERTa-v3's DisentangledAttentionEncoder and "
+        "DisentangledSelfAttention)",
         "keras-hub exposes a transformer block's weights only through its private sublayers; "
         "kbert reads them to convert keras-hub presets",
         "none filed"),

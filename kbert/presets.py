@@ -49,7 +49,8 @@ def config(name, **config_overrides):
 PRETRAINED = "pretrained"
 # Fields that must agree between a preset and a checkpoint passed as weights="path".
 _SHAPE_FIELDS = ("vocabulary_size", "num_layers", "hidden_size", "num_heads",
-                 "intermediate_size", "type_vocab_size", "embedding_size", "num_groups")
+                 "intermediate_size", "type_vocab_size", "embedding_size", "num_groups",
+                 "intra_bottleneck_size", "num_feedforward_networks")
 
 
 def _check_pin(name, weights, sha256):
@@ -132,7 +133,8 @@ def load(name, head="pretrainer", weights=PRETRAINED, dtype=None, sha256=None,
 
 def load_tokenizer(name, weights=PRETRAINED, sha256=None):
     """The tokenizer of preset `name`'s release (or of the checkpoint at `weights`): a
-    `WordPieceTokenizer`, or for ALBERT a `SentencePieceTokenizer`. `sha256`: as in `load`."""
+    `WordPieceTokenizer`, for ALBERT a `SentencePieceTokenizer`, for RoBERTa a
+    `BytePairTokenizer`. `sha256`: as in `load`."""
     return _checkpoint(name, get(name), weights, sha256).tokenizer()
 
 

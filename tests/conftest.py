@@ -20,11 +20,25 @@ def pytest_configure(config):
 
 def pytest_sessionfinish(session):
     # KBERT_MODULES_SEEN=path writes the kbert modules this session imported: how to check
-    # that the fast tier (-m "not slow") reaches every module (README, "Development").
+    # that the fast tier (-m "not slow") reaches every module (README, "Development"). Under
+    # pytest-xdist each worker writes path.<worker id> as it ends; the controller, which ends
+    # last, writes their union to path.
+    import glob
     import os
     import sys
 
     path = os.environ.get("KBERT_MODULES_SEEN")
-    if path:
-        with open(path, "w") as f:
-            f.write("\n".join(sorted(m for m in sys.modules if m.startswith("kbert"))))
+    if not path:
+        return
+    seen = {m for m in sys.modules if m.startswith("kbert")}
+    worker = getattr(session.config, "workerinput", None)
+    if worker is not None:
+        with open(f"{path}.{worker['workerid']}", "w") as f:
+            f.write("\n".join(sorted(seen)))
+        return
+    for part in glob.glob(f"{glob.escape(path)}.gw*"):
+        with open(part) as f:
+            seen |= set(f.read().split())
+        os.remove(part)
+    with open(path, "w") as f:
+        f.write("\n".join(sorted(seen)))

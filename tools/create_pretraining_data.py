@@ -23,7 +23,8 @@ from kbert.data import inputs  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input", None, f"Corpus: {inputs.INPUT_HELP}.")
-flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt (see tools/build_vocab.py).")
+flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt or SentencePiece .model (see "
+                    "tools/build_vocab.py); a .model file is SentencePiece.")
 flags.DEFINE_alias("vocab", "vocab_file")  # deprecated name
 flags.DEFINE_bool("lowercase", True, "Lower-case and strip accents (uncased vocab).")
 flags.DEFINE_string("output", None, "Output path; with --num_shards > 1, -NNNNN-of-NNNNN is added.")
@@ -46,14 +47,14 @@ flags.mark_flags_as_required(["input", "vocab_file", "output"])
 def main(argv):
     del argv
     from kbert.data import pretraining_dataset, tfrecords
-    from kbert.tokenizers import WordPieceTokenizer
+    from kbert.tokenizers import tokenizer_types
 
     try:
         documents = inputs.documents(FLAGS.input)
     except (FileNotFoundError, ValueError) as e:
         raise app.UsageError(f"--input: {e}")
     try:
-        tokenizer = WordPieceTokenizer(FLAGS.vocab_file, lowercase=FLAGS.lowercase)
+        tokenizer = tokenizer_types.load(FLAGS.vocab_file, lowercase=FLAGS.lowercase)
     except (FileNotFoundError, ValueError) as e:
         raise app.UsageError(f"--vocab_file: {e}")
     data = pretraining_dataset(

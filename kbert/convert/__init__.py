@@ -1,5 +1,5 @@
 """Checkpoint conversion: Hugging Face, original TF1 and keras-hub checkpoints of BERT, ALBERT,
-DistilBERT and ELECTRA in and out of kbert, and their fine-tuned task models.
+DistilBERT, ELECTRA and RoBERTa in and out of kbert, and their fine-tuned task models.
 
     checkpoint = kbert.convert.read("path/to/bert-base-uncased")  # format detected
     model = checkpoint.build(head=None)                            # a kbert BertBackbone
@@ -103,7 +103,8 @@ def load(path, head="auto", format="auto", dtype=None, task="auto",  # noqa: A00
 
 
 def load_tokenizer(path, format="auto"):  # noqa: A002
-    """The checkpoint's WordPiece tokenizer (its vocab.txt and casing)."""
+    """The checkpoint's tokenizer: WordPiece (its vocab.txt and casing), ALBERT's
+    SentencePiece (spiece.model) or RoBERTa's byte-level BPE (vocab.json + merges.txt)."""
     return read(path, format).tokenizer()
 
 
@@ -120,7 +121,8 @@ def save_hugging_face(model, path, vocabulary=None, lowercase=True):
     `*ForTokenClassification`; `*ForQuestionAnswering`), a `TextEmbedder` as a
     sentence-transformers directory (modules.json, 1_Pooling/, 2_Normalize/ around the base
     model; its `max_length` as `max_seq_length`). `vocabulary` is a
-    `WordPieceTokenizer` or `SentencePieceTokenizer`, a vocab.txt path or a list of tokens.
+    `WordPieceTokenizer`, `SentencePieceTokenizer` or `BytePairTokenizer`, a vocab.txt path
+    or a list of tokens.
     """
     return hugging_face.write(Checkpoint.from_model(model, vocabulary, lowercase), path)
 

@@ -35,9 +35,10 @@ class CheckpointError(ValueError):
     kbert expected."""
 
 
-def read_json(path, expected="a JSON object", kind=dict):
+def read_json(path, expected="a JSON object", kind=dict, unique_keys=False):
     """The object (or, with `kind=list`, the list) in the JSON file `path`; CheckpointError
-    naming the file when it cannot be read, is not JSON, or holds another kind of value."""
+    naming the file when it cannot be read, is not JSON, or holds another kind of value.
+    `unique_keys`: an object that names a key twice is refused too (JSON keeps the last)."""
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -48,8 +49,18 @@ def read_json(path, expected="a JSON object", kind=dict):
     except OSError as error:
         raise CheckpointError(f"{path}: cannot read it ({error.strerror or error}); expected "
                               f"{expected}.") from None
+    def unique(pairs):
+        seen = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise CheckpointError(f"{path}: the key {key!r} is listed twice; expected "
+                                      f"{expected}, each key once.")
+            seen.add(key)
+        return dict(pairs)
+
     try:
-        values = json.loads(text.decode("utf-8"))
+        values = json.loads(text.decode("utf-8"), object_pairs_hook=unique if unique_keys
+                            else None)
     except UnicodeDecodeError as error:
         raise CheckpointError(f"{path} is not UTF-8 text ({error.reason} at byte "
                               f"{error.start}); expected {expected}.") from None
@@ -90,11 +101,12 @@ def parameter_count(config):
     return tables + width * hidden + blocks * block + hidden * hidden
 
 
-def check_sizes(config, source, names=None):
+def check_sizes(config, source, names=None, offsets=None):
     """Refuses a config whose sizes no real model has (`MAX_PARAMETERS`, `MAX_VOCABULARY`,
     `MAX_LAYERS`, `MAX_POSITIONS`), before anything is allocated. `names`: kbert field ->
-    the file's name of it, for messages."""
-    names = names or {}
+    the file's name of it, for messages; `offsets`: kbert field -> what the file's value adds
+    to kbert's (`Shapes.offsets`), so that messages show the file's value."""
+    names, offsets = names or {}, offsets or {}
     limits = (("vocabulary_size", MAX_VOCABULARY, "tokens in its vocabulary"),
               ("num_layers", MAX_LAYERS, "layers"),
               ("max_sequence_length", MAX_POSITIONS, "positions"))
@@ -102,15 +114,16 @@ def check_sizes(config, source, names=None):
         value = getattr(config, field)
         if value > limit:
             raise CheckpointError(
-                f"{source}: {_field(field, names)}={value}: no real model has over {limit:,} "
-                f"{what}; kbert refuses it before allocating anything."
+                f"{source}: {_field(field, names)}={value + offsets.get(field, 0)}: no real "
+                f"model has over {limit:,} {what}; kbert refuses it before allocating anything."
             )
     count = parameter_count(config)
     if count > MAX_PARAMETERS:
         raise CheckpointError(
             f"{source}: the config asks for about {count:,} parameters ("
-            + ", ".join(f"{_field(f, names)}={getattr(config, f)}" for f in
-                        ("vocabulary_size", "num_layers", "hidden_size", "intermediate_size"))
+            + ", ".join(f"{_field(f, names)}={getattr(config, f) + offsets.get(f, 0)}"
+                        for f in ("vocabulary_size", "num_layers", "hidden_size",
+                                  "intermediate_size"))
             + f"); no real model has over {MAX_PARAMETERS:,}. kbert refuses it before "
             "allocating anything."
         )
@@ -123,7 +136,8 @@ def _field(field, names):
 
 def _implied(family, config, tensors):
     """(field, the config's value, the tensors' value, the tensor that says so) for every
-    size the tensors fix."""
+    size the tensors fix; a field with an offset (`Shapes.offsets`) gives the file's value,
+    the tensor's length."""
     layout = family.shapes
     result = []
     for field, (name, axis) in layout.sizes.items():
@@ -132,6 +146,7 @@ def _implied(family, config, tensors):
             field, expected = "hidden_size", config.hidden_size
         if expected is None:
             continue
+        expected += layout.offsets.get(field, 0)
         tensor = tensors.get(name)
         if tensor is None:
             if field in layout.optional:
@@ -191,11 +206,18 @@ def _any_file(tensors):
     return ", ".join(files) or "the weights"
 
 
-def check_vocabulary(tokens, vocabulary_size, specials, source, config_source):
+def check_vocabulary(tokens, vocabulary_size, specials, source, config_source,
+                     spare_rows=False):
     """Refuses a vocabulary (the tokens, index = id) that is not the model's: a token count
-    other than the config's `vocabulary_size`, a special token missing, a token listed
-    twice. `source` is the vocabulary's file."""
-    if len(tokens) != vocabulary_size:
+    other than the config's `vocabulary_size` (with `spare_rows`, more than it: DeBERTa-v3's
+    table has rows no token uses), a special token missing, a token listed twice. `source`
+    is the vocabulary's file."""
+    if len(tokens) > vocabulary_size:
+        raise CheckpointError(
+            f"{source} holds {len(tokens)} tokens, but {config_source} has vocabulary_size="
+            f"{vocabulary_size}: no token may have an id the model lacks."
+        )
+    if len(tokens) != vocabulary_size and not spare_rows:
         raise CheckpointError(
             f"{source} holds {len(tokens)} tokens, but {config_source} has vocabulary_size="
             f"{vocabulary_size}: each of the model's {vocabulary_size} token ids needs a "

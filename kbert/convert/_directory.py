@@ -1,5 +1,6 @@
 """What every checkpoint directory kbert writes or reads shares: an all-or-nothing write, and
-the tokenizer files (vocab.txt + tokenizer_config.json)."""
+the tokenizer files (vocab.txt, spiece.model or vocab.json + merges.txt, and
+tokenizer_config.json)."""
 
 import contextlib
 import json
@@ -12,6 +13,7 @@ from kbert.convert._checks import CheckpointError, check_vocabulary, read_json
 
 TOKENIZER_CONFIG = "tokenizer_config.json"
 SENTENCEPIECE_MODEL = "spiece.model"  # ALBERT's tokenizer, under Hugging Face's file name
+BYTE_PAIR_FILES = ("vocab.json", "merges.txt")  # RoBERTa's (GPT-2's) byte-level BPE
 
 
 @contextlib.contextmanager
@@ -33,13 +35,23 @@ def staged(path):
         raise
 
 
-def write_tokenizer_files(folder, checkpoint, **tokenizer_config):
-    """vocab.txt (or spiece.model) and tokenizer_config.json (`do_lower_case` +
-    `tokenizer_config`), when the checkpoint has a tokenizer."""
+def write_tokenizer_files(folder, checkpoint, sentencepiece_file=SENTENCEPIECE_MODEL,
+                          **tokenizer_config):
+    """vocab.txt (or the SentencePiece model as `sentencepiece_file`, or vocab.json +
+    merges.txt) and tokenizer_config.json (`do_lower_case` + `tokenizer_config`), when the
+    checkpoint has a tokenizer. A byte-level BPE does not lower-case: its
+    tokenizer_config.json has no `do_lower_case`."""
     if checkpoint.sentencepiece_model is None and checkpoint.vocabulary is None:
         return
+    if getattr(checkpoint, "merges", None) is not None:
+        from kbert.tokenizers.vocab_learning import write_byte_pair_files
+
+        write_byte_pair_files(checkpoint.vocabulary, checkpoint.merges, str(folder))
+        with open(Path(folder) / TOKENIZER_CONFIG, "w", encoding="utf-8") as f:
+            json.dump(tokenizer_config, f, indent=2)
+        return
     if checkpoint.sentencepiece_model is not None:
-        (Path(folder) / SENTENCEPIECE_MODEL).write_bytes(checkpoint.sentencepiece_model)
+        (Path(folder) / sentencepiece_file).write_bytes(checkpoint.sentencepiece_model)
     if checkpoint.vocabulary is not None:
         from kbert.tokenizers.vocab_learning import write_vocabulary
 
@@ -48,9 +60,9 @@ def write_tokenizer_files(folder, checkpoint, **tokenizer_config):
         json.dump({"do_lower_case": checkpoint.lowercase, **tokenizer_config}, f, indent=2)
 
 
-def read_sentencepiece(folder):
-    """The bytes of the folder's spiece.model, or `None`."""
-    path = Path(folder) / SENTENCEPIECE_MODEL
+def read_sentencepiece(folder, file_name=SENTENCEPIECE_MODEL):
+    """The bytes of the folder's SentencePiece model (`file_name`), or `None`."""
+    path = Path(folder) / file_name
     return read_bytes(path) if path.is_file() else None
 
 
@@ -59,6 +71,40 @@ def read_bytes(path):
         return Path(path).read_bytes()
     except OSError as error:
         raise CheckpointError(f"{path}: cannot read it ({error.strerror or error}).") from None
+
+
+def read_byte_pair(folder):
+    """(vocabulary, merges) of the folder's vocab.json + merges.txt, or (None, None).
+    CheckpointError naming the file when vocab.json is not {token: id} with each token once
+    and the ids 0..n-1 each once, or when a line of merges.txt is not a pair of tokens."""
+    folder = Path(folder)
+    if not all((folder / name).is_file() for name in BYTE_PAIR_FILES):
+        return None, None
+    vocab_file, merges_file = (folder / name for name in BYTE_PAIR_FILES)
+    expected = "a JSON object {token: id} (a byte-level BPE's vocab.json)"
+    ids = read_json(vocab_file, expected, unique_keys=True)
+    tokens = [None] * len(ids)
+    for token, i in ids.items():
+        if type(i) is not int or not 0 <= i < len(ids):
+            raise CheckpointError(f"{vocab_file}: {token!r} has the id {i!r}; expected ids "
+                                  f"0..{len(ids) - 1}, one per token.")
+        if tokens[i] is not None:
+            raise CheckpointError(f"{vocab_file}: {tokens[i]!r} and {token!r} both have the "
+                                  f"id {i}; each id has one token.")
+        tokens[i] = token
+    text = read_bytes(merges_file)
+    try:
+        lines = text.decode("utf-8").split("\n")
+    except UnicodeDecodeError as error:
+        raise CheckpointError(f"{merges_file} is not UTF-8 text ({error.reason} at byte "
+                              f"{error.start}); expected one merge (two tokens) per line.") \
+            from None
+    from kbert.tokenizers.byte_pair_tokenizer import merge_pairs
+
+    try:
+        return tokens, merge_pairs(lines, str(merges_file))
+    except ValueError as error:
+        raise CheckpointError(str(error)) from None
 
 
 def read_tokenizer_files(folder):
@@ -92,24 +138,47 @@ def sentencepiece_pieces(model, source):
     return [processor.IdToPiece(i) for i in range(processor.GetPieceSize())]
 
 
-def check_tokenizer(folder, vocabulary, sentencepiece, vocabulary_size, config_source):
-    """Refuses a vocab.txt or spiece.model in `folder` that is not the model's: another token
-    count than `vocabulary_size`, a special token missing, a token twice."""
+def check_tokenizer(folder, vocabulary, sentencepiece, vocabulary_size, config_source,
+                    merges=None, family=None):
+    """Refuses a vocab.txt, SentencePiece model or vocab.json + merges.txt (`merges` given)
+    in `folder` that is not the model's: another token count than `vocabulary_size` (at most
+    it, for a `family` whose table has spare rows), a special token missing, a token twice;
+    a merge whose tokens (or their join) vocab.json lacks. `family` (a `Family` record) names
+    the SentencePiece model's file and its tokenizer's specials and added tokens."""
     from kbert.tokenizers import SPECIAL_TOKENS
     from kbert.tokenizers.sentence_piece_tokenizer import SPECIAL_PIECES
 
     folder = Path(folder)
-    if vocabulary is not None:
+    if merges is not None:
+        from kbert.tokenizers.byte_pair_tokenizer import SPECIAL_TOKENS as BYTE_PAIR_SPECIALS
+
+        vocab_file, merges_file = (folder / name for name in BYTE_PAIR_FILES)
+        check_vocabulary(vocabulary, vocabulary_size, list(BYTE_PAIR_SPECIALS.values()),
+                         vocab_file, config_source)
+        known = set(vocabulary)
+        for rank, (left, right) in enumerate(merges):
+            missing = [t for t in (left, right, left + right) if t not in known]
+            if missing:
+                raise CheckpointError(f"{merges_file}: merge {rank} ({left!r} {right!r}) "
+                                      f"names {missing[0]!r}, which {vocab_file} lacks; the "
+                                      "merges are not this vocabulary's.")
+    elif vocabulary is not None:
         check_vocabulary(vocabulary, vocabulary_size, list(SPECIAL_TOKENS.values()),
                          folder / "vocab.txt", config_source)
     if sentencepiece is not None:
-        source = _sentencepiece_file(folder)
-        check_vocabulary(sentencepiece_pieces(sentencepiece, source), vocabulary_size,
-                         list(SPECIAL_PIECES.values()), source, config_source)
+        arguments = family.sentencepiece_arguments if family is not None else {}
+        source = _sentencepiece_file(folder, family.sentencepiece_file if family is not None
+                                     else SENTENCEPIECE_MODEL)
+        pieces = sentencepiece_pieces(sentencepiece, source)
+        pieces += [p for p in arguments.get("added_pieces", ()) if p not in pieces]
+        specials = arguments.get("special_pieces", SPECIAL_PIECES)
+        check_vocabulary(pieces, vocabulary_size, list(specials.values()), source,
+                         config_source, spare_rows=family is not None
+                         and family.spare_vocabulary_rows)
 
 
-def _sentencepiece_file(folder):
-    if (folder / SENTENCEPIECE_MODEL).is_file():
-        return folder / SENTENCEPIECE_MODEL
+def _sentencepiece_file(folder, name=SENTENCEPIECE_MODEL):
+    if (folder / name).is_file():
+        return folder / name
     models = sorted(folder.glob("*.model"))  # the TF1 ALBERT releases' 30k-clean.model
     return models[0] if len(models) == 1 else folder / SENTENCEPIECE_MODEL

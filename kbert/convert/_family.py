@@ -1,7 +1,7 @@
 """The contract between the checkpoint formats and a model family: one `Family` record.
 
-Each family module (`bert`, `albert`, `distil_bert`, `electra`) builds exactly one record,
-`FAMILY`; `kbert.convert.families` registers them. The formats (`hugging_face`, `tf1`,
+Each family module (`bert`, `albert`, `distil_bert`, `electra`, `roberta`) builds exactly one
+record, `FAMILY`; `kbert.convert.families` registers them. The formats (`hugging_face`, `tf1`,
 `keras_hub`) and `Checkpoint` read a family only through its record: every name, translation
 and hook they use is a field here, and a hook a family does not need is `None`, not a missing
 attribute.
@@ -57,12 +57,16 @@ class Shapes:
         layer_field: the config field that counts those blocks ("num_layers"; ALBERT's
             shared blocks: "num_groups").
         optional: fields whose tensor may be absent, meaning 0 (no segment table).
+        offsets: field -> how many more rows its tensor has than the config's value
+            (RoBERTa's position table: `max_sequence_length` + 2, the rows up to fairseq's
+            padding index); the file's field holds the table's length.
     """
 
     sizes: Mapping
     layers: str
     layer_field: str = "num_layers"
     optional: tuple = ("type_vocab_size",)
+    offsets: Mapping = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
@@ -112,8 +116,23 @@ class Family:
         config_from_weights: optional `(weights, source) -> config` for releases without a
             config file (ELECTRA).
 
-        keras_hub_class: the class name of keras-hub's backbone of the family.
-        config_from_keras_hub: `backbone.get_config() dict -> config`.
+        keras_hub_class: the class name of keras-hub's backbone of the family; `None` when
+            keras-hub has none (MobileBERT).
+        config_from_keras_hub: `backbone.get_config() dict -> config`; `None` with it.
+        keras_hub_pairs: optional `(keras-hub backbone, kbert backbone) -> [(variable,
+            value)]`, each kbert variable with keras-hub's value in kbert's layout; `None`:
+            the BERT-like pairing of `kbert.convert.keras_hub` (embeddings, post-LN blocks).
+
+        sentencepiece_file: the SentencePiece model's file name in a Hugging Face directory
+            (ALBERT's spiece.model, DeBERTa-v3's spm.model).
+        sentencepiece_arguments: keyword arguments of `kbert.tokenizers.SentencePieceTokenizer`
+            for the family's SentencePiece model (plain data: `special_pieces`,
+            `added_pieces`, `albert_preprocess`); empty: ALBERT's.
+        spare_vocabulary_rows: the token table may have more rows than the tokenizer has
+            tokens (DeBERTa-v3: 128100 rows, 128001 tokens).
+        lowercase: whether the family's SentencePiece tokenizer lower-cases where the
+            checkpoint does not say (keras-hub presets, a directory without
+            tokenizer_config.json): ALBERT's does, DeBERTa-v3's is cased.
     """
 
     name: str
@@ -143,8 +162,14 @@ class Family:
     config_from_google: Optional[Callable] = None
     config_from_weights: Optional[Callable] = None
 
-    keras_hub_class: str
-    config_from_keras_hub: Callable
+    keras_hub_class: Optional[str] = None
+    config_from_keras_hub: Optional[Callable] = None
+    keras_hub_pairs: Optional[Callable] = None
+
+    sentencepiece_file: str = "spiece.model"
+    sentencepiece_arguments: Mapping = dataclasses.field(default_factory=dict)
+    spare_vocabulary_rows: bool = False
+    lowercase: bool = True
 
     def __post_init__(self):
         # A record that breaks the contract fails when its module is imported, not when a

@@ -24,7 +24,8 @@ class Checkpoint:
         weights: numpy arrays keyed by Hugging Face names without the model prefix (see
             `kbert.convert.bert` and the other family modules; `kbert.convert.families`
             holds their records).
-        vocabulary: the WordPiece tokens (index = id), or `None` when the checkpoint has none.
+        vocabulary: the WordPiece (or byte-level BPE) tokens (index = id), or `None` when the
+            checkpoint has none.
         lowercase: whether the tokenizer lower-cases (uncased models).
         source: where it was read from, for messages.
         sentencepiece_model: the bytes of a SentencePiece model (ALBERT's spiece.model), the
@@ -34,6 +35,8 @@ class Checkpoint:
             `None`; its head's weights are in `weights`.
         architecture: the class the checkpoint names (config.json's `architectures`), or
             `None`; for messages.
+        merges: the merge pairs of a byte-level BPE (RoBERTa's merges.txt), whose tokens are
+            `vocabulary`; `None` for other tokenizers.
     """
 
     family: str
@@ -45,6 +48,7 @@ class Checkpoint:
     sentencepiece_model: Optional[bytes] = None
     task: Optional[task_heads.TaskHead] = None
     architecture: Optional[str] = None
+    merges: Optional[list] = None
 
     @property
     def head(self):
@@ -152,11 +156,18 @@ class Checkpoint:
 
     def tokenizer(self):
         """The checkpoint's tokenizer: a `kbert.tokenizers.WordPieceTokenizer` on its
-        vocab.txt, or a `SentencePieceTokenizer` on its spiece.model (ALBERT)."""
+        vocab.txt, a `SentencePieceTokenizer` on its spiece.model (ALBERT), or a
+        `BytePairTokenizer` on its vocab.json + merges.txt (RoBERTa)."""
+        if self.merges is not None:
+            from kbert.tokenizers import BytePairTokenizer
+
+            return BytePairTokenizer(self.vocabulary, self.merges)
         if self.sentencepiece_model is not None:
             from kbert.tokenizers import SentencePieceTokenizer
 
-            return SentencePieceTokenizer(self.sentencepiece_model, lowercase=self.lowercase)
+            return SentencePieceTokenizer(
+                self.sentencepiece_model, lowercase=self.lowercase,
+                **families.get(self.family).sentencepiece_arguments)
         if self.vocabulary is None:
             raise ValueError(f"{self.source} has no vocabulary (vocab.txt or spiece.model).")
         from kbert.tokenizers import WordPieceTokenizer
@@ -167,13 +178,16 @@ class Checkpoint:
     def from_model(cls, model, vocabulary=None, lowercase=True):
         """A `Checkpoint` of a kbert model: a backbone, a pretrainer or a task model.
 
-        `vocabulary` is a `WordPieceTokenizer` or `SentencePieceTokenizer`, a path of a
-        vocab.txt or a list of tokens.
+        `vocabulary` is a `WordPieceTokenizer`, `SentencePieceTokenizer` or
+        `BytePairTokenizer`, a path of a vocab.txt or a list of tokens.
         """
         family = families.of_model(model)
         backbone = getattr(model, "backbone", model)
-        sentencepiece = None
-        if hasattr(vocabulary, "model") and hasattr(vocabulary, "vocabulary"):
+        sentencepiece = merges = None
+        if hasattr(vocabulary, "merges") and hasattr(vocabulary, "vocabulary"):
+            merges, lowercase = list(vocabulary.merges), False
+            vocabulary = vocabulary.vocabulary
+        elif hasattr(vocabulary, "model") and hasattr(vocabulary, "vocabulary"):
             sentencepiece, lowercase, vocabulary = vocabulary.model, vocabulary.lowercase, None
         elif hasattr(vocabulary, "vocabulary"):  # a WordPieceTokenizer
             lowercase = vocabulary.lowercase
@@ -189,7 +203,7 @@ class Checkpoint:
                    None if vocabulary is None else list(vocabulary), lowercase,
                    source=f"model {model.name!r}", sentencepiece_model=sentencepiece,
                    task=task_head, architecture=None if task_head is None
-                   else task_head.architecture)
+                   else task_head.architecture, merges=merges)
 
 
 def uppercase_free(vocabulary):

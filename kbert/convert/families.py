@@ -5,11 +5,12 @@
 """
 
 from kbert import models
-from kbert.convert import albert, bert, distil_bert, electra
+from kbert.convert import albert, bert, deberta_v3, distil_bert, electra, mobile_bert, roberta
 from kbert.convert._family import Companion, Family
 
 # name -> record, in the order of `kbert.models.FAMILIES`.
-FAMILIES = {f.name: f for f in (bert.FAMILY, albert.FAMILY, distil_bert.FAMILY, electra.FAMILY)}
+FAMILIES = {f.name: f for f in (bert.FAMILY, albert.FAMILY, distil_bert.FAMILY, electra.FAMILY,
+                                roberta.FAMILY, deberta_v3.FAMILY, mobile_bert.FAMILY)}
 
 
 def get(name):
@@ -33,11 +34,12 @@ def by_model_type(model_type, source="config.json"):
 def by_keras_hub_class(class_name, source="keras-hub preset"):
     """The family of a keras-hub backbone class ("BertBackbone")."""
     for family in FAMILIES.values():
-        if family.keras_hub_class == class_name:
+        if family.keras_hub_class is not None and family.keras_hub_class == class_name:
             return family
     raise ValueError(
         f"{source} holds a keras-hub {class_name}; kbert reads "
-        f"{', '.join(f.keras_hub_class for f in FAMILIES.values())} presets."
+        f"{', '.join(f.keras_hub_class for f in FAMILIES.values() if f.keras_hub_class)} "
+        "presets."
     )
 
 

@@ -1,4 +1,5 @@
-"""Hugging Face format: config.json + model.safetensors (or pytorch_model.bin) + vocab.txt.
+"""Hugging Face format: config.json + model.safetensors (or pytorch_model.bin) + vocab.txt
+(ALBERT: spiece.model; RoBERTa: vocab.json + merges.txt).
 
 Base models, pretraining models, fine-tuned task models (`*ForSequenceClassification`,
 `*ForTokenClassification`, `*ForQuestionAnswering`: `kbert.convert.task_heads`) and
@@ -124,7 +125,7 @@ def _list_weights(path):
 def _read_checked(path, family, config, config_file):
     """The weights of `path` (common names), read after their headers agree with `config`."""
     names = {ours: theirs for theirs, ours in family.config_fields.items()}
-    _checks.check_sizes(config, config_file, names)
+    _checks.check_sizes(config, config_file, names, family.shapes.offsets)
     tensors, load = _list_weights(path)
     _checks.check_shapes(family, config, _normalise(tensors, family), config_file, names)
     return lambda: _normalise(load(), family)
@@ -145,7 +146,8 @@ def _read_companion(path, family, weights, source):
 
 
 def read(path):
-    """Reads a Hugging Face BERT, ALBERT, DistilBERT or ELECTRA directory into a `Checkpoint`.
+    """Reads a Hugging Face BERT, ALBERT, DistilBERT, ELECTRA or RoBERTa directory into a
+    `Checkpoint`.
 
     An ELECTRA discriminator directory with a `generator/` subdirectory (as `write` makes for
     an `ElectraPretrainer`) reads as the whole pretrainer. A fine-tuned model
@@ -165,20 +167,24 @@ def read(path):
         task = task_heads.from_hf_config(hf_config, family, source=config_file)
     load = _read_checked(path, family, config, config_file)
     vocabulary, lowercase = _directory.read_tokenizer_files(path)
-    sentencepiece = _directory.read_sentencepiece(path)
+    merges = None
+    if vocabulary is None:
+        vocabulary, merges = _directory.read_byte_pair(path)  # RoBERTa's, which is cased
+        lowercase = False if merges is not None else lowercase
+    sentencepiece = _directory.read_sentencepiece(path, family.sentencepiece_file)
     _directory.check_tokenizer(path, vocabulary, sentencepiece, config.vocabulary_size,
-                               config_file)
+                               config_file, merges=merges, family=family)
     weights = load()  # only now: every check above reads headers and small files alone
     companion = family.companion
     if companion is not None and (path / companion.folder / "config.json").is_file():
         _read_companion(path / companion.folder, family, weights, str(path))
     if lowercase is None:
-        lowercase = uppercase_free(vocabulary or [])
+        lowercase = uppercase_free(vocabulary) if vocabulary else family.lowercase
     architectures = hf_config.get("architectures")
     return Checkpoint(family.name, config, weights, vocabulary, bool(lowercase),
                       source=str(source), sentencepiece_model=sentencepiece, task=task,
                       architecture=(architectures or [None])[0]
-                      if isinstance(architectures, list) else None)
+                      if isinstance(architectures, list) else None, merges=merges)
 
 
 def _write_one(folder, checkpoint, family, head, hf_config, weights, head_prefixes=None):
@@ -195,15 +201,16 @@ def _write_one(folder, checkpoint, family, head, hf_config, weights, head_prefix
     save_file({k: np.ascontiguousarray(v, dtype=np.float32) for k, v in weights.items()},
               str(folder / _SAFETENSORS), metadata={"format": "pt"})
     _directory.write_tokenizer_files(
-        folder, checkpoint, tokenizer_class=family.tokenizer_class,
+        folder, checkpoint, sentencepiece_file=family.sentencepiece_file,
+        tokenizer_class=family.tokenizer_class,
         model_max_length=checkpoint.config.max_sequence_length)
 
 
 def write(checkpoint, path):
     """Writes `checkpoint` as a Hugging Face directory that `transformers` loads.
 
-    Files: config.json, model.safetensors, and vocab.txt (or spiece.model) +
-    tokenizer_config.json when the checkpoint has a vocabulary. An ELECTRA pretrainer is
+    Files: config.json, model.safetensors, and vocab.txt (or spiece.model, or vocab.json +
+    merges.txt) + tokenizer_config.json when the checkpoint has a vocabulary. An ELECTRA pretrainer is
     written as its discriminator (`ElectraForPreTraining`) with the generator
     (`ElectraForMaskedLM`) in `generator/`, as Google published them. The directory is
     written next to `path` and renamed into place, so a crash leaves no half-written model.

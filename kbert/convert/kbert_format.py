@@ -1,5 +1,5 @@
 """kbert's own directory: model.keras (architecture + weights) + vocab.txt (or ALBERT's
-spiece.model) + tokenizer_config.json.
+spiece.model, or RoBERTa's vocab.json + merges.txt) + tokenizer_config.json.
 
 `tools/convert_checkpoint.py --to=kbert` writes it; `kbert.export.load_model(dir/"model.keras")`
 and `WordPieceTokenizer(dir/"vocab.txt")` read it in plain Keras code, and `kbert.convert.read`
@@ -50,8 +50,13 @@ def read(path):
     _check_sizes(archive_config(str(path / MODEL_FILE)), str(path / MODEL_FILE))
     model = load_model(str(path / MODEL_FILE), compile=False)
     vocabulary, lowercase = _directory.read_tokenizer_files(path)
+    merges = None
+    if vocabulary is None:
+        vocabulary, merges = _directory.read_byte_pair(path)
     checkpoint = Checkpoint.from_model(model, vocabulary, lowercase is not False)
     checkpoint.source = str(path)
+    if merges is not None:
+        checkpoint.merges, checkpoint.lowercase = merges, False
     checkpoint.sentencepiece_model = _directory.read_sentencepiece(path)
     return checkpoint
 

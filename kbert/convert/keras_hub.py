@@ -32,6 +32,15 @@ def _blocks(source):
     return blocks
 
 
+class _ZeroSegments:
+    """An all-zero segment table in keras-hub's place, for a backbone that has none."""
+
+    name = "segment_embedding"
+
+    def __init__(self, shape):
+        self.embeddings = np.zeros(tuple(shape), "float32")
+
+
 def _pairs(source, target):
     """(variable of the kbert backbone `target`, the keras-hub value for it in kbert's layout)
     for every weight. Raises ValueError where the architectures differ (block count, a weight
@@ -51,6 +60,18 @@ def _pairs(source, target):
         token_table = source.token_embedding.embeddings
         position_table = source.position_embedding.position_embeddings
     ours = target.embeddings
+    position_table = _numpy(position_table)
+    if ours.position_offset:
+        # RoBERTa: keras-hub counts the positions from row 0 and has no rows for the padding
+        # index, which kbert's table has first (padding tokens' outputs are masked anyway).
+        position_table = np.concatenate(
+            [np.zeros((ours.position_offset, position_table.shape[1]), position_table.dtype),
+             position_table])
+    segment_table = getattr(source, "segment_embedding", None)
+    if (segment_table is None and ours.segment_embedding is not None
+            and ours.segment_embedding.input_dim == 1):
+        # RoBERTa's one segment row, added to every token: keras-hub has none, i.e. zeros.
+        segment_table = _ZeroSegments(ours.segment_embedding.embeddings.shape)
     pairs = [
         (ours.token_embedding.embeddings, token_table),
         (ours.position_embedding, position_table),
@@ -58,7 +79,7 @@ def _pairs(source, target):
         (ours.layer_norm.beta, source.embeddings_layer_norm.beta),
     ]
     optional = [  # (kbert layer, keras-hub layer): both present or both absent
-        (ours.segment_embedding, getattr(source, "segment_embedding", None), ("embeddings",)),
+        (ours.segment_embedding, segment_table, ("embeddings",)),
         (ours.projection, getattr(source, "embeddings_projection", None), ("kernel", "bias")),
         (target.pooler and target.pooler.dense, getattr(source, "pooled_dense", None),
          ("kernel", "bias")),
@@ -107,16 +128,22 @@ def keras_hub_weights(source, template):
     """A keras-hub backbone's weights in the common form (numpy arrays keyed by Hugging Face
     names), as the family's weight map names the variables of `template`, a kbert backbone of
     the same architecture (only its structure is used)."""
-    values = {id(variable): value for variable, value in _pairs(source, template)}
-    return _mapping.weights_of(families.of_model(template).entries(template), values)
+    family = families.of_model(template)
+    pairs = (family.keras_hub_pairs or _pairs)(source, template)
+    for variable, value in pairs:
+        if tuple(variable.shape) != np.shape(value):
+            raise ValueError(f"Shape mismatch for {variable.path}: kbert "
+                             f"{tuple(variable.shape)}, keras-hub {np.shape(value)}.")
+    values = {id(variable): value for variable, value in pairs}
+    return _mapping.weights_of(family.entries(template), values)
 
 
 def weights_from_keras_hub(source, target):
     """Copies a keras-hub backbone's weights into the kbert backbone of the same architecture.
 
     Works for keras-hub's `BertBackbone` -> `BertBackbone`, `AlbertBackbone` ->
-    `AlbertBackbone`, `DistilBertBackbone` -> `DistilBertBackbone` and `ElectraBackbone` ->
-    `ElectraBackbone`. Raises ValueError when the architectures differ (block count, a weight
+    `AlbertBackbone`, `DistilBertBackbone` -> `DistilBertBackbone`, `ElectraBackbone` ->
+    `ElectraBackbone` and `RobertaBackbone` -> `RobertaBackbone`. Raises ValueError when the architectures differ (block count, a weight
     one side lacks, or any weight shape).
     """
     _mapping.assign(families.of_model(target).entries(target), keras_hub_weights(source, target),
@@ -138,7 +165,7 @@ def is_keras_hub(path):
 
 
 def read(path):
-    """Reads a keras-hub BERT, ALBERT, DistilBERT or ELECTRA preset directory (config.json,
+    """Reads a keras-hub BERT, ALBERT, DistilBERT, ELECTRA or RoBERTa preset directory (config.json,
     model.weights.h5, tokenizer assets) into a `Checkpoint`.
 
     The backbone's weights come across. keras-hub's task heads (task.json) are not read: its
@@ -149,6 +176,7 @@ def read(path):
 
     from kbert import models
     from kbert.convert.checkpoint import Checkpoint
+    from kbert.tokenizers.byte_pair_tokenizer import merge_pairs
 
     path = Path(path)
     config_file = path / "config.json"
@@ -173,15 +201,19 @@ def read(path):
     weights = keras_hub_weights(source, models.build(family.name, config, head=None))
     if (path / "task.json").is_file():
         logging.info("%s: task.json is not read; only the backbone is imported.", path)
-    vocabulary, lowercase, sentencepiece = None, True, None
+    vocabulary, lowercase, sentencepiece, merges = None, True, None, None
     if (path / "tokenizer.json").is_file():
         tokenizer = keras_hub.models.Tokenizer.from_preset(str(path))
-        lowercase = bool(getattr(tokenizer, "lowercase", True))
-        if getattr(tokenizer, "proto", None) is not None:  # SentencePiece (ALBERT)
+        lowercase = bool(getattr(tokenizer, "lowercase", family.lowercase))
+        if getattr(tokenizer, "merges", None) is not None:  # byte-level BPE (RoBERTa)
+            vocabulary = sorted(tokenizer.vocabulary, key=tokenizer.vocabulary.get)  # {token: id}
+            merges, lowercase = tokenizer.merges, False
+        elif getattr(tokenizer, "proto", None) is not None:  # SentencePiece (ALBERT, DeBERTa)
             sentencepiece = tokenizer.proto
             if not isinstance(sentencepiece, bytes):
                 sentencepiece = Path(sentencepiece).read_bytes()
         else:
             vocabulary = list(tokenizer.get_vocabulary())
     return Checkpoint(family.name, config, weights, vocabulary, lowercase, source=str(path),
-                      sentencepiece_model=sentencepiece)
+                      sentencepiece_model=sentencepiece,
+                      merges=None if merges is None else merge_pairs(merges, str(path)))

@@ -2,8 +2,10 @@
 
 For each sequence: pick `masked_lm_prob` (15%) of the non-special tokens, capped at `max_predictions`;
 of those, 80% become [MASK], 10% a random non-special token, 10% stay. Units can be
-tokens, whole words (all WordPieces of a word together) or n-grams of whole words (ALBERT:
-spans of 1..max_ngram words, P(n) proportional to 1/n).
+tokens, whole words (all the tokens of a word together, where the tokenizer's own rule
+`starts_word` says a word starts: WordPiece's "##" continues one, SentencePiece's "\u2581"
+starts one) or n-grams of whole words (ALBERT: spans of 1..max_ngram words, P(n)
+proportional to 1/n).
 
 Why not tensorflow-text's `RandomItemSelector`: it rounds the number of picks per sequence up
 (`ceil`), which overshoots 15% (by a third on a 10-token sequence), shuffles row by row in a
@@ -22,7 +24,10 @@ class Masker:
     """Masks batches: `masker(features, seed)` -> (features with `mask_positions`, labels).
 
     Args:
-        vocabulary: the token list (index = id), to find special tokens and "##" pieces.
+        tokenizer: the kbert tokenizer of the token ids (`WordPieceTokenizer`,
+            `SentencePieceTokenizer`, ...). Its `special_ids` and placeholders
+            (`is_placeholder`) are never predicted nor drawn as random tokens, its `mask_id`
+            replaces, and its word-start rule (`starts_word`) groups tokens into words.
         max_predictions: masked positions per sequence (the label width `P`).
         masked_lm_prob: fraction of the non-special tokens to predict.
         mask_token_rate, random_token_rate: of the predicted tokens, the fraction replaced
@@ -32,9 +37,8 @@ class Masker:
         max_ngram: longest n-gram for masking="ngram".
     """
 
-    def __init__(self, vocabulary, max_predictions, masked_lm_prob=0.15, mask_token_rate=0.8,
-                 random_token_rate=0.1, masking="token", max_ngram=3,
-                 special_tokens=("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")):
+    def __init__(self, tokenizer, max_predictions, masked_lm_prob=0.15, mask_token_rate=0.8,
+                 random_token_rate=0.1, masking="token", max_ngram=3):
         if masking not in MASKINGS:
             raise ValueError(f"Unknown masking {masking!r}. Allowed: {', '.join(MASKINGS)}.")
         if not 0 < masked_lm_prob < 1:
@@ -49,16 +53,17 @@ class Masker:
             raise ValueError(f"max_predictions must be an integer >= 1, got {max_predictions!r}.")
         if not isinstance(max_ngram, int) or max_ngram < 1:
             raise ValueError(f"max_ngram must be an integer >= 1, got {max_ngram!r}.")
-        index = {token: i for i, token in enumerate(vocabulary)}
-        missing = [t for t in special_tokens if t not in index]
-        if missing:
-            raise ValueError(f"The vocabulary lacks the special tokens {missing}.")
-        special = np.zeros(len(vocabulary), bool)
-        special[[index[t] for t in special_tokens]] = True
-        # Bracketed tokens such as [unused0] are never predicted nor used as random tokens.
-        special |= np.array([t.startswith("[") and t.endswith("]") for t in vocabulary])
+        needed = ("vocabulary", "special_ids", "mask_id", "starts_word", "is_placeholder")
+        lacking = [name for name in needed if not hasattr(tokenizer, name)]
+        if lacking:
+            raise TypeError(f"Masker takes a kbert tokenizer (WordPieceTokenizer, "
+                            f"SentencePieceTokenizer); {type(tokenizer).__name__} has no "
+                            f"{', '.join(lacking)}.")
+        vocabulary = list(tokenizer.vocabulary)
+        special = np.array([tokenizer.is_placeholder(t) for t in vocabulary], bool)
+        special[list(tokenizer.special_ids)] = True
         self.vocabulary_size = len(vocabulary)
-        self.mask_id = index["[MASK]"]
+        self.mask_id = int(tokenizer.mask_id)
         self.max_predictions = max_predictions
         self.masked_lm_prob = masked_lm_prob
         self.mask_token_rate = mask_token_rate
@@ -66,7 +71,8 @@ class Masker:
         self.masking = masking
         self.max_ngram = max_ngram
         self._special = tf.constant(special)
-        self._continuation = tf.constant([t.startswith("##") for t in vocabulary])
+        if masking != "token":  # a tokenizer without a word-start rule still masks tokens
+            self._word_start = tf.constant([bool(tokenizer.starts_word(t)) for t in vocabulary])
         self._random_ids = tf.constant(np.flatnonzero(~special).astype(np.int32))
         weights = 1.0 / np.arange(1, max_ngram + 1)
         self._ngram_logits = tf.constant(np.log(weights / weights.sum())[None], tf.float32)
@@ -76,11 +82,11 @@ class Masker:
         s = tf.shape(token_ids)[1]
         if self.masking == "token":
             return tf.broadcast_to(tf.range(s)[None], tf.shape(token_ids))
-        # A word starts at a selectable token that is not a "##" continuation (or follows a
-        # non-selectable one, e.g. [CLS] or [SEP], so that a word never spans segments).
-        continuation = tf.gather(self._continuation, token_ids)
+        # A word starts at a selectable token that starts a word by the tokenizer's rule, or
+        # follows a non-selectable one ([CLS], [SEP]: a word never spans segments).
+        word_start = tf.gather(self._word_start, token_ids)
         previous = tf.pad(selectable[:, :-1], [[0, 0], [1, 0]])
-        starts = selectable & ~(continuation & previous)
+        starts = selectable & (word_start | ~previous)
         word = tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1  # [B, S], -1 before the first
         if self.masking == "word":
             return tf.maximum(word, 0)

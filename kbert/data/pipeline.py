@@ -1,4 +1,5 @@
-"""The pretraining input pipeline: documents -> WordPiece -> pairs -> batches -> masking.
+"""The pretraining input pipeline: documents -> tokens (any kbert tokenizer) -> pairs ->
+batches -> masking.
 
 Everything runs on the host; the model only ever sees static-shape int tensors:
 `features = {token_ids, segment_ids, padding_mask, mask_positions}` and
@@ -82,7 +83,9 @@ def pretraining_dataset(documents, tokenizer, sequence_length=128, max_predictio
 
     Args:
         documents: a dataset of documents (string vectors), e.g. `kbert.data.corpora.*`.
-        tokenizer: a `kbert.tokenizers.WordPieceTokenizer`.
+        tokenizer: a kbert tokenizer (`WordPieceTokenizer`, `SentencePieceTokenizer`): it
+            tokenizes, gives the special ids, and its `starts_word` rule marks the words
+            of whole-word and n-gram masking.
         sequence_length, max_predictions: the static shapes [B, S] and [B, P].
         sentence_task: "nsp", "sop" or "none" (one segment of whole sentences, no label).
         masking, masked_lm_prob, mask_token_rate, random_token_rate, max_ngram: see `Masker`.
@@ -99,7 +102,7 @@ def pretraining_dataset(documents, tokenizer, sequence_length=128, max_predictio
             tf.distribute may make extra iterators).
     """
     masker = Masker(
-        tokenizer.vocabulary, max_predictions, masked_lm_prob=masked_lm_prob,
+        tokenizer, max_predictions, masked_lm_prob=masked_lm_prob,
         mask_token_rate=mask_token_rate, random_token_rate=random_token_rate, masking=masking,
         max_ngram=max_ngram,
     )

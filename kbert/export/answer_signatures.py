@@ -23,11 +23,14 @@ DEFAULTS = {"version_2": False, "null_threshold": 0.0, "doc_stride": 128,
 _FAR = 2 ** 30  # past any character offset
 
 
-def windows(question_ids, context_ids, sequence_length, doc_stride):
+def windows(question_ids, context_ids, sequence_length, doc_stride, overlap=False):
     """`encode_questions`' windows of every question, in the graph.
 
     Args:
         question_ids, context_ids: ragged int32 [B, (pieces)].
+        doc_stride: the step from one window's start to the next (at most the window);
+            with `overlap`, the pieces a window repeats from the one before, as the
+            tokenizers library's `stride` (transformers' question-answering pipeline).
     Returns:
         `example` (the question of each window), `doc_start`, `doc_length` and `offset` (the
         position of the window's first context piece), int32 [windows].
@@ -35,12 +38,44 @@ def windows(question_ids, context_ids, sequence_length, doc_stride):
     questions = tf.cast(question_ids.row_lengths(), tf.int32)
     pieces = tf.cast(context_ids.row_lengths(), tf.int32)
     length = sequence_length - questions - 3  # the context's room in a window
-    step = tf.minimum(length, doc_stride)
+    step = length - doc_stride if overlap else tf.minimum(length, doc_stride)
+    # A context that fits needs no step; one that does not was refused where the step is
+    # not positive (tf.where computes both branches: no division by zero).
+    step = tf.maximum(step, 1)
     count = tf.where(pieces <= length, 1, 1 + (pieces - length + step - 1) // step)
     example = tf.repeat(tf.range(tf.size(count)), count)
     doc_start = tf.ragged.range(count).flat_values * tf.gather(step, example)
     doc_length = tf.minimum(tf.gather(pieces, example) - doc_start, tf.gather(length, example))
     return example, doc_start, doc_length, tf.gather(questions, example) + 2
+
+
+def window_features(tokenizer, question_ids, context_ids, sequence_length, doc_stride,
+                    overlap=False, padded_to=None):
+    """Every window of `windows` as model inputs `[CLS] question [SEP] window [SEP]`.
+
+    Returns a dict: `example`, `doc_length`, `offset` as `windows`; `first_piece` (the
+    window's first context piece, an index into `context_ids.flat_values`); `position`
+    int32 [1, S]; and `features` (`token_ids`, `segment_ids`, `padding_mask` int32 [W, S],
+    S `padded_to`, or the longest window without it).
+    """
+    example, doc_start, doc_length, offset = windows(question_ids, context_ids,
+                                                     sequence_length, doc_stride, overlap)
+    first_piece = tf.gather(tf.cast(context_ids.row_starts(), tf.int32), example) + doc_start
+    window_ids = tf.gather(context_ids.flat_values,
+                           tf.ragged.range(first_piece, first_piece + doc_length))
+    count = tf.size(example)
+    cls = tf.fill([count, 1], tf.constant(tokenizer.cls_id, tf.int32))
+    sep = tf.fill([count, 1], tf.constant(tokenizer.sep_id, tf.int32))
+    token_ids = tf.concat([cls, tf.gather(question_ids, example), sep, window_ids, sep],
+                          axis=1).to_tensor(tokenizer.pad_id, shape=[None, padded_to])
+    width = tf.shape(token_ids)[1] if padded_to is None else padded_to
+    position = tf.range(width)[None, :]  # [1, S]
+    padding_mask = position < (offset + doc_length + 1)[:, None]
+    segment_ids = tf.cast((position >= offset[:, None]) & padding_mask, tf.int32)
+    return {"example": example, "doc_length": doc_length, "offset": offset,
+            "first_piece": first_piece, "position": position,
+            "features": {"token_ids": token_ids, "segment_ids": segment_ids,
+                         "padding_mask": tf.cast(padding_mask, tf.int32)}}
 
 
 def add_question_answerer_endpoints(archive, model, tokenizer, sequence_length, version_2=None,
@@ -73,21 +108,11 @@ def add_question_answerer_endpoints(archive, model, tokenizer, sequence_length, 
         piece_starts, piece_ends = piece_spans(words, word_pieces, tokenizer)
         context_ids = tf.RaggedTensor.from_row_splits(  # [B, (pieces)]
             word_pieces, words["row_splits"], validate=False).merge_dims(1, 2)
-        example, doc_start, doc_length, offset = windows(question_ids, context_ids, length,
-                                                         stride)
-        first_piece = tf.gather(tf.cast(context_ids.row_starts(), tf.int32), example) + doc_start
-        window_ids = tf.gather(context_ids.flat_values,
-                               tf.ragged.range(first_piece, first_piece + doc_length))
-        count = tf.size(example)
-        cls = tf.fill([count, 1], tf.constant(tokenizer.cls_id, tf.int32))
-        sep = tf.fill([count, 1], tf.constant(tokenizer.sep_id, tf.int32))
-        token_ids = tf.concat([cls, tf.gather(question_ids, example), sep, window_ids, sep],
-                              axis=1).to_tensor(tokenizer.pad_id, shape=[None, length])
-        position = tf.range(length)[None, :]  # [1, S]
-        padding_mask = position < (offset + doc_length + 1)[:, None]
-        segment_ids = tf.cast((position >= offset[:, None]) & padding_mask, tf.int32)
-        features = {"token_ids": token_ids, "segment_ids": segment_ids,
-                    "padding_mask": tf.cast(padding_mask, tf.int32)}
+        window = window_features(tokenizer, question_ids, context_ids, length, stride,
+                                 padded_to=length)
+        example, doc_length, offset = window["example"], window["doc_length"], window["offset"]
+        first_piece, position, features = (window["first_piece"], window["position"],
+                                           window["features"])
         outputs = run_model(model, features)
         start_logits, end_logits = outputs["start_logits"], outputs["end_logits"]  # [W, S]
 

@@ -1,4 +1,5 @@
-"""Token + segment + learned absolute position embeddings (BERT, ALBERT, DistilBERT, ELECTRA)."""
+"""Token + segment + learned absolute position embeddings (BERT, ALBERT, DistilBERT, ELECTRA,
+RoBERTa)."""
 
 import keras
 from keras import ops
@@ -25,10 +26,16 @@ class Embeddings(keras.layers.Layer):
         dropout: dropout rate after the LayerNorm.
         layer_norm_epsilon: LayerNorm epsilon.
         initializer_range: stddev of the truncated-normal initializer.
+        position_offset: rows of the position table before the first position (RoBERTa's
+            padding index + 1 = 2): the table has `max_sequence_length + position_offset`
+            rows, the i-th real token takes row `position_offset + i` and padding takes row
+            `position_offset - 1`, as fairseq and transformers count them.
 
     Call args:
         token_ids: int tensor [B, S].
         segment_ids: int tensor [B, S], or `None` for all zeros.
+        padding_mask: int tensor [B, S] (1 for tokens), which places the positions when
+            `position_offset` > 0; `None`: no padding.
         project: `False` skips the projection and returns the `embedding_size`-wide
             embeddings (ELECTRA's generator shares them and projects to its own width).
 
@@ -46,9 +53,12 @@ class Embeddings(keras.layers.Layer):
         dropout=0.1,
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
+        position_offset=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.position_offset = _utils.check_positive_int("position_offset", position_offset,
+                                                         allow_zero=True)
         self.vocabulary_size = _utils.check_positive_int("vocabulary_size", vocabulary_size)
         self.hidden_size = _utils.check_positive_int("hidden_size", hidden_size)
         self.max_sequence_length = _utils.check_positive_int(
@@ -106,7 +116,7 @@ class Embeddings(keras.layers.Layer):
             self.segment_embedding.build(token_ids_shape)
         self.position_embedding = self.add_weight(
             name="position_embedding",
-            shape=(self.max_sequence_length, width),
+            shape=(self.max_sequence_length + self.position_offset, width),
             initializer=_utils.truncated_normal(self.initializer_range),
         )
         self.layer_norm.build(tuple(token_ids_shape) + (width,))
@@ -114,7 +124,8 @@ class Embeddings(keras.layers.Layer):
             self.projection.build(tuple(token_ids_shape) + (width,))
         self.built = True
 
-    def call(self, token_ids, segment_ids=None, training=None, project=True):
+    def call(self, token_ids, segment_ids=None, training=None, project=True,
+             padding_mask=None):
         sequence_length = ops.shape(token_ids)[1]
         if isinstance(sequence_length, int) and sequence_length > self.max_sequence_length:
             raise ValueError(
@@ -122,13 +133,16 @@ class Embeddings(keras.layers.Layer):
                 f"{self.max_sequence_length}: the model has no position embedding past it."
             )
         x = self.token_embedding(token_ids)  # [B, S, E]
-        # Slicing the table is cheaper than a gather of arange(S), and its gradient is dense.
-        positions = ops.slice(
-            ops.convert_to_tensor(self.position_embedding),
-            (0, 0),
-            (sequence_length, ops.shape(x)[-1]),
-        )
-        x = x + ops.cast(positions, x.dtype)[None]
+        if self.position_offset:
+            x = x + ops.cast(self._offset_positions(token_ids, padding_mask), x.dtype)
+        else:
+            # Slicing the table is cheaper than a gather of arange(S), and its gradient is dense.
+            positions = ops.slice(
+                ops.convert_to_tensor(self.position_embedding),
+                (0, 0),
+                (sequence_length, ops.shape(x)[-1]),
+            )
+            x = x + ops.cast(positions, x.dtype)[None]
         if self.segment_embedding is not None:
             if segment_ids is None:
                 segment_ids = ops.zeros_like(token_ids)
@@ -139,7 +153,17 @@ class Embeddings(keras.layers.Layer):
             x = self.projection(x)  # [B, S, H]
         return x
 
-    def compute_output_spec(self, token_ids, segment_ids=None, training=None, project=True):
+    def _offset_positions(self, token_ids, padding_mask):
+        """[B, S, E] position embeddings counted from `position_offset` over the tokens, the
+        padding at `position_offset - 1` (transformers' `create_position_ids_from_input_ids`)."""
+        if padding_mask is None:
+            padding_mask = ops.ones_like(token_ids)
+        mask = ops.cast(ops.not_equal(padding_mask, 0), "int32")
+        positions = ops.cumsum(mask, axis=1) * mask + (self.position_offset - 1)  # [B, S]
+        return ops.take(ops.convert_to_tensor(self.position_embedding), positions, axis=0)
+
+    def compute_output_spec(self, token_ids, segment_ids=None, training=None, project=True,
+                            padding_mask=None):
         width = self.hidden_size if project else (self.embedding_size or self.hidden_size)
         return keras.KerasTensor(tuple(token_ids.shape) + (width,), dtype=self.compute_dtype)
 
@@ -155,6 +179,7 @@ class Embeddings(keras.layers.Layer):
                 "dropout": self.dropout,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "initializer_range": self.initializer_range,
+                "position_offset": self.position_offset,
             }
         )
         return config

@@ -27,9 +27,11 @@ class TransformerEncoder(keras.layers.Layer):
     Call args:
         inputs: float tensor [B, S, H].
         padding_mask: [B, S], 1 (or True) for real tokens, 0 for padding; `None` attends to all.
+        return_attention_scores: also return the attention scores before the softmax
+            (float32 [B, N, S, S], padded keys at -1e9), which TinyBERT distils.
 
     Returns:
-        float tensor [B, S, H].
+        float tensor [B, S, H]; with `return_attention_scores`, (that, scores).
     """
 
     def __init__(
@@ -129,16 +131,17 @@ class TransformerEncoder(keras.layers.Layer):
         probs = ops.cast(ops.softmax(scores, axis=-1), x.dtype)
         probs = self.attention_probs_dropout(probs, training=training)
         context = ops.einsum("bnqk,bknd->bqnd", probs, value)  # [B, S, N, D]
-        return self.attention_output_dense(context)  # [B, S, H]
+        return self.attention_output_dense(context), scores  # [B, S, H]
 
-    def call(self, inputs, padding_mask=None, training=None):
-        x = self._attention(inputs, padding_mask, training)
+    def call(self, inputs, padding_mask=None, training=None, return_attention_scores=False):
+        x, scores = self._attention(inputs, padding_mask, training)
         x = self.attention_output_dropout(x, training=training)
         x = self.attention_layer_norm(x + inputs)
         residual = x
         x = self.output_dense(self.intermediate_dense(x))
         x = self.output_dropout(x, training=training)
-        return self.output_layer_norm(x + residual)
+        x = self.output_layer_norm(x + residual)
+        return (x, scores) if return_attention_scores else x
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
         return tuple(inputs_shape)

@@ -4,13 +4,21 @@ import typing
 
 from kbert.models.albert import AlbertBackbone, AlbertConfig, AlbertPretrainer
 from kbert.models.bert import BertBackbone, BertConfig, BertPretrainer
+from kbert.models.deberta_v3 import (
+    DebertaV3Backbone, DebertaV3Config, DebertaV3Pretrainer, DebertaV3RtdPretrainer,
+)
 from kbert.models.distil_bert import (
-    DistilBertBackbone, DistilBertConfig, DistilBertPretrainer, Distiller, initialize_student,
+    DistilBertBackbone, DistilBertConfig, DistilBertPretrainer, Distiller, TinyBertDistiller,
+    initialize_student,
 )
 from kbert.models.electra import (
     ElectraBackbone, ElectraConfig, ElectraMaskedLM, ElectraPretrainer,
 )
+from kbert.models.mobile_bert import (
+    MobileBertBackbone, MobileBertConfig, MobileBertPretrainer,
+)
 from kbert.models.optimizers import AdamW, Lamb, WarmupSchedule
+from kbert.models.roberta import RobertaBackbone, RobertaConfig, RobertaPretrainer
 
 
 
@@ -28,6 +36,9 @@ FAMILIES = {
     "albert": Family(AlbertConfig, AlbertBackbone, AlbertPretrainer),
     "distil_bert": Family(DistilBertConfig, DistilBertBackbone, DistilBertPretrainer),
     "electra": Family(ElectraConfig, ElectraBackbone, ElectraPretrainer),
+    "roberta": Family(RobertaConfig, RobertaBackbone, RobertaPretrainer),
+    "deberta_v3": Family(DebertaV3Config, DebertaV3Backbone, DebertaV3Pretrainer),
+    "mobile_bert": Family(MobileBertConfig, MobileBertBackbone, MobileBertPretrainer),
 }
 # What `build` (and `kbert.presets.load`) put on top of the backbone.
 HEADS = ("pretrainer", "mlm", None)
@@ -37,11 +48,12 @@ def build(family, config, head="pretrainer", dtype=None, name=None, **pretrainer
     """Builds a model of `family` ("bert") from its config object.
 
     Args:
-        family: a key of `FAMILIES`: "bert", "albert", "distil_bert", "electra".
+        family: a key of `FAMILIES`: "bert", "albert", "distil_bert", "electra", "roberta",
+            "mobile_bert".
         config: the family's config (e.g. a `BertConfig`).
         head: "pretrainer" (the family's pretraining model: BERT MLM + NSP, ALBERT MLM + SOP,
-            DistilBERT MLM, ELECTRA generator + replaced-token detection), "mlm" (a masked-LM
-            head on the backbone) or `None` (the backbone).
+            DistilBERT and RoBERTa MLM, ELECTRA generator + replaced-token detection), "mlm"
+            (a masked-LM head on the backbone) or `None` (the backbone).
         dtype: a Keras dtype policy name, e.g. "mixed_bfloat16".
         name: the model's name; the backbone gets `f"{name}_backbone"`.
         **pretrainer_kwargs: passed to the pretrainer class with `head="pretrainer"`, e.g.
@@ -68,7 +80,10 @@ def build(family, config, head="pretrainer", dtype=None, name=None, **pretrainer
 
 __all__ = [
     "AlbertBackbone", "AlbertConfig", "AlbertPretrainer", "BertBackbone", "BertConfig",
-    "BertPretrainer", "DistilBertBackbone", "DistilBertConfig", "DistilBertPretrainer",
+    "BertPretrainer", "DebertaV3Backbone", "DebertaV3Config", "DebertaV3Pretrainer",
+    "DebertaV3RtdPretrainer", "DistilBertBackbone", "DistilBertConfig", "DistilBertPretrainer",
     "Distiller", "ElectraBackbone", "ElectraConfig", "ElectraMaskedLM", "ElectraPretrainer",
-    "FAMILIES", "Family", "HEADS", "build", "initialize_student",
+    "FAMILIES", "Family", "HEADS", "MobileBertBackbone", "MobileBertConfig",
+    "MobileBertPretrainer", "RobertaBackbone", "RobertaConfig", "RobertaPretrainer",
+    "TinyBertDistiller", "build", "initialize_student",
 ]

@@ -41,12 +41,21 @@ class Pipeline:
 
     task = None
     OPTIONS = {}
+    # Whether the answers point into the text (`Encoder.encode`'s character offsets).
+    needs_offsets = False
 
     def __init__(self, source, **options):
         source.check_serves(self.task)
         self.source = source
         self.tokenizer = source.tokenizer
         self.encoder = Encoder(source.tokenizer)
+        if self.needs_offsets and self.encoder.byte_pair:
+            raise NotImplementedError(
+                f"{self.task} answers with characters of the text, and kbert does not map "
+                f"byte-level BPE tokens back to characters yet: there is no {self.task} "
+                f"pipeline on RoBERTa ({source.name}, a BytePairTokenizer). RoBERTa's "
+                "pipelines: text-classification, zero-shot-classification, "
+                "feature-extraction, fill-mask.")
         self.max_length = source.max_length
         self._defaults = self._checked(options)
         # Special-token literals typed in a text are those tokens, as in transformers.
@@ -68,21 +77,28 @@ class Pipeline:
         return {name: given.get(name, default)
                 for name, default in {**RUN_OPTIONS, **self.OPTIONS}.items()}, given
 
+    def special_count(self, pair):
+        """How many special tokens `pack` adds to one text or to a pair."""
+        return 2 + (self.tokenizer.pair_separators if pair else 0)
+
     def pack(self, first, second=None):
-        """[CLS] first [SEP] (second [SEP]) -> a `batching.Sequence`."""
+        """[CLS] first [SEP] (second [SEP]) -> a `batching.Sequence`; RoBERTa's pair is
+        <s> first </s></s> second </s> (the tokenizer's `pair_separators`)."""
         cls, sep = self.tokenizer.cls_id, self.tokenizer.sep_id
         if second is None:
             ids = np.concatenate([[cls], first, [sep]])
             return batching.Sequence(ids)
-        ids = np.concatenate([[cls], first, [sep], second, [sep]])
-        segments = np.concatenate([np.zeros(len(first) + 2), np.ones(len(second) + 1)])
+        separators = [sep] * self.tokenizer.pair_separators
+        ids = np.concatenate([[cls], first, separators, second, [sep]])
+        segments = np.concatenate([np.zeros(len(first) + 1 + len(separators)),
+                                   np.ones(len(second) + 1)])
         return batching.Sequence(ids, segments)
 
     def fit(self, first, second=None, truncation=False, what="The text"):
         """`first` (and `second`) cut to fit the model with its special tokens:
         `truncation` False (refuse), True / "longest_first", "only_first" or
         "only_second"."""
-        specials = 2 if second is None else 3
+        specials = self.special_count(second is not None)
         budget = self.max_length - specials
         total = len(first) + (0 if second is None else len(second))
         if total <= budget:
@@ -123,6 +139,14 @@ class Pipeline:
         from kbert.pipelines import exporting
 
         return exporting.export(self, path, options)
+
+    def export_tflite(self, path, quantize=None, **options):
+        """Writes a TFLite model (`path`, a `.tflite` file) whose `serving_default` takes raw
+        strings and returns this pipeline's answers, `options` fixed in it; `quantize`: None,
+        "dynamic" or "float16". See `kbert.pipelines.tflite_exporting`. Returns `path`."""
+        from kbert.pipelines import tflite_exporting
+
+        return tflite_exporting.export_tflite(self, path, quantize, options)
 
     def __repr__(self):
         return f"<{type(self).__name__} on {self.source.name}>"

@@ -13,7 +13,8 @@
   call's lines are written, flushed and fsynced as it ends, so a kill loses at most the
   call in flight.
 - Resume: the same command again keeps the output's complete lines (a torn last one is cut
-  off), checks that they are the input's first rows, and goes on after them.
+  off), checks that they are the input's first rows and that the run recorded beside them
+  (task, model, pipeline options) is this one, and goes on after them.
 - Time limit: the pipeline runs in a worker process (`prediction_worker`); a call over
   `batch_timeout` seconds, or a worker that dies, stops the run naming the rows it gave up on
   (`on_timeout="stop"`), or writes an error record for each of them and goes on with a new
@@ -28,7 +29,8 @@ from typing import Optional
 
 from kbert.pipelines import ALIASES, TASKS, batching, input_files
 from kbert.pipelines.base import RUN_OPTIONS
-from kbert.pipelines.prediction_output import PredictionStopped, Writer, record, resume_point
+from kbert.pipelines.prediction_output import (PredictionStopped, Writer, check_run, record,
+                                               record_run, resume_point)
 from kbert.pipelines.prediction_worker import (
     CallFailed, LocalRunner, PipelineError, WorkerRunner,
 )
@@ -123,6 +125,14 @@ class PredictionConfig:
                                    self.text_pair_column, self.question_column,
                                    self.context_column)
 
+    def run_record(self):
+        """What decides the answers, recorded beside the output: a rerun resumes only the
+        same (batching, time limits and the input's own check aside)."""
+        model = os.path.abspath(self.model) if os.path.exists(self.model) else self.model
+        return {"task": ALIASES.get(self.task, self.task), "model": model,
+                "pipeline_options": self.pipeline_options,
+                "candidate_labels": self.candidate_labels}
+
     def call_options(self):
         options = dict(self.pipeline_options, batch_size=self.batch_size, progress=False)
         if self.candidate_labels:
@@ -197,7 +207,10 @@ def run_prediction(config):
     os.makedirs(os.path.dirname(os.path.abspath(config.output)), exist_ok=True)
     # One pass: resume_point takes the rows the output already holds, the calls the rest.
     rows = input_files.read(config.input, file_format, columns)
+    check_run(config.output, config.run_record(), config.overwrite)
     done = resume_point(config.output, rows, config.overwrite)
+    if not done:
+        record_run(config.output, config.run_record())
     if done == total:
         print(f"{config.output} already holds all {total} rows: nothing to do.", flush=True)
         return {"rows": total, "written": 0, "skipped": 0}

@@ -8,11 +8,15 @@ tokenizer calls for a whole list of texts (`kbert.data.text_spans.tokenize_words
 - SentencePiece (ALBERT): the whitespace-separated chunks, which SentencePiece segments
   one by one, each with its "▁" word-start mark; these are the words of transformers'
   Metaspace pre-tokenizer.
+- byte-level BPE (RoBERTa): GPT-2's pieces (`byte_pair_tokenizer.pre_tokenize`, the
+  tokenizer's own split, " word" with its space), which BPE merges one by one.
 So the ids equal those of the whole text, and each token's characters come from its word
-(`kbert.pipelines.offsets`).
+(`kbert.pipelines.offsets`; not for a byte-level BPE, whose tokens' characters kbert does
+not map back yet: `encode` refuses it, `ids` serves).
 
 Special-token literals ("[MASK]" in a fill-mask prompt) are tokens of their own when the
-caller asks, as transformers' tokenizers match their special tokens in the raw text.
+caller asks, as transformers' tokenizers match their special tokens in the raw text; a
+left-stripped one (RoBERTa's "<mask>") takes the whitespace before it along.
 """
 
 import collections
@@ -22,6 +26,7 @@ import numpy as np
 
 from kbert.data import text_spans
 from kbert.pipelines.offsets import SENTENCE_PIECE_MARK, WORD_PIECE_PREFIX, Rule, word_offsets
+from kbert.tokenizers import BytePairTokenizer
 
 Encoding = collections.namedtuple("Encoding", ["ids", "offsets", "words", "word_spans"])
 Encoding.__doc__ = """One text, tokenized (no [CLS] / [SEP]).
@@ -50,32 +55,83 @@ def _replace_all(text, pairs):
     return text
 
 
+def _python_class(re2_class):
+    """An RE2 character class with \\x{...} escapes (`Tokenizer.left_strip_class`) in Python's
+    `re` syntax."""
+    return re.sub(r"\\x\{([0-9a-fA-F]+)\}", lambda m: f"\\U{int(m.group(1), 16):08x}",
+                  re2_class)
+
+
+def byte_pair_words(texts):
+    """[(piece, start)] of each text: GPT-2's split (the `BytePairTokenizer`'s own, in one
+    TensorFlow call for all texts) with each piece's first character in the text."""
+    import tensorflow as tf
+
+    from kbert.tokenizers.byte_pair_tokenizer import pre_tokenize
+
+    if not texts:
+        return []
+    text = tf.strings.unicode_transcode(tf.constant(text_spans.utf8(texts), tf.string),
+                                        "UTF-8", "UTF-8", errors="replace")
+    result = []
+    for row in pre_tokenize(text).to_list():
+        words, position = [], 0
+        for piece in row:
+            word = piece.decode("utf-8")
+            words.append((word, position))
+            position += len(word)
+        result.append(words)
+    return result
+
+
 class Encoder:
-    """Encodes texts for one kbert tokenizer (`WordPieceTokenizer` or
-    `SentencePieceTokenizer`) and turns tokens back into text as transformers does."""
+    """Encodes texts for one kbert tokenizer (`WordPieceTokenizer`, `SentencePieceTokenizer`
+    or `BytePairTokenizer`) and turns tokens back into text as transformers does."""
 
     def __init__(self, tokenizer):
         self.tokenizer = tokenizer
         self.rule = Rule(tokenizer)
         self.sentence_piece = self.rule.sentence_piece
+        self.byte_pair = isinstance(tokenizer, BytePairTokenizer)
+        if self.byte_pair and tokenizer.add_prefix_space:
+            raise ValueError("The pipelines take a BytePairTokenizer with RoBERTa's "
+                             "add_prefix_space=False (its checkpoints' setting), not True.")
         self.vocabulary = tokenizer.vocabulary
         self.special_ids = frozenset(int(i) for i in tokenizer.special_ids)
+        self._left_stripped = frozenset(getattr(tokenizer, "left_stripped", ()))
+        self._left_strip = _python_class(getattr(tokenizer, "left_strip_class", r"\s"))
+        self._bytes = None  # a byte-level BPE's tokens as bytes, made on the first decode
 
-    def _words(self, text, start, end):
-        """(word, start) of the words of text[start:end]."""
+    def _words(self, segments):
+        """Per (text, start, end), the (word, start) of the words of text[start:end]."""
+        if self.byte_pair:
+            split = byte_pair_words([text[start:end] for text, start, end in segments])
+            return [[(w, s + start) for w, s in words]
+                    for (_, start, _), words in zip(segments, split)]
         if self.sentence_piece:
-            return [(m.group(), m.start() + start) for m in _CHUNK.finditer(text[start:end])]
-        return [(w.text, w.start + start) for w in text_spans.split_words(text[start:end])]
+            return [[(m.group(), m.start() + start) for m in _CHUNK.finditer(text[start:end])]
+                    for text, start, end in segments]
+        return [[(w.text, w.start + start) for w in text_spans.split_words(text[start:end])]
+                for text, start, end in segments]
+
+    def _pattern(self, specials):
+        """The regex of the special literals (longest first); a left-stripped one (RoBERTa's
+        "<mask>") with the whitespace before it. Group i + 1 is the i-th literal."""
+        literals = sorted(specials, key=len, reverse=True)
+        return re.compile("|".join(
+            (f"{self._left_strip}*" if literal in self._left_stripped else "")
+            + f"({re.escape(literal)})" for literal in literals)), literals
 
     @staticmethod
     def _pieces(text, pattern, specials):
         """[(start, end, special id or None)] of `text` cut at the special literals."""
         if pattern is None:
             return [(0, len(text), None)]
+        pattern, literals = pattern
         out, position = [], 0
         for match in pattern.finditer(text):
             out.append((position, match.start(), None))
-            out.append((match.start(), match.end(), specials[match.group()]))
+            out.append((match.start(), match.end(), specials[literals[match.lastindex - 1]]))
             position = match.end()
         out.append((position, len(text), None))
         return out
@@ -86,6 +142,11 @@ class Encoder:
         specials: {literal: id} of the special-token literals that are tokens of their own
             (e.g. {"[MASK]": mask_id}); other literals are text.
         """
+        if self.byte_pair:
+            raise NotImplementedError(
+                "Character offsets of byte-level BPE tokens (RoBERTa's BytePairTokenizer) are "
+                "not given yet: kbert's RoBERTa pipelines are text-classification, "
+                "zero-shot-classification, feature-extraction and fill-mask.")
         layouts, pieces = self._layouts(texts, specials)
         return [self._encoding(text, layout, pieces) for text, layout in zip(texts, layouts)]
 
@@ -102,17 +163,18 @@ class Encoder:
         """Per text, [(word or None, start, end, special id or None)] in order; and the
         wordpiece ids of every word (`text_spans.tokenize_words`, one call for all)."""
         specials = dict(specials or {})
-        pattern = re.compile("|".join(re.escape(s) for s in sorted(
-            specials, key=len, reverse=True))) if specials else None
+        pattern = self._pattern(specials) if specials else None
+        cut = [self._pieces(text, pattern, specials) for text in texts]
+        words = iter(self._words([(text, start, end) for text, pieces in zip(texts, cut)
+                                  for start, end, special in pieces if special is None]))
         layouts = []
-        for text in texts:
+        for pieces in cut:
             layout = []
-            for start, end, special in self._pieces(text, pattern, specials):
+            for start, end, special in pieces:
                 if special is not None:
                     layout.append((None, start, end, special))
                 else:
-                    layout.extend((w, s, s + len(w), None) for w, s in self._words(text, start,
-                                                                                   end))
+                    layout.extend((w, s, s + len(w), None) for w, s in next(words))
             layouts.append(layout)
         pieces = text_spans.tokenize_words(
             self.tokenizer, [w for layout in layouts for w, *_ in layout if w is not None])
@@ -162,8 +224,13 @@ class Encoder:
 
     def decode(self, ids, skip_special_tokens=False):
         """transformers' `tokenizer.decode(ids)`: the decoder, then (WordPiece, whose
-        tokenizers clean up by default) `clean_up_tokenization`."""
-        tokens = [self.token(i) for i in ids
-                  if not (skip_special_tokens and int(i) in self.special_ids)]
+        tokenizers clean up by default) `clean_up_tokenization`. A byte-level BPE (RoBERTa,
+        which does not clean up) joins its tokens' bytes, a broken character as U+FFFD."""
+        ids = [int(i) for i in ids if not (skip_special_tokens and int(i) in self.special_ids)]
+        if self.byte_pair:
+            if self._bytes is None:
+                self._bytes = BytePairTokenizer._token_bytes(self.vocabulary)
+            return b"".join(self._bytes[i] for i in ids).decode("utf-8", errors="replace")
+        tokens = [self.token(i) for i in ids]
         text = self.tokens_to_string(tokens)
         return text if self.sentence_piece else _replace_all(text, _CLEAN_UP)

@@ -1,7 +1,8 @@
 """`pipeline.export(path, **options)`: a SavedModel whose `serving_default` takes raw strings
 and returns the pipeline's answers, every step in the graph (tokenization, truncation, the
 model, and the post-processing: softmax / sigmoid and ranking, NLI-to-label scoring, the
-masked-token search and decoding), so that TensorFlow Serving answers what the pipeline
+masked-token search and decoding, entities (`token_serving`), answer spans over a context's
+windows (`answer_serving`)), so that TensorFlow Serving answers what the pipeline
 answers. It loads with TensorFlow and tensorflow-text alone.
 
 A pipeline's answer is a list of dicts; the SavedModel returns each key as a tensor with a
@@ -16,6 +17,7 @@ import tensorflow as tf
 
 from kbert.export.signature_helpers import STRINGS, run_model
 from kbert.pipelines import graph
+from kbert.pipelines.answer_serving import question_answering
 from kbert.pipelines.model_source import KerasRunner
 from kbert.pipelines.token_serving import token_classification
 
@@ -204,6 +206,7 @@ SERVINGS = {
     "sentence-embeddings": sentence_embeddings,
     "fill-mask": fill_mask,
     "token-classification": token_classification,
+    "question-answering": question_answering,
 }
 
 
@@ -214,6 +217,11 @@ def export(pipe, path, options):
     if pipe.task not in SERVINGS:
         raise NotImplementedError(f"pipeline.export does not cover {pipe.task} yet; export "
                                   "the task model with kbert.export.export_saved_model.")
+    if pipe.encoder.byte_pair:
+        raise NotImplementedError(
+            f"pipeline.export does not cover byte-level BPE models (RoBERTa's "
+            f"BytePairTokenizer) yet: its graph packs and decodes WordPiece and SentencePiece "
+            f"ids. Call the {pipe.task} pipeline in Python, or export another family.")
     if not isinstance(pipe.source.runner, KerasRunner):
         raise ValueError(f"pipeline.export needs a pipeline on a kbert model or checkpoint; "
                          f"this one runs {pipe.source.name}, which is already a SavedModel.")

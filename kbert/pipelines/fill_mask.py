@@ -78,6 +78,12 @@ class FillMaskPipeline(Pipeline):
                                                                   self.encoder)
         return top_k, targets
 
+    def _check_mask(self, ids, text):
+        mask_id = self.tokenizer.mask_id
+        if not np.any(np.asarray(ids) == mask_id):
+            raise ValueError(f"No mask_token ({self.tokenizer.vocabulary[mask_id]}) found on "
+                             f"the input: {text!r:.80}")
+
     def __call__(self, inputs, **options):
         opts, _ = self.options(options)
         top_k, targets = self.top_k_and_targets(opts)
@@ -87,12 +93,13 @@ class FillMaskPipeline(Pipeline):
         mask_id = self.tokenizer.mask_id
         sequences = []
         for i, text_ids in enumerate(self.encoder.ids(list(texts), self.specials)):
+            # As transformers: a text without a mask is refused before its length is (and
+            # one whose masks truncation cut off, after).
+            self._check_mask(text_ids, texts[i])
             ids, _ = self.fit(text_ids, None, opts["truncation"], f"Text {i}")
             sequence = self.pack(ids)
+            self._check_mask(sequence.token_ids, texts[i])
             positions = np.flatnonzero(sequence.token_ids == mask_id).astype(np.int32)
-            if not len(positions):
-                raise ValueError(f"No mask_token ({self.tokenizer.vocabulary[mask_id]}) found "
-                                 f"on the input: {texts[i]!r:.80}")
             sequence.mask_positions = positions
             sequences.append(sequence)
         rows = self.run(sequences, opts)

@@ -11,12 +11,31 @@ import tensorflow as tf
 from kbert.pipelines.encoding import _CLEAN_UP, _DECODER_CLEAN_UP
 from kbert.pipelines.offsets import SENTENCE_PIECE_MARK, WORD_PIECE_PREFIX
 
+_FENCE = b"\xff"  # never in UTF-8
+
 
 def ids(tokenizer, text):
     """Strings [B] -> int32 ids ragged [B, (tokens)]: `Encoder.ids(texts, specials)` with
     every special-token literal typed in a text as its token."""
     text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")
     return tf.cast(tokenizer._tokenize_keeping_special_tokens(text), tf.int32)
+
+
+def split_at_literals(text, specials):
+    """Strings [B] -> ragged [B, (parts)] strings cut before and after every special-token
+    literal of `specials` ({literal: id}, the pipeline's: exact matches, the longest first,
+    as `Encoder.encode`), and int32 [parts]: each part's special id, -1 for text."""
+    if not specials:
+        parts = tf.RaggedTensor.from_tensor(text[:, None])
+        return parts, -tf.ones_like(parts.flat_values, tf.int32)
+    literals = "|".join(re.escape(s) for s in sorted(specials, key=len, reverse=True))
+    # Fenced with a byte that valid UTF-8 never holds, then split on it.
+    fenced = tf.strings.regex_replace(text, f"({literals})", _FENCE + rb"\1" + _FENCE)
+    parts = tf.strings.split(fenced, _FENCE)
+    special = -tf.ones_like(parts.flat_values, tf.int32)
+    for literal, token_id in specials.items():
+        special = tf.where(tf.equal(parts.flat_values, literal), token_id, special)
+    return parts, special
 
 
 def lengths(ragged):

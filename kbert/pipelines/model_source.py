@@ -58,15 +58,35 @@ def _numpy(x):
 
 
 class KerasRunner:
-    """Calls a Keras model on the inputs it takes (DistilBERT has no `segment_ids`)."""
+    """Calls a Keras model on the inputs it takes (DistilBERT has no `segment_ids`).
+
+    Under the TensorFlow backend the call is one `tf.function` whose batch and sequence
+    dimensions are open (`input_signature`): the length-grouped batches, each of its own
+    length, reuse one graph instead of running op by op (eagerly, a MiniLM classifier took
+    twice as long over 30 batches of 8 to 40 tokens), and a row's numbers do not depend on
+    which batches ran before it. Other backends call the model."""
 
     def __init__(self, model):
         self.model = model
         self.input_names = list(model.input)
+        self._graph = None
+
+    def _call(self, inputs):
+        import keras
+
+        if keras.backend.backend() != "tensorflow":
+            return self.model(inputs, training=False)
+        import tensorflow as tf
+
+        if self._graph is None:  # one graph for every shape: the same numbers whatever ran
+            spec = {name: tf.TensorSpec([None, None], tf.int32, name) for name in inputs}
+            self._graph = tf.function(lambda x: self.model(x, training=False),
+                                      input_signature=[spec])
+        return self._graph({name: tf.convert_to_tensor(value, tf.int32)
+                            for name, value in inputs.items()})
 
     def __call__(self, features):
-        outputs = self.model({name: features[name] for name in self.input_names},
-                             training=False)
+        outputs = self._call({name: features[name] for name in self.input_names})
         if isinstance(outputs, dict):
             return {name: _numpy(value) for name, value in outputs.items()}
         return _numpy(outputs)

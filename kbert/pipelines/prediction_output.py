@@ -65,6 +65,48 @@ def resume_point(path, rows, overwrite):
     return done
 
 
+def run_file(path):
+    """Where the output `path`'s run is recorded: the task, model and options that wrote it."""
+    return path + ".run.json"
+
+
+def check_run(path, run, overwrite):
+    """Refuses to resume the output `path` unless the run recorded beside it (`run_file`)
+    is `run` (a JSON-able dict: task, model, options): the lines already there must be this
+    run's answers, not another model's or another option's."""
+    if overwrite or not os.path.exists(path) or os.path.getsize(path) == 0:
+        return
+    recorded_at, run = run_file(path), json.loads(json.dumps(run))
+    try:
+        with open(recorded_at, encoding="utf-8") as f:
+            recorded = json.load(f)
+    except FileNotFoundError:
+        raise PredictionStopped(
+            f"--output {path} holds rows but {recorded_at}, the record of the run that wrote "
+            "them, is missing: they may be another model's or option's. Pass --overwrite to "
+            "start again, or another --output.") from None
+    except ValueError as e:
+        raise PredictionStopped(f"{recorded_at} is not the JSON kbert writes ({e}). Pass "
+                                "--overwrite to start again, or another --output.") from None
+    differ = [f"{key} was {recorded.get(key)!r}, now {run.get(key)!r}"
+              for key in sorted(set(run) | set(recorded)) if run.get(key) != recorded.get(key)]
+    if differ:
+        raise PredictionStopped(
+            f"--output {path} was written by another run ({'; '.join(differ)}, as "
+            f"{recorded_at} records): resuming would mix their answers. Pass --overwrite to "
+            "start again, or another --output.")
+
+
+def record_run(path, run):
+    """Writes `run` beside the output `path` (see check_run), whole or not at all."""
+    temporary = run_file(path) + ".tmp"
+    with open(temporary, "w", encoding="utf-8") as f:
+        json.dump(run, f, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temporary, run_file(path))
+
+
 class Writer:
     """Appends records to the output, each call's lines flushed and fsynced: a kill loses
     at most the call in flight."""

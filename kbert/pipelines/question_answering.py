@@ -161,6 +161,9 @@ class QuestionAnsweringPipeline(Pipeline):
     """
 
     task = "question-answering"
+    # The logit of a position no answer may start or end on; the export reads it here.
+    masked_logit = _MASKED
+    needs_offsets = True
     OPTIONS = {"top_k": 1, "doc_stride": None, "max_answer_len": 15, "max_seq_len": None,
                "max_question_len": 64, "handle_impossible_answer": False,
                "align_to_words": True, "padding": None}
@@ -168,20 +171,7 @@ class QuestionAnsweringPipeline(Pipeline):
     def __call__(self, *args, **kwargs):
         pairs, kwargs = examples(args, dict(kwargs))
         opts, _ = self.options(kwargs)
-        top_k = check_int("top_k", opts["top_k"], 1)
-        max_answer_len = check_int("max_answer_len", opts["max_answer_len"], 1)
-        max_seq_len = opts["max_seq_len"]
-        max_seq_len = min(self.max_length, 384) if max_seq_len is None else check_int(
-            "max_seq_len", max_seq_len, 4)
-        if max_seq_len > self.max_length:
-            raise ValueError(f"max_seq_len={max_seq_len} is longer than the model's "
-                             f"max_sequence_length={self.max_length}.")
-        doc_stride = opts["doc_stride"]
-        doc_stride = min(max_seq_len // 2, 128) if doc_stride is None else check_int(
-            "doc_stride", doc_stride, 0)
-        if doc_stride > max_seq_len:
-            raise ValueError(f"`doc_stride` ({doc_stride}) is larger than `max_seq_len` "
-                             f"({max_seq_len})")
+        top_k, max_seq_len, doc_stride, max_answer_len = self.settings(opts)
         questions = self.encoder.ids([q for q, _ in pairs], self.specials)
         contexts = self.encoder.encode([c for _, c in pairs], self.specials)
         sequences, owners = [], []
@@ -199,6 +189,25 @@ class QuestionAnsweringPipeline(Pipeline):
                           max_answer_len, bool(opts["align_to_words"]))
                    for (_, context), outs in zip(pairs, per_question)]
         return results[0] if len(results) == 1 else results
+
+    def settings(self, opts):
+        """(top_k, max_seq_len, doc_stride, max_answer_len) of the options, checked and with
+        their defaults: what the call and `export` run with."""
+        top_k = check_int("top_k", opts["top_k"], 1)
+        max_answer_len = check_int("max_answer_len", opts["max_answer_len"], 1)
+        max_seq_len = opts["max_seq_len"]
+        max_seq_len = min(self.max_length, 384) if max_seq_len is None else check_int(
+            "max_seq_len", max_seq_len, 4)
+        if max_seq_len > self.max_length:
+            raise ValueError(f"max_seq_len={max_seq_len} is longer than the model's "
+                             f"max_sequence_length={self.max_length}.")
+        doc_stride = opts["doc_stride"]
+        doc_stride = min(max_seq_len // 2, 128) if doc_stride is None else check_int(
+            "doc_stride", doc_stride, 0)
+        if doc_stride > max_seq_len:
+            raise ValueError(f"`doc_stride` ({doc_stride}) is larger than `max_seq_len` "
+                             f"({max_seq_len})")
+        return top_k, max_seq_len, doc_stride, max_answer_len
 
     @staticmethod
     def _window(encoding, start, stop, question_length, length, row):

@@ -137,6 +137,7 @@ class TokenClassificationPipeline(Pipeline):
     """
 
     task = "token-classification"
+    needs_offsets = True
     OPTIONS = {"aggregation_strategy": "none", "ignore_labels": None}
 
     def __call__(self, inputs, **options):

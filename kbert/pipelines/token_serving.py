@@ -3,10 +3,11 @@
 of a token and its subword tokens ("first" / "average" / "max"), adjacent entities of one
 type grouped ("simple" and the word strategies), the ignored labels left out.
 
-Tokens and their characters come from `kbert.export.word_alignment` (words by BERT's rule,
-each tokenized alone: the same ids and offsets as `Encoder.encode`), so WordPiece models only
-for now; a special-token literal typed in a text is text here, where the pipeline makes it
-its token (and leaves it out of the entities).
+Tokens and their characters come, as `Encoder.encode` makes them, from
+`kbert.export.word_alignment` for WordPiece models (words by BERT's rule, each tokenized
+alone) and from `kbert.pipelines.sentence_piece_graph` for SentencePiece ones (ALBERT:
+whitespace-separated chunks). A special-token literal typed in a text ("[SEP]") is its token,
+as in the pipeline: it counts in the model's length and is no entity.
 """
 
 import tensorflow as tf
@@ -15,7 +16,7 @@ from kbert.export.signature_helpers import STRINGS, dense_rows, run_model
 from kbert.export.word_alignment import (
     DELETED, _normalization, align, substrings, valid_utf8,
 )
-from kbert.pipelines import graph
+from kbert.pipelines import graph, sentence_piece_graph
 from kbert.tokenizers import normalization
 
 
@@ -43,7 +44,7 @@ def _by_group(values, group, starts):
                                              validate=False)
 
 
-def _trimmed_ends(aligned, tokenizer):
+def trimmed_ends(aligned, tokenizer):
     """Each piece's end with the characters that normalise to nothing at its end left out
     (a control or zero-width character, a stripped accent), as transformers' offsets have
     them: `word_alignment` gives a piece the characters up to the next one."""
@@ -65,55 +66,120 @@ def _trimmed_ends(aligned, tokenizer):
     return tf.where(trimmed > starts, tf.minimum(trimmed, ends), ends)
 
 
+def _word_piece_tokens(text, tokenizer, specials):
+    """WordPiece: ragged [B, (tokens)] flat indices, and flat per-token `ids`, `starts`,
+    `ends`, `word`, `subword`, `entity` (False for a special literal typed in the text).
+    The text between the literals is aligned part by part, as `Encoder.encode` does."""
+    parts, special = graph.split_at_literals(text, specials)  # [B, (parts)]
+    is_special = special >= 0
+    flat_parts = tf.where(is_special, "", parts.flat_values)
+    aligned = align(flat_parts, tokenizer)
+    words, pieces = aligned["words"], aligned["pieces"]
+    count = tf.size(pieces.flat_values)
+    part_tokens = tf.RaggedTensor.from_row_splits(  # [parts, (tokens)]: flat indices
+        tf.RaggedTensor.from_row_splits(tf.range(count), pieces.row_splits, validate=False),
+        words["row_splits"], validate=False).merge_dims(1, 2)
+    literal_index = count + tf.cumsum(tf.cast(is_special, tf.int32), exclusive=True)
+    part_tokens = tf.concat([part_tokens, tf.RaggedTensor.from_row_lengths(
+        tf.boolean_mask(literal_index, is_special), tf.cast(is_special, tf.int64))], axis=1)
+    tokens = parts.with_flat_values(part_tokens).merge_dims(1, 2)  # [B, (tokens)]
+    # Each part's first character in its text.
+    part_chars = tf.strings.length(parts.flat_values, unit="UTF8_CHAR")
+    before = tf.cumsum(part_chars, exclusive=True)
+    part_start = before - tf.gather(tf.concat([before, [0]], 0),
+                                    tf.gather(tf.cast(parts.row_starts(), tf.int32),
+                                              tf.cast(parts.value_rowids(), tf.int32)))
+    part_row = tf.cast(parts.value_rowids(), tf.int32)
+    piece_part = tf.gather(words["row"], tf.cast(pieces.value_rowids(), tf.int32))
+    shift = tf.gather(part_start, piece_part)
+    starts = aligned["piece_starts"] + shift
+    ends = trimmed_ends(aligned, tokenizer) + shift
+    ids = pieces.flat_values
+    unknown = tf.equal(ids, tokenizer.unk_id)
+    token_lengths = tf.constant([len(t) for t in tokenizer.vocabulary], tf.int32)
+    literal_start = tf.boolean_mask(part_start, is_special)
+    literal_rows = tf.boolean_mask(part_row, is_special)
+    literal_ids = tf.boolean_mask(special, is_special)
+    literal_end = literal_start + tf.boolean_mask(part_chars, is_special)
+    rows = tf.concat([tf.gather(part_row, piece_part), literal_rows], 0)
+    ids = tf.concat([tf.cast(ids, tf.int32), literal_ids], 0)
+    starts, ends = tf.concat([starts, literal_start], 0), tf.concat([ends, literal_end], 0)
+    unknown = tf.concat([unknown, tf.zeros_like(literal_ids, tf.bool)], 0)
+    return tokens, {
+        "ids": ids, "starts": starts, "ends": ends,
+        "word": tf.where(unknown, substrings(text, rows, starts, ends),
+                         tf.gather(tf.constant(tokenizer.vocabulary), ids)),
+        "subword": ~unknown & tf.not_equal(tf.gather(token_lengths, ids), ends - starts),
+        "entity": tf.concat([tf.ones_like(piece_part, tf.bool),
+                             tf.zeros_like(literal_ids, tf.bool)], 0)}
+
+
+def _sentence_piece_tokens(text, tokenizer, specials):
+    """SentencePiece, as `_word_piece_tokens`: a special literal is no entity, and a token
+    is a subword unless it starts the text or a space (" ") is before or at its start."""
+    encoded = sentence_piece_graph.encode(text, tokenizer, specials)
+    ids = encoded["ids"].flat_values
+    tokens = encoded["ids"].with_flat_values(tf.range(tf.size(ids)))
+    rows = tf.cast(encoded["ids"].value_rowids(), tf.int32)
+    starts, ends = encoded["starts"].flat_values, encoded["ends"].flat_values
+    codes = encoded["codes"]
+    row_start = tf.gather(tf.cast(codes.row_starts(), tf.int32), rows)
+    row_length = tf.gather(tf.cast(codes.row_lengths(), tf.int32), rows)
+    flat_codes = tf.concat([codes.flat_values, [0]], 0)
+
+    def is_space(at):
+        inside = (at >= 0) & (at < row_length)
+        where = tf.where(inside, row_start + at, tf.size(flat_codes) - 1)
+        return inside & tf.equal(tf.gather(flat_codes, where), ord(" "))
+
+    unknown = tf.equal(ids, tokenizer.unk_id)
+    return tokens, {
+        "ids": ids, "starts": starts, "ends": ends,
+        "word": tf.where(unknown, substrings(text, rows, starts, ends),
+                         tf.gather(tf.constant(tokenizer.vocabulary), ids)),
+        "subword": ~unknown & (starts > 0) & ~is_space(starts - 1) & ~is_space(starts),
+        "entity": ~encoded["literal"].flat_values}
+
+
 def token_classification(pipe, model, opts, given):
     strategy, ignore = pipe.strategy_and_ignored(opts)
-    if pipe.encoder.sentence_piece:
-        raise NotImplementedError(
-            "pipeline.export of token-classification covers WordPiece models (BERT, "
-            "DistilBERT, ELECTRA) for now, not SentencePiece ones (ALBERT): export the task "
-            "model with kbert.export.export_saved_model, or run the pipeline in Python.")
+    sentence_piece = pipe.encoder.sentence_piece
     names = list(pipe.source.label_names)
     tokenizer = pipe.tokenizer
     budget = pipe.max_length - 2
-    vocabulary = tf.constant(tokenizer.vocabulary)
-    token_lengths = tf.constant([len(t) for t in tokenizer.vocabulary], tf.int32)
     begins, types, groups = _label_tables(pipe, names)
     label_names = tf.constant(names)
 
     def serve(text):
         text = valid_utf8(text)
         batch = tf.shape(text)[0]
-        aligned = align(text, tokenizer)
-        words, pieces = aligned["words"], aligned["pieces"]
-        per_text = tf.RaggedTensor.from_row_splits(pieces, words["row_splits"],
-                                                   validate=False).merge_dims(1, 2)
-        spans = tf.RaggedTensor.from_row_splits(  # [B, (tokens)]: each token's flat index
-            tf.RaggedTensor.from_row_splits(tf.range(tf.size(pieces.flat_values)),
-                                            pieces.row_splits, validate=False),
-            words["row_splits"], validate=False).merge_dims(1, 2)
-        kept = graph.keep_first(spans, tf.minimum(graph.lengths(spans), budget))
-        ids = tf.gather(pieces.flat_values, kept)
-        logits = run_model(model, graph.pack(tokenizer, ids))
+        if sentence_piece:
+            tokens, per_token = _sentence_piece_tokens(text, tokenizer, pipe.specials)
+        else:
+            tokens, per_token = _word_piece_tokens(text, tokenizer, pipe.specials)
+        kept = graph.keep_first(tokens, tf.minimum(graph.lengths(tokens), budget))
+        logits = run_model(model, graph.pack(tokenizer, tf.gather(per_token["ids"], kept)))
         rows = tf.cast(kept.value_rowids(), tf.int32)
         position = tf.cast(tf.ragged.range(kept.row_lengths()).flat_values, tf.int32) + 1
-        flat = kept.flat_values
-        token_ids = tf.gather(pieces.flat_values, flat)
-        starts = tf.gather(aligned["piece_starts"], flat)
-        ends = tf.gather(_trimmed_ends(aligned, tokenizer), flat)
+        # [CLS], [SEP] and the special literals typed in the text are no entities.
+        entity = tf.gather(per_token["entity"], kept.flat_values)
+        flat = tf.boolean_mask(kept.flat_values, entity)
+        rows, position = tf.boolean_mask(rows, entity), tf.boolean_mask(position, entity)
+        starts = tf.gather(per_token["starts"], flat)
+        ends = tf.gather(per_token["ends"], flat)
+        word = tf.gather(per_token["word"], flat)
+        subword = tf.gather(per_token["subword"], flat)
         scores = tf.nn.softmax(tf.gather_nd(logits, tf.stack([rows, position], 1)))  # [N, T]
-        unknown = tf.equal(token_ids, tokenizer.unk_id)
-        word = tf.where(unknown, substrings(text, rows, starts, ends),
-                        tf.gather(vocabulary, token_ids))
-        subword = ~unknown & tf.not_equal(tf.gather(token_lengths, token_ids), ends - starts)
         if strategy in ("none", "simple"):
             label = tf.argmax(scores, axis=-1, output_type=tf.int32)
             entities = {"label": label, "score": tf.reduce_max(scores, axis=-1),
                         "index": position, "word": word, "start": starts, "end": ends,
                         "row": rows}
         else:
-            entities = _words(strategy, scores, word, starts, ends, rows, subword)
+            entities = _words(strategy, scores, word, starts, ends, rows, subword,
+                              sentence_piece)
         if strategy != "none":
-            entities = _grouped(entities, begins, types)
+            entities = _grouped(entities, begins, types, sentence_piece)
         label = entities["label"]
         shown = tf.gather(label_names if strategy == "none" else groups, label)
         keep = tf.reduce_all(tf.not_equal(shown[:, None], tf.constant(ignore)[None]),
@@ -136,7 +202,7 @@ def token_classification(pipe, model, opts, given):
     return {"serving_default": (serve, [STRINGS])}
 
 
-def _words(strategy, scores, word, starts, ends, rows, subword):
+def _words(strategy, scores, word, starts, ends, rows, subword, sentence_piece):
     """One entity per word (a token and the subword tokens after it): `aggregate_words`."""
     group, first = _segments(~subword, rows)
     count = tf.reduce_sum(tf.cast(first, tf.int32))
@@ -156,12 +222,12 @@ def _words(strategy, scores, word, starts, ends, rows, subword):
         chosen = tf.math.unsorted_segment_mean(scores, group, count)
     label = tf.argmax(chosen, axis=-1, output_type=tf.int32)
     return {"label": label, "score": tf.reduce_max(chosen, axis=-1),
-            "word": graph.tokens_to_string(_by_group(word, group, first), False),
+            "word": graph.tokens_to_string(_by_group(word, group, first), sentence_piece),
             "start": tf.gather(starts, first_token), "end": tf.gather(ends, last_token),
             "row": tf.gather(rows, first_token)}
 
 
-def _grouped(entities, begins, types):
+def _grouped(entities, begins, types, sentence_piece):
     """Adjacent entities of one type merged unless the later one begins (B-):
     `group_entities`; the group's label is its first entity's."""
     label, rows = entities["label"], entities["row"]
@@ -175,7 +241,8 @@ def _grouped(entities, begins, types):
     last_entity = tf.math.unsorted_segment_max(index, group, count)
     return {"label": tf.gather(label, first_entity),
             "score": tf.math.unsorted_segment_mean(entities["score"], group, count),
-            "word": graph.tokens_to_string(_by_group(entities["word"], group, first), False),
+            "word": graph.tokens_to_string(_by_group(entities["word"], group, first),
+                                           sentence_piece),
             "start": tf.gather(entities["start"], first_entity),
             "end": tf.gather(entities["end"], last_entity),
             "row": tf.gather(rows, first_entity)}

@@ -8,9 +8,15 @@ from kbert.tasks._heads import ClassificationHead, TokenPooling
 
 PROBLEM_TYPES = ("single_label", "multi_label", "regression")
 HEADS = ("auto", "pooled", "cls")
-# The head of transformers' *ForSequenceClassification: BERT and ALBERT read the trained
-# pooler, DistilBERT and ELECTRA (no trained pooler) the [CLS] hidden state.
-_AUTO_HEAD = {"bert": "pooled", "albert": "pooled", "distil_bert": "cls", "electra": "cls"}
+# The head of transformers' *ForSequenceClassification: BERT, ALBERT and MobileBERT read the
+# pooler (MobileBERT's is the first token as it is, without classifier_activation),
+# DistilBERT, ELECTRA and RoBERTa (no trained pooler) the [CLS] (<s>) hidden state;
+# DeBERTa-v3's ContextPooler (dense + GELU on [CLS]) and classifier compute ELECTRA's head.
+_AUTO_HEAD = {"bert": "pooled", "albert": "pooled", "distil_bert": "cls", "electra": "cls",
+              "roberta": "cls", "deberta_v3": "cls", "mobile_bert": "pooled"}
+# The activation of the "cls" `ClassificationHead`: ELECTRA's GELU, RoBERTa's tanh
+# (transformers' `RobertaClassificationHead`).
+_CLS_ACTIVATION = {"roberta": "tanh"}
 
 
 def inferred_problem_type(num_classes):
@@ -32,14 +38,16 @@ class TextClassifier(task_lib.Task, keras.Model):
 
     The head is the one of transformers' `*ForSequenceClassification` of the family, layer
     for layer, so that fine-tuned weights can be imported:
-    - "pooled" (BERT, ALBERT): pooled output -> `dropout` -> `classifier` dense(N).
+    - "pooled" (BERT, ALBERT, MobileBERT): pooled output -> `dropout` -> `classifier`
+      dense(N).
     - "cls" on DistilBERT: [CLS] hidden -> `pre_classifier` dense(H, ReLU) -> `dropout` ->
       `classifier` dense(N).
-    - "cls" on any other family (ELECTRA's): `classifier`, a `ClassificationHead`
-      ([CLS] hidden -> dropout -> dense(H) -> GELU -> dropout -> `out_proj` dense(N)).
+    - "cls" on any other family (ELECTRA's, RoBERTa's): `classifier`, a `ClassificationHead`
+      ([CLS] hidden -> dropout -> dense(H) -> GELU (RoBERTa: tanh) -> dropout -> `out_proj`
+      dense(N)).
 
     Args:
-        backbone: a kbert backbone (BERT, ALBERT, DistilBERT, ELECTRA).
+        backbone: a kbert backbone (BERT, ALBERT, DistilBERT, ELECTRA, RoBERTa).
         num_classes: number of outputs; `None` means `len(label_names)`, or 1 for
             "regression" (which needs 1).
         problem_type: "single_label" (softmax over the classes; labels int [B]),
@@ -110,7 +118,7 @@ class TextClassifier(task_lib.Task, keras.Model):
         pre_classifier = dropout_layer = cls_token = None
         if head == "cls" and family != "distil_bert":
             classifier = ClassificationHead(
-                num_classes, dropout=dropout, activation="gelu",
+                num_classes, dropout=dropout, activation=_CLS_ACTIVATION.get(family, "gelu"),
                 initializer_range=config.initializer_range, dtype=policy, name="classifier",
             )
         else:

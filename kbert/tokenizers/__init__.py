@@ -1,5 +1,6 @@
 """Tokenizers (TensorFlow + tensorflow-text; not needed by kbert.layers / kbert.models)."""
 
+from kbert.tokenizers.byte_pair_tokenizer import BytePairTokenizer
 from kbert.tokenizers.sentence_piece_tokenizer import SentencePieceTokenizer
 from kbert.tokenizers.word_piece_tokenizer import (
     SPECIAL_TOKENS,
@@ -7,4 +8,5 @@ from kbert.tokenizers.word_piece_tokenizer import (
     read_vocabulary,
 )
 
-__all__ = ["SPECIAL_TOKENS", "SentencePieceTokenizer", "WordPieceTokenizer", "read_vocabulary"]
+__all__ = ["SPECIAL_TOKENS", "BytePairTokenizer", "SentencePieceTokenizer",
+           "WordPieceTokenizer", "read_vocabulary"]

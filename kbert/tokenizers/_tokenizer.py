@@ -15,8 +15,17 @@ class Tokenizer(tf.Module):
 
     Subclasses set `vocabulary` (the tokens, index = id), `_index` (token -> id), `unk_id`,
     `special_tokens` (the special tokens' literals), `split_special_tokens`, `_tokenizer` (a
-    tensorflow-text tokenizer with `tokenize` and `detokenize`) and `_normalize(text)`.
+    tensorflow-text tokenizer with `tokenize` and `detokenize`) and `_normalize(text)`, and
+    implement `starts_word(token)`, the rule that whole-word and n-gram masking go by.
     """
+
+    # Special tokens whose literal takes the whitespace before it (transformers' `lstrip`),
+    # and the RE2 class of that whitespace.
+    left_stripped = ()
+    left_strip_class = r"\s"
+    # How many separators stand between the two texts of a pair: 1 for BERT's
+    # [CLS] a [SEP] b [SEP], 2 for RoBERTa's <s> a </s></s> b </s>.
+    pair_separators = 1
 
     @property
     def vocabulary_size(self):
@@ -55,11 +64,19 @@ class Tokenizer(tf.Module):
         """
         folded = [getattr(self, "lowercase", False) and token == token.lower()
                   for token in self.special_tokens]
-        literals = "|".join(f"(?i:{re.escape(token)})" if fold else re.escape(token)
-                            for token, fold in zip(self.special_tokens, folded))
+        literals = {token: f"(?i:{re.escape(token)})" if fold else re.escape(token)
+                    for token, fold in zip(self.special_tokens, folded)}
+        # A left-stripped token (RoBERTa's "<mask>") takes the whitespace before it along.
+        stripped = [token for token in self.special_tokens if token in self.left_stripped]
+        others = [token for token in self.special_tokens if token not in self.left_stripped]
+        groups = [f"{self.left_strip_class}*(" + "|".join(literals[t] for t in stripped) + ")"
+                  ] if stripped else []
+        groups += ["(" + "|".join(literals[t] for t in others) + ")"] if others else []
         # The literals are fenced with a byte that valid UTF-8 never holds, then split on it.
         # (tensorflow-text's regex_split would do it in one step, but it drops all after a NUL.)
-        fenced = tf.strings.regex_replace(text, f"({literals})", _FENCE + rb"\1" + _FENCE)
+        fenced = tf.strings.regex_replace(
+            text, "|".join(groups),
+            _FENCE + "".join(f"\\{i + 1}" for i in range(len(groups))).encode() + _FENCE)
         pieces = tf.strings.split(fenced, _FENCE)  # [strings, (pieces)]
         special_ids = tf.fill(tf.shape(pieces.flat_values), -1)
         for token, fold in zip(self.special_tokens, folded):
@@ -74,6 +91,19 @@ class Tokenizer(tf.Module):
                                                     tf.cast(is_special, tf.int64))
         ids = tf.concat([ids, tf.cast(specials, ids.dtype)], axis=1)  # [pieces, (tokens)]
         return pieces.with_flat_values(ids).merge_dims(1, 2)
+
+    def starts_word(self, token):
+        """Whether `token` begins a word, or continues the word before it: each tokenizer's
+        own rule (WordPiece: no "##"; SentencePiece: a "▁" first). Whole-word and n-gram
+        masking (`kbert.data.Masker`) keep the tokens of a word together by it."""
+        raise NotImplementedError(f"{type(self).__name__} does not say where its words start; "
+                                  "it needs a `starts_word(token)` method.")
+
+    def is_placeholder(self, token):
+        """Whether `token` is a vocabulary slot that text never gives and masking never
+        predicts nor draws as a random token (WordPiece's "[unused0]"). The special tokens
+        are in `special_ids` apart from this."""
+        return False
 
     def detokenize(self, ids):
         """Ids [..., (tokens)] (ragged or dense) -> strings [...], the pieces merged."""

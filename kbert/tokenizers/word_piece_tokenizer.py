@@ -120,6 +120,15 @@ class WordPieceTokenizer(Tokenizer):
             support_detokenization=True,
         )
 
+    def starts_word(self, token):
+        """A WordPiece continues the word before it when it starts with "##"."""
+        return not token.startswith("##")
+
+    def is_placeholder(self, token):
+        """Bracketed tokens ("[unused0]", "[PAD]") are placeholders of BERT's vocabularies:
+        the basic tokenizer splits every "[" and "]" off, so text never gives them."""
+        return token.startswith("[") and token.endswith("]")
+
     def _normalize(self, text):
         text = normalize(text, self.lowercase, self._alphabet)
         # BERT makes a word of more than max_chars_per_word characters one [UNK], where

@@ -19,20 +19,25 @@ class TeacherSource:
 
 
 def _from_run(path):
-    """A kbert pretraining run's model_dir: its config.json, vocab.txt and newest checkpoint."""
+    """A kbert pretraining run's model_dir: its config.json, vocabulary and newest checkpoint."""
     run = runs.read_run(path)
     if run.objective.families or run.objective.needs_teacher:
         masked_lm = [o.name for o in OBJECTIVES.values()
                      if not (o.families or o.needs_teacher)]
         raise ConfigError(f"--teacher={path}: that run trained --objective={run.config.objective}"
                           f"; a teacher must be a masked-LM run ({', '.join(masked_lm)}).")
+    if run.tokenizer_type != "wordpiece":
+        raise ConfigError(f"--teacher={path}: its tokenizer is {run.tokenizer_type}; "
+                          f"{_WORDPIECE_ONLY}")
     if run.checkpoint is None:
         raise ConfigError(f"--teacher={path} has no checkpoint in {path}/checkpoints.")
     return TeacherSource(run.description, run.vocabulary, run.config.lowercase, run.build)
 
 
-_SENTENCEPIECE = ("its tokenizer is SentencePiece (ALBERT); the pretraining pipeline "
-                  "tokenizes with WordPiece only, so it cannot be a teacher yet.")
+_WORDPIECE_ONLY = ("distillation writes the teacher's vocabulary as the student's vocab.txt, "
+                   "so a teacher must have a WordPiece vocabulary.")
+_SENTENCEPIECE = f"its tokenizer is SentencePiece (ALBERT); {_WORDPIECE_ONLY}"
+_BYTE_PAIR = f"its tokenizer is a byte-level BPE (RoBERTa); {_WORDPIECE_ONLY}"
 
 
 def teacher_source(spec):
@@ -44,8 +49,10 @@ def teacher_source(spec):
     if runs.is_run(spec):
         return _from_run(spec)
     if spec in presets.list():
-        if presets.get(spec)["tokenizer"].get("type") == "sentencepiece":
-            raise ConfigError(f"--teacher={spec}: {_SENTENCEPIECE}")  # before any download
+        kind = presets.get(spec)["tokenizer"].get("type")
+        if kind in ("sentencepiece", "bpe"):  # before any download
+            raise ConfigError(f"--teacher={spec}: "
+                              f"{_SENTENCEPIECE if kind == 'sentencepiece' else _BYTE_PAIR}")
         tokenizer = presets.load_tokenizer(spec)
         return TeacherSource(f"preset {spec}", tokenizer.vocabulary, tokenizer.lowercase,
                              lambda dtype: presets.load(spec, head="mlm", dtype=dtype))
@@ -58,6 +65,8 @@ def teacher_source(spec):
         ) from None
     if checkpoint.sentencepiece_model is not None:
         raise ConfigError(f"--teacher={spec}: {_SENTENCEPIECE}")
+    if checkpoint.merges is not None:
+        raise ConfigError(f"--teacher={spec}: {_BYTE_PAIR}")
     if checkpoint.vocabulary is None:
         raise ConfigError(f"--teacher={spec}: the checkpoint has no vocab.txt.")
     # ELECTRA's pretraining heads are a smaller generator's: only a generator on its own

@@ -4,7 +4,8 @@
     mlm_nsp   masked LM + next-sentence prediction (BERT)
     mlm_sop   masked LM + sentence-order prediction (ALBERT)
     rtd       ELECTRA: a small generator's masked LM + replaced-token detection
-    distill   DistilBERT's recipe: a student learns the masked LM from a frozen teacher
+    distill   a student learns the masked LM from a frozen teacher (DistilBERT's or TinyBERT's
+              recipe)
 
 A run reads the record instead of testing the family or the model's heads.
 """
@@ -34,9 +35,17 @@ def _electra(config, overrides, teacher=None):
     )
 
 
+DISTILL_RECIPES = ("distil_bert", "tiny_bert")
+
+
 def _distiller(config, overrides, teacher):
     print(f"Teacher: {teacher.description}.")
     student = _from_preset("mlm")(config, overrides)
+    if config.distill_recipe == "tiny_bert":
+        return models.TinyBertDistiller(
+            student, teacher.build(config.dtype()), temperature=config.temperature,
+            stage=config.tiny_bert_stage, teacher_layers=config.student_layers,
+            name="distiller")
     return models.Distiller(
         student, teacher.build(config.dtype()), temperature=config.temperature,
         kl_weight=config.distill_kl_weight, mlm_weight=config.distill_mlm_weight,
@@ -68,8 +77,9 @@ def _check_teacher(config):
 
 
 def _initialize_student(model, config):
-    """A new student starts from the teacher's embeddings, layers and MLM head."""
-    if not config.init_student:
+    """A new DistilBERT student starts from the teacher's embeddings, layers and MLM head;
+    a TinyBERT student from random weights (its widths may differ from the teacher's)."""
+    if not config.init_student or config.distill_recipe == "tiny_bert":
         return
     try:
         layers = models.initialize_student(model.student, model.teacher, config.student_layers)
@@ -124,7 +134,9 @@ OBJECTIVES = {objective.name: objective for objective in (
     Objective("rtd", "replaced-token detection (ELECTRA)", "none", _electra,
               ("mlm_accuracy", "rtd_accuracy", "mlm_loss", "rtd_loss"), families=("electra",),
               check=_check_generator, exported="the discriminator"),
-    Objective("distill", "distillation from --teacher (DistilBERT's recipe)", "none",
-              _distiller, _MLM + ("kl_loss",), needs_teacher=True, check=_check_teacher,
+    Objective("distill", "distillation from --teacher (--distill_recipe: DistilBERT's or "
+              "TinyBERT's)", "none", _distiller,
+              _MLM + ("kl_loss", "embedding_loss", "attention_loss", "hidden_loss",
+                      "prediction_loss"), needs_teacher=True, check=_check_teacher,
               initialize=_initialize_student),
 )}

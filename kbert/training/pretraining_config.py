@@ -8,8 +8,10 @@ import tensorflow as tf
 from kbert import models, presets
 from kbert.data.inputs import INPUT_HELP
 from kbert.data.masking import MASKINGS
+from kbert.tokenizers import tokenizer_types
 from kbert.training import run_config
-from kbert.training.objectives import OBJECTIVES
+from kbert.models.distil_bert.tiny_bert_distiller import STAGES
+from kbert.training.objectives import DISTILL_RECIPES, OBJECTIVES
 from kbert.training.run_config import ConfigError, setting
 from kbert.training.run_settings import RunConfig
 DEFAULT_TRAIN_STEPS = 1000
@@ -35,8 +37,14 @@ class PretrainingConfig(RunConfig):
     input: str = setting("stdlib", f"Corpus: {INPUT_HELP}; or 'tfrecord:GLOB' for "
                          "original-format TFRecords.", group="Data")
     vocab_file: Optional[str] = setting(
-        None, "WordPiece vocab.txt (a path); unset: learn one of --learned_vocabulary_size "
-              "tokens into model_dir.", group="Data", aliases=["vocab"])
+        None, "Vocabulary file: a WordPiece vocab.txt or a SentencePiece .model (a path); "
+              "unset: learn one of --learned_vocabulary_size tokens into model_dir.",
+        group="Data", aliases=["vocab"])
+    tokenizer_type: str = setting(
+        "auto", f"Kind of vocabulary: {', '.join(tokenizer_types.TOKENIZER_TYPES)}; auto: "
+                "the --vocab_file's kind (a .model file is SentencePiece), or without one "
+                "the preset's (ALBERT: sentencepiece, the others: wordpiece).", group="Data",
+        choices=("auto", *tokenizer_types.TOKENIZER_TYPES))
     learned_vocabulary_size: int = setting(
         8000, "Target size of a learned vocabulary (an integer >= 1).", group="Data",
         minimum=1, aliases=["vocab_size"])
@@ -65,6 +73,16 @@ class PretrainingConfig(RunConfig):
     rtd_loss_weight: float = setting(50.0, "Weight of ELECTRA's replaced-token-detection loss "
                                      "(>= 0).", group="Schedule", minimum=0)
     # Distillation (--objective=distill)
+    distill_recipe: str = setting(
+        "distil_bert", "Distillation recipe of --objective=distill: distil_bert (KL + MLM + "
+        "cosine, the student may start from the teacher's layers) or tiny_bert (TinyBERT: "
+        "embedding, attention-score and hidden-state MSE per mapped layer, then the soft "
+        "cross-entropy of the MLM logits at --temperature; the student starts random).",
+        group="Schedule", choices=DISTILL_RECIPES)
+    tiny_bert_stage: str = setting(
+        "both", "TinyBERT's losses to train: intermediate (embeddings, attention, hidden "
+        "states), prediction (soft cross-entropy of the MLM logits) or both, summed.",
+        group="Schedule", choices=STAGES)
     teacher: Optional[str] = setting(
         None, "Teacher of --objective=distill: a kbert run's --model_dir, a preset name (its "
               "pretrained release) or a checkpoint directory (Hugging Face, TF1, keras-hub, "
@@ -82,7 +100,8 @@ class PretrainingConfig(RunConfig):
                                  "layers and MLM head: true or false.", group="Model")
     student_layers: Optional[list] = setting(
         None, "Teacher layer of each student layer, comma-separated integers, e.g. "
-              "0,2,4,7,9,11 (default: spread evenly, which is that for 6 of 12).",
+              "0,2,4,7,9,11 (default: distil_bert spreads them evenly, which is that for 6 of "
+              "12; tiny_bert takes (i+1)*T/S-1, e.g. 2,5,8,11 for 4 of 12).",
         group="Model", from_flag=run_config.integers)
     # === Schedule (and the optimizer's fields of RunConfig) ===
     train_steps: Optional[int] = setting(
@@ -102,6 +121,19 @@ class PretrainingConfig(RunConfig):
     @property
     def family(self):
         return presets.get(self.preset)["model"]
+
+    @property
+    def resolved_tokenizer_type(self):
+        """The kind of vocabulary the run reads or learns (`tokenizer_type` with "auto"
+        resolved: the vocab_file's kind, else the teacher's (WordPiece: distillation takes no
+        other), else the preset's tokenizer)."""
+        if self.tokenizer_type != "auto":
+            return self.tokenizer_type
+        if self.vocab_file is not None:
+            return tokenizer_types.type_of_file(self.vocab_file)
+        if self.teacher is not None:
+            return "wordpiece"
+        return presets.get(self.preset)["tokenizer"]["type"]
 
     def validate(self):
         """Fails fast, naming the flag, before any work starts."""
@@ -146,6 +178,20 @@ class PretrainingConfig(RunConfig):
                 raise ConfigError(f"--input: {e}") from None
         if self.vocab_file is not None and not tf.io.gfile.exists(self.vocab_file):
             raise ConfigError(f"--vocab_file={self.vocab_file!r} does not exist.")
+        if self.vocab_file is not None and self.tokenizer_type != "auto":
+            of_file = tokenizer_types.type_of_file(self.vocab_file)
+            extensions = tokenizer_types.get(of_file).extensions
+            if of_file != self.tokenizer_type and self.vocab_file.lower().endswith(extensions):
+                raise ConfigError(
+                    f"--tokenizer_type={self.tokenizer_type} does not read --vocab_file="
+                    f"{self.vocab_file!r}: a file ending in {', '.join(extensions)} is "
+                    f"{of_file}; leave --tokenizer_type=auto to follow the file.")
+        if self.teacher is not None and self.resolved_tokenizer_type != "wordpiece":
+            raise ConfigError(
+                f"--teacher with a {self.resolved_tokenizer_type} vocabulary (--tokenizer_type="
+                f"{self.tokenizer_type}, --vocab_file={self.vocab_file!r}): a distilled "
+                "student speaks its teacher's WordPiece vocabulary; leave --tokenizer_type "
+                "auto and --vocab_file unset.")
         try:
             max_positions = presets.config(self.preset,
                                            **self.config_overrides).max_sequence_length

@@ -31,15 +31,24 @@ class PretrainingRun:
     config: PretrainingConfig
     checkpoint: Optional[str]  # None before the run's first loop ended
 
-    @functools.cached_property
-    def vocabulary(self):
-        from kbert.tokenizers.word_piece_tokenizer import read_vocabulary
+    @property
+    def tokenizer_type(self):
+        return self.config.resolved_tokenizer_type
 
-        path = self.config.vocab_file or os.path.join(self.path, "vocab.txt")
-        try:
-            return read_vocabulary(path)
-        except FileNotFoundError as e:
-            raise ConfigError(f"{self.path} is a run without its vocabulary: {e}") from None
+    @functools.cached_property
+    def _tokenizer(self):
+        from kbert.tokenizers import tokenizer_types
+
+        kind = tokenizer_types.get(self.tokenizer_type)
+        path = self.config.vocab_file or os.path.join(self.path, kind.file_name)
+        if not tf.io.gfile.exists(path):
+            raise ConfigError(f"{self.path} is a run without its vocabulary: {path} does not "
+                              "exist.")
+        return tokenizer_types.load(path, kind.name, lowercase=self.config.lowercase)
+
+    @property
+    def vocabulary(self):
+        return self._tokenizer.vocabulary
 
     @property
     def objective(self):
@@ -66,9 +75,8 @@ class PretrainingRun:
         return model
 
     def tokenizer(self):
-        from kbert.tokenizers import WordPieceTokenizer
-
-        return WordPieceTokenizer(self.vocabulary, lowercase=self.config.lowercase)
+        """The run's tokenizer (WordPiece or SentencePiece, as the run learned or read it)."""
+        return self._tokenizer
 
 
 def read_run(path):
@@ -77,7 +85,10 @@ def read_run(path):
     try:
         with open(config_path, encoding="utf-8") as f:
             values = json.load(f)
-        config = PretrainingConfig(**{_RENAMED.get(k, k): v for k, v in values.items()})
+        values = {_RENAMED.get(k, k): v for k, v in values.items()}
+        # Runs made before `tokenizer_type` existed all learned or read WordPiece.
+        values.setdefault("tokenizer_type", "wordpiece")
+        config = PretrainingConfig(**values)
     except (OSError, ValueError, TypeError) as e:
         raise ConfigError(f"{config_path} is not the config.json of a kbert pretraining run: "
                           f"{e}") from None

@@ -1,4 +1,4 @@
-"""Where a pretraining run's vocabulary and batches come from."""
+"""Where a pretraining run's vocabulary (any kbert tokenizer) and batches come from."""
 
 import os
 
@@ -10,13 +10,15 @@ from kbert.training.run_config import ConfigError
 
 
 def tokenizer(config, model_dir, teacher=None):
-    """The run's `WordPieceTokenizer`: the teacher's vocabulary (distillation), `vocab_file`,
-    or one learned from the input into `model_dir/vocab.txt` (once: a resumed run reads it)."""
-    from kbert.tokenizers import WordPieceTokenizer
-    from kbert.tokenizers.vocab_learning import learn_vocabulary, write_vocabulary
+    """The run's tokenizer, of `config.resolved_tokenizer_type`: the teacher's vocabulary
+    (distillation: WordPiece), `vocab_file`, or one learned from the input into model_dir
+    (vocab.txt, spiece.model: once, a resumed run reads it)."""
+    from kbert.tokenizers import WordPieceTokenizer, tokenizer_types
+    from kbert.tokenizers.vocab_learning import write_vocabulary
     from kbert.tokenizers.word_piece_tokenizer import read_vocabulary
 
-    path = config.vocab_file or os.path.join(model_dir, "vocab.txt")
+    kind = tokenizer_types.get(config.resolved_tokenizer_type)
+    path = config.vocab_file or os.path.join(model_dir, kind.file_name)
     if teacher is not None:  # the student speaks the teacher's vocabulary
         if not tf.io.gfile.exists(path):
             write_vocabulary(teacher.vocabulary, path)
@@ -25,12 +27,14 @@ def tokenizer(config, model_dir, teacher=None):
                               "; leave --vocab_file unset to use the teacher's.")
         return WordPieceTokenizer(path, lowercase=teacher.lowercase)
     if config.vocab_file is None and not tf.io.gfile.exists(path):
-        print(f"Learning a WordPiece vocabulary (~{config.learned_vocabulary_size} tokens) from "
-              f"{config.input} ...", flush=True)
-        write_vocabulary(learn_vocabulary(inputs.documents(config.input),
-                                          config.learned_vocabulary_size,
-                                          lowercase=config.lowercase), path)
-    return WordPieceTokenizer(path, lowercase=config.lowercase)
+        print(f"Learning a {kind.name} vocabulary (~{config.learned_vocabulary_size} tokens) "
+              f"from {config.input} ...", flush=True)
+        tokenizer_types.learn(kind.name, inputs.documents(config.input), path,
+                              config.learned_vocabulary_size, lowercase=config.lowercase)
+    try:
+        return tokenizer_types.load(path, kind.name, lowercase=config.lowercase)
+    except ValueError as e:  # e.g. a vocabulary without the special tokens
+        raise ConfigError(f"--vocab_file={path!r}: {e}") from None
 
 
 def dataset(config, tokenizer, repeat):

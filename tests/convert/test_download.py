@@ -253,3 +253,25 @@ def test_a_pin_that_is_not_a_sha256_is_refused(served, monkeypatch):
     with pytest.raises(ValueError, match="sha256= pins the hash .*weights=None"):
         presets.load(NAME, weights=None, sha256="0" * 64)
     assert _Handler.requests == []
+
+
+def test_a_roberta_release_of_the_presets_files(www):
+    """roberta_base's file list (config.json, model.safetensors, vocab.json, merges.txt), served
+    from the tiny RoBERTa fixture: the masked LM and the byte-level BPE come through the
+    download, the conversion and the cache."""
+    from tests.convert import _families, test_roberta_checkpoints
+
+    folder, base, write_preset = www
+    files = presets.get("roberta_base")["weights"]["files"]
+    assert "vocab.json" in files and "merges.txt" in files
+    for file in files:
+        shutil.copy(_families.FIXTURES / "roberta" / file, folder / file)
+    hashes = {f: hashlib.sha256((folder / f).read_bytes()).hexdigest() for f in files}
+    config = kbert.convert.read(_families.FIXTURES / "roberta").config
+    write_preset("roberta_served", "roberta", config,
+                 {"url": f"{base}/", "sha256": hashes, "format": "hf", "files": files})
+    test_roberta_checkpoints.check_against_transformers(presets.load("roberta_served"))
+    tokenizer = presets.load_tokenizer("roberta_served")  # from the converted cache
+    expected = kbert.convert.load_tokenizer(_families.FIXTURES / "roberta")
+    assert tokenizer.merges == expected.merges and tokenizer.vocabulary == expected.vocabulary
+    assert len(_Handler.requests) == len(files)

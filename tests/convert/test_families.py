@@ -194,9 +194,9 @@ def test_unsupported_variants_are_refused_by_name(tmp_path):
     generator_config.write_text(json.dumps({**values, "num_attention_heads": 2}))
     with pytest.raises(ValueError, match="the generator has 2 heads"):
         kbert.convert.read(tmp_path / "e")
-    values["model_type"] = "roberta"
+    values["model_type"] = "gpt2"
     (tmp_path / "e" / "config.json").write_text(json.dumps(values))
-    with pytest.raises(ValueError, match="model_type='roberta' is not supported"):
+    with pytest.raises(ValueError, match="model_type='gpt2' is not supported"):
         kbert.convert.read(tmp_path / "e")
 
 

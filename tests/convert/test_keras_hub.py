@@ -74,8 +74,8 @@ def test_other_families_import_with_equal_outputs(tmp_path, family, make):
 
 
 def test_other_keras_hub_models_are_refused(tmp_path):
-    keras_hub.models.RobertaBackbone(
+    keras_hub.models.GPT2Backbone(
         vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
-        max_sequence_length=8).save_to_preset(str(tmp_path / "roberta"))
-    with pytest.raises(ValueError, match="holds a keras-hub RobertaBackbone"):
-        kbert.convert.read(tmp_path / "roberta")
+        max_sequence_length=8).save_to_preset(str(tmp_path / "gpt2"))
+    with pytest.raises(ValueError, match="holds a keras-hub GPT2Backbone"):
+        kbert.convert.read(tmp_path / "gpt2")

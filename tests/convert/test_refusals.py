@@ -346,3 +346,86 @@ def test_a_damaged_kbert_directory_is_refused_by_name(tmp_path, change, named):
     archive.write_bytes(_replace_member(archive, "config.json", change))
     assert_refused(_isolated.run(load, str(folder)), archive, *named,
                    kinds=("CheckpointError", "UnsafeModelError"))
+
+
+# === RoBERTa: the position table's two extra rows, vocab.json + merges.txt ===
+
+ROBERTA = Path(__file__).parents[1] / "fixtures" / "hf_tiny" / "roberta"
+
+
+def roberta_copy(folder, config=None, vocab_json=None, merges_txt=None):
+    """The tiny RoBERTa fixture with config.json changed (`config`: fields) or vocab.json /
+    merges.txt replaced (text or bytes); the other files are links."""
+    folder.mkdir()
+    replaced = {"config.json": None if config is None else json.dumps(
+        {**json.loads((ROBERTA / "config.json").read_text()), **config}),
+        "vocab.json": vocab_json, "merges.txt": merges_txt}
+    for path in ROBERTA.iterdir():
+        content = replaced.get(path.name)
+        if content is None:
+            (folder / path.name).symlink_to(path)
+        elif isinstance(content, bytes):
+            (folder / path.name).write_bytes(content)
+        else:
+            (folder / path.name).write_text(content, encoding="utf-8")
+    return folder
+
+
+def _roberta_vocabulary(change):
+    tokens = json.loads((ROBERTA / "vocab.json").read_text(encoding="utf-8"))
+    return change(tokens)
+
+
+def test_the_tiny_roberta_loads_in_the_capped_child(tmp_path):
+    """max_position_embeddings=26 is 24 positions + 2 rows: what the checks accept."""
+    outcome = _isolated.run(load, str(roberta_copy(tmp_path / "r")))
+    assert outcome.error is None and outcome.message == "loaded", outcome.details
+
+
+@pytest.mark.parametrize("field, value, named", [
+    # the file's value (the table's length), not kbert's max_sequence_length (value - 2)
+    ("max_position_embeddings", 27, ["max_position_embeddings=27",
+                                     "position_embeddings.weight of shape (26, 16)"]),
+    ("max_position_embeddings", 25, ["max_position_embeddings=25", "(26, 16)"]),
+    ("max_position_embeddings", 2_000_002, ["max_position_embeddings=2000002",
+                                            "1,000,000 positions"]),
+    ("vocab_size", 301, ["vocab_size=301", "word_embeddings.weight of shape (300, 16)"]),
+    ("type_vocab_size", 2, ["type_vocab_size=2", "(1, 16)"]),
+    ("num_hidden_layers", 3, ["num_hidden_layers=3", "2 layers"]),
+])
+def test_a_roberta_config_that_is_not_the_weights_is_refused(tmp_path, field, value, named):
+    folder = roberta_copy(tmp_path / "r", config={field: value})
+    assert_refused(_isolated.run(load, str(folder)), folder / "config.json", *named)
+
+
+def _renamed(tokens, old, new):
+    return {(new if token == old else token): i for token, i in tokens.items()}
+
+
+@pytest.mark.parametrize("vocabulary, named", [
+    (lambda t: json.dumps({k: i for k, i in t.items() if i < len(t) - 1}),
+     ["holds 299 tokens", "vocabulary_size=300"]),
+    (lambda t: json.dumps(_renamed(t, "<mask>", "<masque>")),
+     ["lacks the special tokens <mask>"]),
+    (lambda t: json.dumps(_renamed(t, "<pad>", "<PAD>")), ["lacks the special tokens <pad>"]),
+    # JSON keeps the last of two equal keys: the text names "<s>" twice
+    (lambda t: json.dumps(t)[:-1] + ', "<s>": 0}', ["the key '<s>' is listed twice"]),
+    (lambda t: json.dumps({**t, "x!": t["!"]}), ["both have the id 5"]),
+    (lambda t: json.dumps({**t, "!": 300}), ["'!' has the id 300", "0..299"]),
+    (lambda t: json.dumps({**t, "!": "5"}), ["'!' has the id '5'"]),
+    (lambda t: json.dumps(t)[:-1], ["not valid JSON"]),
+    (lambda t: json.dumps(list(t)), ["holds a JSON list", "{token: id}"]),
+])
+def test_a_roberta_vocab_json_that_is_not_the_models_is_refused(tmp_path, vocabulary, named):
+    folder = roberta_copy(tmp_path / "r", vocab_json=_roberta_vocabulary(vocabulary))
+    assert_refused(_isolated.run(load, str(folder)), folder / "vocab.json", *named)
+
+
+@pytest.mark.parametrize("merges, named", [
+    ("#version: 0.2\nh e\nt he x\n", ["line 3 't he x'", "not a pair"]),
+    ("#version: 0.2\nh e\nq z\n", ["merge 1 ('q' 'z')", "'qz'", "vocab.json lacks"]),
+    (b"#version: 0.2\nh e\n\xff\xfe\n", ["not UTF-8 text"]),
+])
+def test_a_roberta_merges_txt_that_is_not_the_vocabularys_is_refused(tmp_path, merges, named):
+    folder = roberta_copy(tmp_path / "r", merges_txt=merges)
+    assert_refused(_isolated.run(load, str(folder)), folder / "merges.txt", *named)

@@ -114,9 +114,10 @@ def test_a_head_tensor_the_task_model_does_not_use_is_an_error(tmp_path, name, e
     assert isinstance(kbert.convert.load(folder, task=None), BertBackbone)  # the encoder
 
 
-def test_an_nli_classifier_keeps_mnli_label_order():
-    _check_task(kbert.convert.load(FIXTURES / "bert_nli", task="text-classification"),
-                "bert_nli", "text_classifier", _tasks.NLI_LABELS, "single_label")
+@pytest.mark.parametrize("name", ["bert_nli", "roberta_nli"])
+def test_an_nli_classifier_keeps_mnli_label_order(name):
+    _check_task(kbert.convert.load(FIXTURES / name, task="text-classification"),
+                name, "text_classifier", _tasks.NLI_LABELS, "single_label")
 
 
 @pytest.mark.parametrize("name, pooling, normalize", [

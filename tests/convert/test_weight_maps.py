@@ -11,7 +11,8 @@ from safetensors import safe_open
 
 import kbert.convert
 from kbert import models
-from kbert.convert import _mapping, albert, bert, distil_bert, electra, families, tf1
+from kbert.convert import (_mapping, albert, bert, deberta_v3, distil_bert, electra, families,
+                           mobile_bert, roberta, tf1)
 from kbert.convert._family import Companion, Family
 from kbert.models.electra.electra_generator import generator_size
 from tests.convert import _families
@@ -25,6 +26,10 @@ CONFIGS = {
     "albert": models.AlbertConfig(**TINY, embedding_size=8, num_groups=2),  # blocks shared
     "distil_bert": models.DistilBertConfig(**TINY, type_vocab_size=0),
     "electra": models.ElectraConfig(**TINY, embedding_size=12),
+    "roberta": models.RobertaConfig(**TINY),
+    "deberta_v3": models.DebertaV3Config(**TINY, position_buckets=4),
+    "mobile_bert": models.MobileBertConfig(**TINY, embedding_size=8, intra_bottleneck_size=8,
+                                           num_feedforward_networks=2),
 }
 
 
@@ -94,6 +99,11 @@ def test_bert_heads_have_the_shapes_of_transformers_bert_for_pretraining():
     ("distil_bert", "distil_bert", "pretrainer"),
     ("electra/generator", "electra", "mlm"),
     ("electra", "electra", None),  # the discriminator file alone
+    ("roberta", "roberta", "pretrainer"),
+    ("deberta_v3_mlm", "deberta_v3", "pretrainer"),
+    ("deberta_v3", "deberta_v3", None),
+    ("mobile_bert", "mobile_bert", "pretrainer"),
+    ("mobile_bert_layer_norm", "mobile_bert", None),  # with the pooler's dense layer
 ])
 def test_the_weight_map_has_the_names_and_shapes_transformers_wrote(fixture, name, head):
     family = families.get(name)
@@ -125,7 +135,7 @@ def test_an_electra_pretrainer_maps_onto_its_discriminator_and_generator_files()
 
 def test_every_family_has_one_complete_record():
     assert list(families.FAMILIES) == list(models.FAMILIES)
-    for module in (bert, albert, distil_bert, electra):
+    for module in (bert, albert, distil_bert, electra, roberta, deberta_v3, mobile_bert):
         records = [v for v in vars(module).values() if isinstance(v, Family)]
         assert records == [module.FAMILY]
         assert families.get(module.FAMILY.name) is module.FAMILY
@@ -162,20 +172,24 @@ def test_records_that_break_the_contract_are_refused():
 
 
 def test_unknown_families_are_named_with_the_known_ones():
-    with pytest.raises(ValueError, match=r"Unknown model family 'roberta'\. Known: bert, "
-                                         r"albert, distil_bert, electra\."):
-        families.get("roberta")
+    with pytest.raises(ValueError, match=r"Unknown model family 'gpt2'\. Known: bert, "
+                                         r"albert, distil_bert, electra, roberta, deberta_v3, "
+                                         r"mobile_bert\."):
+        families.get("gpt2")
     with pytest.raises(ValueError, match=r"model_type='gpt2' is not supported\. Supported: "
-                                         r"albert, bert, distilbert, electra\."):
+                                         r"albert, bert, deberta-v2, distilbert, electra, "
+                                         r"mobilebert, "
+                                         r"roberta\."):
         families.by_model_type("gpt2")
-    with pytest.raises(ValueError, match=r"holds a keras-hub RobertaBackbone; kbert reads "
+    with pytest.raises(ValueError, match=r"holds a keras-hub GPT2Backbone; kbert reads "
                                          r"BertBackbone, AlbertBackbone, DistilBertBackbone, "
-                                         r"ElectraBackbone presets"):
-        families.by_keras_hub_class("RobertaBackbone")
+                                         r"ElectraBackbone, RobertaBackbone, "
+                                         r"DebertaV3Backbone presets"):
+        families.by_keras_hub_class("GPT2Backbone")
     with pytest.raises(ValueError, match="Sequential is not a kbert model of a known family"):
         families.of_model(keras.Sequential())
-    with pytest.raises(ValueError, match="Unknown model family 'roberta'"):
-        kbert.convert.Checkpoint("roberta", CONFIGS["bert"], {}).head
+    with pytest.raises(ValueError, match="Unknown model family 'gpt2'"):
+        kbert.convert.Checkpoint("gpt2", CONFIGS["bert"], {}).head
     with pytest.raises(ValueError, match="distil_bert has no original TF1 release"):
         tf1.tf1_name_to_hf("bert/embeddings/word_embeddings", "distil_bert")
 

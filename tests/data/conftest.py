@@ -1,8 +1,12 @@
 import pytest
 
 from kbert.data import corpora
-from kbert.tokenizers import WordPieceTokenizer
-from kbert.tokenizers.vocab_learning import learn_vocabulary, write_vocabulary
+from kbert.tokenizers import SentencePieceTokenizer, WordPieceTokenizer
+from kbert.tokenizers.vocab_learning import (
+    learn_sentence_piece_model,
+    learn_vocabulary,
+    write_vocabulary,
+)
 from tests.helpers import as_dataset
 
 
@@ -19,3 +23,16 @@ def tokenizer(stdlib_documents, tmp_path_factory):
     path = str(tmp_path_factory.mktemp("vocab") / "vocab.txt")
     write_vocabulary(vocabulary, path)
     return WordPieceTokenizer(path)
+
+
+@pytest.fixture(scope="session")
+def sentence_piece_model(stdlib_documents):
+    """A SentencePiece model (ALBERT's specials) learned from the same part of the corpus."""
+    return learn_sentence_piece_model(as_dataset(stdlib_documents), 2000, max_sentences=4000)
+
+
+@pytest.fixture
+def sentence_piece_tokenizer(sentence_piece_model):
+    """A tokenizer per test: tensorflow-text's SentencePiece model is a resource owned by an
+    eager kernel, which `tf.random.set_seed` (the autouse seed of every test) drops."""
+    return SentencePieceTokenizer(sentence_piece_model)

@@ -52,6 +52,8 @@ PIPELINE_EXPORTS = {
                                     {"truncation": True}),
     "pipeline_sentence_embeddings": ("sentence-embeddings", "hf_tasks/st_bert_mean_normalize",
                                      {}),
+    "pipeline_question_answering": ("question-answering", "hf_tasks/distil_bert_qa",
+                                    {"top_k": 2, "handle_impossible_answer": True}),
 }
 
 # Each family (its pretrainer: the backbone signatures and fill-mask) and each task once; the
@@ -59,7 +61,7 @@ PIPELINE_EXPORTS = {
 EACH = ("bert_pretrainer", "albert_pretrainer", "distil_bert_pretrainer", "electra_pretrainer",
         "multi_label", "token_classifier", "question_answerer_v2", "text_embedder",
         "pipeline_text_classification", "pipeline_zero_shot", "pipeline_token_classification",
-        "pipeline_fill_mask")
+        "pipeline_fill_mask", "pipeline_question_answering")
 
 
 def tokenizer(sentence_piece):

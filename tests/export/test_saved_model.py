@@ -280,3 +280,31 @@ def test_albert_with_its_sentencepiece_tokenizer(tmp_path):
         "mlm_logits"])[0, 0]
     ids = filled["token_ids"].numpy()[0, 0]
     assert ids.tolist() == np.argsort(-logits)[:len(ids)].tolist()
+
+
+@pytest.mark.slow
+def test_mobile_bert_from_transformers(tmp_path):
+    """MobileBERT's trigram window, bottlenecks and widened MLM table in a SavedModel: the
+    export equals the MobileBertForPreTraining that transformers made
+    (tests/fixtures/make_hf_mobile_bert.py), fill_mask included."""
+    import kbert.convert
+
+    checkpoint = kbert.convert.read(ROOT / "tests" / "fixtures" / "hf_tiny" / "mobile_bert")
+    model, tokenizer = checkpoint.build(), checkpoint.tokenizer()
+    path = str(tmp_path / "mobile_bert")
+    export_saved_model(model, path, tokenizer, sequence_length=16)
+    loaded = tf.saved_model.load(path)
+    texts = ["the word was in the way", "she said they had many of them then"]
+    outputs = loaded.signatures["serving_default"](text=tf.constant(texts))
+    inputs = pack(tokenizer, [tokenizer.tokenize(tf.constant(texts))], 16)
+    expected = model.backbone(inputs)
+    for key in ("sequence_output", "pooled_output"):
+        np.testing.assert_allclose(outputs[key].numpy(), np.asarray(expected[key]), atol=1e-5)
+    filled = loaded.signatures["fill_mask"](text=tf.constant(["the [MASK] was in the way"]))
+    masked = pack(tokenizer, [tokenize_with_masks(tokenizer, tf.constant(
+        ["the [MASK] was in the way"]))], 16)
+    masked = {k: v.numpy() for k, v in masked.items()}
+    logits = np.asarray(model({**masked, "mask_positions": np.array([[2]], "int32")})[
+        "mlm_logits"])[0, 0]
+    ids = filled["token_ids"].numpy()[0, 0]
+    assert ids.tolist() == np.argsort(-logits)[:len(ids)].tolist()

@@ -43,6 +43,29 @@ def test_no_segments():
     assert tuple(layer(IDS).shape) == (2, 4, 8)
 
 
+def test_position_offset_counts_over_the_tokens():
+    """RoBERTa's positions: the table has `position_offset` rows more; the tokens take rows
+    offset, offset + 1, ... in order, padding (mask 0) row offset - 1, wherever it is."""
+    layer = make(position_offset=2, type_vocab_size=1, dropout=0.0)
+    _checks.check_config_round_trip(layer)
+    mask = np.array([[1, 1, 1, 0], [0, 0, 1, 1]], "int32")
+    out = keras.ops.convert_to_numpy(layer(IDS, padding_mask=mask))
+    assert tuple(layer.position_embedding.shape) == (6 + 2, 8)
+    table = keras.ops.convert_to_numpy(layer.position_embedding)
+    rows = np.array([[2, 3, 4, 1], [1, 1, 2, 3]])
+    total = (keras.ops.convert_to_numpy(layer.token_embedding.embeddings)[IDS] + table[rows]
+             + keras.ops.convert_to_numpy(layer.segment_embedding.embeddings)[0])
+    mean, var = total.mean(-1, keepdims=True), total.var(-1, keepdims=True)
+    np.testing.assert_allclose(out, (total - mean) / np.sqrt(var + 1e-12), atol=1e-5)
+    # No mask: no padding, every column a token. Six tokens fit, a seventh does not.
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(layer(IDS)),
+                               keras.ops.convert_to_numpy(layer(IDS, padding_mask=np.ones_like(
+                                   IDS))), atol=1e-6)
+    layer(np.zeros((1, 6), "int32"))
+    with pytest.raises(ValueError, match="Sequence length 7 is longer"):
+        layer(np.zeros((1, 7), "int32"))
+
+
 def test_too_long_sequence_is_an_error():
     with pytest.raises(ValueError, match="Sequence length 7 is longer than max_sequence_length=6"):
         make()(np.zeros((1, 7), "int32"), np.zeros((1, 7), "int32"))
@@ -55,6 +78,7 @@ def test_too_long_sequence_is_an_error():
         ({"dropout": 1.5}, "dropout"),
         ({"embedding_size": -2}, "embedding_size"),
         ({"type_vocab_size": -1}, "type_vocab_size"),
+        ({"position_offset": -1}, "position_offset"),
     ],
 )
 def test_bad_arguments(kwargs, message):

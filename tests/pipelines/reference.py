@@ -78,9 +78,12 @@ DIVERGENT = frozenset(
 
 # transformers' error (type, start of its message) -> kbert's (class, a phrase of its
 # message): the refusal an input must get. transformers fails on a text longer than the
-# position table inside torch; kbert names the length.
+# position table inside torch (BERT: the segment buffer; RoBERTa: the positions it derives
+# from the pad id); kbert names the length.
 ERRORS = [
     ("RuntimeError", "The size of tensor a", "InputTooLongError",
+     "tokens long; the model takes at most"),
+    ("RuntimeError", "The expanded size of the tensor", "InputTooLongError",  # RoBERTa's
      "tokens long; the model takes at most"),
     ("Exception", "Truncation error: Sequence to truncate too short", "InputTooLongError",
      "leaves no room for the context"),
@@ -94,6 +97,8 @@ ERRORS = [
      "ValueError", "You must include at least one label and at least one sequence."),
     ("PipelineException", "No mask_token ([MASK]) found on the input", "ValueError",
      "No mask_token ([MASK]) found"),
+    ("PipelineException", "No mask_token (<mask>) found on the input", "ValueError",
+     "No mask_token (<mask>) found"),
 ]
 
 

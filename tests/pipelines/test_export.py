@@ -24,7 +24,11 @@ FAST = [
     ("sentence-embeddings", "hf_tasks/st_bert_mean_normalize", {}),
     ("fill-mask", "hf_tiny/distil_bert", {}),
     ("token-classification", "hf_tasks/bert_token", {"aggregation_strategy": "first"}),
+    ("question-answering", "hf_tasks/bert_qa", {}),
+    ("token-classification", "hf_tasks/albert_token", {"aggregation_strategy": "first"}),
+    ("question-answering", "hf_tasks/albert_qa", {}),
 ]
+WINDOWS = {"max_seq_len": 32, "doc_stride": 8, "max_answer_len": 4, "top_k": 2}
 SLOW = [
     ("text-classification", "hf_tasks/bert_seq_single", {"top_k": None}),
     ("text-classification", "hf_tasks/bert_seq_single", {"top_k": 2}),
@@ -56,8 +60,48 @@ SLOW = [
     ("token-classification", "hf_tasks/bert_token", {"ignore_labels": []}),
     ("token-classification", "hf_tasks/electra_token",
      {"aggregation_strategy": "simple", "ignore_labels": ["O", "B-PER"]}),
+    ("question-answering", "hf_tasks/bert_qa", {"top_k": 3}),
+    ("question-answering", "hf_tasks/bert_qa", {"top_k": 2, "handle_impossible_answer": True}),
+    ("question-answering", "hf_tasks/bert_qa", WINDOWS),
+    ("question-answering", "hf_tasks/bert_qa", {"align_to_words": False}),
+    ("question-answering", "hf_tasks/bert_qa", {"doc_stride": 200, "max_seq_len": 64}),
+    ("question-answering", "hf_tasks/distil_bert_qa", {}),
+    ("question-answering", "hf_tasks/albert_qa", {"top_k": 3}),
+    ("question-answering", "hf_tasks/albert_qa", {"top_k": 2, "handle_impossible_answer": True}),
+    ("question-answering", "hf_tasks/albert_qa", WINDOWS),
+    ("question-answering", "hf_tasks/albert_qa", {"align_to_words": False}),
+    ("question-answering", "hf_tasks/albert_qa", {"doc_stride": 200, "max_seq_len": 64}),
+    *[("token-classification", "hf_tasks/albert_token", options) for options in (
+        {"aggregation_strategy": "none"}, {"aggregation_strategy": "simple"},
+        {"aggregation_strategy": "average"}, {"aggregation_strategy": "max"},
+        {"ignore_labels": []},
+        {"aggregation_strategy": "simple", "ignore_labels": ["O", "B-PER"]})],
 ]
 EXPORTS = FAST + SLOW
+
+# Inputs beyond the reference's, run on an export as its cases and compared with the
+# pipeline: an empty batch; a batch of questions with different numbers of windows (the
+# 20,000-character context among them; answers differing only in case, a NUL inside one),
+# and a question that leaves a window less room than doc_stride.
+_QUESTION = "where is the capital of the country that is called france in europe today and when"
+EXTRA = {
+    ("question-answering", "hf_tasks/bert_qa", json.dumps({})): [
+        {"question": [], "context": []}],
+    ("question-answering", "hf_tasks/bert_qa", json.dumps(WINDOWS, sort_keys=True)): [
+        {"question": ["Where does John work?", "Who founded Apple?", "What?"],
+         "context": ["@long", "Apple was founded by Steve Jobs in California.",
+                     "LONDON london London. tab\x00null TAB\x00NULL"]},
+        {"question": [_QUESTION, _QUESTION + " did it move there from"],
+         "context": ["Paris is the capital of France.", "@long"]},
+    ],
+    # Special-token literals typed in a context: ALBERT's pipeline makes them its tokens, of
+    # no word.
+    ("question-answering", "hf_tasks/albert_qa", json.dumps(WINDOWS, sort_keys=True)): [
+        {"question": ["Where does John work?", "Who founded Apple?", "Where is John?"],
+         "context": ["@long", "Apple [SEP] was founded by [MASK]ed Steve[CLS]Jobs.",
+                     "<unk> <pad> [UNK] [sep] John works at Google [MASK]"]},
+    ],
+}
 
 FRESH = """
 import pickle, sys
@@ -106,6 +150,14 @@ def _calls(task, inputs, options):
         return [("serving_default", {"sequences": _strings(texts),
                                      "candidate_labels": _strings(labels)})], \
             [(0, i) for i in range(len(texts))]
+    if task == "question-answering":
+        questions = inputs["question"] if isinstance(inputs["question"], list) else \
+            [inputs["question"]]
+        contexts = inputs["context"] if isinstance(inputs["context"], list) else \
+            [inputs["context"]] * len(questions)
+        return [("serving_default", {"question": _strings(questions),
+                                     "context": _strings(contexts)})], \
+            [(0, i) for i in range(len(questions))]
     items = [inputs] if isinstance(inputs, (str, dict)) else list(inputs)
     singles = [i for i, item in enumerate(items) if isinstance(item, str)]
     pairs = [i for i, item in enumerate(items) if isinstance(item, dict)]
@@ -154,6 +206,10 @@ def _row(task, outputs, row, options):
                 if k in outputs]
         return [{k: _item(outputs[k][row, e]) for k in keys}
                 for e in range(outputs["num_entities"][row])]
+    if task == "question-answering":
+        answers = [{k: _item(outputs[k][row, a]) for k in ("score", "start", "end", "answer")}
+                   for a in range(outputs["num_answers"][row])]
+        return answers[0] if len(answers) == 1 else answers
     raise AssertionError(task)
 
 
@@ -171,6 +227,8 @@ def _answer(task, inputs, options, results, placement):
         if isinstance(inputs, str):
             return [rows[0]] if legacy else rows[0]
         return rows[0] if isinstance(inputs, dict) else rows
+    if task == "question-answering":  # a dict of lists: one result for one question
+        return rows[0] if len(rows) == 1 else rows
     if task == "fill-mask":
         return rows[0] if single or len(rows) == 1 else rows
     return rows[0] if single else rows
@@ -179,8 +237,8 @@ def _answer(task, inputs, options, results, placement):
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, request):
     """Every export the run's selected tests need, the calls of its cases, and the fresh
-    process's results: {export key: [(case index, results, placement)], or the error that
-    refused the export}."""
+    process's results: {export key: [((label, inputs, options), results, placement)], or
+    the error that refused the export}."""
     tmp = tmp_path_factory.mktemp("pipeline_exports")
     wanted = {_key(*item.callspec.params.values()) for item in request.session.items
               if item.originalname == "test_the_export_answers_as_the_pipeline"}
@@ -196,26 +254,31 @@ def served(tmp_path_factory, request):
             plan[_key(task, model, options)] = error
             continue
         entries = []
-        for index in _cases(task, model, options):
-            inputs = reference.expand(task.replace("-", "_"),
-                                      reference.load(task.replace("-", "_"))["cases"][index]
-                                      ["inputs"])
+        name = task.replace("-", "_")
+        cases = [(f"case {index}", case["inputs"], case["options"])
+                 for index, case in enumerate(reference.load(name)["cases"])
+                 if index in _cases(task, model, options)]
+        cases += [(f"extra input {n}", inputs, options)
+                  for n, inputs in enumerate(EXTRA.get(_key(task, model, options), []))]
+        for label, inputs, case_options in cases:
+            inputs = reference.expand(name, inputs)
             case_calls, placement = _calls(task, inputs, options)
             first = len(calls)
             calls.extend((path, signature, args) for signature, args in case_calls)
-            entries.append((index, range(first, len(calls)), placement))
+            entries.append(((label, inputs, case_options), range(first, len(calls)),
+                            placement))
         plan[_key(task, model, options)] = entries
     with open(tmp / "calls.pkl", "wb") as f:
         pickle.dump(calls, f)
     script = tmp / "fresh.py"
     script.write_text(FRESH)
     subprocess.run([sys.executable, str(script), str(tmp / "calls.pkl"),
-                    str(tmp / "results.pkl")], check=True, timeout=600)
+                    str(tmp / "results.pkl")], check=True, timeout=1500)
     with open(tmp / "results.pkl", "rb") as f:
         results = pickle.load(f)
     return {key: entries if isinstance(entries, Exception) else
-            [(index, [results[c] for c in span], placement)
-             for index, span, placement in entries]
+            [(case, [results[c] for c in span], placement)
+             for case, span, placement in entries]
             for key, entries in plan.items()}
 
 
@@ -240,22 +303,21 @@ def test_the_export_answers_as_the_pipeline(served, task, model, options):
         _, phrase = reference.expected_error(case["error"])
         assert phrase in str(entries)
         return
-    for index, results, placement in entries:
-        case = reference.load(task.replace("-", "_"))["cases"][index]
-        inputs = reference.expand(task.replace("-", "_"), case["inputs"])
+    for (label, inputs, case_options), results, placement in entries:
         try:
-            expected = pipe(inputs, **case["options"])
+            expected = pipe(**inputs, **case_options) if task == "question-answering" else \
+                pipe(inputs, **case_options)
         except ValueError as error:
             failed = [r for r in results if isinstance(r, str)]
-            assert failed, f"case {index}: the pipeline refuses it ({error}), the export not"
+            assert failed, f"{label}: the pipeline refuses it ({error}), the export not"
             if type(error).__name__ == "InputTooLongError":
                 assert "InputTooLongError" in failed[0], failed[0]
             else:
                 assert str(error).split(":")[0][:40] in failed[0], (str(error), failed[0])
             continue
-        assert not any(isinstance(r, str) for r in results), (index, results)
-        ours = _answer(task, inputs, case["options"], results, placement)
-        reference.assert_same(ours, expected, f"case {index}", tolerance=1e-5)
+        assert not any(isinstance(r, str) for r in results), (label, results)
+        ours = _answer(task, inputs, case_options, results, placement)
+        reference.assert_same(ours, expected, label, tolerance=1e-5)
 
 
 def test_an_export_keeps_its_options_apart_from_the_pipeline(tmp_path):
@@ -263,3 +325,37 @@ def test_an_export_keeps_its_options_apart_from_the_pipeline(tmp_path):
     with pytest.raises(TypeError, match="takes no option 'aggregation_strategy'"):
         pipe.export(str(tmp_path / "x"), aggregation_strategy="simple")
     assert not (tmp_path / "x").exists()
+
+
+def test_question_answering_export_refuses_what_it_cannot_serve(tmp_path):
+    pipe = load_pipeline("question-answering", "hf_tasks/bert_qa")
+    with pytest.raises(ValueError, match="`top_k` must be an integer >= 1, got 0"):
+        pipe.export(str(tmp_path / "x"), top_k=0)
+    with pytest.raises(ValueError, match="max_seq_len=512 is longer than the model's "
+                                         "max_sequence_length=128"):
+        pipe.export(str(tmp_path / "x"), max_seq_len=512)
+    assert not (tmp_path / "x").exists()
+
+
+# Special-token literals typed in a text: the pipeline's own tokens (no entities, counted in
+# the model's length), in the export as in the pipeline.
+LITERALS = ["John [SEP] Smith [MASK]ed in [CLS]London.", "[SEP]", "Paris[MASK]London",
+            "<unk> <UNK> [UNK] [sep] John", "Smith [PAD] [SEP][SEP] works in Paris"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["hf_tasks/albert_token", "hf_tasks/bert_token"])
+def test_token_classification_keeps_special_literals_as_the_pipeline(tmp_path, model):
+    import tensorflow as tf
+
+    pipe = load_pipeline("token-classification", model)
+    options = {"aggregation_strategy": "none", "ignore_labels": []}
+    pipe.export(str(tmp_path / "export"), **options)
+    served = tf.saved_model.load(str(tmp_path / "export")).signatures["serving_default"]
+    outputs = {k: v.numpy() for k, v in served(text=tf.constant(_strings(LITERALS))).items()}
+    expected = pipe(LITERALS, **options)
+    assert any(len(e) < len(pipe.encoder.encode([t], pipe.specials)[0].ids)
+               for t, e in zip(LITERALS, expected))  # some literal is a token, no entity
+    for row, text in enumerate(LITERALS):
+        reference.assert_same(_row("token-classification", outputs, row, options),
+                              expected[row], text, tolerance=1e-5)

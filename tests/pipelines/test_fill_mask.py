@@ -10,7 +10,8 @@ from tests.pipelines.conftest import ids_of
 TASK = "fill_mask"
 
 
-@pytest.mark.parametrize("index", reference.cases(TASK, fast={"hf_tiny/distil_bert"}))
+@pytest.mark.parametrize("index", reference.cases(TASK, fast={"hf_tiny/distil_bert",
+                                                                 "hf_tiny/roberta"}))
 def test_matches_transformers(pipelines, index):
     pipe = pipelines("fill-mask", reference.model_of(TASK, index))
     reference.check(TASK, index, lambda inputs, options: pipe(inputs, **options), ids_of(pipe))

@@ -13,7 +13,8 @@ from tests.pipelines.conftest import ids_of
 TASK = "text_classification"
 
 
-@pytest.mark.parametrize("index", reference.cases(TASK, fast={"hf_tasks/bert_seq_single"}))
+@pytest.mark.parametrize("index", reference.cases(TASK, fast={"hf_tasks/bert_seq_single",
+                                                                  "hf_tasks/roberta_seq_single"}))
 def test_matches_transformers(pipelines, index):
     pipe = pipelines("text-classification", reference.model_of(TASK, index))
     reference.check(TASK, index, lambda inputs, options: pipe(inputs, **options), ids_of(pipe))

@@ -47,7 +47,7 @@ def test_head_is_transformers_head_layer_for_layer(family):
     features = numpy_outputs(model.backbone, x)
     cls = features["sequence_output"][:, 0]
     names = [layer.name for layer in model.layers[len(model.input):]]
-    if family in ("bert", "albert"):  # pooled output -> dropout -> classifier
+    if family in ("bert", "albert", "mobile_bert"):  # pooled output -> dropout -> classifier
         assert names[1:] == ["dropout", "classifier"] and model.head == "pooled"
         k, b = model.classifier.weights
         expected = features["pooled_output"] @ _np(k) + _np(b)
@@ -56,11 +56,12 @@ def test_head_is_transformers_head_layer_for_layer(family):
         pk, pb = model.pre_classifier.weights
         k, b = model.classifier.weights
         expected = np.maximum(cls @ _np(pk) + _np(pb), 0) @ _np(k) + _np(b)
-    else:  # ElectraClassificationHead: dense -> exact GELU -> out_proj
+    else:  # Electra/RobertaClassificationHead (DeBERTa-v3: ContextPooler + classifier):
+        # dense -> exact GELU (RoBERTa: tanh) -> out_proj
         assert names[1:] == ["classifier"] and isinstance(model.classifier, ClassificationHead)
         head = model.classifier
         h = cls @ _np(head.dense.kernel) + _np(head.dense.bias)
-        h = 0.5 * h * (1 + erf(h / np.sqrt(2)))
+        h = np.tanh(h) if family == "roberta" else 0.5 * h * (1 + erf(h / np.sqrt(2)))
         expected = h @ _np(head.out_proj.kernel) + _np(head.out_proj.bias)
     np.testing.assert_allclose(numpy_outputs(model, x), expected, atol=1e-5, rtol=1e-5)
 
@@ -68,9 +69,11 @@ def test_head_is_transformers_head_layer_for_layer(family):
 def test_default_dropout_is_transformers_per_family():
     rates = {family: TextClassifier(tiny_backbone(family), num_classes=2).dropout
              for family in FAMILIES}
-    # BERT / ELECTRA: hidden_dropout_prob; ALBERT: classifier_dropout_prob (the backbone has
-    # none); DistilBERT: seq_classif_dropout.
-    assert rates == {"bert": 0.1, "albert": 0.1, "distil_bert": 0.2, "electra": 0.1}
+    # BERT / ELECTRA / RoBERTa / MobileBERT: hidden_dropout_prob (MobileBERT's is 0); ALBERT:
+    # classifier_dropout_prob (the backbone has none); DistilBERT: seq_classif_dropout;
+    # DeBERTa-v3: hidden_dropout_prob (cls_dropout).
+    assert rates == {"bert": 0.1, "albert": 0.1, "distil_bert": 0.2, "electra": 0.1,
+                     "roberta": 0.1, "deberta_v3": 0.1, "mobile_bert": 0.0}
     model = TextClassifier(tiny_backbone("electra"), num_classes=2)
     assert model.classifier.dropout_layer.rate == 0.1
     assert TextClassifier(tiny_backbone("bert"), num_classes=2, dropout=0.3).get_layer(

@@ -1,9 +1,11 @@
 """ALBERT's SentencePiece tokenizer against the ids of transformers' AlbertTokenizer, which
 tests/fixtures/make_hf_tiny.py saved for the fixture's spiece.model."""
 
+import gc
 import io
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 import sentencepiece
@@ -38,6 +40,25 @@ def test_works_in_tf_data():
         tokenizer.tokenize)
     assert [x.numpy().tolist() for x in dataset] == [tokenizer.tokenize(s).numpy().tolist()
                                                      for s in ("the word", "how will we")]
+
+
+def test_seeding_tensorflow_does_not_break_a_tokenizer_made_before():
+    """TensorFlow's seeding clears its kernel cache; tensorflow-text's SentencePiece resource
+    belonged to a kernel and was deleted with it (the next call failed with "Resource ...
+    does not exist"). Two tokenizers of different models keep their own ids."""
+    tokenizer = SentencePieceTokenizer(ALBERT / "spiece.model")
+    other = SentencePieceTokenizer(ALBERT.parent.parent / "tokenizer_parity" / "spiece.model")
+    before = tokenizer.tokenize(["the word was"]).to_list()
+    other_before = other.tokenize(["the word was"]).to_list()
+    tf.random.set_seed(1)
+    keras.utils.set_random_seed(2)
+    assert tokenizer.tokenize(["the word was"]).to_list() == before
+    assert other.tokenize(["the word was"]).to_list() == other_before
+    assert before != other_before
+    del other
+    gc.collect()
+    assert tokenizer.detokenize(tokenizer.tokenize(["the word was"])).numpy().tolist() == [
+        b"the word was"]
 
 
 def test_a_model_without_albert_specials_is_refused():
@@ -93,3 +114,15 @@ def test_pieces_ending_in_a_digit_and_a_comma_are_split_as_albert_does():
     expected = [albert_encode_pieces(python, t) for t in text]
     assert expected != [python.encode(t) for t in text]  # the split does something here
     assert SentencePieceTokenizer(model.getvalue()).tokenize(text).to_list() == expected
+
+
+def test_word_start_rule():
+    """A piece that starts with "▁" starts a word; the pieces after it, up to the next such
+    piece, are its continuation (whole-word masking goes by it)."""
+    tokenizer = SentencePieceTokenizer(ALBERT / "spiece.model")
+    text = "the word was written by the people who were there"
+    pieces = [tokenizer.id_to_token(i) for i in tokenizer.tokenize(text).numpy()]
+    starts = [tokenizer.starts_word(p) for p in pieces]
+    assert sum(starts) == len(text.split())  # one start per word of the text
+    assert not all(starts)  # and this tiny model spells some words in several pieces
+    assert not any(tokenizer.is_placeholder(p) for p in tokenizer.vocabulary)

@@ -115,3 +115,13 @@ def test_words_longer_than_max_chars_per_word_are_one_unk():
     for bad in (0, 1000, 2.0, True):
         with pytest.raises(ValueError, match="max_chars_per_word must be an integer"):
             WordPieceTokenizer(VOCAB, max_chars_per_word=bad)
+
+
+def test_word_start_rule_and_placeholders():
+    """"##" pieces continue a word (whole-word masking goes by it); bracketed tokens are
+    placeholders that masking never predicts nor draws."""
+    tokenizer = WordPieceTokenizer(VOCAB + ["[unused0]"])
+    assert [tokenizer.starts_word(t) for t in ("un", "##aff", "##able", ".", "the")] == [
+        True, False, False, True, True]
+    assert [tokenizer.is_placeholder(t) for t in ("[unused0]", "[MASK]", "the", "[", "##s")] == [
+        True, True, False, False, False]

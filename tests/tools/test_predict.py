@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from kbert.pipelines import batch_prediction
 from kbert.pipelines.batch_prediction import (
     PredictionConfig, PredictionStopped, run_prediction,
 )
@@ -190,7 +191,7 @@ def test_flags_map_to_the_config_and_bad_ones_are_refused(tmp_path):
         run_prediction(config(tmp_path, input=text, task="question-answering"))
 
 
-def test_resume_cuts_a_torn_line_and_appends_the_rest(tmp_path, capsys):
+def test_resume_cuts_a_torn_line_and_appends_the_rest(tmp_path, capsys, monkeypatch):
     rows = [{"text": t} for t in texts(13)]
     path = write_rows(tmp_path / "in.jsonl", "jsonl", rows)
     whole = config(tmp_path, input=path, output=str(tmp_path / "whole.jsonl"))
@@ -201,16 +202,34 @@ def test_resume_cuts_a_torn_line_and_appends_the_rest(tmp_path, capsys):
     # A run killed while writing its third call: two calls' lines and a torn one.
     broken = tmp_path / "broken.jsonl"
     broken.write_text("".join(complete[:6]) + complete[6][:17])
+    shutil.copy(f"{whole.output}.run.json", f"{broken}.run.json")  # written as a run starts
     result = run_prediction(config(tmp_path, input=path, output=str(broken)))
     assert result["written"] == 7
     assert "Resuming" in capsys.readouterr().out
     assert broken.read_text() == "".join(complete)
 
-    # Finished: nothing loads (the model is not even there), nothing changes.
-    finished = run_prediction(config(tmp_path, input=path, output=str(broken),
-                                     model="/no/model/loads"))
+    # Finished: nothing loads, nothing changes.
+    def no_model(*args):
+        raise AssertionError("a model was loaded for a finished output")
+
+    monkeypatch.setattr(batch_prediction, "_runner", no_model)
+    finished = run_prediction(config(tmp_path, input=path, output=str(broken)))
     assert finished["written"] == 0 and "already holds all 13 rows" in capsys.readouterr().out
     assert broken.read_text() == "".join(complete)
+
+    # Another model's or option's output is not resumed, nor one whose run is not recorded.
+    with pytest.raises(PredictionStopped, match=r"written by another run \(model was '.*', "
+                                                r"now '/another/model'.*Pass --overwrite"):
+        run_prediction(config(tmp_path, input=path, output=str(broken), model="/another/model"))
+    with pytest.raises(PredictionStopped, match=r"pipeline_options was \{\}, now \{'top_k': 2\}"):
+        run_prediction(config(tmp_path, input=path, output=str(broken),
+                              pipeline_options={"top_k": 2}))
+    os.rename(f"{broken}.run.json", tmp_path / "kept.json")
+    with pytest.raises(PredictionStopped, match=r"broken.jsonl.run.json, the record of the run "
+                                                r"that wrote them, is missing"):
+        run_prediction(config(tmp_path, input=path, output=str(broken)))
+    os.rename(tmp_path / "kept.json", f"{broken}.run.json")
+    monkeypatch.undo()
 
     # Another input's output is not resumed; --overwrite starts again.
     other = write_rows(tmp_path / "other.jsonl", "jsonl", [{"text": "x"}] * 3 + rows)

@@ -124,6 +124,15 @@ def test_sentencepiece_presets_exist():
     assert SENTENCEPIECE_PRESETS  # else the test above checks nothing
 
 
+@pytest.mark.parametrize("spec", ["roberta_base", str(HF_TINY / "roberta")])
+def test_a_byte_level_bpe_teacher_is_refused_before_any_download(no_download, spec):
+    # The pipeline would tokenize with WordPiece on RoBERTa's BPE tokens: refused, by name.
+    with pytest.raises(ConfigError, match=f"--teacher={spec}: its tokenizer is a byte-level "
+                                          "BPE"):
+        teacher_source(spec)
+    assert not no_download.exists()
+
+
 def test_a_wordpiece_preset_gives_its_release(monkeypatch):
     """The vocabulary and the masked-LM model come from the preset's release (here a stand-in
     for distil_bert_base's download: the tiny DistilBERT fixture)."""
@@ -209,3 +218,32 @@ def test_a_directory_that_is_no_checkpoint_is_a_clear_error(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
     with pytest.raises(ConfigError, match="is not a checkpoint kbert can read"):
         teacher_source(str(tmp_path))
+
+
+def test_a_run_reads_back_its_own_kind_of_tokenizer(tmp_path):
+    """A SentencePiece run (ALBERT learns spiece.model into its model_dir) gives its
+    SentencePiece tokenizer back, and as a teacher it is refused by name; a config.json from
+    before --tokenizer_type existed is a WordPiece run."""
+    from kbert.tokenizers import SentencePieceTokenizer, WordPieceTokenizer
+    from kbert.training import runs
+
+    run_dir = tmp_path / "albert_run"
+    (run_dir / "checkpoints").mkdir(parents=True)
+    shutil.copy(HF_TINY / "albert" / "spiece.model", run_dir / "spiece.model")
+    config = dataclasses.asdict(PretrainingConfig(model_dir=str(run_dir), preset="albert_base",
+                                                  objective="mlm"))
+    (run_dir / "config.json").write_text(json.dumps(config))
+    run = runs.read_run(str(run_dir))
+    assert run.tokenizer_type == "sentencepiece"
+    assert isinstance(run.tokenizer(), SentencePieceTokenizer)
+    assert run.vocabulary[:5] == ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
+    with pytest.raises(ConfigError, match=f"--teacher={run_dir}: its tokenizer is "
+                                          "sentencepiece; distillation writes"):
+        teacher_source(str(run_dir))
+
+    old_dir = tmp_path / "old_run"
+    (old_dir / "checkpoints").mkdir(parents=True)
+    (old_dir / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n")
+    del config["tokenizer_type"]
+    (old_dir / "config.json").write_text(json.dumps({**config, "model_dir": str(old_dir)}))
+    assert isinstance(runs.read_run(str(old_dir)).tokenizer(), WordPieceTokenizer)

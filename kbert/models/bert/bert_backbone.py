@@ -27,6 +27,10 @@ class BertBackbone(keras.Model):
     # defaults) are the constructor's arguments: num_groups, type_vocab_size, embedding_size.
     config_class = BertConfig
     has_pooler = True
+    # RoBERTa: no `segment_ids` input (its one segment row is added to every token), and
+    # positions counted from an offset (see `Embeddings`).
+    has_segment_input = True
+    position_offset = 0
 
     def __init__(self, vocabulary_size, num_layers, hidden_size, num_heads, intermediate_size,
                  dtype=None, **kwargs):
@@ -50,6 +54,7 @@ class BertBackbone(keras.Model):
             dropout=config.dropout,
             layer_norm_epsilon=config.layer_norm_epsilon,
             initializer_range=config.initializer_range,
+            position_offset=self.position_offset,
             dtype=dtype,
             name="embeddings",
         )
@@ -75,10 +80,12 @@ class BertBackbone(keras.Model):
                             name="pooler")
 
         # === Functional model ===
-        names = ("token_ids", "segment_ids", "padding_mask") if config.type_vocab_size else (
+        segments = config.type_vocab_size and self.has_segment_input
+        names = ("token_ids", "segment_ids", "padding_mask") if segments else (
             "token_ids", "padding_mask")
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in names}
-        x = embeddings(inputs["token_ids"], inputs.get("segment_ids"))  # [B, S, H]
+        positions = {"padding_mask": inputs["padding_mask"]} if self.position_offset else {}
+        x = embeddings(inputs["token_ids"], inputs.get("segment_ids"), **positions)  # [B, S, H]
         for i in range(config.num_layers):
             block = blocks[i * num_blocks // config.num_layers]
             x = block(x, padding_mask=inputs["padding_mask"])  # [B, S, H]

@@ -38,6 +38,8 @@ class BertPretrainer(Pretrainer, keras.Model):
     """
 
     has_sentence_head = True
+    # `backbone -> MaskedLMHead`; a family with another output layer sets its own.
+    make_masked_lm_head = staticmethod(masked_lm_head)
 
     def __init__(self, backbone, next_sentence_prediction=None, **kwargs):
         if next_sentence_prediction is None:
@@ -50,7 +52,7 @@ class BertPretrainer(Pretrainer, keras.Model):
         config = backbone.config
 
         # === Layers ===
-        mlm_head = masked_lm_head(backbone)
+        mlm_head = type(self).make_masked_lm_head(backbone)
         nsp_head = None
         if next_sentence_prediction:
             nsp_head = NextSentenceHead(

@@ -1,0 +1,234 @@
+"""DeBERTa-v3 weights in Hugging Face names (`DebertaV2ForMaskedLM` without `deberta.`).
+
+The encoder: `embeddings.word_embeddings`, `embeddings.LayerNorm`, `encoder.rel_embeddings`
+and `encoder.LayerNorm` (the relative table and its LayerNorm), and per block
+`encoder.layer.N.attention.self.{query,key,value}_proj`, `attention.output.{dense,LayerNorm}`,
+`intermediate.dense`, `output.{dense,LayerNorm}`. The masked-LM head is the released models'
+`lm_predictions.lm_head.{dense,LayerNorm,bias}` (transformers' `legacy=False`); transformers'
+legacy names `cls.predictions.transform.*` / `cls.predictions.bias` read as the same head.
+The released checkpoints also hold the discriminator's `mask_predictions.*`, which no
+transformers class reads; kbert leaves them unused.
+"""
+
+import numpy as np
+
+from kbert import _keras_private
+from kbert.convert import _mapping, bert
+from kbert.convert._family import Family, Shapes
+from kbert.models import DebertaV3Config
+
+MODEL_TYPE = "deberta-v2"  # transformers' DebertaV2* classes serve DeBERTa-v2 and -v3
+
+CONFIG_FIELDS = {
+    "vocab_size": "vocabulary_size",
+    "num_hidden_layers": "num_layers",
+    "hidden_size": "hidden_size",
+    "num_attention_heads": "num_heads",
+    "intermediate_size": "intermediate_size",
+    "hidden_dropout_prob": "dropout",
+    "attention_probs_dropout_prob": "attention_dropout",
+    "max_position_embeddings": "max_sequence_length",
+    "type_vocab_size": "type_vocab_size",
+    "initializer_range": "initializer_range",
+    "layer_norm_eps": "layer_norm_epsilon",
+    "position_buckets": "position_buckets",
+}
+_BLOCK = "encoder.layer.0."
+SHAPES = Shapes(
+    sizes={"vocabulary_size": ("embeddings.word_embeddings.weight", 0),
+           "embedding_size": ("embeddings.word_embeddings.weight", 1),
+           "type_vocab_size": ("embeddings.token_type_embeddings.weight", 0),
+           "hidden_size": (f"{_BLOCK}attention.self.query_proj.weight", 0),
+           "intermediate_size": (f"{_BLOCK}intermediate.dense.weight", 0)},
+    layers=r"encoder\.layer\.(\d+)\.",
+)
+_HEAD = "lm_predictions.lm_head."
+
+
+def _refuse(source, field, value, expected):
+    raise ValueError(f"{source}: {field}={value!r}; kbert's DeBERTa-v3 has {expected}, as "
+                     "every released DeBERTa-v3.")
+
+
+def config_from_hf(values, source="config.json"):
+    """A `DebertaV3Config` from a Hugging Face deberta-v2 config.json dict; the variants
+    kbert has no form of (DeBERTa-v2's convolution, absolute positions, separate position
+    projections, no relative attention) are refused by name."""
+    if values.get("model_type", MODEL_TYPE) != MODEL_TYPE:
+        raise ValueError(f"{source}: model_type={values['model_type']!r}, expected "
+                         f"{MODEL_TYPE!r}.")
+    checks = (("relative_attention", False, True, "relative attention (true)"),
+              ("position_biased_input", True, False, "no absolute positions (false)"),
+              ("share_att_key", False, True, "position projections shared with the "
+                                             "content ones (share_att_key=true)"),
+              ("conv_kernel_size", 0, 0, "no convolution layer (conv_kernel_size 0)"))
+    for field, default, expected, what in checks:
+        if values.get(field, default) != expected:
+            _refuse(source, field, values.get(field, default), what)
+    norm = [x.strip() for x in str(values.get("norm_rel_ebd", "none")).lower().split("|")]
+    if "layer_norm" not in norm:
+        _refuse(source, "norm_rel_ebd", values.get("norm_rel_ebd", "none"),
+                "a layer-normalized relative table ('layer_norm')")
+    if values.get("position_buckets", -1) <= 0:
+        _refuse(source, "position_buckets", values.get("position_buckets", -1),
+                "log-bucketed relative positions (position_buckets > 0)")
+    if values.get("embedding_size", values.get("hidden_size")) != values.get("hidden_size"):
+        _refuse(source, "embedding_size", values.get("embedding_size"),
+                "embeddings as wide as hidden_size")
+    if values.get("attention_head_size", None) not in (None, values["hidden_size"]
+                                                       // values["num_attention_heads"]):
+        _refuse(source, "attention_head_size", values["attention_head_size"],
+                "hidden_size / num_attention_heads units per head")
+    kwargs = bert.config_kwargs(values, CONFIG_FIELDS, _mapping.HF_ACTIVATIONS, source)
+    kwargs.setdefault("layer_norm_epsilon", 1e-7)
+    relative = values.get("max_relative_positions", -1)
+    kwargs["max_relative_positions"] = relative if relative and relative > 0 else None
+    types = values.get("pos_att_type") or ()
+    kwargs["attention_types"] = types.split("|") if isinstance(types, str) else list(types)
+    return DebertaV3Config(**kwargs)
+
+
+def config_to_hf(config):
+    """A Hugging Face config.json dict for a `DebertaV3Config` (without `architectures`)."""
+    values = bert.config_values(config, CONFIG_FIELDS, MODEL_TYPE)
+    values.update(
+        relative_attention=True, position_biased_input=False, share_att_key=True,
+        norm_rel_ebd="layer_norm", pos_att_type=list(config.attention_types),
+        max_relative_positions=config.max_relative_positions or -1,
+        legacy=False,  # the head under lm_predictions.lm_head, as in the releases
+        # transformers 4.57 would tie lm_head.dense (its "output embeddings") to the token
+        # table and fail; the head reads the table itself.
+        tie_word_embeddings=False,
+    )
+    return values
+
+
+def config_from_keras_hub(values):
+    """A `DebertaV3Config` from keras-hub's `DebertaV3Backbone.get_config()` (exact GELU,
+    LayerNorm epsilon 1e-7, one dropout rate; the buckets reach max_sequence_length)."""
+    return DebertaV3Config(
+        vocabulary_size=values["vocabulary_size"], num_layers=values["num_layers"],
+        hidden_size=values["hidden_dim"], num_heads=values["num_heads"],
+        intermediate_size=values["intermediate_dim"], dropout=values["dropout"],
+        attention_dropout=values["dropout"],
+        max_sequence_length=values["max_sequence_length"],
+        position_buckets=values["bucket_size"])
+
+
+def entries(model):
+    """The weight map of a kbert `DebertaV3Backbone` or `DebertaV3Pretrainer`."""
+    if getattr(model, "generator", None) is not None:
+        raise ValueError(
+            "A DebertaV3RtdPretrainer has no Hugging Face form (transformers has no DeBERTa "
+            "replaced-token-detection class); convert its pretrainer.discriminator().")
+    backbone = getattr(model, "backbone", model)
+    embeddings, relative = backbone.embeddings, backbone.relative_embedding
+    result = [
+        _mapping.Entry(("embeddings.word_embeddings.weight",),
+                       embeddings.token_embedding.embeddings, "copy"),
+        *_mapping.layer_norm_entries("embeddings.LayerNorm", embeddings.layer_norm),
+        _mapping.Entry(("encoder.rel_embeddings.weight",), relative.embeddings, "copy"),
+        *_mapping.layer_norm_entries("encoder.LayerNorm", relative.layer_norm),
+    ]
+    for i, block in enumerate(backbone.transformer_layers):
+        p = f"encoder.layer.{i}."
+        for name, layer in (("attention.self.query_proj", block.query_dense),
+                            ("attention.self.key_proj", block.key_dense),
+                            ("attention.self.value_proj", block.value_dense),
+                            ("attention.output.dense", block.attention_output_dense),
+                            ("intermediate.dense", block.intermediate_dense),
+                            ("output.dense", block.output_dense)):
+            result += _mapping.dense_entries(p + name, layer)
+        result += _mapping.layer_norm_entries(f"{p}attention.output.LayerNorm",
+                                              block.attention_layer_norm)
+        result += _mapping.layer_norm_entries(f"{p}output.LayerNorm", block.output_layer_norm)
+    if getattr(model, "mlm_head", None) is not None:
+        result += _mapping.masked_lm_entries(model.mlm_head, f"{_HEAD}dense",
+                                             f"{_HEAD}LayerNorm", f"{_HEAD}bias")
+    return result
+
+
+def heads_in(weights):
+    # DeBERTa's Hugging Face form has one head, the masked LM: "pretrainer" and "mlm" alike.
+    return "pretrainer" if f"{_HEAD}dense.weight" in weights else None
+
+
+def _numpy(variable):
+    return np.asarray(variable.numpy() if hasattr(variable, "numpy") else variable)
+
+
+def keras_hub_pairs(source, target):
+    """(kbert variable, keras-hub value in kbert's layout) for every weight of keras-hub's
+    `DebertaV3Backbone` `source` and the kbert `DebertaV3Backbone` `target`."""
+    _keras_private.guard("keras_hub_encoder_sublayers")
+    if len(source.transformer_layers) != len(target.transformer_layers):
+        raise ValueError(f"keras-hub backbone has {len(source.transformer_layers)} blocks, "
+                         f"kbert backbone {len(target.transformer_layers)}.")
+    relative = source.relative_embeddings
+    pairs = [
+        (target.embeddings.token_embedding.embeddings, source.token_embedding.embeddings),
+        (target.embeddings.layer_norm.gamma, source.embeddings_layer_norm.gamma),
+        (target.embeddings.layer_norm.beta, source.embeddings_layer_norm.beta),
+        (target.relative_embedding.embeddings, relative.rel_embeddings),
+        (target.relative_embedding.layer_norm.gamma, relative.layer_norm.gamma),
+        (target.relative_embedding.layer_norm.beta, relative.layer_norm.beta),
+    ]
+    for ours, theirs in zip(target.transformer_layers, source.transformer_layers):
+        attention = theirs._self_attention_layer
+        hidden = _numpy(attention._query_dense.kernel).shape[0]
+        for mine, dense in ((ours.query_dense, attention._query_dense),
+                            (ours.key_dense, attention._key_dense),
+                            (ours.value_dense, attention._value_dense)):
+            pairs += [(mine.kernel, _numpy(dense.kernel).reshape(hidden, -1)),
+                      (mine.bias, _numpy(dense.bias).reshape(-1))]
+        pairs += [
+            (ours.attention_output_dense.kernel, attention._output_dense.kernel),
+            (ours.attention_output_dense.bias, attention._output_dense.bias),
+            (ours.attention_layer_norm.gamma, theirs._self_attention_layer_norm.gamma),
+            (ours.attention_layer_norm.beta, theirs._self_attention_layer_norm.beta),
+            (ours.intermediate_dense.kernel, theirs._feedforward_intermediate_dense.kernel),
+            (ours.intermediate_dense.bias, theirs._feedforward_intermediate_dense.bias),
+            (ours.output_dense.kernel, theirs._feedforward_output_dense.kernel),
+            (ours.output_dense.bias, theirs._feedforward_output_dense.bias),
+            (ours.output_layer_norm.gamma, theirs._feedforward_layer_norm.gamma),
+            (ours.output_layer_norm.beta, theirs._feedforward_layer_norm.beta),
+        ]
+    return [(variable, _numpy(value)) for variable, value in pairs]
+
+
+FAMILY = Family(
+    name="deberta_v3",
+    entries=entries,
+    heads_in=heads_in,
+    model_type=MODEL_TYPE,
+    prefix="deberta.",
+    head_prefixes=("lm_predictions.",),
+    architectures={None: "DebertaV2Model", "mlm": "DebertaV2ForMaskedLM",
+                   "pretrainer": "DebertaV2ForMaskedLM"},
+    tied=("cls.predictions.decoder.weight",),  # the legacy head's copy of the token table
+    aliases={"cls.predictions.transform.dense.weight": f"{_HEAD}dense.weight",
+             "cls.predictions.transform.dense.bias": f"{_HEAD}dense.bias",
+             "cls.predictions.transform.LayerNorm.weight": f"{_HEAD}LayerNorm.weight",
+             "cls.predictions.transform.LayerNorm.bias": f"{_HEAD}LayerNorm.bias",
+             "cls.predictions.decoder.bias": f"{_HEAD}bias",
+             "cls.predictions.bias": f"{_HEAD}bias"},
+    tokenizer_class="DebertaV2Tokenizer",
+    sentencepiece_file="spm.model",
+    # kbert.tokenizers' DEBERTA_SPECIAL_PIECES (that module imports TensorFlow); [MASK] is
+    # transformers' added token after the pieces; the text goes to SentencePiece as it is.
+    sentencepiece_arguments={
+        "special_pieces": {"pad": "[PAD]", "unk": "[UNK]", "cls": "[CLS]", "sep": "[SEP]",
+                           "mask": "[MASK]"},
+        "added_pieces": ("[MASK]",),
+        "albert_preprocess": False,
+    },
+    spare_vocabulary_rows=True,
+    lowercase=False,
+    config_fields=CONFIG_FIELDS,
+    shapes=SHAPES,
+    config_from_hf=config_from_hf,
+    config_to_hf=config_to_hf,
+    keras_hub_class="DebertaV3Backbone",
+    config_from_keras_hub=config_from_keras_hub,
+    keras_hub_pairs=keras_hub_pairs,
+)

@@ -1,0 +1,306 @@
+"""TFLite models with the tokenizer inside: a string in, labels and probabilities (or the
+backbone's hidden states) out, on TFLite's built-in ops and tensorflow-text's TFLite kernels
+only (`kbert.export.tflite_ops`): no Flex op, no TensorFlow on the device.
+
+The graph is that of a SavedModel signature written for TFLite: tokenization is
+tensorflow-text's `FastBertTokenizer` (its normaliser and WordPiece have TFLite kernels,
+kbert's regex normalisation has none), and the ragged wordpieces are cut and padded with
+`RaggedTensorToTensor` and plain arithmetic, never by slicing a ragged tensor (which adds
+`RaggedRange`, an op TFLite has no kernel for).
+"""
+
+import os
+import tempfile
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from kbert.export.signature_helpers import STRINGS, label_names_of, run_model
+from kbert.export.tflite_ops import check_ops
+from kbert.models.bert.bert_backbone import BertBackbone
+from kbert.models.pretrainer import Pretrainer
+from kbert.tasks import TextClassifier, TextEmbedder
+from kbert.tasks.task import Task
+
+QUANTIZE = (None, "dynamic", "float16")
+IDS = tf.TensorSpec([None, None], tf.int32)
+
+
+def text_tokenizer(tokenizer, split_literals=False):
+    """The TFLite twin of a kbert `WordPieceTokenizer`: a `tensorflow_text.FastBertTokenizer`
+    on the same vocabulary, or a ValueError naming the option TFLite cannot follow.
+
+    Where the two differ (see `export_tflite`): BERT's normalisation in kbert deletes control
+    characters and, uncased, lower-cases as Python does; tensorflow-text's
+    normaliser makes those characters spaces and case-folds with NFKC.
+    `split_literals`: a tokenizer with `split_special_tokens=False` is taken too, and literals
+    are split as text (for a caller that documents it); else such a tokenizer is refused.
+    """
+    if getattr(tokenizer, "model", None) is not None:
+        raise ValueError(
+            "A SentencePieceTokenizer (ALBERT) cannot go inside a TFLite model: ALBERT's "
+            "preprocessing (lower-casing, accent stripping, the digit-comma split) has no TFLite "
+            "kernel. Export with tokenizer=None (token ids in) and tokenize on the host.")
+    if not (tokenizer.split_special_tokens or split_literals):
+        raise ValueError(
+            "The tokenizer has split_special_tokens=False (a literal \"[SEP]\" in a text gives "
+            "the [SEP] id), which needs a regex split that TFLite has no kernel for. Make the "
+            "tokenizer with split_special_tokens=True (literals are split as text) to export "
+            "it, or export with tokenizer=None (token ids in).")
+    return tf_text.FastBertTokenizer(
+        vocab=tokenizer.vocabulary,
+        token_out_type=tf.int32,
+        unknown_token=tokenizer.vocabulary[tokenizer.unk_id],
+        # kbert's limit is in characters, FastBertTokenizer's in bytes: equal for ASCII; a
+        # longer word of multi-byte characters can become [UNK] earlier here.
+        max_bytes_per_word=tokenizer.max_chars_per_word,
+        lower_case_nfd_strip_accents=tokenizer.lowercase,
+    )
+
+
+def pack_text(tokenizer, ids, sequence_length):
+    """Ragged wordpiece ids [B, (pieces)] -> [CLS] ids [SEP] cut to `sequence_length` and
+    padded: `token_ids`, `segment_ids`, `padding_mask` int32 [B, sequence_length]."""
+    budget = sequence_length - 2
+    count = tf.minimum(tf.cast(ids.row_lengths(), tf.int32), budget)[:, None]  # [B, 1]
+    pieces = ids.to_tensor(default_value=tokenizer.pad_id, shape=[None, budget])
+    edge = tf.fill([tf.shape(pieces)[0], 1], tokenizer.pad_id)
+    shifted = tf.concat([edge, pieces, edge], axis=1)  # piece i at position i + 1
+    position = tf.range(sequence_length)[None, :]
+    token_ids = tf.where(position == 0, tokenizer.cls_id,
+                         tf.where(position == count + 1, tokenizer.sep_id,
+                                  tf.where(position <= count, shifted, tokenizer.pad_id)))
+    return {"token_ids": token_ids, "segment_ids": tf.zeros_like(token_ids),
+            "padding_mask": tf.cast(position <= count + 1, tf.int32)}
+
+
+def pack_pairs(tokenizer, first, second, sequence_length):
+    """Ragged ids of A and B [B, (pieces)] -> [CLS] A [SEP] B [SEP] trimmed round-robin as
+    `tensorflow_text.RoundRobinTrimmer` (what kbert's SavedModels use) and padded, by
+    arithmetic on dense tensors: `token_ids`, `segment_ids`, `padding_mask` int32 [B, S]."""
+    budget = sequence_length - 3
+    a = tf.cast(first.row_lengths(), tf.int32)[:, None]  # [B, 1]
+    b = tf.cast(second.row_lengths(), tf.int32)[:, None]
+    # Round-robin: A takes one, then B, ... until the budget is spent or a segment is.
+    a = tf.minimum(a, tf.maximum((budget + 1) // 2, budget - b))
+    b = tf.minimum(b, budget - a)
+    dense_a = first.to_tensor(default_value=tokenizer.pad_id, shape=[None, budget])
+    dense_b = second.to_tensor(default_value=tokenizer.pad_id, shape=[None, budget])
+    edge = tf.fill([tf.shape(dense_a)[0], 1], tokenizer.pad_id)
+    shifted_a = tf.concat([edge, dense_a, edge, edge], axis=1)  # piece i at position i + 1
+    position = tf.range(sequence_length)[None, :]
+    in_b = tf.clip_by_value(position - a - 2, 0, budget - 1)  # [B, S]
+    from_b = tf.gather(dense_b, in_b, batch_dims=1)
+    token_ids = tf.where(
+        position == 0, tokenizer.cls_id, tf.where(
+            position <= a, shifted_a, tf.where(
+                (position == a + 1) | (position == a + b + 2), tokenizer.sep_id, tf.where(
+                    position <= a + b + 1, from_b, tokenizer.pad_id))))
+    # tf.where, not a cast of the condition: the converter folds Embedding's negative-index
+    # check on a cast bool into a zeros_like of bools, which TFLite has no kernel for.
+    return {"token_ids": token_ids,
+            "segment_ids": tf.where((position >= a + 2) & (position <= a + b + 2), 1, 0),
+            "padding_mask": tf.cast(position <= a + b + 2, tf.int32)}
+
+
+def convert(archive, path, quantize):
+    """Writes the ExportArchive `archive` as a TFLite model at `path` with `quantize`; checks
+    that it holds no op outside the built-in and tensorflow-text sets. Returns `path`."""
+    if quantize not in QUANTIZE:
+        raise ValueError(f"quantize={quantize!r}; allowed: None (float32), 'dynamic' (int8 "
+                         f"weights, float activations) or 'float16'.")
+    with tempfile.TemporaryDirectory() as directory:
+        archive.write_out(directory, verbose=False)
+        converter = tf.lite.TFLiteConverter.from_saved_model(directory)
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        converter.allow_custom_ops = True  # tensorflow-text's; check_ops refuses any other
+        if quantize is not None:
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        if quantize == "float16":
+            converter.target_spec.supported_types = [tf.float16]
+        flatbuffer = converter.convert()
+    check_ops(flatbuffer)
+    directory = os.path.dirname(os.fspath(path))
+    if directory:
+        tf.io.gfile.makedirs(directory)
+    with tf.io.gfile.GFile(os.fspath(path), "wb") as f:
+        f.write(flatbuffer)
+    return path
+
+
+def _backbone_of(model):
+    if isinstance(model, Task):
+        return model.backbone
+    if isinstance(model, BertBackbone):
+        return model
+    if isinstance(model, Pretrainer) and isinstance(getattr(model, "backbone", None),
+                                                    BertBackbone):
+        return model.backbone
+    raise TypeError(f"export_tflite takes a backbone, a pretrainer (its backbone is exported), "
+                    f"a TextClassifier or a TextEmbedder, or a pipeline; got "
+                    f"{type(model).__name__}.")
+
+
+def _outputs(model, backbone, label_names):
+    """features -> the model's named outputs, and what the archive must track."""
+    if isinstance(model, TextClassifier):
+        from kbert.export.task_signatures import classification_outputs
+
+        names = label_names_of(model, label_names) if model.problem_type != "regression" \
+            else None
+
+        def classify(features):
+            outputs = classification_outputs(model, run_model(model, features), names)
+            if "labels" in outputs:
+                # TFLite selects no strings: every class name, the chosen (the first
+                # `num_labels`) first, where the SavedModel has "" after the chosen.
+                chosen = outputs["probabilities"] > 0.5
+                order = tf.argsort(tf.where(chosen, 0, 1), axis=-1, stable=True)
+                outputs["labels"] = tf.gather(tf.constant(names), order)
+            return outputs
+
+        return model, classify
+    if label_names is not None:
+        raise ValueError(f"label_names is for a TextClassifier, not a {type(model).__name__}.")
+    if isinstance(model, TextEmbedder):
+        return model, lambda features: {"embedding": run_model(model, features)}
+    if isinstance(model, Task):
+        raise NotImplementedError(
+            f"export_tflite does not export a {type(model).__name__} yet (its decoding needs "
+            f"ops TFLite has no kernel for); export it with export_saved_model.")
+
+    def hidden(features):
+        outputs = run_model(backbone, features)
+        return {name: outputs[name] for name in ("sequence_output", "pooled_output")
+                if name in outputs}
+
+    return backbone, hidden
+
+
+def export_tflite(model, path, tokenizer=None, quantize=None, sequence_length=None, *,
+                  label_names=None, **pipeline_options):
+    """Writes a TFLite model (a `.tflite` file) that runs on TFLite's built-in ops and
+    tensorflow-text's TFLite kernels (no Flex op).
+
+    With a WordPiece `tokenizer`, `serving_default` takes `text` (string [B]) and tokenizes in
+    the model; without one (or for a `SentencePieceTokenizer`, refused with a message) it
+    takes `token_ids`, `segment_ids` (not DistilBERT) and `padding_mask` (int32
+    [B, sequence_length]). Outputs: a `TextClassifier` gives what its SavedModel gives
+    (`label`, `label_id`, `probabilities`, `logits`; "regression": `score`; "multi_label":
+    `num_labels` and `labels`, every class name with the chosen first), and with text also
+    `serving_pairs` (`text_a`, `text_b`, trimmed round-robin), a `TextEmbedder`
+    `embedding`, a backbone or pretrainer the backbone's `sequence_output` and
+    `pooled_output` (and `padding_mask` from text). Text is cut at `sequence_length`
+    wordpieces.
+
+    Tokenization is tensorflow-text's `FastBertTokenizer`, which kbert's SavedModels do not
+    use: its ids equal kbert's on letters, digits, punctuation, accents, CJK, emoji and long
+    text (tested), and differ on: control characters (NUL, BEL), which become spaces
+    instead of being deleted (format characters are deleted by both); private-use and unassigned
+    characters and U+FFFD, kept; uncased, NFKC compatibility characters and full case folding
+    ("ﬁ" -> "fi", full-width letters, "ß" -> "ss", final sigma); cased, NFC's canonical
+    singletons (CJK compatibility ideographs); a few letters newer than tensorflow-text's
+    ICU; and a word of multi-byte characters, which becomes [UNK] past `max_chars_per_word`
+    bytes rather than characters. `tokenization_differences` lists the characters where the
+    ids differ for a tokenizer. A tokenizer option TFLite cannot follow
+    (`split_special_tokens=False`, SentencePiece) is refused.
+
+    Args:
+        model: a backbone, a pretrainer (its backbone), a `TextClassifier` or a
+            `TextEmbedder`; or a pipeline (`kbert.pipeline`): `pipe.export_tflite`.
+        path: the `.tflite` file.
+        tokenizer: the model's `WordPieceTokenizer` (text in), or None (ids in).
+        quantize: None (float32), "dynamic" (int8 weights, float activations: about a
+            quarter of the size) or "float16" (half the size).
+        sequence_length: the fixed length of the model's inputs (default: the model's
+            `max_sequence_length`).
+        label_names: a `TextClassifier`'s class names (default: the model's).
+        pipeline_options: a pipeline's call options (see `pipe.export_tflite`).
+
+    Returns:
+        `path`.
+    """
+    if callable(getattr(model, "export_tflite", None)):  # a pipeline
+        if tokenizer is not None or sequence_length is not None or label_names is not None:
+            raise ValueError("A pipeline has its tokenizer, length and labels: pass only its "
+                             "call options.")
+        return model.export_tflite(path, quantize=quantize, **pipeline_options)
+    if pipeline_options:
+        raise TypeError(f"export_tflite got unexpected arguments "
+                        f"{', '.join(sorted(pipeline_options))} (call options are for "
+                        f"pipelines).")
+    if quantize not in QUANTIZE:
+        raise ValueError(f"quantize={quantize!r}; allowed: None (float32), 'dynamic' (int8 "
+                         f"weights, float activations) or 'float16'.")
+    backbone = _backbone_of(model)
+    config = backbone.config
+    sequence_length = config.max_sequence_length if sequence_length is None else sequence_length
+    if isinstance(sequence_length, bool) or not isinstance(sequence_length, int) or \
+            not 3 <= sequence_length <= config.max_sequence_length:
+        raise ValueError(f"sequence_length must be an integer in [3, "
+                         f"{config.max_sequence_length}] (the model's max_sequence_length), "
+                         f"got {sequence_length!r}.")
+    tracked, outputs = _outputs(model, backbone, label_names)
+    archive = keras.export.ExportArchive()
+    archive.track(tracked)
+    segments = "segment_ids" in backbone.input
+    if tokenizer is None:
+        def serve_ids(token_ids, segment_ids, padding_mask):
+            return outputs({"token_ids": token_ids, "segment_ids": segment_ids,
+                            "padding_mask": padding_mask})
+
+        def serve_ids_without_segments(token_ids, padding_mask):
+            return outputs({"token_ids": token_ids, "padding_mask": padding_mask})
+
+        fixed = tf.TensorSpec([None, sequence_length], tf.int32)
+        if segments:
+            archive.add_endpoint("serving_default", serve_ids, [fixed] * 3)
+        else:
+            archive.add_endpoint("serving_default", serve_ids_without_segments, [fixed] * 2)
+        return convert(archive, path, quantize)
+    if tokenizer.vocabulary_size != config.vocabulary_size:
+        raise ValueError(f"The tokenizer has {tokenizer.vocabulary_size} tokens but the "
+                         f"model's vocabulary_size is {config.vocabulary_size}.")
+    fast = text_tokenizer(tokenizer)
+    archive.track(fast)
+
+    def serve_text(text):
+        features = pack_text(tokenizer, fast.tokenize(text), sequence_length)
+        result = outputs(features)
+        if tracked is backbone:
+            result["padding_mask"] = features["padding_mask"]
+        return result
+
+    archive.add_endpoint("serving_default", serve_text, [STRINGS])
+    if isinstance(model, TextClassifier):
+        def serve_pairs(text_a, text_b):
+            # Two tokenizer calls: TFLite concatenates no strings.
+            return outputs(pack_pairs(tokenizer, fast.tokenize(text_a), fast.tokenize(text_b),
+                                      sequence_length))
+
+        archive.add_endpoint("serving_pairs", serve_pairs, [STRINGS, STRINGS])
+    return convert(archive, path, quantize)
+
+
+def tokenization_differences(tokenizer, characters):
+    """The characters of `characters` (a string or an iterable of them) whose ids differ
+    between `tokenizer` (kbert's, as in its SavedModels) and its TFLite twin, each tried
+    between two words ("a<c>b <c>"). A list of the characters, in the order given."""
+    characters = list(characters)
+    fast = text_tokenizer(tokenizer)
+    texts = tf.constant([f"a{c}b {c}" for c in characters])
+    ours = tokenizer.tokenize(texts).to_list()
+    theirs = fast.tokenize(texts).to_list()
+    return [c for c, a, b in zip(characters, ours, theirs) if a != b]
+
+
+def interpreter(path):
+    """An `ai_edge_litert` interpreter on the TFLite model at `path` with tensorflow-text's
+    kernels registered (what an app on the device does, in Python). Needs the
+    `ai-edge-litert` package (in kbert's test extra; not a dependency of kbert)."""
+    from ai_edge_litert.interpreter import InterpreterWithCustomOps
+    from tensorflow_text.core.pybinds import tflite_registrar
+
+    return InterpreterWithCustomOps(model_path=os.fspath(path),
+                                    custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS)

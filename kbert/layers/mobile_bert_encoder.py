@@ -1,0 +1,175 @@
+"""One MobileBERT block: bottlenecks around attention and a stack of feed-forward networks."""
+
+import keras
+from keras import ops
+
+from kbert.layers import _utils
+from kbert.layers.hash_dropout import HashDropout
+from kbert.layers.mobile_bert_embeddings import TORCH_LAYER_NORM_EPSILON
+from kbert.layers.no_norm import NORMALIZATION_TYPES, normalization
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class MobileBertEncoder(keras.layers.Layer):
+    """A MobileBERT block as transformers' `MobileBertLayer` computes it (with
+    `use_bottleneck`, `key_query_shared_bottleneck`, not `use_bottleneck_attention`, as in
+    the released model):
+
+        b = norm(dense(x))                         input bottleneck, H -> intra
+        s = norm(dense(x))                         shared query/key bottleneck, H -> intra
+        a = norm(attention(q=s, k=s, v=x) + b)     values from the wide input
+        a = norm(ffn(a) + a)                       num_feedforward_networks - 1 times
+        o = norm(dense(act(dense(a))) + a)         the last feed-forward network
+        y = norm(dropout(dense(o)) + x)            output bottleneck, intra -> H
+
+    Attention runs at the bottleneck width (`intra_bottleneck_size / num_heads` per head);
+    padded keys get -1e9 before a float32 softmax.
+
+    Args:
+        num_heads: attention heads; `intra_bottleneck_size` must be divisible by it.
+        intermediate_size: feed-forward width.
+        intra_bottleneck_size: the width inside the block (128).
+        num_feedforward_networks: feed-forward networks per block (4).
+        normalization_type: "no_norm" or "layer_norm".
+        activation: feed-forward activation (`kbert.layers.ACTIVATION_NAMES`).
+        dropout: dropout on the output bottleneck.
+        attention_dropout: dropout on the attention probabilities.
+        layer_norm_epsilon: epsilon of the LayerNorms (with "layer_norm"; the last
+            feed-forward's norm uses torch's default 1e-5, as transformers builds it).
+        initializer_range: stddev of the truncated-normal kernel initializer.
+
+    Call args:
+        inputs: float tensor [B, S, H].
+        padding_mask: [B, S], 1 for real tokens, 0 for padding; `None` attends to all.
+
+    Returns:
+        float tensor [B, S, H].
+    """
+
+    def __init__(self, num_heads, intermediate_size, intra_bottleneck_size=128,
+                 num_feedforward_networks=4, normalization_type="no_norm", activation="relu",
+                 dropout=0.0, attention_dropout=0.1, layer_norm_epsilon=1e-12,
+                 initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = _utils.check_positive_int("num_heads", num_heads)
+        self.intermediate_size = _utils.check_positive_int("intermediate_size",
+                                                           intermediate_size)
+        self.intra_bottleneck_size = _utils.check_positive_int("intra_bottleneck_size",
+                                                               intra_bottleneck_size)
+        if intra_bottleneck_size % num_heads:
+            raise ValueError(f"intra_bottleneck_size={intra_bottleneck_size} is not divisible "
+                             f"by num_heads={num_heads}.")
+        self.num_feedforward_networks = _utils.check_positive_int(
+            "num_feedforward_networks", num_feedforward_networks)
+        self.normalization_type = normalization_type
+        self.activation = activation
+        self._activation_fn = _utils.get_activation(activation)
+        self.dropout = _utils.check_rate("dropout", dropout)
+        self.attention_dropout = _utils.check_rate("attention_dropout", attention_dropout)
+        self.layer_norm_epsilon = _utils.check_positive_float("layer_norm_epsilon",
+                                                              layer_norm_epsilon)
+        self.initializer_range = _utils.check_positive_float("initializer_range",
+                                                             initializer_range)
+        if normalization_type not in NORMALIZATION_TYPES:
+            raise ValueError(f"Unknown normalization_type {normalization_type!r}. Allowed: "
+                             f"{', '.join(NORMALIZATION_TYPES)}.")
+
+    def _dense(self, units, name, activation=None):
+        return keras.layers.Dense(
+            units, activation=activation,
+            kernel_initializer=_utils.truncated_normal(self.initializer_range),
+            dtype=self.dtype_policy, name=name)
+
+    def _norm(self, name, epsilon=None):
+        return normalization(self.normalization_type, epsilon or self.layer_norm_epsilon,
+                             self.dtype_policy, name)
+
+    def build(self, inputs_shape, padding_mask_shape=None):
+        hidden = inputs_shape[-1]
+        inner = self.intra_bottleneck_size
+        self._head_size = inner // self.num_heads
+
+        # === Layers === (each built on its input width)
+        def built(layer, width):
+            layer.build((None, None, width))
+            return layer
+
+        self.input_bottleneck = built(self._dense(inner, "input_bottleneck"), hidden)
+        self.input_bottleneck_norm = built(self._norm("input_bottleneck_norm"), inner)
+        self.attention_bottleneck = built(self._dense(inner, "attention_bottleneck"), hidden)
+        self.attention_bottleneck_norm = built(self._norm("attention_bottleneck_norm"), inner)
+        self.query_dense = built(self._dense(inner, "query"), inner)
+        self.key_dense = built(self._dense(inner, "key"), inner)
+        self.value_dense = built(self._dense(inner, "value"), hidden)
+        self.attention_probs_dropout = HashDropout(self.attention_dropout,
+                                                   dtype=self.dtype_policy)
+        self.attention_output_dense = built(self._dense(inner, "attention_output_dense"), inner)
+        self.attention_norm = built(self._norm("attention_norm"), inner)
+        # The first num_feedforward_networks - 1 networks (flat lists: Keras tracks lists).
+        stacked = range(self.num_feedforward_networks - 1)
+        self.ffn_intermediate = [
+            built(self._dense(self.intermediate_size, f"ffn_{i}_intermediate",
+                              self._activation_fn), inner)
+            for i in stacked]
+        self.ffn_output = [built(self._dense(inner, f"ffn_{i}_output"), self.intermediate_size)
+                           for i in stacked]
+        self.ffn_norm = [built(self._norm(f"ffn_{i}_norm"), inner) for i in stacked]
+        self.intermediate_dense = built(
+            self._dense(self.intermediate_size, "intermediate_dense", self._activation_fn),
+            inner)
+        self.output_dense = built(self._dense(inner, "output_dense"), self.intermediate_size)
+        self.output_norm = built(self._norm("output_norm", TORCH_LAYER_NORM_EPSILON), inner)
+        self.output_bottleneck = built(self._dense(hidden, "output_bottleneck"), inner)
+        self.output_dropout = HashDropout(self.dropout, dtype=self.dtype_policy)
+        self.output_bottleneck_norm = built(self._norm("output_bottleneck_norm"), hidden)
+        self.built = True
+
+    def _heads(self, x):
+        shape = ops.shape(x)
+        return ops.reshape(x, (shape[0], shape[1], self.num_heads, self._head_size))
+
+    def _attention(self, shared, inputs, padding_mask, training):
+        query = self._heads(self.query_dense(shared))  # [B, S, N, D]
+        key = self._heads(self.key_dense(shared))
+        value = self._heads(self.value_dense(inputs))
+        query = query * ops.cast(1.0 / self._head_size**0.5, query.dtype)
+        scores = ops.cast(ops.einsum("bqnd,bknd->bnqk", query, key), "float32")  # [B, N, S, S]
+        if padding_mask is not None:
+            bias = (1.0 - ops.cast(padding_mask, "float32")) * -1e9  # exp() of it is 0
+            scores = scores + bias[:, None, None, :]
+        probs = ops.cast(ops.softmax(scores, axis=-1), value.dtype)
+        probs = self.attention_probs_dropout(probs, training=training)
+        context = ops.einsum("bnqk,bknd->bqnd", probs, value)  # [B, S, N, D]
+        shape = ops.shape(context)
+        return ops.reshape(context, (shape[0], shape[1], self.intra_bottleneck_size))
+
+    def call(self, inputs, padding_mask=None, training=None):
+        bottleneck = self.input_bottleneck_norm(self.input_bottleneck(inputs))  # [B, S, I]
+        shared = self.attention_bottleneck_norm(self.attention_bottleneck(inputs))
+        context = self._attention(shared, inputs, padding_mask, training)
+        x = self.attention_norm(self.attention_output_dense(context) + bottleneck)
+        for intermediate, output, norm in zip(self.ffn_intermediate, self.ffn_output,
+                                              self.ffn_norm):
+            x = norm(output(intermediate(x)) + x)
+        x = self.output_norm(self.output_dense(self.intermediate_dense(x)) + x)
+        x = self.output_dropout(self.output_bottleneck(x), training=training)
+        return self.output_bottleneck_norm(x + inputs)  # [B, S, H]
+
+    def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
+        return tuple(inputs_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "num_heads": self.num_heads,
+            "intermediate_size": self.intermediate_size,
+            "intra_bottleneck_size": self.intra_bottleneck_size,
+            "num_feedforward_networks": self.num_feedforward_networks,
+            "normalization_type": self.normalization_type,
+            "activation": self.activation,
+            "dropout": self.dropout,
+            "attention_dropout": self.attention_dropout,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "initializer_range": self.initializer_range,
+        })
+        return config

@@ -1,0 +1,85 @@
+"""DeBERTa-v3 encoder: token embeddings, relative position table, disentangled-attention
+blocks."""
+
+import dataclasses
+
+import keras
+
+from kbert.models.bert.bert_backbone import BertBackbone
+from kbert.models.deberta_v3.deberta_v3_config import DebertaV3Config
+from kbert.models.deberta_v3.deberta_v3_embeddings import DebertaV3Embeddings, RelativeEmbedding
+from kbert.models.deberta_v3.disentangled_attention_encoder import DisentangledAttentionEncoder
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class DebertaV3Backbone(BertBackbone):
+    """DeBERTa-v3 encoder (He et al. 2021): token embeddings (no absolute positions, no
+    segments), a layer-normalized table of `2 * position_buckets` relative-position embeddings
+    shared by `num_layers` post-LN blocks of disentangled attention. No pooler. The outputs
+    equal Hugging Face's `DebertaV2Model` and keras-hub's `DebertaV3Backbone` given the same
+    weights.
+
+    Args: the fields of `DebertaV3Config` (validated there; its defaults apply), plus `dtype`
+        and the usual `keras.Model` keyword arguments.
+
+    Inputs (a dict): `token_ids`, `padding_mask`, each int [B, S].
+    Outputs (a dict): `sequence_output` [B, S, H].
+
+    Example:
+        backbone = kbert.presets.load("deberta_v3_base", head=None, weights=None)
+    """
+
+    config_class = DebertaV3Config
+    has_pooler = False
+
+    def __init__(self, vocabulary_size, num_layers, hidden_size, num_heads, intermediate_size,
+                 dtype=None, **kwargs):
+        fields = {f.name for f in dataclasses.fields(self.config_class)}
+        config = self.config_class(
+            vocabulary_size=vocabulary_size, num_layers=num_layers, hidden_size=hidden_size,
+            num_heads=num_heads, intermediate_size=intermediate_size,
+            **{name: kwargs.pop(name) for name in list(kwargs) if name in fields},
+        )
+
+        # === Layers ===
+        embeddings = DebertaV3Embeddings(
+            vocabulary_size=config.vocabulary_size, hidden_size=config.hidden_size,
+            dropout=config.dropout, layer_norm_epsilon=config.layer_norm_epsilon,
+            initializer_range=config.initializer_range, dtype=dtype, name="embeddings")
+        relative_embedding = RelativeEmbedding(
+            position_buckets=config.position_buckets, hidden_size=config.hidden_size,
+            layer_norm_epsilon=config.layer_norm_epsilon,
+            initializer_range=config.initializer_range, dtype=dtype, name="relative_embedding")
+        blocks = [
+            DisentangledAttentionEncoder(
+                num_heads=config.num_heads, intermediate_size=config.intermediate_size,
+                activation=config.activation, dropout=config.dropout,
+                attention_dropout=config.attention_dropout,
+                layer_norm_epsilon=config.layer_norm_epsilon,
+                initializer_range=config.initializer_range,
+                position_buckets=config.position_buckets,
+                max_relative_positions=config.max_relative_distance,
+                attention_types=config.attention_types, dtype=dtype,
+                name=f"transformer_layer_{i}")
+            for i in range(config.num_layers)
+        ]
+
+        # === Functional model ===
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+                  for name in ("token_ids", "padding_mask")}
+        x = embeddings(inputs["token_ids"], inputs["padding_mask"])  # [B, S, H]
+        relative = relative_embedding(x)  # [2P, H]
+        for block in blocks:
+            x = block(x, relative, padding_mask=inputs["padding_mask"])  # [B, S, H]
+        # BertBackbone's parent: keras.Model, which Keras rewrites to Functional.
+        super(BertBackbone, self).__init__(inputs=inputs, outputs={"sequence_output": x},
+                                           dtype=dtype, **kwargs)
+
+        # === Config ===
+        if dtype is not None:
+            self.dtype_policy = keras.dtype_policies.get(dtype)
+        self.config = config
+        self.embeddings = embeddings
+        self.relative_embedding = relative_embedding
+        self.transformer_layers = blocks
+        self.pooler = None

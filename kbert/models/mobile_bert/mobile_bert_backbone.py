@@ -1,0 +1,106 @@
+"""MobileBERT encoder: trigram embeddings, bottlenecked blocks, first-token pooler."""
+
+import dataclasses
+
+import keras
+
+from kbert.layers import MobileBertEmbeddings, MobileBertEncoder, Pooler
+from kbert.models.bert.bert_backbone import BertBackbone
+from kbert.models.mobile_bert.mobile_bert_config import MobileBertConfig
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class FirstTokenPooler(keras.layers.Layer):
+    """MobileBERT's pooler without `classifier_activation`: the first token's vector."""
+
+    def call(self, inputs):
+        return inputs[:, 0, :]  # [B, H]
+
+    def compute_output_shape(self, inputs_shape):
+        return (inputs_shape[0], inputs_shape[-1])
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class MobileBertBackbone(BertBackbone):
+    """MobileBERT encoder (Sun et al. 2020), as transformers' `MobileBertModel`: a 128-wide
+    token table over a 3-token window projected to `hidden_size` (512), `num_layers` blocks
+    that narrow to `intra_bottleneck_size` (128) for attention and
+    `num_feedforward_networks` stacked feed-forward networks, and the first token as the
+    pooled output (through a tanh dense layer with `classifier_activation`).
+
+    Args: the fields of `MobileBertConfig` (validated there; its defaults are the released
+        model's), plus `dtype` and the usual `keras.Model` keyword arguments.
+
+    Inputs and outputs: as `BertBackbone` (`token_ids`, `segment_ids`, `padding_mask` ->
+        `sequence_output` [B, S, H], `pooled_output` [B, H]).
+
+    Example:
+        backbone = kbert.presets.load("mobile_bert", head=None, weights=None)
+    """
+
+    config_class = MobileBertConfig
+
+    def __init__(self, vocabulary_size, num_layers, hidden_size, num_heads, intermediate_size,
+                 dtype=None, **kwargs):
+        fields = {f.name for f in dataclasses.fields(self.config_class)}
+        config = self.config_class(
+            vocabulary_size=vocabulary_size, num_layers=num_layers, hidden_size=hidden_size,
+            num_heads=num_heads, intermediate_size=intermediate_size,
+            **{name: kwargs.pop(name) for name in list(kwargs) if name in fields},
+        )
+
+        # === Layers ===
+        embeddings = MobileBertEmbeddings(
+            vocabulary_size=config.vocabulary_size,
+            hidden_size=config.hidden_size,
+            embedding_size=config.embedding_size,
+            max_sequence_length=config.max_sequence_length,
+            type_vocab_size=config.type_vocab_size,
+            trigram_input=config.trigram_input,
+            normalization_type=config.normalization_type,
+            dropout=config.dropout,
+            initializer_range=config.initializer_range,
+            dtype=dtype,
+            name="embeddings",
+        )
+        blocks = [
+            MobileBertEncoder(
+                num_heads=config.num_heads,
+                intermediate_size=config.intermediate_size,
+                intra_bottleneck_size=config.intra_bottleneck_size,
+                num_feedforward_networks=config.num_feedforward_networks,
+                normalization_type=config.normalization_type,
+                activation=config.activation,
+                dropout=config.dropout,
+                attention_dropout=config.attention_dropout,
+                layer_norm_epsilon=config.layer_norm_epsilon,
+                initializer_range=config.initializer_range,
+                dtype=dtype,
+                name=f"transformer_layer_{i}",
+            )
+            for i in range(config.num_layers)
+        ]
+        if config.classifier_activation:
+            pooler = Pooler(initializer_range=config.initializer_range, dtype=dtype,
+                            name="pooler")
+        else:
+            pooler = FirstTokenPooler(dtype=dtype, name="pooler")
+
+        # === Functional model ===
+        names = ("token_ids", "segment_ids", "padding_mask")
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in names}
+        x = embeddings(inputs["token_ids"], inputs["segment_ids"])  # [B, S, H]
+        for block in blocks:
+            x = block(x, padding_mask=inputs["padding_mask"])  # [B, S, H]
+        outputs = {"sequence_output": x, "pooled_output": pooler(x)}  # [B, S, H], [B, H]
+        # BertBackbone's own __init__ builds BERT's layers; MobileBERT skips to the Model's.
+        super(BertBackbone, self).__init__(inputs=inputs, outputs=outputs, dtype=dtype,
+                                           **kwargs)
+
+        # === Config ===
+        if dtype is not None:
+            self.dtype_policy = keras.dtype_policies.get(dtype)
+        self.config = config
+        self.embeddings = embeddings
+        self.transformer_layers = blocks
+        self.pooler = pooler

@@ -1,0 +1,226 @@
+"""`Encoder.encode` of a SentencePiece (ALBERT) tokenizer in the TensorFlow graph, for
+`pipeline.export`: each text's ids with the characters of each token in the text as given
+(`kbert.pipelines.offsets`' rule), special-token literals as their tokens.
+
+As in Python: the text is cut at the special-token literals the pipeline keeps (exact
+matches, longest first), the rest into whitespace-separated chunks (Python's `str.isspace`),
+and each chunk is tokenized alone. A piece covers the characters whose normalised forms
+(each character alone: NFKD without combining marks, lower-case, NFKC) it spells; an unknown
+piece spells the run of characters that no piece holds where it stands. A chunk whose pieces
+do not spell its characters' forms so (a form that depends on the neighbouring characters,
+as "``" -> '"') gets the whole chunk for every piece: Python then tries the chunk's prefixes
+first (`offsets._by_prefixes`), which this graph does not. The first piece of a chunk, when
+it carries "▁", starts at the whitespace before the chunk.
+"""
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from kbert.pipelines import graph
+from kbert.pipelines.offsets import SENTENCE_PIECE_MARK
+from kbert.tokenizers import normalization
+
+
+def _member(codes, ranges):
+    """Whether each code point (int32) lies in the sorted inclusive `ranges`."""
+    firsts = tf.constant([a for a, _ in ranges] or [0x7FFFFFFF], tf.int32)
+    lasts = tf.constant([b for _, b in ranges] or [-1], tf.int32)
+    at = tf.searchsorted(firsts, codes, side="right") - 1
+    return (at >= 0) & (codes <= tf.gather(lasts, tf.maximum(at, 0)))
+
+
+def _ranges(codes):
+    """Sorted inclusive ranges of a set of code points."""
+    out = []
+    for code in sorted(codes):
+        if out and out[-1][1] == code - 1:
+            out[-1] = (out[-1][0], code)
+        else:
+            out.append((code, code))
+    return out
+
+
+def _forms(codes, tokenizer):
+    """Each code point's normalised form alone (`offsets.Rule.char`): strings [C]."""
+    chars = tf.strings.unicode_encode(codes[:, None], "UTF-8")
+    forms = chars
+    if not tokenizer.keep_accents:
+        forms = normalization.strip_combining_marks(forms)
+    if tokenizer.lowercase:
+        forms = normalization.lower(forms)
+    forms = tf_text.normalize_utf8(forms, "NFKC")
+    return tf.where(tf.equal(codes, 0), chars, forms)  # a NUL stays itself
+
+
+def encode(text, tokenizer, specials):
+    """Valid UTF-8 strings [B] -> a dict of ragged [B, (tokens)] tensors: `ids` (int32),
+    `starts` / `ends` (int32 code points into the text) and `literal` (bool: a special
+    literal typed in the text, which is no entity), `words` (int32: the token's word, its
+    whitespace-separated chunk as `Encoder.encode`'s words, numbered over the batch in
+    order; -1 for a special literal) and `codes` (ragged [B, (chars)] int32: the texts'
+    code points)."""
+    batch = tf.size(text, out_type=tf.int64)
+    parts, part_special = graph.split_at_literals(text, specials)
+    part_codes = tf.strings.unicode_decode(parts.flat_values, "UTF-8")  # [P, (chars)]
+    codes = part_codes.flat_values  # every text's code points, in order
+    count = tf.size(codes)
+    index = tf.range(count)
+    char_part = tf.cast(part_codes.value_rowids(), tf.int32)
+    char_row = tf.gather(tf.cast(parts.value_rowids(), tf.int32), char_part)
+    row_chars = tf.math.bincount(char_row, minlength=tf.cast(batch, tf.int32),
+                                 maxlength=tf.cast(batch, tf.int32))
+    row_start = tf.cumsum(row_chars, exclusive=True)
+    position = index - tf.gather(row_start, char_row)  # in its text
+    space = _member(codes, normalization.character_ranges("whitespace"))
+    previous = tf.maximum(index - 1, 0)
+    # A chunk starts at a non-space character after a space, a text's or a part's start.
+    new = ~space & ((position == 0) | tf.gather(space, previous)
+                    | tf.not_equal(tf.gather(char_part, previous), char_part))
+    chunk = tf.cumsum(tf.cast(new, tf.int32)) - 1
+    chunks = tf.reduce_sum(tf.cast(new, tf.int32))
+    inside = tf.boolean_mask(index, ~space)  # the chunks' characters, in order
+    inside_chunk = tf.gather(chunk, inside)
+    first = tf.math.unsorted_segment_min(inside, inside_chunk, chunks)
+    last = tf.math.unsorted_segment_max(inside, inside_chunk, chunks)
+    rows = tf.gather(char_row, first)
+    starts = tf.gather(position, first)
+    ends = starts + last - first + 1
+    special = tf.gather(part_special, tf.gather(char_part, first))
+    is_special = special >= 0
+    chunk_text = tf.strings.substr(tf.gather(text, rows), starts, ends - starts,
+                                   unit="UTF8_CHAR")
+    pieces = tokenizer.tokenize(tf.where(is_special, "", chunk_text))  # [chunks, (pieces)]
+    pieces = tf.concat([tf.cast(pieces, tf.int32), tf.RaggedTensor.from_row_lengths(
+        tf.boolean_mask(special, is_special), tf.cast(is_special, tf.int64))], axis=1)
+    piece_starts, piece_ends = _piece_spans(pieces, codes, inside, inside_chunk, first, starts,
+                                            tokenizer)
+    # The literal's own characters.
+    piece_chunk = tf.cast(pieces.value_rowids(), tf.int32)
+    literal = tf.gather(is_special, piece_chunk)
+    piece_starts = tf.where(literal, tf.gather(starts, piece_chunk), piece_starts)
+    piece_ends = tf.where(literal, tf.gather(ends, piece_chunk), piece_ends)
+    # A chunk's first "▁" piece starts at the whitespace before it, "▁" alone covers it.
+    piece_index = tf.range(tf.size(piece_chunk))
+    is_first = tf.equal(piece_index, tf.gather(tf.cast(pieces.row_starts(), tf.int32),
+                                               piece_chunk))
+    marked = tf.constant([p.startswith(SENTENCE_PIECE_MARK) for p in tokenizer.vocabulary])
+    marked = is_first & ~literal & tf.gather(marked, pieces.flat_values)
+    chunk_first = tf.gather(first, piece_chunk)
+    after_space = (tf.gather(starts, piece_chunk) > 0) & tf.gather(
+        space, tf.maximum(chunk_first - 1, 0))
+    mark = tf.gather(starts, piece_chunk) - tf.cast(after_space, tf.int32)
+    empty = tf.equal(piece_starts, piece_ends)
+    piece_ends = tf.where(marked & empty, mark + 1, piece_ends)
+    piece_starts = tf.where(marked, mark, piece_starts)
+
+    def per_text(values):
+        by_chunk = pieces.with_flat_values(values)
+        return tf.RaggedTensor.from_value_rowids(by_chunk, tf.cast(rows, tf.int64),
+                                                 nrows=batch).merge_dims(1, 2)
+
+    return {"ids": per_text(pieces.flat_values), "starts": per_text(piece_starts),
+            "ends": per_text(piece_ends), "literal": per_text(literal),
+            "words": per_text(tf.where(literal, -1, piece_chunk)),
+            "codes": tf.RaggedTensor.from_row_lengths(codes, tf.cast(row_chars, tf.int64))}
+
+
+def _piece_spans(pieces, codes, inside, inside_chunk, first, starts, tokenizer):
+    """(start, end) code points in the text of every piece of every chunk (flat over
+    `pieces`), by `offsets._by_characters`, or the chunk's `offsets._whole` span where its
+    pieces do not spell its characters' forms."""
+    vocabulary = tokenizer.vocabulary
+    texts = [p[len(SENTENCE_PIECE_MARK):] if p.startswith(SENTENCE_PIECE_MARK) else p
+             for p in vocabulary]
+    texts[tokenizer.unk_id] = ""
+    # A character a piece can stand for alone; the others come out as the unknown piece.
+    alone = _ranges({ord(t) for t in texts if len(t) == 1})
+    forms = _forms(tf.gather(codes, inside), tokenizer)  # [inside chars]
+    form_lengths = tf.strings.length(forms, unit="UTF8_CHAR")
+    chunk_forms = tf.RaggedTensor.from_value_rowids(forms, tf.cast(inside_chunk, tf.int64),
+                                                    nrows=tf.size(first, out_type=tf.int64))
+    spelled = tf.strings.reduce_join(chunk_forms, axis=1)  # [chunks]: the forms joined
+    normal = tf.strings.unicode_decode(spelled, "UTF-8")  # [chunks, (normalised chars)]
+    known = _member(normal.flat_values, alone)
+    # The unknown runs of each chunk's normalised characters, in order.
+    flat_index = tf.range(tf.size(known))
+    normal_chunk = tf.cast(normal.value_rowids(), tf.int32)
+    run_start = ~known & ((flat_index == tf.gather(tf.cast(normal.row_starts(), tf.int32),
+                                                   normal_chunk))
+                          | tf.gather(tf.concat([[True], known[:-1]], 0), flat_index))
+    run = tf.cumsum(tf.cast(run_start, tf.int32)) - 1
+    runs = tf.reduce_sum(tf.cast(run_start, tf.int32))
+    run_lengths = tf.math.unsorted_segment_sum(tf.cast(~known, tf.int32),
+                                               tf.where(known, runs, run), runs + 1)[:runs]
+    chunk_runs = tf.math.unsorted_segment_sum(tf.cast(run_start, tf.int32), normal_chunk,
+                                              tf.size(first))
+    # Each piece's length in normalised characters. As `offsets._segments` places them, the
+    # first unknown piece after a piece with text (or the chunk's start) takes the run up to
+    # the next piece with text; another unknown piece there is empty, which places the
+    # chunk only after its last piece with text.
+    ids = pieces.flat_values
+    piece_chunk = tf.cast(pieces.value_rowids(), tf.int32)
+    chunk_count = tf.size(first)
+    index = tf.range(tf.size(ids))
+    unknown = tf.equal(ids, tokenizer.unk_id)
+    length_table = tf.constant([len(t) for t in texts], tf.int32)
+    spelling = ~unknown & (tf.gather(length_table, ids) > 0)
+    chunk_first_piece = tf.cast(pieces.row_starts(), tf.int32)
+    reset = spelling | tf.equal(index, tf.gather(chunk_first_piece, piece_chunk))
+    gap = tf.cumsum(tf.cast(reset, tf.int32)) - 1
+    unknown_rank = tf.cumsum(tf.cast(unknown, tf.int32), exclusive=True)
+    gap_first = tf.gather(tf.math.unsorted_segment_min(unknown_rank, gap, tf.size(ids)), gap)
+    takes_run = unknown & tf.equal(unknown_rank, gap_first)
+    last_spelling = tf.math.unsorted_segment_max(tf.where(spelling, index, -1), piece_chunk,
+                                                 chunk_count)
+    misplaced = unknown & ~takes_run & (index < tf.gather(last_spelling, piece_chunk))
+    run_rank = tf.cumsum(tf.cast(takes_run, tf.int32), exclusive=True)
+    taken = tf.math.unsorted_segment_sum(tf.cast(takes_run, tf.int32), piece_chunk,
+                                         chunk_count)
+    # The j-th run-taking piece of a chunk takes the chunk's j-th run.
+    this_run = tf.gather(tf.cumsum(chunk_runs, exclusive=True)
+                         - tf.cumsum(taken, exclusive=True), piece_chunk) + run_rank
+    lengths = tf.where(takes_run, tf.gather(tf.concat([run_lengths, [0]], 0),
+                                            tf.clip_by_value(this_run, 0, runs)),
+                       tf.where(unknown, 0, tf.gather(length_table, ids)))
+    before = tf.cumsum(lengths, exclusive=True)
+    chunk_before = tf.gather(tf.concat([before, [0]], 0), chunk_first_piece)
+    a = before - tf.gather(chunk_before, piece_chunk)  # in its chunk's normal form
+    b = a + lengths
+    total = tf.gather(tf.cast(normal.row_lengths(), tf.int32), piece_chunk)
+    piece_text = tf.where(unknown, tf.strings.substr(tf.gather(spelled, piece_chunk),
+                                                     tf.minimum(a, total), lengths,
+                                                     unit="UTF8_CHAR"),
+                          tf.gather(tf.constant(texts), ids))
+    matched = tf.equal(tf.strings.reduce_join(pieces.with_flat_values(piece_text), axis=1),
+                       spelled) & tf.equal(taken, chunk_runs) & tf.equal(
+        tf.math.unsorted_segment_sum(tf.cast(misplaced, tf.int32), piece_chunk,
+                                     chunk_count), 0)
+    # The character holding each normalised character (its chunk's index of it).
+    chunk_chars = tf.math.bincount(inside_chunk, minlength=chunk_count, maxlength=chunk_count)
+    char_index = tf.range(tf.size(inside)) - tf.gather(tf.cumsum(chunk_chars, exclusive=True),
+                                                       inside_chunk)
+    owner = tf.repeat(char_index, form_lengths)  # flat over every chunk's normal form
+    normal_base = tf.gather(tf.cast(normal.row_starts(), tf.int32), piece_chunk)
+    chunk_length = tf.gather(chunk_chars, piece_chunk)
+    safe = tf.maximum(tf.size(owner) - 1, 0)
+    owner = tf.concat([owner, [0]], 0)
+    start = tf.gather(owner, tf.minimum(normal_base + a, safe))
+    end = tf.gather(owner, tf.minimum(normal_base + tf.maximum(b - 1, 0), safe)) + 1
+    at = tf.where(a < total, start, chunk_length)
+    empty = tf.equal(lengths, 0)
+    start, end = tf.where(empty, at, start), tf.where(empty, at, end)
+    # Unmatched chunks: every piece spans from the first character with a form to the last.
+    has_form = form_lengths > 0
+    kept_first = tf.math.unsorted_segment_min(tf.where(has_form, char_index, 2 ** 30),
+                                              inside_chunk, chunk_count)
+    kept_last = tf.math.unsorted_segment_max(tf.where(has_form, char_index, -1),
+                                             inside_chunk, chunk_count)
+    none_kept = kept_last < 0
+    whole_start = tf.where(none_kept, 0, kept_first)
+    whole_end = tf.where(none_kept, chunk_chars, kept_last + 1)
+    use_whole = ~tf.gather(matched, piece_chunk)
+    start = tf.where(use_whole, tf.gather(whole_start, piece_chunk), start)
+    end = tf.where(use_whole, tf.gather(whole_end, piece_chunk), end)
+    base = tf.gather(starts, piece_chunk)
+    return start + base, end + base
+

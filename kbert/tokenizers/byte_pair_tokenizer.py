@@ -1,0 +1,305 @@
+"""GPT-2 / RoBERTa byte-level BPE (vocab.json + merges.txt) in the TensorFlow graph.
+
+The reference is Hugging Face's `tokenizers` (`ByteLevel` pre-tokenizer + `BPE` model), which
+RoBERTa's released tokenizer is. Three steps, each a few TensorFlow ops, so that the tokenizer
+runs inside `tf.data` and a SavedModel with no Python:
+
+1. GPT-2's split, `'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+`.
+   RE2 has no look-ahead, so whitespace runs are cut first: a run followed by text keeps all
+   but its last character, which goes with the text when it is a plain space and stands alone
+   otherwise; the text between runs is then split by the rest of the pattern.
+2. Each piece's UTF-8 bytes become GPT-2's byte symbols (`bytes_to_unicode`), as ids.
+3. BPE: in every word, all non-overlapping occurrences of the pair of lowest merge rank are
+   merged, left to right, until no pair has a rank (GPT-2's `bpe`; for merges learned in
+   order it is what `tokenizers`' priority queue gives). Pairs are looked up as int64 keys
+   `left_id * V + right_id`, so the loop never builds strings.
+
+keras-hub's `BytePairTokenizer` is not the core: its RE2 split marks word starts with "६"
+(which then vanishes from the text), and it has no look-ahead rule for tabs and newlines.
+"""
+
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from kbert.tokenizers._tokenizer import Tokenizer
+
+# RoBERTa's special tokens (fairseq's dictionary order: <s>=0, <pad>=1, </s>=2, <unk>=3; <mask>
+# is the last id). The keys are those of WordPieceTokenizer.
+SPECIAL_TOKENS = {
+    "cls": "<s>",
+    "pad": "<pad>",
+    "sep": "</s>",
+    "unk": "<unk>",
+    "mask": "<mask>",
+}
+WORD_START = "\u0120"  # "Ġ": the byte symbol of a space, which starts a word
+
+# The character classes of `tokenizers`' regex engine: `\s` is Unicode's White_Space property
+# (not Python's `str.isspace`, which adds \x1c-\x1f); letters and numbers are RE2's \p{L} and
+# \p{N} (Unicode 15 in TensorFlow 2.21; `tokenizers` 0.23 knows Unicode 16, whose new letters
+# are split here as "other" characters).
+SPACE = (r"[\x{9}-\x{d}\x{20}\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}"
+         r"\x{205f}\x{3000}]")
+_NOT_SPACE_LETTER_NUMBER = SPACE[:1] + r"^\p{L}\p{N}" + SPACE[1:]
+# GPT-2's pattern without its two whitespace alternatives (step 1 handles those).
+WORD_PATTERN = ("'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?" + _NOT_SPACE_LETTER_NUMBER
+                + "+")
+_FENCE = b"\xff"  # never in UTF-8
+
+
+def bytes_to_unicode():
+    """GPT-2's byte -> symbol table: printable Latin-1 bytes are themselves, the others
+    (space, controls, ...) are shifted to U+0100 and up. A list of 256 characters."""
+    printable = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+                 + list(range(ord("®"), ord("ÿ") + 1)))
+    table, shifted = {}, 0
+    for byte in range(256):
+        if byte in printable:
+            table[byte] = chr(byte)
+        else:
+            table[byte] = chr(256 + shifted)
+            shifted += 1
+    return [table[byte] for byte in range(256)]
+
+
+def read_vocabulary(path):
+    """A vocab.json: {token: id} -> the token list (index = id)."""
+    with tf.io.gfile.GFile(os.fspath(path), "r") as f:
+        return _vocabulary_list(json.load(f), str(path))
+
+
+def read_merges(path):
+    """A merges.txt: one "left right" pair a line, after an optional "#version" line."""
+    with tf.io.gfile.GFile(os.fspath(path), "r") as f:
+        lines = f.read().split("\n")
+    return merge_pairs(lines, str(path))
+
+
+def _vocabulary_list(vocabulary, source):
+    if isinstance(vocabulary, dict):
+        ids = sorted(vocabulary.values())
+        if ids != list(range(len(ids))):
+            raise ValueError(f"{source}: the ids are not 0..{len(ids) - 1} without gaps.")
+        tokens = [None] * len(ids)
+        for token, i in vocabulary.items():
+            tokens[i] = token
+        return tokens
+    tokens = list(vocabulary)
+    if len(set(tokens)) != len(tokens):
+        raise ValueError(f"{source}: the vocabulary repeats tokens.")
+    return tokens
+
+
+def merge_pairs(merges, source="merges"):
+    """Merges as "left right" strings (a merges.txt's lines) or pairs -> a list of pairs."""
+    pairs = []
+    for number, merge in enumerate(merges):
+        where = f"merge {number} {merge!r}"
+        if isinstance(merge, str):
+            if not merge or (number == 0 and merge.startswith("#version")):
+                continue
+            where = f"line {number + 1} {merge!r}"
+            merge = merge.split(" ")
+        if len(merge) != 2:
+            raise ValueError(f"{source}: {where} is not a pair of tokens (two tokens "
+                             "separated by one space).")
+        pairs.append(tuple(merge))
+    return pairs
+
+
+def pre_tokenize(text):
+    """GPT-2's split of valid UTF-8 strings [N] -> ragged [N, (pieces)], in the graph."""
+    # Whitespace runs apart from the text between them.
+    fenced = tf.strings.regex_replace(text, f"({SPACE}+)", _FENCE + rb"\1" + _FENCE)
+    runs = tf.strings.split(fenced, _FENCE)
+    runs = tf.ragged.boolean_mask(runs, tf.strings.length(runs) > 0)  # [N, (runs)]
+    values = runs.flat_values
+    is_space = tf.strings.regex_full_match(values, f"{SPACE}+")
+    # A run is followed by text when the next run of the same string is not whitespace.
+    row_limits = tf.repeat(runs.row_limits(), runs.row_lengths())
+    index = tf.range(tf.size(values, out_type=tf.int64))
+    has_next = index + 1 < row_limits
+    # (Shifts written so that a batch with no runs at all, all texts empty, stays empty.)
+    next_is_text = has_next & tf.concat([~is_space, [False]], 0)[1:]
+    cut = is_space & next_is_text
+    length = tf.strings.length(values, unit="UTF8_CHAR")
+    end = tf.maximum(length - 1, 0)
+    head = tf.strings.substr(values, tf.zeros_like(end), end, unit="UTF8_CHAR")
+    last = tf.strings.substr(values, end, tf.ones_like(end), unit="UTF8_CHAR")
+    gives_space = cut & tf.equal(last, " ")  # the space goes to the next word
+    prefix = tf.where(tf.concat([[False], gives_space], 0)[:-1], " ", "")
+    first = tf.where(cut, head, tf.strings.join([prefix, values]))
+    second = tf.where(cut & ~gives_space, last, "")
+    pieces = tf.reshape(tf.stack([first, second], axis=1), [-1])
+    pieces = runs.with_flat_values(tf.reshape(pieces, [-1, 2])).merge_dims(1, 2)
+    pieces = tf.ragged.boolean_mask(pieces, tf.strings.length(pieces) > 0)
+    # The text between runs (with its leading space) by the rest of GPT-2's pattern.
+    fenced = tf.strings.regex_replace(pieces.flat_values, f"({WORD_PATTERN})", _FENCE + rb"\1")
+    words = tf.strings.split(fenced, _FENCE)  # [pieces, (words)]
+    words = pieces.with_flat_values(words).merge_dims(1, 2)
+    return tf.ragged.boolean_mask(words, tf.strings.length(words) > 0)
+
+
+class BytePairTokenizer(Tokenizer):
+    """GPT-2 / RoBERTa byte-level BPE: text -> GPT-2's split -> bytes -> BPE ids, in the graph.
+
+    Gives the ids of Hugging Face's `tokenizers` (`ByteLevelBPETokenizer`, RoBERTa's
+    `tokenizer.json`) for the same vocab.json and merges.txt. It has `WordPieceTokenizer`'s
+    interface: `tokenize`, `detokenize`, `vocabulary`, `token_to_id`, `id_to_token` and the
+    special ids (`cls_id` is `<s>`, `sep_id` `</s>`).
+
+    Args:
+        vocabulary: path of a vocab.json, a {token: id} dict, or a token list (index = id).
+        merges: path of a merges.txt, or a list of "left right" strings or pairs, in rank order.
+        add_prefix_space: put a space before text that does not start with one (nor is empty),
+            so that the first word is tokenized as any other ("Ġhello"); RoBERTa's tokenizer
+            does not.
+        split_special_tokens: True (the default): "<mask>" typed in the text is split like
+            any text; False: each special token's literal gives its id (transformers' default).
+        special_tokens: {key: literal} for the keys cls, pad, sep, unk, mask; RoBERTa's by
+            default.
+        lstrip_mask: with `split_special_tokens=False`, the mask literal takes the whitespace
+            before it along ("a <mask>" is "a", "<mask>"), as RoBERTa's tokenizer does.
+
+    Attributes:
+        cls_id, pad_id, sep_id, unk_id, mask_id: the special ids, read from the vocabulary.
+        vocabulary: the tokens (index = id); merges: the merge pairs in rank order.
+    """
+
+    left_strip_class = SPACE
+    pair_separators = 2  # RoBERTa's pairs: <s> a </s></s> b </s>
+
+    def __init__(self, vocabulary, merges, add_prefix_space=False, split_special_tokens=True,
+                 special_tokens=None, lstrip_mask=True, name=None):
+        super().__init__(name=name)
+        if isinstance(vocabulary, (str, os.PathLike)):
+            vocabulary = read_vocabulary(vocabulary)
+        else:
+            vocabulary = _vocabulary_list(vocabulary, "vocabulary")
+        if isinstance(merges, (str, os.PathLike)):
+            merges = read_merges(merges)
+        else:
+            merges = merge_pairs(merges, "merges")
+        special_tokens = dict(SPECIAL_TOKENS if special_tokens is None else special_tokens)
+        if sorted(special_tokens) != sorted(SPECIAL_TOKENS):
+            raise ValueError(f"special_tokens must have the keys {sorted(SPECIAL_TOKENS)}, "
+                             f"got {sorted(special_tokens)}.")
+        index = {token: i for i, token in enumerate(vocabulary)}
+        missing = [token for token in special_tokens.values() if token not in index]
+        if missing:
+            raise ValueError(f"The vocabulary lacks the special tokens {missing}.")
+        self.vocabulary = vocabulary
+        self.merges = merges
+        self.add_prefix_space = bool(add_prefix_space)
+        self.split_special_tokens = bool(split_special_tokens)
+        self.special_tokens = list(special_tokens.values())
+        self.lstrip_mask = bool(lstrip_mask)
+        self.left_stripped = (special_tokens["mask"],) if lstrip_mask else ()
+        for key, token in special_tokens.items():
+            setattr(self, f"{key}_id", index[token])
+        self.special_ids = sorted(index[token] for token in special_tokens.values())
+        self._index = index
+
+        size = len(vocabulary)
+        # Byte -> the id of its symbol (unknown id when the vocabulary lacks it).
+        self._byte_ids = tf.constant(
+            [index.get(symbol, self.unk_id) for symbol in bytes_to_unicode()], tf.int64)
+        keys, ranks, merged = [], [], []
+        for rank, (left, right) in enumerate(merges):
+            if left not in index or right not in index or left + right not in index:
+                raise ValueError(f"Merge {rank} ({left!r}, {right!r}) names a token that the "
+                                 "vocabulary lacks.")
+            keys.append(index[left] * size + index[right])
+            ranks.append(rank)
+            merged.append(index[left + right])
+        keys = np.array(keys, np.int64)
+        if len(set(keys.tolist())) != len(keys):
+            raise ValueError("merges repeats a pair.")
+        self._no_merge = len(merges)
+        self._size = size
+        # One table: pair key -> rank * size + merged id (both found in one lookup).
+        self._merge_table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(keys if len(keys) else np.zeros([0], np.int64)),
+                tf.constant(np.array(ranks, np.int64) * size + np.array(merged, np.int64)
+                            if len(keys) else np.zeros([0], np.int64))),
+            default_value=self._no_merge * size)
+        self._symbol_bytes = tf.constant(self._token_bytes(vocabulary))
+
+    @staticmethod
+    def _token_bytes(vocabulary):
+        """Each token's bytes (its symbols mapped back); special tokens are their literal."""
+        to_byte = {symbol: bytes([byte]) for byte, symbol in enumerate(bytes_to_unicode())}
+        return [b"".join(to_byte[c] for c in token) if all(c in to_byte for c in token)
+                else token.encode("utf-8") for token in vocabulary]
+
+    def _normalize(self, text):
+        if self.add_prefix_space:
+            # `tokenizers` leaves empty text empty.
+            text = tf.where(tf.strings.regex_full_match(text, "(?s)( .*)?"), text,
+                            tf.strings.join([" ", text]))
+        return text
+
+    def _tokenize_normalized(self, text):
+        if text.shape.rank != 1:  # [..., (ids)] from the strings in one row
+            shape = tf.shape(text, out_type=tf.int64)
+            ids = self._tokenize_normalized(tf.reshape(text, [-1]))
+            for size in reversed(tf.unstack(shape[1:], num=text.shape.rank - 1)):
+                ids = tf.RaggedTensor.from_uniform_row_length(ids, size)
+            return ids
+        words = pre_tokenize(self._normalize(text))  # [N, (words)]
+        symbols = tf.strings.bytes_split(words.flat_values)  # [words, (bytes)]
+        byte_values = tf.reshape(tf.io.decode_raw(symbols.flat_values, tf.uint8), [-1])
+        ids = tf.gather(self._byte_ids, tf.cast(byte_values, tf.int64))
+        ids, lengths = self._merge(ids, symbols.row_lengths())
+        words_ids = tf.RaggedTensor.from_row_lengths(ids, lengths)
+        return tf.cast(words.with_flat_values(words_ids).merge_dims(1, 2), tf.int32)
+
+    def _merge(self, ids, lengths):
+        """BPE on words given as flat symbol ids [T] and their lengths [W]."""
+        size = tf.constant(self._size, tf.int64)
+        none = tf.constant(self._no_merge, tf.int64)
+
+        def step(ids, lengths, _):
+            count = tf.size(ids, out_type=tf.int64)
+            words = tf.size(lengths, out_type=tf.int64)
+            word_of = tf.repeat(tf.range(words), lengths)  # [T]
+            limit = tf.gather(tf.cumsum(lengths), word_of)  # [T], one past the word's end
+            index = tf.range(count)
+            following = tf.concat([ids, [0]], 0)[1:]  # (no words: stays empty)
+            found = self._merge_table.lookup(ids * size + following)
+            rank = tf.where(index + 1 < limit, found // size, none)  # of the pair at i, i+1
+            best = tf.math.unsorted_segment_min(rank, word_of, words)
+            candidate = (rank < none) & tf.equal(rank, tf.gather(best, word_of))
+            # Overlapping candidates (a run of one pair "a a a") merge left to right: the
+            # even ones of each run of consecutive candidates.
+            previous = tf.concat([[False], candidate], 0)[:-1]
+            starts = candidate & ~previous
+            run = tf.cumsum(tf.cast(starts, tf.int64)) - 1
+            run_start = tf.gather(tf.concat([tf.boolean_mask(index, starts), [0]], 0),
+                                  tf.maximum(run, 0))
+            merge = candidate & tf.equal((index - run_start) % 2, 0)
+            merged_id = found % size
+            dropped = tf.concat([[False], merge], 0)[:-1]
+            ids = tf.boolean_mask(tf.where(merge, merged_id, ids), ~dropped)
+            lengths = lengths - tf.math.unsorted_segment_sum(
+                tf.cast(merge, tf.int64), word_of, words)
+            return ids, lengths, tf.reduce_any(merge)
+
+        ids, lengths, _ = tf.while_loop(
+            lambda ids, lengths, changed: changed, step, (ids, lengths, tf.constant(True)),
+            shape_invariants=(tf.TensorShape([None]), tf.TensorShape([None]),
+                              tf.TensorShape([])))
+        return ids, lengths
+
+    def detokenize(self, ids):
+        """Ids [..., (tokens)] (ragged or dense) -> strings [...]: the tokens' bytes joined,
+        invalid UTF-8 (a cut multi-byte character) replaced by U+FFFD."""
+        if not isinstance(ids, tf.RaggedTensor):
+            ids = tf.convert_to_tensor(ids)
+        pieces = tf.gather(self._symbol_bytes, ids)
+        text = tf.strings.reduce_join(pieces, axis=-1)
+        return tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")
