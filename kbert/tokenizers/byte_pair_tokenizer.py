@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from kbert.tokenizers._tokenizer import Tokenizer
+from kbert.tokenizers.normalization import lower
 
 # RoBERTa's special tokens (fairseq's dictionary order: <s>=0, <pad>=1, </s>=2, <unk>=3; <mask>
 # is the last id). The keys are those of WordPieceTokenizer.
@@ -163,6 +164,8 @@ class BytePairTokenizer(Tokenizer):
             default.
         lstrip_mask: with `split_special_tokens=False`, the mask literal takes the whitespace
             before it along ("a <mask>" is "a", "<mask>"), as RoBERTa's tokenizer does.
+        lowercase: lower-case the text first (Python's `str.lower`), as `tokenizers`'
+            `ByteLevelBPETokenizer(lowercase=True)`; RoBERTa's tokenizer is cased (False).
 
     Attributes:
         cls_id, pad_id, sep_id, unk_id, mask_id: the special ids, read from the vocabulary.
@@ -173,7 +176,7 @@ class BytePairTokenizer(Tokenizer):
     pair_separators = 2  # RoBERTa's pairs: <s> a </s></s> b </s>
 
     def __init__(self, vocabulary, merges, add_prefix_space=False, split_special_tokens=True,
-                 special_tokens=None, lstrip_mask=True, name=None):
+                 special_tokens=None, lstrip_mask=True, lowercase=False, name=None):
         super().__init__(name=name)
         if isinstance(vocabulary, (str, os.PathLike)):
             vocabulary = read_vocabulary(vocabulary)
@@ -194,6 +197,7 @@ class BytePairTokenizer(Tokenizer):
         self.vocabulary = vocabulary
         self.merges = merges
         self.add_prefix_space = bool(add_prefix_space)
+        self.lowercase = bool(lowercase)
         self.split_special_tokens = bool(split_special_tokens)
         self.special_tokens = list(special_tokens.values())
         self.lstrip_mask = bool(lstrip_mask)
@@ -236,7 +240,18 @@ class BytePairTokenizer(Tokenizer):
         return [b"".join(to_byte[c] for c in token) if all(c in to_byte for c in token)
                 else token.encode("utf-8") for token in vocabulary]
 
+    def starts_word(self, token):
+        """A token starts a word when it starts with "Ġ" (GPT-2's symbol of the space byte:
+        the split puts a word's space before it); any other token continues the word before
+        it. The first word of a text has no space before it unless `add_prefix_space` puts
+        one there (as SentencePiece puts its "▁" before every text): a pipeline that packs
+        texts into one sequence and masks whole words tokenizes with `add_prefix_space=True`,
+        or a text's first word counts as part of the word before it."""
+        return token.startswith(WORD_START)
+
     def _normalize(self, text):
+        if self.lowercase:
+            text = lower(text)
         if self.add_prefix_space:
             # `tokenizers` leaves empty text empty.
             text = tf.where(tf.strings.regex_full_match(text, "(?s)( .*)?"), text,

@@ -2,15 +2,24 @@
 --type learns and tools/pretrain.py --tokenizer_type reads.
 
 Each kind says how its vocabulary is learned from documents, written, recognised by its file
-name and loaded as a kbert tokenizer. A kind added here (byte-level BPE) is at once a choice
-of both programs.
+name and loaded as a kbert tokenizer. A kind added here is at once a choice of both programs.
+
+A byte-level BPE is two files: the path names its vocab.json (any name ending in .json) and
+its merges are merges.txt in the same folder (Hugging Face's layout, as RoBERTa's checkpoint
+directory has them). Its tokenizer puts a space before every text (`add_prefix_space`): the
+pretraining pipeline tokenizes a corpus sentence by sentence and packs the sentences into one
+sequence, so each sentence's first word is then tokenized as in running text ("Ġthe", not
+"the") and every word starts at a "Ġ" token, as every SentencePiece word at a "▁" piece.
 """
 
 import dataclasses
 import os
 from typing import Callable
 
+import tensorflow as tf
+
 from kbert.tokenizers import vocab_learning
+from kbert.tokenizers.byte_pair_tokenizer import BytePairTokenizer
 from kbert.tokenizers.sentence_piece_tokenizer import SentencePieceTokenizer
 from kbert.tokenizers.word_piece_tokenizer import WordPieceTokenizer
 
@@ -19,11 +28,15 @@ from kbert.tokenizers.word_piece_tokenizer import WordPieceTokenizer
 class TokenizerType:
     name: str
     description: str
-    file_name: str  # the file's name in a run's model_dir
+    file_name: str  # the file's name in a run's model_dir (bpe: merges.txt goes beside it)
     extensions: tuple  # a vocabulary file ending so is of this kind
     learn: Callable  # (documents, vocab_size, lowercase, max_sentences) -> vocabulary
     write: Callable  # (vocabulary, path)
     load: Callable  # (path, lowercase) -> tokenizer
+    # (path) -> the other files of the vocabulary at path (bpe: its merges.txt)
+    other_files: Callable = lambda path: []
+    # (path) -> raises a ValueError when the kind is not written under that name
+    check_path: Callable = lambda path: None
 
 
 def _load_word_piece(path, lowercase):
@@ -32,6 +45,38 @@ def _load_word_piece(path, lowercase):
 
 def _load_sentence_piece(path, lowercase):
     return SentencePieceTokenizer(path, lowercase=lowercase)
+
+
+def merges_path(path):
+    """The merges.txt of the byte-level BPE whose vocab.json is `path`: in the same folder."""
+    return os.path.join(os.path.dirname(os.fspath(path)), vocab_learning.MERGES_FILE)
+
+
+def _check_json_name(path):
+    if not os.fspath(path).lower().endswith(".json"):
+        raise ValueError(f"A byte-level BPE vocabulary is a vocab.json (with merges.txt beside "
+                         f"it): the path must end in .json, got {os.fspath(path)!r}.")
+
+
+def _learn_byte_pair(documents, vocab_size, lowercase, max_sentences):
+    return vocab_learning.learn_byte_pair_vocabulary(
+        documents, vocab_size, add_prefix_space=True, lowercase=lowercase,
+        max_sentences=max_sentences)
+
+
+def _write_byte_pair(learned, path):
+    vocabulary, merges = learned
+    folder, name = os.path.split(os.fspath(path))
+    vocab_learning.write_byte_pair_files(vocabulary, merges, folder or ".", name)
+
+
+def _load_byte_pair(path, lowercase):
+    merges = merges_path(path)
+    if not tf.io.gfile.exists(merges):
+        raise ValueError(f"{os.fspath(path)!r} is a byte-level BPE vocabulary without its "
+                         f"merges: {merges!r} does not exist (merges.txt goes beside the "
+                         "vocab.json).")
+    return BytePairTokenizer(path, merges, add_prefix_space=True, lowercase=lowercase)
 
 
 TOKENIZER_TYPES = {
@@ -44,6 +89,11 @@ TOKENIZER_TYPES = {
         "sentencepiece package", "spiece.model", (".model",),
         vocab_learning.learn_sentence_piece_model, vocab_learning.write_sentence_piece_model,
         _load_sentence_piece),
+    "bpe": TokenizerType(
+        "bpe", "byte-level BPE vocab.json + merges.txt beside it (RoBERTa), learned with the "
+        "tokenizers package", "vocab.json", (".json",), _learn_byte_pair, _write_byte_pair,
+        _load_byte_pair, other_files=lambda path: [merges_path(path)],
+        check_path=_check_json_name),
 }
 
 
@@ -56,8 +106,9 @@ def get(name):
 
 
 def type_of_file(path):
-    """The name of the kind whose extension `path` has (spiece.model: "sentencepiece");
-    "wordpiece" for any other name, as a vocab.txt may be called anything."""
+    """The name of the kind whose extension `path` has (spiece.model: "sentencepiece",
+    vocab.json: "bpe"); "wordpiece" for any other name, as a vocab.txt may be called
+    anything."""
     name = os.fspath(path).lower()
     for kind in TOKENIZER_TYPES.values():
         if name.endswith(kind.extensions):
@@ -65,10 +116,18 @@ def type_of_file(path):
     return "wordpiece"
 
 
+def files(path, name=None):
+    """The files that the vocabulary at `path` (of kind `name`, default: by its extension)
+    consists of: `path`, and a byte-level BPE's merges.txt beside it."""
+    return [os.fspath(path)] + get(name or type_of_file(path)).other_files(os.fspath(path))
+
+
 def learn(name, documents, path, vocab_size, lowercase=True, max_sentences=None):
     """Learns a vocabulary of kind `name` from `documents` and writes it to `path`; returns
-    the vocabulary as the kind's learner gives it (a token list, or a model's bytes)."""
+    the vocabulary as the kind's learner gives it (a token list, a model's bytes, or a
+    byte-level BPE's (token list, merges))."""
     kind = get(name)
+    kind.check_path(path)  # before the learning, which can take long
     vocabulary = kind.learn(documents, vocab_size, lowercase=lowercase,
                             max_sentences=max_sentences)
     kind.write(vocabulary, path)
@@ -78,4 +137,6 @@ def learn(name, documents, path, vocab_size, lowercase=True, max_sentences=None)
 def load(path, name=None, lowercase=True):
     """The kbert tokenizer of the vocabulary file at `path`, of kind `name` (default: the
     kind its extension says, see `type_of_file`)."""
-    return get(name or type_of_file(path)).load(os.fspath(path), lowercase)
+    kind = get(name or type_of_file(path))
+    kind.check_path(path)
+    return kind.load(os.fspath(path), lowercase)

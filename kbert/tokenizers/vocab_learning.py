@@ -13,6 +13,7 @@ from kbert.tokenizers import sentence_piece_tokenizer
 from kbert.tokenizers.word_piece_tokenizer import SPECIAL_TOKENS, normalize
 
 RESERVED_TOKENS = list(SPECIAL_TOKENS.values())  # [PAD]=0, [UNK], [CLS], [SEP], [MASK]
+MERGES_FILE = "merges.txt"  # a byte-level BPE's merges, beside its vocab.json
 
 
 def learn_vocabulary(documents, vocab_size, lowercase=True, max_sentences=None, batch_size=1024):
@@ -139,7 +140,8 @@ def write_vocabulary(vocabulary, path):
 
 
 def learn_byte_pair_vocabulary(documents, vocab_size, min_frequency=2, special_tokens=None,
-                               add_prefix_space=False, max_sentences=None, batch_size=1024):
+                               add_prefix_space=False, max_sentences=None, batch_size=1024,
+                               lowercase=False):
     """Learns a byte-level BPE vocabulary and its merges (GPT-2 / RoBERTa's kind) from a
     dataset of documents, with the `tokenizers` package's trainer.
 
@@ -152,6 +154,8 @@ def learn_byte_pair_vocabulary(documents, vocab_size, min_frequency=2, special_t
         add_prefix_space: learn on text with a space put before it, as a `BytePairTokenizer`
             with `add_prefix_space=True` tokenizes.
         max_sentences: learn from the first this many sentences only (`None`: all).
+        lowercase: learn on lower-cased text, as a `BytePairTokenizer` with `lowercase=True`
+            tokenizes (RoBERTa's is cased).
 
     Returns:
         (vocabulary: the token list, index = id; merges: the (left, right) pairs in rank
@@ -178,7 +182,8 @@ def learn_byte_pair_vocabulary(documents, vocab_size, min_frequency=2, special_t
             # Invalid UTF-8 as the tokenizer sees it (U+FFFD), not a crash of the trainer.
             yield [text.decode("utf-8", "replace") for text in batch]
 
-    trainer = ByteLevelBPETokenizer(add_prefix_space=bool(add_prefix_space))
+    trainer = ByteLevelBPETokenizer(add_prefix_space=bool(add_prefix_space),
+                                    lowercase=bool(lowercase))
     trainer.train_from_iterator(texts(), vocab_size=vocab_size, min_frequency=min_frequency,
                                 special_tokens=special_tokens, show_progress=False)
     model = json.loads(trainer.to_str())["model"]
@@ -191,12 +196,12 @@ def learn_byte_pair_vocabulary(documents, vocab_size, min_frequency=2, special_t
     return vocabulary, merges
 
 
-def write_byte_pair_files(vocabulary, merges, folder):
-    """Writes vocab.json ({token: id}) and merges.txt (GPT-2's "#version" line, then one
-    pair a line) into `folder`; returns their paths."""
+def write_byte_pair_files(vocabulary, merges, folder, vocab_name="vocab.json"):
+    """Writes vocab.json ({token: id}, or `vocab_name`) and merges.txt (GPT-2's "#version"
+    line, then one pair a line) into `folder`; returns their paths."""
     tf.io.gfile.makedirs(folder)
-    vocab_path = os.path.join(folder, "vocab.json")
-    merges_path = os.path.join(folder, "merges.txt")
+    vocab_path = os.path.join(folder, vocab_name)
+    merges_path = os.path.join(folder, MERGES_FILE)
     with tf.io.gfile.GFile(vocab_path, "w") as f:
         json.dump({token: i for i, token in enumerate(vocabulary)}, f, ensure_ascii=False)
     with tf.io.gfile.GFile(merges_path, "w") as f:

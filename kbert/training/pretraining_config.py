@@ -37,19 +37,22 @@ class PretrainingConfig(RunConfig):
     input: str = setting("stdlib", f"Corpus: {INPUT_HELP}; or 'tfrecord:GLOB' for "
                          "original-format TFRecords.", group="Data")
     vocab_file: Optional[str] = setting(
-        None, "Vocabulary file: a WordPiece vocab.txt or a SentencePiece .model (a path); "
-              "unset: learn one of --learned_vocabulary_size tokens into model_dir.",
+        None, "Vocabulary file: a WordPiece vocab.txt, a SentencePiece .model or a byte-level "
+              "BPE vocab.json with its merges.txt beside it (a path); unset: learn one of "
+              "--learned_vocabulary_size tokens into model_dir.",
         group="Data", aliases=["vocab"])
     tokenizer_type: str = setting(
         "auto", f"Kind of vocabulary: {', '.join(tokenizer_types.TOKENIZER_TYPES)}; auto: "
-                "the --vocab_file's kind (a .model file is SentencePiece), or without one "
-                "the preset's (ALBERT: sentencepiece, the others: wordpiece).", group="Data",
+                "the --vocab_file's kind (a .model file is SentencePiece, a .json one "
+                "byte-level BPE), or without one the preset's (ALBERT: sentencepiece, RoBERTa: "
+                "bpe, the others: wordpiece).", group="Data",
         choices=("auto", *tokenizer_types.TOKENIZER_TYPES))
     learned_vocabulary_size: int = setting(
         8000, "Target size of a learned vocabulary (an integer >= 1).", group="Data",
         minimum=1, aliases=["vocab_size"])
-    lowercase: bool = setting(True, "Lower-case and strip accents (uncased): true or false.",
-                              group="Data")
+    lowercase: bool = setting(True, "Lower-case and strip accents (uncased): true or false. "
+                              "A byte-level BPE is lower-cased only (its accents stay); "
+                              "RoBERTa's is cased: --nolowercase.", group="Data")
     sequence_length: int = setting(128, "Tokens per example (an integer >= 1, at most the "
                                    "model's max_sequence_length).", group="Data", minimum=1)
     max_predictions: int = setting(20, "Masked positions per example (an integer >= 1).",
@@ -178,6 +181,17 @@ class PretrainingConfig(RunConfig):
                 raise ConfigError(f"--input: {e}") from None
         if self.vocab_file is not None and not tf.io.gfile.exists(self.vocab_file):
             raise ConfigError(f"--vocab_file={self.vocab_file!r} does not exist.")
+        if self.vocab_file is not None:
+            kind = self.resolved_tokenizer_type
+            try:
+                tokenizer_types.get(kind).check_path(self.vocab_file)
+            except ValueError as e:
+                raise ConfigError(f"--vocab_file (--tokenizer_type={kind}): {e}") from None
+            missing = [p for p in tokenizer_types.files(self.vocab_file, kind)
+                       if not tf.io.gfile.exists(p)]
+            if missing:
+                raise ConfigError(f"--vocab_file={self.vocab_file!r} is a {kind} vocabulary "
+                                  f"without {', '.join(map(repr, missing))}.")
         if self.vocab_file is not None and self.tokenizer_type != "auto":
             of_file = tokenizer_types.type_of_file(self.vocab_file)
             extensions = tokenizer_types.get(of_file).extensions

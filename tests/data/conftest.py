@@ -36,3 +36,16 @@ def sentence_piece_tokenizer(sentence_piece_model):
     """A tokenizer per test: tensorflow-text's SentencePiece model is a resource owned by an
     eager kernel, which `tf.random.set_seed` (the autouse seed of every test) drops."""
     return SentencePieceTokenizer(sentence_piece_model)
+
+
+@pytest.fixture(scope="session")
+def byte_pair_tokenizer(stdlib_documents, tmp_path_factory):
+    """A byte-level BPE (RoBERTa's specials) learned from the same part of the corpus and
+    loaded as the pretraining pipeline loads one (`tokenizer_types`: a space before every
+    sentence, cased here)."""
+    from kbert.tokenizers import tokenizer_types
+
+    path = str(tmp_path_factory.mktemp("bpe") / "vocab.json")
+    tokenizer_types.learn("bpe", as_dataset(stdlib_documents), path, 2000, lowercase=False,
+                          max_sentences=4000)
+    return tokenizer_types.load(path, lowercase=False)

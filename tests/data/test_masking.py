@@ -1,5 +1,5 @@
 """Masking statistics over >= 1,000,000 tokens of the stdlib corpus (several dynamic epochs),
-for each kind of tokenizer (WordPiece, SentencePiece).
+for each kind of tokenizer (WordPiece, SentencePiece, byte-level BPE).
 
 Tolerances: selection 15% +- 0.5% (sd at 1e6 tokens: 0.04%), 80/10/10 split +- 1% of the
 selected (sd at 1.5e5 selections: 0.1%), NSP labels 50% +- 2%.
@@ -19,10 +19,11 @@ MIN_TOKENS = 1_000_000
 
 # Each kind of tokenizer under test: its fixture (tests/data/conftest.py) and where its words
 # start, written here apart from the tokenizer's own `starts_word`, so that a wrong rule there
-# fails. Byte-level BPE slots in as "bpe": ("byte_pair_tokenizer", lambda t: t.startswith("Ġ")).
+# fails.
 KINDS = {
     "wordpiece": ("tokenizer", lambda token: not token.startswith("##")),
     "sentencepiece": ("sentence_piece_tokenizer", lambda token: token.startswith("\u2581")),
+    "bpe": ("byte_pair_tokenizer", lambda token: token.startswith("\u0120")),  # "Ġ"
 }
 
 

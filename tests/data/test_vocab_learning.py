@@ -81,9 +81,51 @@ def test_tokenizer_types_by_name_and_file():
     assert tokenizer_types.type_of_file("run/SPIECE.MODEL") == "sentencepiece"
     assert tokenizer_types.type_of_file("run/vocab.txt") == "wordpiece"
     assert tokenizer_types.type_of_file("run/vocab") == "wordpiece"
-    with pytest.raises(ValueError, match="Unknown tokenizer type 'bpe'. Allowed: wordpiece, "
-                                         "sentencepiece."):
-        tokenizer_types.get("bpe")
+    assert tokenizer_types.type_of_file("run/vocab.json") == "bpe"
+    assert tokenizer_types.files("run/vocab.json") == ["run/vocab.json", "run/merges.txt"]
+    assert tokenizer_types.files("run/vocab.txt") == ["run/vocab.txt"]
+    with pytest.raises(ValueError, match="Unknown tokenizer type 'unigram'. Allowed: wordpiece, "
+                                         "sentencepiece, bpe."):
+        tokenizer_types.get("unigram")
+
+
+def test_byte_pair_files_are_named_and_found(tmp_path):
+    """A byte-level BPE is a .json vocabulary with merges.txt beside it: another name fails
+    before any learning, and a vocab.json without its merges names the missing file."""
+    import json
+
+    documents = as_dataset([[b"the cat sat on the mat"] * 20])
+    with pytest.raises(ValueError, match="the path must end in .json, got '.*vocab.txt'"):
+        tokenizer_types.learn("bpe", documents, str(tmp_path / "vocab.txt"), 300)
+    assert not list(tmp_path.iterdir())
+    lonely = tmp_path / "lonely" / "vocab.json"
+    lonely.parent.mkdir()
+    lonely.write_text(json.dumps({"<s>": 0}))
+    with pytest.raises(ValueError, match="without its merges: '.*lonely/merges.txt' does not"):
+        tokenizer_types.load(str(lonely))
+
+
+def test_the_byte_pair_kind_learns_what_it_loads(tmp_path):
+    """tokenizer_types' bpe kind: learned and loaded with a space before every text, cased or
+    lower-cased as asked; the loaded tokenizer gives the `tokenizers` package's ids."""
+    from tokenizers import ByteLevelBPETokenizer
+
+    sentences = [b"The Cat number %d sat on the mat, again." % i for i in range(200)]
+    documents = as_dataset([sentences[i:i + 10] for i in range(0, 200, 10)])
+    texts = ["The Cat sat.", "on THE mat, again", "", "Zebras 42"]
+    for lowercase in (False, True):
+        path = tmp_path / str(lowercase) / "vocab.json"
+        vocabulary, merges = tokenizer_types.learn("bpe", documents, str(path), 300,
+                                                   lowercase=lowercase)
+        assert vocabulary[:5] == ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+        tokenizer = tokenizer_types.load(str(path), lowercase=lowercase)
+        assert tokenizer.merges == merges and tokenizer.add_prefix_space
+        reference = ByteLevelBPETokenizer(str(path), str(path.parent / "merges.txt"),
+                                          add_prefix_space=True, lowercase=lowercase)
+        assert tokenizer.tokenize(texts).to_list() == [e.ids for e in
+                                                       reference.encode_batch(texts)]
+        learned = set(vocabulary)
+        assert ("\u0120cat" in learned) == lowercase and ("\u0120Cat" in learned) != lowercase
 
 
 @pytest.mark.slow
@@ -104,8 +146,46 @@ def test_build_vocab_tool_sentencepiece(tmp_path):
     assert tokenizer.unk_id not in ids
     assert "".join(tokenizer.id_to_token(i) for i in ids) == "\u2581the\u2581cat\u2581sat"
     bad = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "build_vocab.py"), "--type=bpe",
+        [sys.executable, str(ROOT / "tools" / "build_vocab.py"), "--type=unigram",
          f"--input={corpus}", f"--output={out}"], capture_output=True, text=True, timeout=300,
     )
     assert bad.returncode != 0
-    assert "--type=bpe: value should be one of <wordpiece|sentencepiece>" in bad.stderr
+    assert "--type=unigram: value should be one of <wordpiece|sentencepiece|bpe>" in bad.stderr
+
+
+@pytest.mark.slow
+def test_build_vocab_tool_bpe(tmp_path):
+    """build_vocab.py --type=bpe writes vocab.json and merges.txt beside it; BytePairTokenizer
+    loads them and gives the `tokenizers` package's ids; an --output not ending in .json is
+    a usage error before any learning."""
+    from tokenizers import ByteLevelBPETokenizer
+
+    from kbert.tokenizers import BytePairTokenizer
+    from tests.tokenizers.test_byte_pair_tokenizer import hostile_strings
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(f"The cat number {i} sat on the Mat, again." for i in range(200))
+                      + "\n\n" + "\n".join(s for s in hostile_strings(300, seed=2)
+                                           if isinstance(s, str) and "\n" not in s))
+    tool = [sys.executable, str(ROOT / "tools" / "build_vocab.py"), "--type=bpe",
+            f"--input={corpus}", "--learned_vocabulary_size=500", "--nolowercase"]
+    bad = subprocess.run(tool + [f"--output={tmp_path / 'bpe.txt'}"], capture_output=True,
+                         text=True, timeout=300)
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    assert "the path must end in .json, got " in bad.stderr
+    out = tmp_path / "out" / "vocab.json"
+    result = subprocess.run(tool + [f"--output={out}"], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    merges = out.parent / "merges.txt"
+    assert (f"Wrote a bpe vocabulary of 500 tokens to {out} and {merges}") in result.stdout
+    texts = ["The cat sat on the Mat.", "the CAT"] + [
+        s for s in hostile_strings(200, seed=4) if isinstance(s, str)]
+    for add_prefix_space in (False, True):
+        reference = ByteLevelBPETokenizer(str(out), str(merges), add_prefix_space=add_prefix_space)
+        tokenizer = BytePairTokenizer(str(out), str(merges), add_prefix_space=add_prefix_space)
+        assert tokenizer.tokenize(texts).to_list() == [e.ids for e in
+                                                       reference.encode_batch(texts)]
+    ids = tokenizer.tokenize(["The cat sat on the Mat"]).to_list()[0]
+    assert [tokenizer.id_to_token(i) for i in ids] == [
+        "\u0120The", "\u0120cat", "\u0120sat", "\u0120on", "\u0120the", "\u0120Mat"]

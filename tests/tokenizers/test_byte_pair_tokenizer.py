@@ -132,6 +132,42 @@ def test_add_prefix_space_is_the_references(reference):
                                                      trained.encode_batch(strings)]
 
 
+def test_lowercase_is_the_references(reference):
+    """lowercase=True is `tokenizers`' Lowercase normaliser (Python's `str.lower` in the
+    graph; the hostile strings hold capitals, accented capitals, Greek, Cyrillic, "İ")."""
+    _, vocab, merges = reference
+    strings = [s for s in hostile_strings(400, seed=7) if isinstance(s, str)]
+    strings += ["HELLO World", "ÉCOLE Ÿ ΓΕΙΆ ПРИВЕТ", "İstanbul"]
+    for add_prefix_space in (False, True):
+        trained = ByteLevelBPETokenizer(vocab, merges, add_prefix_space=add_prefix_space,
+                                        lowercase=True)
+        tokenizer = BytePairTokenizer(vocab, merges, add_prefix_space=add_prefix_space,
+                                      lowercase=True)
+        got = tokenizer.tokenize(strings).to_list()
+        expected = [e.ids for e in trained.encode_batch(strings)]
+        wrong = [(s, g, e) for s, g, e in zip(strings, got, expected) if g != e]
+        assert not wrong, f"{len(wrong)} strings differ, e.g. {wrong[:3]}"
+    cased = BytePairTokenizer(vocab, merges).tokenize(["HELLO World"]).to_list()
+    assert got[-3] != cased[0]  # the check above can fail: lower-casing changes the ids
+
+
+def test_starts_word_is_the_space_symbol(reference):
+    """A token starts a word when it begins with "Ġ" (the space byte's symbol); with
+    add_prefix_space (the pretraining pipeline's setting) a text's first word does too, so
+    every word of the text starts at exactly one such token."""
+    _, vocab, merges = reference
+    tokenizer = BytePairTokenizer(vocab, merges, add_prefix_space=True)
+    assert tokenizer.starts_word("\u0120the") and tokenizer.starts_word("\u0120")
+    assert not tokenizer.starts_word("the") and not tokenizer.starts_word(".")
+    assert not tokenizer.starts_word("<s>")  # special tokens are never selected anyway
+    text = "the people who were there, when we met at noon"
+    tokens = [tokenizer.id_to_token(i) for i in tokenizer.tokenize(text).numpy()]
+    assert sum(map(tokenizer.starts_word, tokens)) == len(text.split())
+    assert tokenizer.starts_word(tokens[0]) and len(tokens) > len(text.split())
+    first = BytePairTokenizer(vocab, merges).tokenize(text).numpy()[0]
+    assert not tokenizer.starts_word(tokenizer.id_to_token(first))  # no prefix space: "the"
+
+
 def test_character_classes_are_the_references_on_every_code_point():
     """GPT-2's split decides by three classes: letters, numbers, whitespace. On every code
     point to U+2FFFF the reference's and ours agree, but for letters and numbers new in a
