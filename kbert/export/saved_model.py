@@ -6,6 +6,7 @@ into [CLS] A [SEP] (B [SEP]), truncation and padding all run inside the graph.
 """
 
 import os
+import re
 
 import keras
 import tensorflow as tf
@@ -29,8 +30,14 @@ def tokenize_with_masks(tokenizer, text):
     """Wordpiece ids of `text` [batch], where each literal "[MASK]" becomes the mask id.
 
     The tokenizer's normaliser would split "[MASK]" into "[", "mask", "]", so the text is
-    split on it first and the pieces are joined again around the mask id.
+    split on it first and the pieces are joined again around the mask id. A tokenizer whose
+    mask takes the whitespace before it along (byte-level BPE: RoBERTa's "<mask>" is
+    "Ġword"'s stand-in) gets the text before each mask without its trailing whitespace, or
+    that space would be a token of its own ("Ġ") that training never put before a mask.
     """
+    if getattr(tokenizer, "left_stripped", ()):
+        text = tf.strings.regex_replace(
+            text, f"{tokenizer.left_strip_class}+{re.escape(MASK_TOKEN)}", MASK_TOKEN)
     pieces = tf.strings.split(text, sep=MASK_TOKEN)  # [batch, (masks + 1)]
     ids = tokenizer.tokenize(pieces.flat_values)  # [pieces, (wordpieces)]
     per_row = pieces.row_lengths()
@@ -115,13 +122,14 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
             adds `fill_mask`; or a task model (`TextClassifier`, `TokenClassifier`,
             `QuestionAnswerer`, `TextEmbedder`).
         path: the SavedModel directory.
-        tokenizer: the model's `kbert.tokenizers.WordPieceTokenizer`, or ALBERT's
-            `SentencePieceTokenizer`.
+        tokenizer: the model's `kbert.tokenizers.WordPieceTokenizer`, ALBERT's
+            `SentencePieceTokenizer` or RoBERTa's `BytePairTokenizer`.
         sequence_length: padded length of the string signatures (default: the model's
             `max_sequence_length`).
         top_k, max_masks: the shape of `fill_mask`'s outputs.
         write_vocabulary: also write the tokenizer's `vocab.txt` (`spiece.model` for a
-            `SentencePieceTokenizer`) beside `saved_model.pb`.
+            `SentencePieceTokenizer`, `vocab.json` + `merges.txt` for a `BytePairTokenizer`)
+            beside `saved_model.pb`.
         label_names: `TextClassifier` and `TokenClassifier`: the class / tag names (default:
             the model's `label_names`; a classifier without them says "LABEL_<i>").
         tag_scheme: `TokenClassifier`: "IOB2" (the default), "BIO", "IOB1", "BIOES",
@@ -232,11 +240,16 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
 
 
 def write_tokenizer_files(tokenizer, directory):
-    """The tokenizer's vocab.txt (WordPiece) or spiece.model (SentencePiece) in `directory`."""
+    """The tokenizer's vocab.txt (WordPiece), spiece.model (SentencePiece) or vocab.json and
+    merges.txt (byte-level BPE) in `directory`."""
     if getattr(tokenizer, "model", None) is not None:  # SentencePiece
         with tf.io.gfile.GFile(os.path.join(directory, "spiece.model"), "wb") as f:
             f.write(tokenizer.model)
         return
-    from kbert.tokenizers.vocab_learning import write_vocabulary
+    from kbert.tokenizers.vocab_learning import write_byte_pair_files, write_vocabulary
+
+    if getattr(tokenizer, "merges", None) is not None:  # byte-level BPE
+        write_byte_pair_files(tokenizer.vocabulary, tokenizer.merges, directory)
+        return
 
     write_vocabulary(tokenizer.vocabulary, os.path.join(directory, "vocab.txt"))

@@ -308,3 +308,27 @@ def test_mobile_bert_from_transformers(tmp_path):
         "mlm_logits"])[0, 0]
     ids = filled["token_ids"].numpy()[0, 0]
     assert ids.tolist() == np.argsort(-logits)[:len(ids)].tolist()
+
+
+def test_byte_pair_masks_take_the_space_before_them(tmp_path):
+    """fill_mask's tokenization with a byte-level BPE: "the [MASK] of" is "Ġthe" <mask> "Ġof",
+    the mask standing for a whole "Ġword" as in training (not "Ġthe" "Ġ" <mask>); the
+    tokenizer's files are vocab.json and merges.txt."""
+    from kbert.export.saved_model import write_tokenizer_files
+    from kbert.tokenizers import BytePairTokenizer, tokenizer_types
+    from kbert.tokenizers.vocab_learning import learn_byte_pair_vocabulary
+
+    sentences = [b"Return the value %d of the attribute." % i for i in range(100)]
+    vocabulary, merges = learn_byte_pair_vocabulary(tf.data.Dataset.from_tensor_slices(
+        sentences), 300, add_prefix_space=True)
+    tokenizer = BytePairTokenizer(vocabulary, merges, add_prefix_space=True)
+    ids = tokenize_with_masks(tokenizer, tf.constant(
+        ["Return the [MASK] of the attribute.", "Return the  \t[MASK]"])).to_list()
+    tokens = [[tokenizer.id_to_token(i) for i in row] for row in ids]
+    assert tokens[0] == ["\u0120Return", "\u0120the", "<mask>", "\u0120of", "\u0120the",
+                         "\u0120attribute", "."]
+    assert tokens[1] == ["\u0120Return", "\u0120the", "<mask>"]
+    write_tokenizer_files(tokenizer, str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == ["merges.txt", "vocab.json"]
+    again = tokenizer_types.load(str(tmp_path / "vocab.json"), lowercase=False)
+    assert (again.vocabulary, again.merges) == (vocabulary, merges)
