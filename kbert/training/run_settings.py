@@ -19,8 +19,8 @@ PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 class RunConfig:
     """Output, hardware and optimizer settings of a run (see `PretrainingConfig`)."""
 
-    model_dir: str = setting(help="Checkpoints, TensorBoard logs, the vocabulary (vocab.txt "
-                             "or spiece.model), config.json "
+    model_dir: str = setting(help="Checkpoints, TensorBoard logs, the vocabulary (vocab.txt, "
+                             "spiece.model, or vocab.json + merges.txt), config.json "
                              "(a directory; required).", group="Output")
     global_batch_size: int = setting(32, "Sequences per step over all replicas (an integer "
                                      ">= 1, divisible by the replicas).", group="Schedule",

@@ -75,7 +75,8 @@ class PretrainingRun:
         return model
 
     def tokenizer(self):
-        """The run's tokenizer (WordPiece or SentencePiece, as the run learned or read it)."""
+        """The run's tokenizer (WordPiece, SentencePiece or byte-level BPE, as the run learned
+        or read it)."""
         return self._tokenizer
 
 

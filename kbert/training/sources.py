@@ -12,7 +12,7 @@ from kbert.training.run_config import ConfigError
 def tokenizer(config, model_dir, teacher=None):
     """The run's tokenizer, of `config.resolved_tokenizer_type`: the teacher's vocabulary
     (distillation: WordPiece), `vocab_file`, or one learned from the input into model_dir
-    (vocab.txt, spiece.model: once, a resumed run reads it)."""
+    (vocab.txt, spiece.model, vocab.json + merges.txt: once, a resumed run reads it)."""
     from kbert.tokenizers import WordPieceTokenizer, tokenizer_types
     from kbert.tokenizers.vocab_learning import write_vocabulary
     from kbert.tokenizers.word_piece_tokenizer import read_vocabulary
