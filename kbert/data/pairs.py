@@ -52,13 +52,21 @@ class PairBuilder:
         seed: seed of the numpy generator; the same seed and input give the same examples.
         random_buffer: how many documents around the current one the random B segments
             come from (half of them read ahead).
+        pack_across_documents: sentence_task "none" only: pack the sentences of consecutive
+            documents into one segment, a `sep_id` between two documents (RoBERTa's
+            FULL-SENTENCES: every example but the last is full); False: a segment holds one
+            document's sentences (DOC-SENTENCES; a short document gives a short example).
     """
 
     def __init__(self, sequence_length, sentence_task, cls_id, sep_id, pad_id,
-                 short_seq_prob=0.1, seed=0, random_buffer=1000):
+                 short_seq_prob=0.1, seed=0, random_buffer=1000, pack_across_documents=False):
         if sentence_task not in SENTENCE_TASKS:
             raise ValueError(f"Unknown sentence_task {sentence_task!r}. Allowed: "
                              f"{', '.join(SENTENCE_TASKS)}.")
+        if pack_across_documents and sentence_task != "none":
+            raise ValueError(f"pack_across_documents packs one segment: it needs sentence_task "
+                             f"'none', got {sentence_task!r}.")
+        self.pack_across_documents = bool(pack_across_documents)
         special = 3 if sentence_task != "none" else 2
         if not isinstance(sequence_length, int) or sequence_length < special + 2:
             raise ValueError(
@@ -128,6 +136,9 @@ class PairBuilder:
 
     def examples(self, documents):
         """Examples from an iterable of documents, each a list of 1-D int arrays (sentences)."""
+        if self.pack_across_documents:
+            yield from self._packed_across(documents)
+            return
         pending = collections.deque()
         for document in documents:
             document = [np.asarray(s, np.int32) for s in document if len(s)]
@@ -173,5 +184,30 @@ class PairBuilder:
                 target = self._target_length()
             chunk.append(sentence)
             length += len(sentence)
+        if chunk:
+            yield self._example(np.concatenate(chunk)[: self.max_tokens])
+
+    def _packed_across(self, documents):
+        """Whole sentences of consecutive documents in one stream, cut into segments of the
+        target length at sentence boundaries; a [SEP] marks where a document ends inside a
+        segment (none at a segment's start or end)."""
+        chunk, length, target = [], 0, self._target_length()
+        for document in documents:
+            first = True
+            for sentence in document:
+                sentence = np.asarray(sentence, np.int32)
+                if not len(sentence):
+                    continue
+                boundary = first and bool(chunk)  # a new document inside the segment
+                first = False
+                if chunk and length + boundary + len(sentence) > target:
+                    yield self._example(np.concatenate(chunk)[: self.max_tokens])
+                    chunk, length, boundary = [], 0, False
+                    target = self._target_length()
+                if boundary:
+                    chunk.append(np.array([self.sep_id], np.int32))
+                    length += 1
+                chunk.append(sentence)
+                length += len(sentence)
         if chunk:
             yield self._example(np.concatenate(chunk)[: self.max_tokens])

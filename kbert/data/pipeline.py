@@ -27,7 +27,7 @@ def tokenized_documents(documents, tokenizer):
 
 
 def examples(documents, tokenizer, sequence_length, sentence_task="nsp", short_seq_prob=0.1,
-             seed=0, random_buffer=1000):
+             seed=0, random_buffer=1000, pack_across_documents=False):
     """Unmasked fixed-length examples (see `PairBuilder`), as a dataset of dicts."""
     builder_args = dict(
         sequence_length=sequence_length,
@@ -38,6 +38,7 @@ def examples(documents, tokenizer, sequence_length, sentence_task="nsp", short_s
         short_seq_prob=short_seq_prob,
         seed=seed,
         random_buffer=random_buffer,
+        pack_across_documents=pack_across_documents,
     )
     PairBuilder(**builder_args)  # bad arguments fail here, before any work
     tokenized = tokenized_documents(documents, tokenizer).prefetch(AUTOTUNE)
@@ -78,7 +79,7 @@ def pretraining_dataset(documents, tokenizer, sequence_length=128, max_predictio
                         batch_size=32, sentence_task="nsp", masking="token",
                         masked_lm_prob=0.15, mask_token_rate=0.8, random_token_rate=0.1,
                         max_ngram=3, short_seq_prob=0.1, seed=0, shuffle_buffer=1000, drop_remainder=True,
-                        random_buffer=1000, repeat=False):
+                        random_buffer=1000, repeat=False, pack_across_documents=False):
     """Batches of (features, labels) for `BertPretrainer.fit`, masked afresh every epoch.
 
     Args:
@@ -88,6 +89,9 @@ def pretraining_dataset(documents, tokenizer, sequence_length=128, max_predictio
             of whole-word and n-gram masking.
         sequence_length, max_predictions: the static shapes [B, S] and [B, P].
         sentence_task: "nsp", "sop" or "none" (one segment of whole sentences, no label).
+        pack_across_documents: with sentence_task "none", a segment takes the sentences of
+            consecutive documents, a separator between two (RoBERTa's FULL-SENTENCES); else
+            one document's (see `PairBuilder`).
         masking, masked_lm_prob, mask_token_rate, random_token_rate, max_ngram: see `Masker`.
         short_seq_prob: probability of a shorter target length for a document.
         seed: every random choice derives from it: the same seed gives the same batches;
@@ -109,7 +113,7 @@ def pretraining_dataset(documents, tokenizer, sequence_length=128, max_predictio
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}.")
     data = examples(documents, tokenizer, sequence_length, sentence_task, short_seq_prob, seed,
-                    random_buffer)
+                    random_buffer, pack_across_documents)
     if repeat:  # shuffling after repeat() mixes the passes from a state fixed by `seed`
         data = data.repeat()
     if shuffle_buffer:

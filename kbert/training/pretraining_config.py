@@ -67,6 +67,11 @@ class PretrainingConfig(RunConfig):
                                     group="Data")
     short_seq_prob: float = setting(0.1, "Probability of a shorter target length, in [0, 1].",
                                     group="Data")
+    pack_across_documents: bool = setting(
+        False, "An objective without a sentence task (mlm, rtd, distill): pack the sentences "
+               "of consecutive documents into one segment, a separator between two "
+               "(RoBERTa's FULL-SENTENCES); false: one document's sentences per example.",
+        group="Data")
     # ELECTRA (--objective=rtd)
     generator_hidden_fraction: float = setting(
         0.25, "ELECTRA generator width as a fraction of the discriminator's, in (0, 1].",
@@ -167,10 +172,18 @@ class PretrainingConfig(RunConfig):
             distill = next(o.name for o in OBJECTIVES.values() if o.needs_teacher)
             raise ConfigError(f"--objective={distill} and --teacher go together: give both or "
                               "neither.")
+        if self.pack_across_documents and objective.sentence_task != "none":
+            raise ConfigError(f"--pack_across_documents packs one segment; --objective="
+                              f"{self.objective} has a sentence task ({objective.sentence_task}"
+                              "): use an objective without one (mlm) or --nopack_across_"
+                              "documents.")
         if objective.check:
             objective.check(self)
 
     def _check_data(self):
+        if self.pack_across_documents and self.input.startswith("tfrecord:"):
+            raise ConfigError("--pack_across_documents packs a text corpus; --input="
+                              f"{self.input!r} reads examples made ahead of time.")
         source = self.input.removeprefix("tfrecord:")
         if source != "stdlib" and not source.startswith("tfds:"):
             from kbert.data.corpora import expand_patterns

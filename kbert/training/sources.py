@@ -54,7 +54,7 @@ def dataset(config, tokenizer, repeat):
         max_predictions=config.max_predictions, batch_size=config.global_batch_size,
         sentence_task=sentence_task, masking=config.masking,
         masked_lm_prob=config.masked_lm_prob, short_seq_prob=config.short_seq_prob,
-        seed=config.seed, repeat=repeat,
+        seed=config.seed, repeat=repeat, pack_across_documents=config.pack_across_documents,
     )
 
 

@@ -132,3 +132,41 @@ def test_bad_arguments():
         PairBuilder(64, "mlm", CLS, SEP, PAD)
     with pytest.raises(ValueError, match="sequence_length must be an integer >= 5, got 4"):
         PairBuilder(4, "nsp", CLS, SEP, PAD)
+
+
+def test_packing_across_documents_fills_every_example():
+    """RoBERTa's FULL-SENTENCES: the stream of all documents' sentences, in order, cut at
+    sentence boundaries, a [SEP] where a document ends inside a segment; every example but
+    the last is full (the next sentence would not fit), and no token is lost."""
+    docs, where = synthetic_documents()
+    examples = build("none", docs, short_seq_prob=0.0, pack_across_documents=True)
+    stream, fills = [], []
+    sentence_starts = {int(s[0]) for doc in docs for s in doc}
+    sentence_lengths = {int(s[0]): len(s) for doc in docs for s in doc}
+    for ex in examples:
+        ids = ex["token_ids"][ex["padding_mask"] == 1]
+        assert ids[0] == CLS and ids[-1] == SEP and "next_sentence_labels" not in ex
+        assert not ex["segment_ids"].any()
+        inner = ids[1:-1]
+        assert int(inner[0]) in sentence_starts and inner[0] != SEP
+        parts = np.split(inner, np.flatnonzero(inner == SEP))
+        parts = [parts[0]] + [p[1:] for p in parts[1:]]  # without the separators
+        documents = [where[int(p[0])][0] for p in parts]
+        assert documents == list(range(documents[0], documents[0] + len(parts)))
+        assert all(where[int(p[0])][1] == 0 for p in parts[1:])  # a document's start
+        stream.extend(inner[inner != SEP].tolist())
+        fills.append(len(inner))
+    assert stream == [int(t) for doc in docs for s in doc for t in s]
+    # Full: each example but the last leaves less room than the sentence that follows it.
+    position = 0
+    for fill, ex in zip(fills[:-1], examples[:-1]):
+        position += int((ex["token_ids"][1:fill + 1] != SEP).sum())
+        following = sentence_lengths[stream[position]]
+        boundary = where[stream[position]][1] == 0  # a [SEP] would come before it
+        assert fill + boundary + following > 62, (fill, boundary, following)
+    assert sum(fill < 62 for fill in fills[:-1]) > 10  # the check above can fail
+    # Packed per document, a document's last example is short: more examples for the tokens.
+    assert len(examples) < len(build("none", docs, short_seq_prob=0.0))
+    with pytest.raises(ValueError, match="pack_across_documents packs one segment: it needs "
+                                         "sentence_task 'none', got 'nsp'"):
+        PairBuilder(64, "nsp", CLS, SEP, PAD, pack_across_documents=True)

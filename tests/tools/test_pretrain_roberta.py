@@ -1,6 +1,7 @@
 """tools/pretrain.py with RoBERTa from raw text: a byte-level BPE vocabulary learned by the run
-(vocab.json + merges.txt), the masked LM alone on full sentences with dynamic masking, and the
-SavedModel that serves raw strings with that tokenizer inside."""
+(vocab.json + merges.txt), the masked LM alone on full sentences packed across documents
+(FULL-SENTENCES) with dynamic masking, and the SavedModel that serves raw strings with that
+tokenizer inside."""
 
 import subprocess
 import sys
@@ -24,6 +25,7 @@ def test_the_roberta_flagfile_is_the_papers_recipe(tmp_path):
     assert config.resolved_tokenizer_type == "bpe" and config.vocab_file is None
     assert (config.preset, config.objective, config.lowercase) == ("roberta_base", "mlm", False)
     assert (config.sequence_length, config.short_seq_prob, config.masking) == (512, 0.0, "token")
+    assert config.pack_across_documents  # FULL-SENTENCES
     assert (config.global_batch_size, config.train_steps, config.learning_rate) == (
         8192, 500000, 6e-4)
     assert (config.warmup_steps, config.clipnorm, config.learned_vocabulary_size) == (
@@ -31,6 +33,22 @@ def test_the_roberta_flagfile_is_the_papers_recipe(tmp_path):
     # Without --tokenizer_type, a RoBERTa preset's own kind is byte-level BPE too.
     auto = parse_flags([f"--model_dir={tmp_path}/run", "--preset=roberta_base"])
     assert auto.resolved_tokenizer_type == "bpe"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--objective=mlm_nsp"], "--pack_across_documents packs one segment; --objective=mlm_nsp "
+                              "has a sentence task (nsp): use an objective without one (mlm)"),
+    (["--objective=mlm", "--input=tfrecord:/data/*.tfrecord"],
+     "--pack_across_documents packs a text corpus; --input='tfrecord:/data/*.tfrecord' reads "
+     "examples made ahead of time."),
+])
+def test_packing_across_documents_needs_one_segment_of_text(tmp_path, args, message):
+    from kbert.training.run_config import ConfigError
+
+    with pytest.raises(ConfigError) as error:
+        parse_flags([f"--model_dir={tmp_path}/run", "--pack_across_documents", *args]).validate()
+    assert message in str(error.value)
+    assert not parse_flags([f"--model_dir={tmp_path}/run"]).pack_across_documents
 
 
 @pytest.mark.parametrize("name, message", [
@@ -85,8 +103,8 @@ print("served", served.shape, "tokens", [tokenizer.id_to_token(i) for i in ids[0
 @pytest.mark.slow
 def test_roberta_learns_from_raw_text_with_its_own_byte_pair_vocabulary(tmp_path):
     """Raw text -> pretrain.py --preset=roberta_base with no vocabulary: the run learns a
-    byte-level BPE into model_dir, trains the masked LM alone on full sentences with dynamic
-    masking, beats the most-frequent-token baseline, and exports a SavedModel that serves raw
+    byte-level BPE into model_dir, trains the masked LM alone on full sentences packed across
+    documents with dynamic masking, beats the most-frequent-token baseline, and exports a SavedModel that serves raw
     strings with the BPE inside, in a fresh process."""
     from kbert.data import corpora, pretraining_dataset
     from kbert.tokenizers import BytePairTokenizer, tokenizer_types
@@ -96,7 +114,8 @@ def test_roberta_learns_from_raw_text_with_its_own_byte_pair_vocabulary(tmp_path
     corpus.write_text("\n\n".join("\n".join(s.decode() for s in d) for d in documents))
     model_dir, export_dir = tmp_path / "run", tmp_path / "export"
     flags = dict(preset="roberta_base", input=corpus, learned_vocabulary_size=2000,
-                 objective="mlm", short_seq_prob=0.0, sequence_length=64, max_predictions=10,
+                 objective="mlm", short_seq_prob=0.0, pack_across_documents="true",
+                 sequence_length=64, max_predictions=10,
                  global_batch_size=32, train_steps=300, steps_per_loop=100,
                  learning_rate=2e-3, warmup_steps=20, seed=1, verbose=2, model_dir=model_dir,
                  export_dir=export_dir)
@@ -111,17 +130,21 @@ def test_roberta_learns_from_raw_text_with_its_own_byte_pair_vocabulary(tmp_path
     assert isinstance(tokenizer, BytePairTokenizer) and tokenizer.vocabulary_size == 2000
     data = pretraining_dataset(corpora.text_files(str(corpus)), tokenizer, sequence_length=64,
                                max_predictions=10, batch_size=32, sentence_task="none",
-                               short_seq_prob=0.0, seed=1)
+                               short_seq_prob=0.0, seed=1, pack_across_documents=True)
     batches = list(data.take(40).as_numpy_iterator())
     labels = np.concatenate([l["mask_ids"][l["mask_weights"] > 0] for _, l in batches])
-    baseline = np.bincount(labels).max() / len(labels)  # ".", about 0.043
-    # Seen: 0.0658 (the mean of the last 100 steps, ~29,000 predictions: sd 0.0015) against a
-    # baseline of 0.0426; 1.3x is 7 sd under what was seen, 8 sd over the baseline.
+    baseline = np.bincount(labels).max() / len(labels)  # ".", about 0.04
+    # Seen: 0.0612 (the mean of the last 100 steps, ~29,000 predictions: sd 0.0015) against a
+    # baseline of 0.0413 (packed per document: 0.0658 against 0.0426); 1.3x is 5 sd under
+    # what was seen, 8 sd over the baseline.
+    print(f"mlm_accuracy {accuracy:.4f}, most frequent token {baseline:.4f}")  # pytest -s
     assert accuracy > 1.3 * baseline, (accuracy, baseline, result.stdout[-2000:])
-    # One segment of whole sentences, <s> ... </s>, with no second separator.
+    # FULL-SENTENCES: one segment <s> ... </s>, a </s> inside where a document ends (seen in
+    # 2% of the rows: the stdlib documents are long; tests/data/test_pairs.py checks the
+    # packing itself).
     ids = np.concatenate([f["token_ids"] for f, _ in batches])
     assert (ids[:, 0] == tokenizer.cls_id).all()
-    assert ((ids == tokenizer.sep_id).sum(axis=1) == 1).all()
+    assert ((ids == tokenizer.sep_id).sum(axis=1) > 1).mean() > 0.005
 
     assert (export_dir / "vocab.json").read_bytes() == (model_dir / "vocab.json").read_bytes()
     assert (export_dir / "merges.txt").read_bytes() == (model_dir / "merges.txt").read_bytes()
