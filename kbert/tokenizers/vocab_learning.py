@@ -198,12 +198,14 @@ def learn_byte_pair_vocabulary(documents, vocab_size, min_frequency=2, special_t
 
 def write_byte_pair_files(vocabulary, merges, folder, vocab_name="vocab.json"):
     """Writes vocab.json ({token: id}, or `vocab_name`) and merges.txt (GPT-2's "#version"
-    line, then one pair a line) into `folder`; returns their paths."""
+    line, then one pair a line) into `folder`; returns their paths. The merges go first: a
+    run that finds the vocab.json takes the vocabulary as written (and learns none), so a
+    run killed between the two files must leave no vocab.json."""
     tf.io.gfile.makedirs(folder)
     vocab_path = os.path.join(folder, vocab_name)
     merges_path = os.path.join(folder, MERGES_FILE)
-    with tf.io.gfile.GFile(vocab_path, "w") as f:
-        json.dump({token: i for i, token in enumerate(vocabulary)}, f, ensure_ascii=False)
     with tf.io.gfile.GFile(merges_path, "w") as f:
         f.write("#version: 0.2\n" + "".join(f"{left} {right}\n" for left, right in merges))
+    with tf.io.gfile.GFile(vocab_path, "w") as f:
+        json.dump({token: i for i, token in enumerate(vocabulary)}, f, ensure_ascii=False)
     return vocab_path, merges_path
