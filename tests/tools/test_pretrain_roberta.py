@@ -153,3 +153,32 @@ def test_roberta_learns_from_raw_text_with_its_own_byte_pair_vocabulary(tmp_path
     assert served.returncode == 0, served.stderr[-3000:]
     assert "served (2, 64, 128)" in served.stdout, served.stdout
     assert "'<s>', '\u0120Return', '\u0120the'" in served.stdout, served.stdout
+
+
+def test_a_roberta_run_learns_its_byte_pair_vocabulary_once(tmp_path):
+    """Given no --vocab_file, a RoBERTa run learns vocab.json + merges.txt into model_dir (a
+    space before each sentence, cased with --nolowercase); a resumed run reads the same
+    files, and a given --vocab_file is read, not learned."""
+    from kbert.tokenizers import BytePairTokenizer
+    from kbert.training import sources
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(f"The Cat number {i} sat on the mat, again." for i in range(300)))
+    config = parse_flags([f"--model_dir={tmp_path}/run", "--preset=roberta_base",
+                          "--objective=mlm", f"--input={corpus}", "--nolowercase",
+                          "--learned_vocabulary_size=300"])
+    tokenizer = sources.tokenizer(config, config.model_dir)
+    vocab, merges = tmp_path / "run" / "vocab.json", tmp_path / "run" / "merges.txt"
+    assert isinstance(tokenizer, BytePairTokenizer) and vocab.exists() and merges.exists()
+    assert tokenizer.vocabulary[:5] == ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    assert tokenizer.add_prefix_space and not tokenizer.lowercase
+    tokens = [tokenizer.id_to_token(i) for i in tokenizer.tokenize("The Cat sat").numpy()]
+    assert tokens == ["\u0120The", "\u0120Cat", "\u0120sat"]
+    stamps = [path.stat().st_mtime_ns for path in (vocab, merges)]
+    again = sources.tokenizer(config, config.model_dir)
+    assert (again.vocabulary, again.merges) == (tokenizer.vocabulary, tokenizer.merges)
+    assert [path.stat().st_mtime_ns for path in (vocab, merges)] == stamps
+    given = parse_flags([f"--model_dir={tmp_path}/other", "--preset=roberta_base",
+                         "--objective=mlm", f"--input={corpus}", f"--vocab_file={vocab}"])
+    assert sources.tokenizer(given, given.model_dir).merges == tokenizer.merges
+    assert not (tmp_path / "other" / "vocab.json").exists()
