@@ -67,6 +67,27 @@ def test_a_task_checkpoint_loads_with_transformers_outputs_and_goes_back(family,
         assert model.problem_type_declared == (theirs.get("problem_type") is not None)
 
 
+@pytest.mark.parametrize("name, classifier_activation, pooler_tensors", [
+    ("mobile_bert_seq_single", False, []),  # google/mobilebert-uncased's: the first token
+    ("mobile_bert_seq_regression", True, ["pooler.dense.bias", "pooler.dense.weight"]),
+])
+def test_a_mobile_bert_classifier_reads_either_pooler(name, classifier_activation,
+                                                      pooler_tensors, tmp_path):
+    """MobileBertForSequenceClassification classifies the pooled output, which is the first
+    token as it is without `classifier_activation` (no tensor) and dense + tanh with it: the
+    fixtures hold one of each, and the pooler's tensors go back out only where there are
+    some."""
+    classifier = kbert.convert.load(FIXTURES / name)
+    assert classifier.head == "pooled"
+    assert classifier.backbone.config.classifier_activation is classifier_activation
+    kbert.convert.save_hugging_face(classifier, tmp_path / "out")
+    written = load_file(str(tmp_path / "out" / "model.safetensors"))
+    assert sorted(k for k in written if ".pooler." in k) == [
+        f"mobilebert.{k}" for k in pooler_tensors]
+    config = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert config["classifier_activation"] is classifier_activation
+
+
 def _copy_with_config(name, folder, **changes):
     shutil.copytree(FIXTURES / name, folder)
     config = json.loads((folder / "config.json").read_text())
@@ -114,7 +135,7 @@ def test_a_head_tensor_the_task_model_does_not_use_is_an_error(tmp_path, name, e
     assert isinstance(kbert.convert.load(folder, task=None), BertBackbone)  # the encoder
 
 
-@pytest.mark.parametrize("name", ["bert_nli", "roberta_nli"])
+@pytest.mark.parametrize("name", ["bert_nli", "roberta_nli", "mobile_bert_nli"])
 def test_an_nli_classifier_keeps_mnli_label_order(name):
     _check_task(kbert.convert.load(FIXTURES / name, task="text-classification"),
                 name, "text_classifier", _tasks.NLI_LABELS, "single_label")
@@ -167,10 +188,12 @@ def test_minilm_loads_as_its_sentence_transformers_pipeline(tmp_path):
     assert type(kbert.convert.load(MINILM, head=None)) is BertBackbone
 
 
-@pytest.mark.parametrize("name", ["bert_seq_single", "albert_seq_single", "st_bert_cls"])
+@pytest.mark.parametrize("name", ["bert_seq_single", "albert_seq_single", "st_bert_cls",
+                                  "mobile_bert_token"])
 def test_the_tokenizer_gives_the_checkpoints_ids(name):
     """kbert's tokenizer of each kind (WordPiece; ALBERT's SentencePiece; a Transformer in its
-    own folder) gives the ids of the checkpoint's own fast tokenizer on real sentences."""
+    own folder; MobileBertTokenizer's files) gives the ids of the checkpoint's own fast
+    tokenizer on real sentences."""
     arrays = _tasks.reference(name)
     tokenizer = kbert.convert.load_tokenizer(FIXTURES / name)
     ids = tokenizer.tokenize([str(s) for s in arrays["sentences"]]).to_list()
