@@ -20,13 +20,40 @@ def load(task):
         return json.load(f)
 
 
+# MobileBERT's trigram input (transformers' model and kbert's alike) gives a sequence's last
+# token the next position's token vector: zeros where the sequence is as long as its batch,
+# the [PAD] vector where it is shorter. transformers' pipeline runs one sequence per batch
+# (batch_size 1, no padding); kbert's pads each batch to its longest sequence, so in these
+# cases the shorter sequences' scores differ (1e-4 to 1e-3 on the fixtures). A known bug of
+# kbert's pipelines, not fixed here: the cases are strict xfails (a fix makes them pass, and
+# then fail until they are taken off this list), and tests/pipelines/test_mobile_bert.py
+# checks them with batch_size=1. (task, case index) -> the case's model.
+PADDED_BATCH_DIFFERS = {
+    **{("text_classification", i): "hf_tasks/mobile_bert_seq_single" for i in (86, 87, 89)},
+    **{("text_classification", i): "hf_tasks/mobile_bert_seq_multi" for i in (97, 98)},
+    **{("text_classification", i): "hf_tasks/mobile_bert_seq_regression" for i in (100, 101)},
+    **{("token_classification", i): "hf_tasks/mobile_bert_token"
+       for i in (32, 33, 34, 35, 36, 38)},
+    ("question_answering", 85): "hf_tasks/mobile_bert_qa",
+    ("zero_shot_classification", 21): "hf_tasks/mobile_bert_nli",
+}
+
+
 def cases(task, fast=()):
     """pytest params of the task's cases, with readable ids; the cases of models not in
-    `fast` are marked slow (the fast tier runs one checkpoint per task)."""
+    `fast` are marked slow (the fast tier runs one checkpoint per task), those of
+    `PADDED_BATCH_DIFFERS` strict xfails."""
     out = []
     for i, case in enumerate(load(task)["cases"]):
         inputs = json.dumps(case["inputs"], ensure_ascii=True)[:30]
         marks = () if case["model"] in fast else (pytest.mark.slow,)
+        if (task, i) in PADDED_BATCH_DIFFERS:
+            assert PADDED_BATCH_DIFFERS[task, i] == case["model"], (
+                f"{task} case {i} is {case['model']}'s: PADDED_BATCH_DIFFERS is stale")
+            marks += (pytest.mark.xfail(
+                strict=True, raises=AssertionError,
+                reason="MobileBERT: kbert's pipeline pads the batch, which changes the last "
+                       "token's trigram input (reference.PADDED_BATCH_DIFFERS)"),)
         out.append(pytest.param(i, id=f"{case['model'].split('/')[-1]}-{i}-{inputs}",
                                 marks=marks))
     return out
