@@ -57,9 +57,9 @@ def test_a_task_checkpoint_loads_with_transformers_outputs_and_goes_back(family,
     theirs = json.loads((FIXTURES / name / "config.json").read_text())
     for key in ("architectures", "id2label", "label2id"):
         assert ours.get(key) == theirs.get(key), key
-    dropout = checkpoint_family(family).task_dropout.get(task)  # classifier_dropout None: the
-    if dropout is not None:                                     # encoder's hidden dropout
-        assert ours[dropout] == (theirs[dropout] or theirs["hidden_dropout_prob"]), dropout
+    dropout = checkpoint_family(family).task_dropout.get(task)  # None or absent (DeBERTa's
+    if dropout is not None:                                     # cls_dropout): the encoder's
+        assert ours[dropout] == (theirs.get(dropout) or theirs["hidden_dropout_prob"]), dropout
     # No fixture states a problem_type but seq_multi's: the others go back out without one
     # (transformers' pipeline scores one output without it with a sigmoid, not as a value).
     assert ours.get("problem_type") == theirs.get("problem_type")
@@ -86,6 +86,47 @@ def test_a_mobile_bert_classifier_reads_either_pooler(name, classifier_activatio
         f"mobilebert.{k}" for k in pooler_tensors]
     config = json.loads((tmp_path / "out" / "config.json").read_text())
     assert config["classifier_activation"] is classifier_activation
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"pooler_hidden_act": "tanh"}, "a DebertaV2ForSequenceClassification with "
+     "pooler_hidden_act='tanh'; kbert's DeBERTa-v3 TextClassifier serves "
+     "pooler_hidden_act='gelu'"),
+    ({"pooler_hidden_size": 16}, "a DebertaV2ForSequenceClassification with "
+     "pooler_hidden_size=16 \\(hidden_size=24\\); kbert's DeBERTa-v3 TextClassifier serves a "
+     "pooler as wide as the encoder"),
+])
+def test_a_deberta_classifier_with_another_context_pooler_is_refused(tmp_path, change,
+                                                                      message):
+    """DeBERTa's ContextPooler is kbert's ClassificationHead only as transformers' default
+    (exact GELU, as wide as the encoder): another would give other outputs."""
+    folder = _copy_with_config("deberta_v3_seq_single", tmp_path / "x", **change)
+    with pytest.raises(ValueError, match=message):
+        kbert.convert.load(folder)
+    # The encoder's config.json of a base model may carry any pooler: it has none.
+    base = _copy_with_config("deberta_v3_token", tmp_path / "base", **change)
+    assert isinstance(kbert.convert.load(base), tasks.TokenClassifier)
+
+
+def test_deberta_names_its_classifier_head_pooler_and_classifier(tmp_path):
+    """DeBERTa's ContextPooler (`pooler.dense`, outside `deberta.`) and `classifier` are the
+    ClassificationHead's dense and out_proj; a `pooler.*` tensor that a DeBERTa token
+    classifier does not use is an error, as any unused head tensor."""
+    classifier = kbert.convert.load(FIXTURES / "deberta_v3_seq_single")
+    assert classifier.head == "cls"
+    weights = load_file(str(FIXTURES / "deberta_v3_seq_single" / "model.safetensors"))
+    np.testing.assert_array_equal(np.asarray(classifier.classifier.dense.kernel),
+                                  weights["pooler.dense.weight"].T)
+    np.testing.assert_array_equal(np.asarray(classifier.classifier.out_proj.kernel),
+                                  weights["classifier.weight"].T)
+    folder = tmp_path / "token"
+    shutil.copytree(FIXTURES / "deberta_v3_token", folder)
+    weights = load_file(str(folder / "model.safetensors"))
+    weights["pooler.dense.bias"] = np.ones((24,), np.float32)
+    save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(ValueError, match="holds a DebertaV2ForTokenClassification with head "
+                                         ".* does not use: pooler.dense.bias\\."):
+        kbert.convert.load(folder)
 
 
 def _copy_with_config(name, folder, **changes):
