@@ -176,7 +176,8 @@ def test_a_head_tensor_the_task_model_does_not_use_is_an_error(tmp_path, name, e
     assert isinstance(kbert.convert.load(folder, task=None), BertBackbone)  # the encoder
 
 
-@pytest.mark.parametrize("name", ["bert_nli", "roberta_nli", "mobile_bert_nli"])
+@pytest.mark.parametrize("name", ["bert_nli", "roberta_nli", "mobile_bert_nli",
+                                  "deberta_v3_nli"])
 def test_an_nli_classifier_keeps_mnli_label_order(name):
     _check_task(kbert.convert.load(FIXTURES / name, task="text-classification"),
                 name, "text_classifier", _tasks.NLI_LABELS, "single_label")
@@ -230,11 +231,12 @@ def test_minilm_loads_as_its_sentence_transformers_pipeline(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["bert_seq_single", "albert_seq_single", "st_bert_cls",
-                                  "mobile_bert_token"])
+                                  "mobile_bert_token", "deberta_v3_token"])
 def test_the_tokenizer_gives_the_checkpoints_ids(name):
     """kbert's tokenizer of each kind (WordPiece; ALBERT's SentencePiece; a Transformer in its
-    own folder; MobileBertTokenizer's files) gives the ids of the checkpoint's own fast
-    tokenizer on real sentences."""
+    own folder; MobileBertTokenizer's files; DeBERTa-v3's cased spm.model without
+    tokenizer.json) gives the ids of the checkpoint's own fast tokenizer on real
+    sentences."""
     arrays = _tasks.reference(name)
     tokenizer = kbert.convert.load_tokenizer(FIXTURES / name)
     ids = tokenizer.tokenize([str(s) for s in arrays["sentences"]]).to_list()
