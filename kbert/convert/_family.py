@@ -105,6 +105,10 @@ class Family:
             fine-tuned Hugging Face form of it.
         task_dropout: kbert task -> the config.json field with its head's dropout rate
             (`classifier_dropout`); a task not named here uses the encoder's dropout.
+        task_head_names: the names of kbert's head layers (`kbert.convert.task_heads`) that
+            the family's task classes name otherwise: kbert's name -> the family's, outside
+            the encoder's prefix (DeBERTa's ContextPooler: `classifier.dense` is
+            `pooler.dense`, `classifier.out_proj` is `classifier`).
 
         tf1_name: `TF1 variable name -> (common name, transpose?) or None`; `None` when the
             family has no original TF1 release.
@@ -155,6 +159,7 @@ class Family:
     companion: Optional[Companion] = None
     task_architectures: Mapping = dataclasses.field(default_factory=dict)
     task_dropout: Mapping = dataclasses.field(default_factory=dict)
+    task_head_names: Mapping = dataclasses.field(default_factory=dict)
 
     tf1_name: Optional[Callable] = None
     tf1_pattern: Optional[str] = None

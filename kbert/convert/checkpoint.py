@@ -112,7 +112,8 @@ class Checkpoint:
         model = tasks.build(task_head.task, backbone, name=name, **arguments)
         unused = self._assign(task_heads.entries(model), task_head.task)
         # A head tensor left out would make a model whose outputs are not the checkpoint's.
-        head = [n for n in unused if n.startswith(task_heads.HEAD_PREFIXES)]
+        head = [n for n in unused
+                if n.startswith(task_heads.head_prefixes(families.get(self.family)))]
         if head and task_head.task != "text_embedder":
             raise ValueError(
                 f"{self.source} holds a {task_head.architecture} with head tensors that the "

@@ -8,6 +8,15 @@ and `encoder.LayerNorm` (the relative table and its LayerNorm), and per block
 legacy names `cls.predictions.transform.*` / `cls.predictions.bias` read as the same head.
 The released checkpoints also hold the discriminator's `mask_predictions.*`, which no
 transformers class reads; kbert leaves them unused.
+
+Fine-tuned: `DebertaV2ForSequenceClassification` is a `ContextPooler` (`pooler.dense` on the
+[CLS] hidden state, then `pooler_hidden_act`) and `classifier`, outside the `deberta.`
+prefix: kbert's `TextClassifier` with head="cls" computes it (a `ClassificationHead` whose
+`dense` and `out_proj` are those two). transformers drops out before the pooler's dense at
+`pooler_dropout` (0 by default) and before `classifier` at `cls_dropout`; kbert's head has
+one rate for both, read from `cls_dropout` (training only: inference has no dropout).
+`DebertaV2ForTokenClassification` (`classifier`, at the encoder's dropout) and
+`DebertaV2ForQuestionAnswering` (`qa_outputs`) are the common heads.
 """
 
 import numpy as np
@@ -43,6 +52,11 @@ SHAPES = Shapes(
     layers=r"encoder\.layer\.(\d+)\.",
 )
 _HEAD = "lm_predictions.lm_head."
+TASK_ARCHITECTURES = {"text_classifier": "DebertaV2ForSequenceClassification",
+                      "token_classifier": "DebertaV2ForTokenClassification",
+                      "question_answerer": "DebertaV2ForQuestionAnswering"}
+# The ContextPooler's activation that kbert's DeBERTa-v3 `ClassificationHead` computes.
+POOLER_ACTIVATION = "gelu"
 
 
 def _refuse(source, field, value, expected):
@@ -79,6 +93,8 @@ def config_from_hf(values, source="config.json"):
                                                        // values["num_attention_heads"]):
         _refuse(source, "attention_head_size", values["attention_head_size"],
                 "hidden_size / num_attention_heads units per head")
+    if (values.get("architectures") or [None])[0] == TASK_ARCHITECTURES["text_classifier"]:
+        _check_pooler(values, source)
     kwargs = bert.config_kwargs(values, CONFIG_FIELDS, _mapping.HF_ACTIVATIONS, source)
     kwargs.setdefault("layer_norm_epsilon", 1e-7)
     relative = values.get("max_relative_positions", -1)
@@ -86,6 +102,24 @@ def config_from_hf(values, source="config.json"):
     types = values.get("pos_att_type") or ()
     kwargs["attention_types"] = types.split("|") if isinstance(types, str) else list(types)
     return DebertaV3Config(**kwargs)
+
+
+def _check_pooler(values, source):
+    """A sequence classifier's ContextPooler must be the one kbert's head computes: as wide
+    as the encoder, with the exact GELU (transformers' defaults)."""
+    classifier = TASK_ARCHITECTURES["text_classifier"]
+    size = values.get("pooler_hidden_size", values.get("hidden_size"))
+    if size != values.get("hidden_size"):
+        raise ValueError(
+            f"{source}: a {classifier} with pooler_hidden_size={size} (hidden_size="
+            f"{values.get('hidden_size')}); kbert's DeBERTa-v3 TextClassifier serves a "
+            "pooler as wide as the encoder.")
+    activation = values.get("pooler_hidden_act", POOLER_ACTIVATION)
+    if activation != POOLER_ACTIVATION:
+        raise ValueError(
+            f"{source}: a {classifier} with pooler_hidden_act={activation!r}; kbert's "
+            f"DeBERTa-v3 TextClassifier serves pooler_hidden_act={POOLER_ACTIVATION!r} "
+            "(transformers' default).")
 
 
 def config_to_hf(config):
@@ -228,6 +262,9 @@ FAMILY = Family(
     shapes=SHAPES,
     config_from_hf=config_from_hf,
     config_to_hf=config_to_hf,
+    task_architectures=TASK_ARCHITECTURES,
+    task_dropout={"text_classifier": "cls_dropout"},
+    task_head_names={"classifier.dense": "pooler.dense", "classifier.out_proj": "classifier"},
     keras_hub_class="DebertaV3Backbone",
     config_from_keras_hub=config_from_keras_hub,
     keras_hub_pairs=keras_hub_pairs,

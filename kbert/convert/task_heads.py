@@ -6,9 +6,11 @@ the `problem_type`. Each family's record (`kbert.convert.families`) names its cl
 (`task_architectures`) and its heads' dropout fields (`task_dropout`); the heads' weights have
 the same names in every family, and kbert's task models are laid out like them:
 
-    text_classifier    `classifier` (BERT, ALBERT: on the pooled output), DistilBERT's
-                       `pre_classifier` + `classifier`, ELECTRA's `classifier.dense` +
-                       `classifier.out_proj` (a `kbert.tasks.ClassificationHead`)
+    text_classifier    `classifier` (BERT, ALBERT, MobileBERT: on the pooled output),
+                       DistilBERT's `pre_classifier` + `classifier`, ELECTRA's and
+                       RoBERTa's `classifier.dense` + `classifier.out_proj` (a
+                       `kbert.tasks.ClassificationHead`; DeBERTa-v3 names the same layers
+                       `pooler.dense` + `classifier`: the family's `task_head_names`)
     token_classifier   `classifier`
     question_answerer  `qa_outputs`
     text_embedder      none: sentence-transformers' pooling (`kbert.convert.hugging_face`
@@ -26,7 +28,8 @@ from kbert.convert._family import HF_TASKS
 from kbert.tasks.task import default_label_names
 from kbert.tasks.text_classifier import family_head, inferred_problem_type
 
-# The names of the head weights, outside the encoder's prefix (`bert.`) in Hugging Face files.
+# The names of the head weights, outside the encoder's prefix (`bert.`) in Hugging Face files;
+# a family's own names add theirs (`head_prefixes`).
 HEAD_PREFIXES = ("classifier.", "pre_classifier.", "qa_outputs.")
 # kbert's problem_type -> transformers'.
 PROBLEM_TYPES = {"single_label": "single_label_classification",
@@ -97,6 +100,14 @@ def check(task_head, task, source, architecture=None):
 
 # === Weight maps ===
 
+def head_prefixes(family):
+    """The names outside the encoder in the task checkpoints of `family` (a `Family`):
+    `HEAD_PREFIXES` and the first part of each of its `task_head_names` (DeBERTa's
+    `pooler.`, which in BERT's files is the encoder's `bert.pooler.`)."""
+    own = tuple(name.split(".")[0] + "." for name in family.task_head_names.values())
+    return tuple(dict.fromkeys(HEAD_PREFIXES + own))
+
+
 def reads_pooler(model):
     """Whether the task model's outputs depend on the backbone's pooler."""
     return isinstance(model, tasks.TextClassifier) and model.head == "pooled"
@@ -114,6 +125,19 @@ def optional_pooler(entries, backbone):
 
 
 def _head_entries(model):
+    """The head's entries under the family's names (`Family.task_head_names`)."""
+    renamed = families.of_model(model).task_head_names
+    result = []
+    for entry in _kbert_head_entries(model):
+        names = []
+        for name in entry.names:  # "classifier.dense.weight": layer, then the tensor
+            layer, tensor = name.rsplit(".", 1)
+            names.append(f"{renamed.get(layer, layer)}.{tensor}")
+        result.append(entry._replace(names=tuple(names)))
+    return result
+
+
+def _kbert_head_entries(model):
     dense = _mapping.dense_entries
     if isinstance(model, tasks.TextClassifier):
         result = []

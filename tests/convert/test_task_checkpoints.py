@@ -57,14 +57,76 @@ def test_a_task_checkpoint_loads_with_transformers_outputs_and_goes_back(family,
     theirs = json.loads((FIXTURES / name / "config.json").read_text())
     for key in ("architectures", "id2label", "label2id"):
         assert ours.get(key) == theirs.get(key), key
-    dropout = checkpoint_family(family).task_dropout.get(task)  # classifier_dropout None: the
-    if dropout is not None:                                     # encoder's hidden dropout
-        assert ours[dropout] == (theirs[dropout] or theirs["hidden_dropout_prob"]), dropout
+    dropout = checkpoint_family(family).task_dropout.get(task)  # None or absent (DeBERTa's
+    if dropout is not None:                                     # cls_dropout): the encoder's
+        assert ours[dropout] == (theirs.get(dropout) or theirs["hidden_dropout_prob"]), dropout
     # No fixture states a problem_type but seq_multi's: the others go back out without one
     # (transformers' pipeline scores one output without it with a sigmoid, not as a value).
     assert ours.get("problem_type") == theirs.get("problem_type")
     if task == "text_classifier":
         assert model.problem_type_declared == (theirs.get("problem_type") is not None)
+
+
+@pytest.mark.parametrize("name, classifier_activation, pooler_tensors", [
+    ("mobile_bert_seq_single", False, []),  # google/mobilebert-uncased's: the first token
+    ("mobile_bert_seq_regression", True, ["pooler.dense.bias", "pooler.dense.weight"]),
+])
+def test_a_mobile_bert_classifier_reads_either_pooler(name, classifier_activation,
+                                                      pooler_tensors, tmp_path):
+    """MobileBertForSequenceClassification classifies the pooled output, which is the first
+    token as it is without `classifier_activation` (no tensor) and dense + tanh with it: the
+    fixtures hold one of each, and the pooler's tensors go back out only where there are
+    some."""
+    classifier = kbert.convert.load(FIXTURES / name)
+    assert classifier.head == "pooled"
+    assert classifier.backbone.config.classifier_activation is classifier_activation
+    kbert.convert.save_hugging_face(classifier, tmp_path / "out")
+    written = load_file(str(tmp_path / "out" / "model.safetensors"))
+    assert sorted(k for k in written if ".pooler." in k) == [
+        f"mobilebert.{k}" for k in pooler_tensors]
+    config = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert config["classifier_activation"] is classifier_activation
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"pooler_hidden_act": "tanh"}, "a DebertaV2ForSequenceClassification with "
+     "pooler_hidden_act='tanh'; kbert's DeBERTa-v3 TextClassifier serves "
+     "pooler_hidden_act='gelu'"),
+    ({"pooler_hidden_size": 16}, "a DebertaV2ForSequenceClassification with "
+     "pooler_hidden_size=16 \\(hidden_size=24\\); kbert's DeBERTa-v3 TextClassifier serves a "
+     "pooler as wide as the encoder"),
+])
+def test_a_deberta_classifier_with_another_context_pooler_is_refused(tmp_path, change,
+                                                                      message):
+    """DeBERTa's ContextPooler is kbert's ClassificationHead only as transformers' default
+    (exact GELU, as wide as the encoder): another would give other outputs."""
+    folder = _copy_with_config("deberta_v3_seq_single", tmp_path / "x", **change)
+    with pytest.raises(ValueError, match=message):
+        kbert.convert.load(folder)
+    # The encoder's config.json of a base model may carry any pooler: it has none.
+    base = _copy_with_config("deberta_v3_token", tmp_path / "base", **change)
+    assert isinstance(kbert.convert.load(base), tasks.TokenClassifier)
+
+
+def test_deberta_names_its_classifier_head_pooler_and_classifier(tmp_path):
+    """DeBERTa's ContextPooler (`pooler.dense`, outside `deberta.`) and `classifier` are the
+    ClassificationHead's dense and out_proj; a `pooler.*` tensor that a DeBERTa token
+    classifier does not use is an error, as any unused head tensor."""
+    classifier = kbert.convert.load(FIXTURES / "deberta_v3_seq_single")
+    assert classifier.head == "cls"
+    weights = load_file(str(FIXTURES / "deberta_v3_seq_single" / "model.safetensors"))
+    np.testing.assert_array_equal(np.asarray(classifier.classifier.dense.kernel),
+                                  weights["pooler.dense.weight"].T)
+    np.testing.assert_array_equal(np.asarray(classifier.classifier.out_proj.kernel),
+                                  weights["classifier.weight"].T)
+    folder = tmp_path / "token"
+    shutil.copytree(FIXTURES / "deberta_v3_token", folder)
+    weights = load_file(str(folder / "model.safetensors"))
+    weights["pooler.dense.bias"] = np.ones((24,), np.float32)
+    save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(ValueError, match="holds a DebertaV2ForTokenClassification with head "
+                                         ".* does not use: pooler.dense.bias\\."):
+        kbert.convert.load(folder)
 
 
 def _copy_with_config(name, folder, **changes):
@@ -114,7 +176,8 @@ def test_a_head_tensor_the_task_model_does_not_use_is_an_error(tmp_path, name, e
     assert isinstance(kbert.convert.load(folder, task=None), BertBackbone)  # the encoder
 
 
-@pytest.mark.parametrize("name", ["bert_nli", "roberta_nli"])
+@pytest.mark.parametrize("name", ["bert_nli", "roberta_nli", "mobile_bert_nli",
+                                  "deberta_v3_nli"])
 def test_an_nli_classifier_keeps_mnli_label_order(name):
     _check_task(kbert.convert.load(FIXTURES / name, task="text-classification"),
                 name, "text_classifier", _tasks.NLI_LABELS, "single_label")
@@ -167,10 +230,13 @@ def test_minilm_loads_as_its_sentence_transformers_pipeline(tmp_path):
     assert type(kbert.convert.load(MINILM, head=None)) is BertBackbone
 
 
-@pytest.mark.parametrize("name", ["bert_seq_single", "albert_seq_single", "st_bert_cls"])
+@pytest.mark.parametrize("name", ["bert_seq_single", "albert_seq_single", "st_bert_cls",
+                                  "mobile_bert_token", "deberta_v3_token"])
 def test_the_tokenizer_gives_the_checkpoints_ids(name):
     """kbert's tokenizer of each kind (WordPiece; ALBERT's SentencePiece; a Transformer in its
-    own folder) gives the ids of the checkpoint's own fast tokenizer on real sentences."""
+    own folder; MobileBertTokenizer's files; DeBERTa-v3's cased spm.model without
+    tokenizer.json) gives the ids of the checkpoint's own fast tokenizer on real
+    sentences."""
     arrays = _tasks.reference(name)
     tokenizer = kbert.convert.load_tokenizer(FIXTURES / name)
     ids = tokenizer.tokenize([str(s) for s in arrays["sentences"]]).to_list()
