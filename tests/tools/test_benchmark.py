@@ -250,7 +250,8 @@ def test_the_small_benchmark_measures_each_model_and_prints_consistent_ratios(tm
     out = result.stdout
     assert "random weights (sizes and latency do not depend on the weights' values)" in out
     assert "config overrides for every model (not the presets' sizes): num_layers=2" in out
-    assert re.search(r"\[1/2\] bert_base: [\d,]+ parameters; SavedModel", out), out
+    assert re.search(r"\[1/2\] bert_base: [\d,]+ parameters; SavedModel [\d.]+ MB \(its "
+                     r"variables hold [\d.]+x the parameters\)", out), out
     assert re.search(r"\[2/2\] distil_bert_base: ", out), out
     tables = _parse_tables(out)
     assert list(tables["measured"]) == ["bert_base", "distil_bert_base"], out
