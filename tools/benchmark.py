@@ -6,6 +6,9 @@
     python tools/benchmark.py finetune [--finetune_preset=bert_base] [--steps=3] [--rounds=6]
     python tools/benchmark.py pipeline [--pipeline_texts=2000] [--batch_size=32] [--seed=0]
         [--reference_python=/path/to/python/with/torch/and/transformers]
+    python tools/benchmark.py small [--small_models=bert_base,distil_bert_base,...]
+        [--small_runs=30] [--small_warmup=3] [--small_threads=2] [--small_dir=DIR]
+        [--small_config=field=value,...] [--sequence_length=128]
 
 `train_step`: one pretraining step (forward, loss, backward, Adam update) of kbert's
 `BertPretrainer` (MLM only, and MLM + NSP) and keras-hub's `BertMaskedLM` on the same
@@ -49,6 +52,18 @@ longest sequence of the whole list (target >= 2x), and transformers' pipeline on
 checkpoint and texts, run in `--reference_python` (default: this Python; the row is skipped,
 saying why, where it cannot import torch and transformers; target: kbert not slower). See
 tools/benchmark_pipeline.py.
+
+`small`: the numbers to choose a small model by, for each of `--small_models` (default
+bert_base, distil_bert_base, mobile_bert, tiny_bert_4l_312, bert_mini; random weights): a
+2-class `TextClassifier` with the tokenizer inside, as an app ships it: parameters, the
+SavedModel's size on disk, the TFLite file's size in float32, float16 and dynamic int8, and
+CPU latency p50 and p90 at batch 1 and `--sequence_length` (128) of one text through the
+reloaded SavedModel (TensorFlow) and the float32 and int8 TFLite files (ai-edge-litert's
+interpreter), `--small_warmup` untimed calls then `--small_runs` timed ones each, taking
+turns; each number also as a ratio to the first model, and the DistilBERT paper's claim (40%
+smaller, 60% faster) against the measured numbers. Files go to `--small_dir` (kept) or a
+temporary folder (deleted). `--small_config` changes architecture fields of every model (for
+a quick look or a test: the numbers are then not the presets'). See tools/benchmark_small.py.
 """
 
 import os
@@ -91,7 +106,19 @@ flags.DEFINE_string("reference_python", None,
                     "pipeline: a Python with torch and transformers for transformers' row "
                     "(default: this one).")
 
-COMMANDS = ("train_step", "preprocess", "serve", "finetune", "pipeline")
+flags.DEFINE_list("small_models", ["bert_base", "distil_bert_base", "mobile_bert",
+                                    "tiny_bert_4l_312", "bert_mini"],
+                  "small: presets to measure, comma-separated; ratios are to the first.")
+flags.DEFINE_integer("small_runs", 30, "small: timed calls per model and runtime.")
+flags.DEFINE_integer("small_warmup", 3, "small: untimed calls per model and runtime first.")
+flags.DEFINE_integer("small_threads", 2, "small: CPU threads of TensorFlow and the TFLite "
+                     "interpreter.")
+flags.DEFINE_string("small_dir", None, "small: folder for the SavedModels and TFLite files "
+                    "(kept); default: a temporary folder, deleted at the end.")
+flags.DEFINE_list("small_config", [], "small: architecture overrides for every model, "
+                  "field=value,... (e.g. num_layers=2,hidden_size=64); default: none.")
+
+COMMANDS = ("train_step", "preprocess", "serve", "finetune", "pipeline", "small")
 
 
 def matmul_gflops(n):
@@ -519,13 +546,28 @@ def pipeline(argv):
                            FLAGS.reference_python)
 
 
+def small(argv):
+    import benchmark_small
+
+    for name, minimum in (("small_runs", 1), ("small_warmup", 0), ("small_threads", 1)):
+        if FLAGS[name].value < minimum:
+            raise app.UsageError(f"--{name} must be at least {minimum}, got "
+                                 f"{FLAGS[name].value}.")
+    try:
+        overrides = benchmark_small.parse_overrides(FLAGS.small_config)
+        benchmark_small.run(FLAGS.small_models, overrides, FLAGS.small_runs, FLAGS.small_warmup,
+                            FLAGS.small_dir, FLAGS.sequence_length, FLAGS.small_threads)
+    except benchmark_small.FlagError as error:
+        raise app.UsageError(str(error)) from error
+
+
 def main(argv):
     if len(argv) != 2 or argv[1] not in COMMANDS:
         raise app.UsageError(
             f"Give one benchmark command, one of: {', '.join(COMMANDS)}; got {argv[1:]}."
         )
     {"train_step": train_step, "preprocess": preprocess, "serve": serve,
-     "finetune": finetune, "pipeline": pipeline}[argv[1]](argv)
+     "finetune": finetune, "pipeline": pipeline, "small": small}[argv[1]](argv)
 
 
 if __name__ == "__main__":
