@@ -19,6 +19,8 @@ import tempfile
 import weakref
 from collections import Counter, defaultdict
 
+import numpy as np
+
 from kbert.export import saved_model_ops as allowed
 from kbert.export.saved_model_files import (
     UnsafeSavedModelError, check_files, copy_saved_model, read_saved_model,
@@ -336,6 +338,14 @@ class _Checker:
                 self.refuse(body, node, f"would allocate a tensor whose shape "
                                         f"({'unknown' if dims is None else dims}) is no "
                                         f"constant, inside tf.saved_model.load ({load_time}).")
+        if node.op in allowed.PADDING_OPS:
+            paddings = body.array(inputs[1]) if len(inputs) > 1 else None
+            if paddings is None or not np.issubdtype(paddings.dtype, np.integer):
+                self.refuse(body, node, "pads by amounts that are no constant (kbert's "
+                                        "exports pad by constants only).")
+            elif int(np.abs(paddings.astype(np.float64)).sum()) > self.max_elements:
+                self.refuse(body, node, f"pads by {int(paddings.sum()):,} positions, over "
+                                        f"max_elements={self.max_elements:,}.")
         if node.op in allowed.RANGE_OPS:
             count = range_elements(body, inputs)
             if count is not None and count > self.max_elements:

@@ -16,10 +16,13 @@ ALLOWED_OPS = frozenset({
     "Minimum", "Mul", "Neg", "NotEqual", "Pow", "Prod", "RealDiv", "Relu", "Rsqrt",
     "SelectV2", "Sigmoid", "Softmax", "Sqrt", "Square", "SquaredDifference", "Sub", "Sum",
     "Tanh", "TopKV2", "Where",
+    # DeBERTa-v3's log-bucketed relative positions.
+    "Abs", "Ceil", "Log", "Sign",
     # Shapes, indexing, segments: packing, padding, word and answer spans.
+    # (Pad: MobileBERT's three-token embedding window.)
     "BroadcastTo", "ConcatV2", "Const", "DenseBincount", "ExpandDims", "Fill", "GatherNd",
     "GatherV2", "Identity", "LowerBound", "MatrixBandPart", "OnesLike", "Pack", "Range",
-    "Reshape", "ReverseV2", "Shape", "Size", "Slice", "Squeeze", "StopGradient",
+    "Pad", "Reshape", "ReverseV2", "Shape", "Size", "Slice", "Squeeze", "StopGradient",
     "StridedSlice", "Tile", "Transpose", "UnsortedSegmentMax", "UnsortedSegmentMin",
     "UnsortedSegmentSum", "UpperBound", "ZerosLike",
     # Ragged tensors: wordpieces per word, words per text.
@@ -71,6 +74,10 @@ SHAPE_INPUTS = {
     "UnsortedSegmentSum": (2,), "UnsortedSegmentJoin": (2,),
 }
 RANGE_OPS = frozenset({"Range", "RaggedRange"})
+# Allowed ops that grow their input by amounts that are an input (index 1): those amounts
+# must fold to constants, and their sum is capped by `max_elements` (MobileBERT's Pad adds
+# one position at each end).
+PADDING_OPS = frozenset({"Pad"})
 
 _PYTHON = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
 _READS = {"ReadFile", "MatchingFiles", "ImmutableConst", "RestoreV2", "Restore", "RestoreSlice",

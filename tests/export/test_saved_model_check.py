@@ -481,6 +481,24 @@ def test_max_elements_is_the_cap(tmp_path):
         check_saved_model(path, max_elements=80_000)
 
 
+def test_pad_by_constants_passes_and_by_too_much_or_by_the_request_does_not(tmp_path):
+    """MobileBERT's embeddings pad by one position at each end: Pad passes with constant
+    amounts under the cap; amounts over it, or computed from the request, are refused."""
+    small = save(_Signature(lambda m, text: tf.pad(
+        tf.strings.length(text)[:, None], [[0, 0], [1, 1]])), tmp_path / "small")
+    check_saved_model(small)
+    huge = save(_Signature(lambda m, text: tf.pad(
+        tf.strings.length(text)[:, None], [[0, 0], [0, 90_000]])), tmp_path / "huge")
+    with pytest.raises(UnsafeSavedModelError, match=r"Pad.*pads by 90,000 positions, over "
+                                                    r"max_elements=80,000"):
+        check_saved_model(huge, max_elements=80_000)
+    asked = save(_Signature(lambda m, text: tf.pad(
+        tf.strings.length(text)[:, None],
+        tf.stack([[0, 0], [0, tf.strings.length(text)[0]]]))), tmp_path / "asked")
+    with pytest.raises(UnsafeSavedModelError, match="pads by amounts that are no constant"):
+        check_saved_model(asked)
+
+
 def test_a_keras_export_passes(tmp_path):
     path = kbert_exports.keras_export(str(tmp_path))
     check_saved_model(path)
