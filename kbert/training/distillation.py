@@ -31,7 +31,7 @@ def _from_run(path):
                           f"{_WORDPIECE_ONLY}")
     if run.checkpoint is None:
         raise ConfigError(f"--teacher={path} has no checkpoint in {path}/checkpoints.")
-    return TeacherSource(run.description, run.vocabulary, run.config.lowercase, run.build)
+    return TeacherSource(run.description, run.vocabulary, run.config.resolved_lowercase, run.build)
 
 
 _WORDPIECE_ONLY = ("distillation writes the teacher's vocabulary as the student's vocab.txt, "

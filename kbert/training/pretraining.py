@@ -41,7 +41,9 @@ def run_pretraining(config):
     work_dir = multi_worker.worker_dir(strategy, config.model_dir)
     tf.io.gfile.makedirs(work_dir)
     with tf.io.gfile.GFile(os.path.join(work_dir, "config.json"), "w") as f:
-        json.dump(dataclasses.asdict(config), f, indent=2)
+        # What the run did: the lower-casing resolved from the preset when not given.
+        json.dump({**dataclasses.asdict(config), "lowercase": config.resolved_lowercase}, f,
+                  indent=2)
     tokenizer = sources.tokenizer(config, work_dir, teacher)
     train_steps = sources.train_steps(config, tokenizer)
 

@@ -50,9 +50,10 @@ class PretrainingConfig(RunConfig):
     learned_vocabulary_size: int = setting(
         8000, "Target size of a learned vocabulary (an integer >= 1).", group="Data",
         minimum=1, aliases=["vocab_size"])
-    lowercase: bool = setting(True, "Lower-case and strip accents (uncased): true or false. "
-                              "A byte-level BPE is lower-cased only (its accents stay); "
-                              "RoBERTa's is cased: --nolowercase.", group="Data")
+    lowercase: Optional[bool] = setting(
+        None, "Lower-case and strip accents (uncased): true or false; default: the preset's "
+        "tokenizer (uncased BERT, ALBERT, ELECTRA: true; RoBERTa, DeBERTa-v3: false). A "
+        "byte-level BPE is lower-cased only (its accents stay).", group="Data")
     sequence_length: int = setting(128, "Tokens per example (an integer >= 1, at most the "
                                    "model's max_sequence_length).", group="Data", minimum=1)
     max_predictions: int = setting(20, "Masked positions per example (an integer >= 1).",
@@ -129,6 +130,14 @@ class PretrainingConfig(RunConfig):
     @property
     def family(self):
         return presets.get(self.preset)["model"]
+
+    @property
+    def resolved_lowercase(self):
+        """Whether the run's tokenizer lower-cases: `lowercase` if given, else the preset's
+        tokenizer setting (presets/<name>.json; true where it says nothing)."""
+        if self.lowercase is not None:
+            return self.lowercase
+        return bool(presets.get(self.preset)["tokenizer"].get("lowercase", True))
 
     @property
     def resolved_tokenizer_type(self):

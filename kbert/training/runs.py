@@ -44,7 +44,7 @@ class PretrainingRun:
         if not tf.io.gfile.exists(path):
             raise ConfigError(f"{self.path} is a run without its vocabulary: {path} does not "
                               "exist.")
-        return tokenizer_types.load(path, kind.name, lowercase=self.config.lowercase)
+        return tokenizer_types.load(path, kind.name, lowercase=self.config.resolved_lowercase)
 
     @property
     def vocabulary(self):

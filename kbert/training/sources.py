@@ -30,9 +30,9 @@ def tokenizer(config, model_dir, teacher=None):
         print(f"Learning a {kind.name} vocabulary (~{config.learned_vocabulary_size} tokens) "
               f"from {config.input} ...", flush=True)
         tokenizer_types.learn(kind.name, inputs.documents(config.input), path,
-                              config.learned_vocabulary_size, lowercase=config.lowercase)
+                              config.learned_vocabulary_size, lowercase=config.resolved_lowercase)
     try:
-        return tokenizer_types.load(path, kind.name, lowercase=config.lowercase)
+        return tokenizer_types.load(path, kind.name, lowercase=config.resolved_lowercase)
     except ValueError as e:  # e.g. a vocabulary without the special tokens
         raise ConfigError(f"--vocab_file={path!r}: {e}") from None
 

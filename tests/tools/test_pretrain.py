@@ -139,6 +139,20 @@ def test_the_distillation_recipe_is_a_flag(tmp_path):
         PretrainingConfig(model_dir=str(tmp_path), tiny_bert_stage="last").validate()
 
 
+def test_lowercase_defaults_to_the_presets_tokenizer(tmp_path):
+    """--lowercase unset: the preset's tokenizer says (RoBERTa and DeBERTa-v3 are cased, BERT
+    uncased); set: the flag wins."""
+    def lowercase(*extra):
+        return parse_flags([f"--model_dir={tmp_path}", *extra]).resolved_lowercase
+
+    assert parse_flags([f"--model_dir={tmp_path}"]).lowercase is None
+    assert lowercase() is True  # bert_base
+    assert lowercase("--preset=roberta_base") is False
+    assert lowercase("--preset=deberta_v3_small") is False
+    assert lowercase("--preset=roberta_base", "--lowercase") is True
+    assert lowercase("--nolowercase") is False
+
+
 def test_flags_are_the_config_fields(tmp_path):
     """Every field has its flag; old names still work; the flag defaults are the fields'."""
     from kbert.training.pretraining_config import PretrainingConfig
