@@ -34,6 +34,11 @@ class MobileBertEmbeddings(keras.layers.Layer):
     Call args:
         token_ids: int tensor [B, S].
         segment_ids: int tensor [B, S], or `None` for all zeros.
+        padding_mask: int tensor [B, S] (1 = real token), or `None`: with `trigram_input`
+            the padded positions' token vectors are zeros, so that a sequence's last token
+            sees zeros after it however its batch is padded (as a batch of its own does).
+            transformers reads the pad id's row there, which released checkpoints keep at
+            zero (`padding_idx`); a model trained with kbert may not.
 
     Returns:
         float tensor [B, S, hidden_size].
@@ -89,7 +94,7 @@ class MobileBertEmbeddings(keras.layers.Layer):
         self.norm.build(token_ids_shape + (self.hidden_size,))
         self.built = True
 
-    def call(self, token_ids, segment_ids=None, training=None):
+    def call(self, token_ids, segment_ids=None, padding_mask=None, training=None):
         sequence_length = ops.shape(token_ids)[1]
         if isinstance(sequence_length, int) and sequence_length > self.max_sequence_length:
             raise ValueError(
@@ -98,6 +103,8 @@ class MobileBertEmbeddings(keras.layers.Layer):
             )
         x = self.token_embedding(token_ids)  # [B, S, E]
         if self.trigram_input:
+            if padding_mask is not None:
+                x = x * ops.cast(padding_mask, x.dtype)[..., None]
             following = ops.pad(x[:, 1:], ((0, 0), (0, 1), (0, 0)))
             preceding = ops.pad(x[:, :-1], ((0, 0), (1, 0), (0, 0)))
             x = ops.concatenate([following, x, preceding], axis=-1)  # [B, S, 3E]
@@ -111,7 +118,7 @@ class MobileBertEmbeddings(keras.layers.Layer):
         x = x + self.segment_embedding(segment_ids)
         return self.dropout_layer(self.norm(x), training=training)
 
-    def compute_output_spec(self, token_ids, segment_ids=None, training=None):
+    def compute_output_spec(self, token_ids, segment_ids=None, padding_mask=None, training=None):
         return keras.KerasTensor(tuple(token_ids.shape) + (self.hidden_size,),
                                  dtype=self.compute_dtype)
 

@@ -23,22 +23,7 @@ def load(task):
 # Known differences of kbert's pipelines from transformers' on the fixtures, not fixed here:
 # their cases are strict xfails (a fix makes them pass, and then fail until they are taken
 # off these lists). (task, case index) -> the case's model.
-#
-# MobileBERT's trigram input (transformers' model and kbert's alike) gives a sequence's last
-# token the next position's token vector: zeros where the sequence is as long as its batch,
-# the [PAD] vector where it is shorter. transformers' pipeline runs one sequence per batch
-# (batch_size 1, no padding); kbert's pads each batch to its longest sequence, so in these
-# cases the shorter sequences' scores differ (1e-4 to 1e-3 on the fixtures).
-# tests/pipelines/test_mobile_bert.py checks them with batch_size=1.
-PADDED_BATCH_DIFFERS = {
-    **{("text_classification", i): "hf_tasks/mobile_bert_seq_single" for i in (86, 87, 89)},
-    **{("text_classification", i): "hf_tasks/mobile_bert_seq_multi" for i in (97, 98)},
-    **{("text_classification", i): "hf_tasks/mobile_bert_seq_regression" for i in (100, 101)},
-    **{("token_classification", i): "hf_tasks/mobile_bert_token"
-       for i in (32, 33, 34, 35, 36, 38)},
-    ("question_answering", 85): "hf_tasks/mobile_bert_qa",
-    ("zero_shot_classification", 21): "hf_tasks/mobile_bert_nli",
-}
+
 # DeBERTa-v3's SentencePiece model with the releases' nmt_nfkc normalization: kbert gives the
 # same ids as transformers, but other character offsets to pieces of words with accented or
 # invisible characters ("café"'s "f": 6-10, the whole word, for transformers' 8-9; "Résumé",
@@ -55,9 +40,6 @@ NFKC_OFFSETS_DIFFER = {("token_classification", i): "hf_tasks/deberta_v3_token"
 # max_sequence_length (InputTooLongError).
 LONGER_THAN_POSITIONS = {("text_classification", 110): "hf_tasks/deberta_v3_seq_single"}
 _KNOWN = [
-    (PADDED_BATCH_DIFFERS, AssertionError,
-     "MobileBERT: kbert's pipeline pads the batch, which changes the last token's trigram "
-     "input (reference.PADDED_BATCH_DIFFERS)"),
     (NFKC_OFFSETS_DIFFER, AssertionError,
      "DeBERTa-v3: kbert's offsets of pieces of words that nmt_nfkc normalizes differ "
      "(reference.NFKC_OFFSETS_DIFFER)"),

@@ -89,7 +89,8 @@ class MobileBertBackbone(BertBackbone):
         # === Functional model ===
         names = ("token_ids", "segment_ids", "padding_mask")
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in names}
-        x = embeddings(inputs["token_ids"], inputs["segment_ids"])  # [B, S, H]
+        x = embeddings(inputs["token_ids"], inputs["segment_ids"],
+                       padding_mask=inputs["padding_mask"])  # [B, S, H]
         for block in blocks:
             x = block(x, padding_mask=inputs["padding_mask"])  # [B, S, H]
         outputs = {"sequence_output": x, "pooled_output": pooler(x)}  # [B, S, H], [B, H]

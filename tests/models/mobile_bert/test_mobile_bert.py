@@ -125,6 +125,24 @@ def test_unsupported_options_and_mismatched_weights_are_refused(tmp_path):
         kbert.convert.read(folder)
 
 
+def test_a_sequence_gives_the_same_outputs_alone_and_in_a_padded_batch():
+    """The 3-token window of a sequence's last token sees zeros after it whether the batch
+    pads the sequence or not, whatever the pad id's row of the token table holds (a model
+    trained in kbert may have moved it off zero; here it is random)."""
+    backbone = MobileBertBackbone(**MOBILE)
+    table = backbone.get_layer("embeddings").token_embedding.embeddings
+    assert np.abs(keras.ops.convert_to_numpy(table)[0]).max() > 0  # [PAD]'s row
+    ids = np.array([[2, 11, 12, 13, 3]], "int32")
+    alone = backbone({"token_ids": ids, "segment_ids": np.zeros_like(ids),
+                      "padding_mask": np.ones_like(ids)})["sequence_output"]
+    padded_ids = np.array([[2, 11, 12, 13, 3, 0, 0], [2, 14, 15, 16, 17, 18, 3]], "int32")
+    mask = (np.arange(7)[None] < np.array([[5], [7]])).astype("int32")
+    padded = backbone({"token_ids": padded_ids, "segment_ids": np.zeros_like(padded_ids),
+                       "padding_mask": mask})["sequence_output"]
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(padded)[0, :5],
+                               keras.ops.convert_to_numpy(alone)[0], atol=1e-5)
+
+
 def test_config_validation():
     with pytest.raises(ValueError, match="intra_bottleneck_size=18 is not divisible"):
         MobileBertConfig(**{**MOBILE, "intra_bottleneck_size": 18})
