@@ -58,13 +58,16 @@ class Rule:
         self.sentence_piece = isinstance(tokenizer, SentencePieceTokenizer)
         self.lowercase = bool(getattr(tokenizer, "lowercase", False))
         self.keep_accents = bool(getattr(tokenizer, "keep_accents", False))
+        # ALBERT's preprocessing (accents stripped, `` and '' to ") before SentencePiece;
+        # DeBERTa-v3's tokenizer gives the text to SentencePiece as it is.
+        self.albert_preprocess = bool(getattr(tokenizer, "albert_preprocess", True))
         self.vocabulary = tokenizer.vocabulary
         self.unk_id = tokenizer.unk_id
 
     def char(self, char):
         """The normalised form of one character alone."""
         if self.sentence_piece:
-            if not self.keep_accents:
+            if self.albert_preprocess and not self.keep_accents:
                 char = _strip_combining(char)
             if self.lowercase:
                 char = char.lower()
@@ -78,8 +81,9 @@ class Rule:
     def word(self, word):
         """The normalised form of a whole word (the characters' forms in context)."""
         if self.sentence_piece:
-            word = word.replace("``", '"').replace("''", '"')
-            if not self.keep_accents:
+            if self.albert_preprocess:
+                word = word.replace("``", '"').replace("''", '"')
+            if self.albert_preprocess and not self.keep_accents:
                 word = _strip_combining(word)
             if self.lowercase:
                 word = word.lower()
