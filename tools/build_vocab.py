@@ -39,8 +39,9 @@ flags.DEFINE_integer("learned_vocabulary_size", 30522,
 flags.DEFINE_alias("vocab_size", "learned_vocabulary_size")  # deprecated name
 flags.DEFINE_string("output", None, "Path of the file to write (vocab.txt, spiece.model, "
                     "vocab.json: --type=bpe writes merges.txt beside it).")
-flags.DEFINE_bool("lowercase", True, "Lower-case and strip accents (uncased models; --type=bpe "
-                  "lower-cases only: RoBERTa's is cased, --nolowercase).")
+flags.DEFINE_bool("lowercase", None, "Lower-case and strip accents (uncased models); "
+                  "default: true for wordpiece and sentencepiece, false for bpe (RoBERTa's "
+                  "is cased; --lowercase lower-cases a BPE, its accents stay).")
 flags.DEFINE_integer("max_sentences", None, "Learn from the first N sentences only.")
 flags.mark_flags_as_required(["input", "output"])
 
@@ -52,15 +53,16 @@ def main(argv):
     except (FileNotFoundError, ValueError) as e:
         raise app.UsageError(f"--input: {e}")
     kind = tokenizer_types.get(FLAGS.type)
+    lowercase = kind.lowercase if FLAGS.lowercase is None else FLAGS.lowercase
     start = time.time()
     logging.info("Learning a %s vocabulary of about %d tokens from %s ...", kind.name,
                  FLAGS.learned_vocabulary_size, FLAGS.input)
     try:
         tokenizer_types.learn(kind.name, documents, FLAGS.output, FLAGS.learned_vocabulary_size,
-                              lowercase=FLAGS.lowercase, max_sentences=FLAGS.max_sentences)
+                              lowercase=lowercase, max_sentences=FLAGS.max_sentences)
     except ValueError as e:
         raise app.UsageError(str(e))
-    tokenizer = tokenizer_types.load(FLAGS.output, kind.name, lowercase=FLAGS.lowercase)
+    tokenizer = tokenizer_types.load(FLAGS.output, kind.name, lowercase=lowercase)
     print(f"Wrote a {kind.name} vocabulary of {tokenizer.vocabulary_size} tokens to "
           f"{' and '.join(tokenizer_types.files(FLAGS.output, kind.name))} in "
           f"{time.time() - start:.0f} s.")

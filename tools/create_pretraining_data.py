@@ -27,7 +27,9 @@ flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt, SentencePiece .mod
                     "byte-level BPE vocab.json with merges.txt beside it (see "
                     "tools/build_vocab.py); a .model file is SentencePiece, a .json one BPE.")
 flags.DEFINE_alias("vocab", "vocab_file")  # deprecated name
-flags.DEFINE_bool("lowercase", True, "Lower-case and strip accents (uncased vocab).")
+flags.DEFINE_bool("lowercase", None, "Lower-case and strip accents (uncased vocab); "
+                  "default: true for a WordPiece or SentencePiece vocabulary, false for a "
+                  "byte-level BPE (as tools/build_vocab.py learns them).")
 flags.DEFINE_string("output", None, "Output path; with --num_shards > 1, -NNNNN-of-NNNNN is added.")
 flags.DEFINE_integer("num_shards", 1, "Number of output files.")
 flags.DEFINE_integer("sequence_length", 128, "Tokens per example, [CLS] and [SEP] included.")
@@ -55,7 +57,9 @@ def main(argv):
     except (FileNotFoundError, ValueError) as e:
         raise app.UsageError(f"--input: {e}")
     try:
-        tokenizer = tokenizer_types.load(FLAGS.vocab_file, lowercase=FLAGS.lowercase)
+        kind = tokenizer_types.get(tokenizer_types.type_of_file(FLAGS.vocab_file))
+        lowercase = kind.lowercase if FLAGS.lowercase is None else FLAGS.lowercase
+        tokenizer = tokenizer_types.load(FLAGS.vocab_file, lowercase=lowercase)
     except (FileNotFoundError, ValueError) as e:
         raise app.UsageError(f"--vocab_file: {e}")
     data = pretraining_dataset(

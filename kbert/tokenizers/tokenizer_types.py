@@ -35,6 +35,9 @@ class TokenizerType:
     load: Callable  # (path, lowercase) -> tokenizer
     # (path) -> the other files of the vocabulary at path (bpe: its merges.txt)
     other_files: Callable = lambda path: []
+    # Whether the tools lower-case for this kind when not told (--lowercase unset): the
+    # models that use it (BERT's and ALBERT's uncased releases; RoBERTa's BPE is cased).
+    lowercase: bool = True
     # (path) -> raises a ValueError when the kind is not written under that name
     check_path: Callable = lambda path: None
 
@@ -93,7 +96,7 @@ TOKENIZER_TYPES = {
         "bpe", "byte-level BPE vocab.json + merges.txt beside it (RoBERTa), learned with the "
         "tokenizers package", "vocab.json", (".json",), _learn_byte_pair, _write_byte_pair,
         _load_byte_pair, other_files=lambda path: [merges_path(path)],
-        check_path=_check_json_name),
+        check_path=_check_json_name, lowercase=False),
 }
 
 

@@ -23,6 +23,31 @@ from kbert.training.run_config import ConfigError  # noqa: F401 - public name
 from kbert.training.strategies import create_strategy
 
 
+def _resolve_lowercase(config, work_dir, teacher):
+    """The config with the lower-casing the run uses: the teacher's (its vocabulary's), else
+    --lowercase, else what an earlier start of this run recorded in config.json (a resumed
+    run keeps its casing), else the preset's. A --lowercase that contradicts the teacher or
+    the recorded run is refused, naming both."""
+    if teacher is not None:
+        if config.lowercase is not None and config.lowercase != teacher.lowercase:
+            raise ConfigError(f"--lowercase={config.lowercase}: the teacher "
+                              f"({teacher.description}) has lowercase={teacher.lowercase}; "
+                              "the student tokenizes with the teacher's vocabulary.")
+        return dataclasses.replace(config, lowercase=teacher.lowercase)
+    path = os.path.join(work_dir, "config.json")
+    recorded = None
+    if tf.io.gfile.exists(path):
+        with tf.io.gfile.GFile(path) as f:
+            recorded = json.load(f).get("lowercase")
+    if recorded is not None and config.lowercase is not None and config.lowercase != recorded:
+        raise ConfigError(f"--lowercase={config.lowercase}: {path} records lowercase="
+                          f"{recorded}, the casing its vocabulary and checkpoints were made "
+                          "with; use a new --model_dir for another casing.")
+    if config.lowercase is None and recorded is not None:
+        return dataclasses.replace(config, lowercase=bool(recorded))
+    return config
+
+
 def run_pretraining(config):
     """Pretrains, checkpointing every loop, resuming from `model_dir` when it has a checkpoint.
 
@@ -40,6 +65,7 @@ def run_pretraining(config):
         teacher = teacher_source(config.teacher)
     work_dir = multi_worker.worker_dir(strategy, config.model_dir)
     tf.io.gfile.makedirs(work_dir)
+    config = _resolve_lowercase(config, work_dir, teacher)
     with tf.io.gfile.GFile(os.path.join(work_dir, "config.json"), "w") as f:
         # What the run did: the lower-casing resolved from the preset when not given.
         json.dump({**dataclasses.asdict(config), "lowercase": config.resolved_lowercase}, f,

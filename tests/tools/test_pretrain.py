@@ -153,6 +153,34 @@ def test_lowercase_defaults_to_the_presets_tokenizer(tmp_path):
     assert lowercase("--nolowercase") is False
 
 
+def test_a_resumed_or_distilled_run_keeps_the_casing_it_tokenizes_with(tmp_path):
+    """A run whose config.json records a casing resumes with it (runs made when --lowercase
+    defaulted to true for every preset stay lower-cased); a student takes its teacher's; a
+    --lowercase that contradicts either is refused."""
+    import json
+
+    from kbert.training.distillation import TeacherSource
+    from kbert.training.pretraining import _resolve_lowercase
+    from kbert.training.run_config import ConfigError
+
+    def config(*extra):
+        return parse_flags([f"--model_dir={tmp_path}", "--preset=roberta_base", *extra])
+
+    assert _resolve_lowercase(config(), str(tmp_path), None).resolved_lowercase is False
+    (tmp_path / "config.json").write_text(json.dumps({"lowercase": True}))
+    assert _resolve_lowercase(config(), str(tmp_path), None).lowercase is True
+    assert _resolve_lowercase(config("--lowercase"), str(tmp_path), None).lowercase is True
+    with pytest.raises(ConfigError, match=r"--lowercase=False: .*config.json records "
+                                          r"lowercase=True"):
+        _resolve_lowercase(config("--nolowercase"), str(tmp_path), None)
+    teacher = TeacherSource("preset bert_tiny", ["[PAD]"], True, None)
+    student_dir = tmp_path / "student"
+    assert _resolve_lowercase(config(), str(student_dir), teacher).lowercase is True
+    with pytest.raises(ConfigError, match=r"--lowercase=False: the teacher \(preset "
+                                          r"bert_tiny\) has lowercase=True"):
+        _resolve_lowercase(config("--nolowercase"), str(student_dir), teacher)
+
+
 def test_flags_are_the_config_fields(tmp_path):
     """Every field has its flag; old names still work; the flag defaults are the fields'."""
     from kbert.training.pretraining_config import PretrainingConfig
