@@ -343,9 +343,13 @@ class _Checker:
             if paddings is None or not np.issubdtype(paddings.dtype, np.integer):
                 self.refuse(body, node, "pads by amounts that are no constant (kbert's "
                                         "exports pad by constants only).")
-            elif int(np.abs(paddings.astype(np.float64)).sum()) > self.max_elements:
-                self.refuse(body, node, f"pads by {int(paddings.sum()):,} positions, over "
-                                        f"max_elements={self.max_elements:,}.")
+            else:  # each axis grows by its paddings: at least prod(1 + before + after)
+                growth = float(np.prod(1.0 + np.abs(paddings.astype(np.float64)).reshape(
+                    -1, 2).sum(axis=1)))
+                if growth > self.max_elements:
+                    self.refuse(body, node, f"pads to at least {min(growth, 2.0**63):,.0f} "
+                                            f"elements (paddings {paddings.tolist()}), over "
+                                            f"max_elements={self.max_elements:,}.")
         if node.op in allowed.RANGE_OPS:
             count = range_elements(body, inputs)
             if count is not None and count > self.max_elements:

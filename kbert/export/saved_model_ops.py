@@ -75,8 +75,8 @@ SHAPE_INPUTS = {
 }
 RANGE_OPS = frozenset({"Range", "RaggedRange"})
 # Allowed ops that grow their input by amounts that are an input (index 1): those amounts
-# must fold to constants, and their sum is capped by `max_elements` (MobileBERT's Pad adds
-# one position at each end).
+# must fold to constants, and the output's least size, prod(1 + before + after) over the axes,
+# is capped by `max_elements` (MobileBERT's Pad adds one position at one end).
 PADDING_OPS = frozenset({"Pad"})
 
 _PYTHON = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}

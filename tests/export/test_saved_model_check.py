@@ -489,9 +489,14 @@ def test_pad_by_constants_passes_and_by_too_much_or_by_the_request_does_not(tmp_
     check_saved_model(small)
     huge = save(_Signature(lambda m, text: tf.pad(
         tf.strings.length(text)[:, None], [[0, 0], [0, 90_000]])), tmp_path / "huge")
-    with pytest.raises(UnsafeSavedModelError, match=r"Pad.*pads by 90,000 positions, over "
-                                                    r"max_elements=80,000"):
+    with pytest.raises(UnsafeSavedModelError, match=r"Pad.*pads to at least 90,001 elements "
+                                                    r".*over max_elements=80,000"):
         check_saved_model(huge, max_elements=80_000)
+    # Small amounts on many axes multiply: 41 ** 6 elements from a [1, 1, 1, 1, 1, 1] tensor.
+    axes = save(_Signature(lambda m, text: tf.pad(
+        tf.reshape(tf.strings.length(text)[:1], [1] * 6), [[0, 40]] * 6)), tmp_path / "axes")
+    with pytest.raises(UnsafeSavedModelError, match=r"pads to at least 4,750,104,241 elements"):
+        check_saved_model(axes, max_elements=80_000)
     asked = save(_Signature(lambda m, text: tf.pad(
         tf.strings.length(text)[:, None],
         tf.stack([[0, 0], [0, tf.strings.length(text)[0]]]))), tmp_path / "asked")
