@@ -181,3 +181,28 @@ def weights_of(entries, values=None):
         for name, array in zip(names, _to_hf(value, kind)):
             result[name] = np.ascontiguousarray(array)
     return result
+
+
+def numpy_value(variable):
+    """A variable's or an array's value as a numpy array."""
+    return np.asarray(variable.numpy() if hasattr(variable, "numpy") else variable)
+
+
+def keras_hub_block_pairs(ours, theirs):
+    """(kbert variable, keras-hub value) for what follows the attention scores in a block:
+    the attention output, both LayerNorms and the feed-forward layers of keras-hub's
+    `TransformerEncoder` (`theirs`, BERT's and DeBERTa-v3's alike) and kbert's block
+    (`ours`). The query / key / value projections differ between the families: the caller's."""
+    attention = theirs._self_attention_layer
+    return [
+        (ours.attention_output_dense.kernel, attention._output_dense.kernel),
+        (ours.attention_output_dense.bias, attention._output_dense.bias),
+        (ours.attention_layer_norm.gamma, theirs._self_attention_layer_norm.gamma),
+        (ours.attention_layer_norm.beta, theirs._self_attention_layer_norm.beta),
+        (ours.intermediate_dense.kernel, theirs._feedforward_intermediate_dense.kernel),
+        (ours.intermediate_dense.bias, theirs._feedforward_intermediate_dense.bias),
+        (ours.output_dense.kernel, theirs._feedforward_output_dense.kernel),
+        (ours.output_dense.bias, theirs._feedforward_output_dense.bias),
+        (ours.output_layer_norm.gamma, theirs._feedforward_layer_norm.gamma),
+        (ours.output_layer_norm.beta, theirs._feedforward_layer_norm.beta),
+    ]

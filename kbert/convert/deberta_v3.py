@@ -19,8 +19,6 @@ one rate for both, read from `cls_dropout` (training only: inference has no drop
 `DebertaV2ForQuestionAnswering` (`qa_outputs`) are the common heads.
 """
 
-import numpy as np
-
 from kbert import _keras_private
 from kbert.convert import _mapping, bert
 from kbert.convert._family import Family, Shapes
@@ -28,20 +26,7 @@ from kbert.models import DebertaV3Config
 
 MODEL_TYPE = "deberta-v2"  # transformers' DebertaV2* classes serve DeBERTa-v2 and -v3
 
-CONFIG_FIELDS = {
-    "vocab_size": "vocabulary_size",
-    "num_hidden_layers": "num_layers",
-    "hidden_size": "hidden_size",
-    "num_attention_heads": "num_heads",
-    "intermediate_size": "intermediate_size",
-    "hidden_dropout_prob": "dropout",
-    "attention_probs_dropout_prob": "attention_dropout",
-    "max_position_embeddings": "max_sequence_length",
-    "type_vocab_size": "type_vocab_size",
-    "initializer_range": "initializer_range",
-    "layer_norm_eps": "layer_norm_epsilon",
-    "position_buckets": "position_buckets",
-}
+CONFIG_FIELDS = {**bert.CONFIG_FIELDS, "position_buckets": "position_buckets"}
 _BLOCK = "encoder.layer.0."
 SHAPES = Shapes(
     sizes={"vocabulary_size": ("embeddings.word_embeddings.weight", 0),
@@ -187,8 +172,7 @@ def heads_in(weights):
     return "pretrainer" if f"{_HEAD}dense.weight" in weights else None
 
 
-def _numpy(variable):
-    return np.asarray(variable.numpy() if hasattr(variable, "numpy") else variable)
+_numpy = _mapping.numpy_value
 
 
 def keras_hub_pairs(source, target):
@@ -215,18 +199,7 @@ def keras_hub_pairs(source, target):
                             (ours.value_dense, attention._value_dense)):
             pairs += [(mine.kernel, _numpy(dense.kernel).reshape(hidden, -1)),
                       (mine.bias, _numpy(dense.bias).reshape(-1))]
-        pairs += [
-            (ours.attention_output_dense.kernel, attention._output_dense.kernel),
-            (ours.attention_output_dense.bias, attention._output_dense.bias),
-            (ours.attention_layer_norm.gamma, theirs._self_attention_layer_norm.gamma),
-            (ours.attention_layer_norm.beta, theirs._self_attention_layer_norm.beta),
-            (ours.intermediate_dense.kernel, theirs._feedforward_intermediate_dense.kernel),
-            (ours.intermediate_dense.bias, theirs._feedforward_intermediate_dense.bias),
-            (ours.output_dense.kernel, theirs._feedforward_output_dense.kernel),
-            (ours.output_dense.bias, theirs._feedforward_output_dense.bias),
-            (ours.output_layer_norm.gamma, theirs._feedforward_layer_norm.gamma),
-            (ours.output_layer_norm.beta, theirs._feedforward_layer_norm.beta),
-        ]
+        pairs += _mapping.keras_hub_block_pairs(ours, theirs)
     return [(variable, _numpy(value)) for variable, value in pairs]
 
 

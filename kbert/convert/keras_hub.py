@@ -18,8 +18,7 @@ from kbert import _keras_private
 from kbert.convert import _checks, _mapping, families
 
 
-def _numpy(variable):
-    return np.asarray(variable.numpy() if hasattr(variable, "numpy") else variable)
+_numpy = _mapping.numpy_value
 
 
 def _blocks(source):
@@ -98,20 +97,8 @@ def _pairs(source, target):
         projections = (attention._query_dense, attention._key_dense, attention._value_dense)
         qkv_kernel = np.stack([_numpy(p.kernel) for p in projections], axis=1)  # [H, 3, N, D]
         qkv_bias = np.stack([_numpy(p.bias) for p in projections], axis=0)  # [3, N, D]
-        pairs += [
-            (ours.qkv_dense.kernel, qkv_kernel),
-            (ours.qkv_dense.bias, qkv_bias),
-            (ours.attention_output_dense.kernel, attention._output_dense.kernel),
-            (ours.attention_output_dense.bias, attention._output_dense.bias),
-            (ours.attention_layer_norm.gamma, theirs._self_attention_layer_norm.gamma),
-            (ours.attention_layer_norm.beta, theirs._self_attention_layer_norm.beta),
-            (ours.intermediate_dense.kernel, theirs._feedforward_intermediate_dense.kernel),
-            (ours.intermediate_dense.bias, theirs._feedforward_intermediate_dense.bias),
-            (ours.output_dense.kernel, theirs._feedforward_output_dense.kernel),
-            (ours.output_dense.bias, theirs._feedforward_output_dense.bias),
-            (ours.output_layer_norm.gamma, theirs._feedforward_layer_norm.gamma),
-            (ours.output_layer_norm.beta, theirs._feedforward_layer_norm.beta),
-        ]
+        pairs += [(ours.qkv_dense.kernel, qkv_kernel), (ours.qkv_dense.bias, qkv_bias)]
+        pairs += _mapping.keras_hub_block_pairs(ours, theirs)
     result = []
     for variable, value in pairs:
         value = _numpy(value)
