@@ -53,3 +53,13 @@ def check_positive_float(name, value, allow_zero=False):
 def truncated_normal(stddev):
     """BERT's initializer for every kernel and embedding table."""
     return keras.initializers.TruncatedNormal(stddev=stddev)
+
+
+def check_sequence_length(sequence_length, max_sequence_length):
+    """Refuses a static sequence length past the learned positions (a traced, unknown one
+    passes: the position table's slice fails there instead)."""
+    if isinstance(sequence_length, int) and sequence_length > max_sequence_length:
+        raise ValueError(
+            f"Sequence length {sequence_length} is longer than max_sequence_length="
+            f"{max_sequence_length}: the model has no position embedding past it."
+        )

@@ -127,11 +127,7 @@ class Embeddings(keras.layers.Layer):
     def call(self, token_ids, segment_ids=None, training=None, project=True,
              padding_mask=None):
         sequence_length = ops.shape(token_ids)[1]
-        if isinstance(sequence_length, int) and sequence_length > self.max_sequence_length:
-            raise ValueError(
-                f"Sequence length {sequence_length} is longer than max_sequence_length="
-                f"{self.max_sequence_length}: the model has no position embedding past it."
-            )
+        _utils.check_sequence_length(sequence_length, self.max_sequence_length)
         x = self.token_embedding(token_ids)  # [B, S, E]
         if self.position_offset:
             x = x + ops.cast(self._offset_positions(token_ids, padding_mask), x.dtype)

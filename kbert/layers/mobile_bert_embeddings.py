@@ -96,11 +96,7 @@ class MobileBertEmbeddings(keras.layers.Layer):
 
     def call(self, token_ids, segment_ids=None, padding_mask=None, training=None):
         sequence_length = ops.shape(token_ids)[1]
-        if isinstance(sequence_length, int) and sequence_length > self.max_sequence_length:
-            raise ValueError(
-                f"Sequence length {sequence_length} is longer than max_sequence_length="
-                f"{self.max_sequence_length}: the model has no position embedding past it."
-            )
+        _utils.check_sequence_length(sequence_length, self.max_sequence_length)
         x = self.token_embedding(token_ids)  # [B, S, E]
         if self.trigram_input:
             if padding_mask is not None:

@@ -8,10 +8,11 @@ from kbert.layers import MaskedLMHead
 from kbert.models.optimizers import NO_DECAY_NAMES
 
 
-def masked_lm_head(backbone, name="mlm_head"):
-    """A `MaskedLMHead` tied to `backbone`'s token table, configured as the backbone."""
+def masked_lm_head(backbone, name="mlm_head", head_class=MaskedLMHead):
+    """A `head_class` (`MaskedLMHead`) tied to `backbone`'s token table, configured as the
+    backbone."""
     config = backbone.config
-    return MaskedLMHead(
+    return head_class(
         vocabulary_size=config.vocabulary_size,
         token_embedding=backbone.token_embedding,
         activation=config.activation,

@@ -95,6 +95,20 @@ def initialize_student(student, teacher, layers=None):
     return layers
 
 
+def check_student_and_teacher(student, teacher):
+    """Refuses a student or teacher that is not a pretrainer with a masked-LM head, or two
+    that do not share a vocabulary size; returns their backbones' configs."""
+    for role, model in (("student", student), ("teacher", teacher)):
+        if getattr(model, "mlm_head", None) is None or not hasattr(model, "backbone"):
+            raise ValueError(f"The {role} must be a pretrainer with a masked-LM head "
+                             f"(e.g. head='mlm'); got {type(model).__name__}.")
+    s_config, t_config = student.backbone.config, teacher.backbone.config
+    if s_config.vocabulary_size != t_config.vocabulary_size:
+        raise ValueError(f"The student's vocabulary_size {s_config.vocabulary_size} differs "
+                         f"from the teacher's {t_config.vocabulary_size}.")
+    return s_config, t_config
+
+
 @keras.saving.register_keras_serializable(package="kbert")
 class Distiller(Pretrainer, keras.Model):
     """Trains `student` to imitate the frozen `teacher` at the masked positions (DistilBERT).
@@ -129,14 +143,7 @@ class Distiller(Pretrainer, keras.Model):
             _utils.check_positive_float(name, value, allow_zero=True)
             for name, value in (("kl_weight", kl_weight), ("mlm_weight", mlm_weight),
                                 ("cosine_weight", cosine_weight)))
-        for role, model in (("student", student), ("teacher", teacher)):
-            if getattr(model, "mlm_head", None) is None or not hasattr(model, "backbone"):
-                raise ValueError(f"The {role} must be a pretrainer with a masked-LM head "
-                                 f"(e.g. head='mlm'); got {type(model).__name__}.")
-        s_config, t_config = student.backbone.config, teacher.backbone.config
-        if s_config.vocabulary_size != t_config.vocabulary_size:
-            raise ValueError(f"The student's vocabulary_size {s_config.vocabulary_size} differs "
-                             f"from the teacher's {t_config.vocabulary_size}.")
+        s_config, t_config = check_student_and_teacher(student, teacher)
         if cosine_weight and s_config.hidden_size != t_config.hidden_size:
             raise ValueError(
                 f"The cosine loss compares hidden states: the student's hidden_size "

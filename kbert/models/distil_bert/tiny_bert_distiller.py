@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from kbert.layers import TransformerEncoder, _utils
+from kbert.models.distil_bert.distiller import check_student_and_teacher
 from kbert.models.pretrainer import Pretrainer
 
 STAGES = ("intermediate", "prediction", "both")
@@ -80,14 +81,7 @@ class TinyBertDistiller(Pretrainer, keras.Model):
         self.temperature = _utils.check_positive_float("temperature", temperature)
         if stage not in STAGES:
             raise ValueError(f"stage={stage!r}: one of {', '.join(STAGES)}.")
-        for role, model in (("student", student), ("teacher", teacher)):
-            if getattr(model, "mlm_head", None) is None or not hasattr(model, "backbone"):
-                raise ValueError(f"The {role} must be a pretrainer with a masked-LM head "
-                                 f"(e.g. head='mlm'); got {type(model).__name__}.")
-        s_config, t_config = student.backbone.config, teacher.backbone.config
-        if s_config.vocabulary_size != t_config.vocabulary_size:
-            raise ValueError(f"The student's vocabulary_size {s_config.vocabulary_size} differs "
-                             f"from the teacher's {t_config.vocabulary_size}.")
+        s_config, t_config = check_student_and_teacher(student, teacher)
         if stage != "prediction" and s_config.num_heads != t_config.num_heads:
             raise ValueError(f"The attention loss compares heads one to one: the student has "
                              f"{s_config.num_heads}, the teacher {t_config.num_heads}.")

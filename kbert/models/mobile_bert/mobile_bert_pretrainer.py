@@ -4,20 +4,12 @@ import keras
 
 from kbert.layers import MobileBertMaskedLMHead
 from kbert.models.bert.bert_pretrainer import BertPretrainer
+from kbert.models.pretrainer import masked_lm_head
 
 
 def mobile_bert_masked_lm_head(backbone, name="mlm_head"):
     """A `MobileBertMaskedLMHead` tied to `backbone`'s 128-wide token table."""
-    config = backbone.config
-    return MobileBertMaskedLMHead(
-        vocabulary_size=config.vocabulary_size,
-        token_embedding=backbone.token_embedding,
-        activation=config.activation,
-        layer_norm_epsilon=config.layer_norm_epsilon,
-        initializer_range=config.initializer_range,
-        dtype=backbone.dtype_policy,
-        name=name,
-    )
+    return masked_lm_head(backbone, name, head_class=MobileBertMaskedLMHead)
 
 
 @keras.saving.register_keras_serializable(package="kbert")
