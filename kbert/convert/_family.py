@@ -97,6 +97,10 @@ class Family:
         config_from_hf: `(config.json dict, source) -> config`.
         config_to_hf: `config -> config.json dict` (without `architectures`).
         not_in_hf: common names Hugging Face's models have no place for (not written).
+        to_hf_weights: optional `(config.json dict, weights) -> weights`: what the family's
+            Hugging Face files hold where kbert's weights differ without changing kbert's
+            outputs (MobileBERT: the pad id's token row, which transformers reads and kbert
+            does not, written as zeros); `None`: the weights as they are.
         companion: a second Hugging Face model beside the main one, or `None`.
         task_architectures: kbert task ("text_classifier", "token_classifier",
             "question_answerer") -> the Hugging Face class of that fine-tuned model
@@ -109,6 +113,10 @@ class Family:
             the family's task classes name otherwise: kbert's name -> the family's, outside
             the encoder's prefix (DeBERTa's ContextPooler: `classifier.dense` is
             `pooler.dense`, `classifier.out_proj` is `classifier`).
+        check_task_config: optional `(task, config.json dict, source)`; raises ValueError
+            when kbert's task model of `task` would not compute the checkpoint's (DeBERTa's
+            ContextPooler other than transformers' default). Only a task load runs it
+            (`kbert.convert.task_heads`): the encoder of that checkpoint still loads.
 
         tf1_name: `TF1 variable name -> (common name, transpose?) or None`; `None` when the
             family has no original TF1 release.
@@ -156,10 +164,12 @@ class Family:
     config_from_hf: Callable
     config_to_hf: Callable
     not_in_hf: tuple = ()
+    to_hf_weights: Optional[Callable] = None
     companion: Optional[Companion] = None
     task_architectures: Mapping = dataclasses.field(default_factory=dict)
     task_dropout: Mapping = dataclasses.field(default_factory=dict)
     task_head_names: Mapping = dataclasses.field(default_factory=dict)
+    check_task_config: Optional[Callable] = None
 
     tf1_name: Optional[Callable] = None
     tf1_pattern: Optional[str] = None

@@ -7,6 +7,14 @@ prefix dropped (`embeddings.word_embeddings.weight`, `encoder.layer.0.attention.
 kbert's variables and back (with `kbert.convert._mapping`), so each format needs only its own
 name translation. `albert`, `distil_bert` and `electra` are the same for their families. Each
 module ends with its `FAMILY` record (`kbert.convert._family.Family`): what the formats read.
+
+TinyBERT's released general students (huawei-noah/TinyBERT_General_*, the tiny_bert_* presets)
+are BERT in the files of huawei-noah's own code: a config.json with no `model_type` (read as
+BERT: `families.by_config`) and the state dict of its `TinyBertForPreTraining`: `bert.*`,
+BERT's `cls.*` heads, and `fit_dense.*`, the projection of the student's hidden states onto
+the teacher's width that only its distillation loss reads. kbert's models have no place for
+`fit_dense` (kbert's TinyBERT distillation learns its own): it stays in `Checkpoint.weights`
+for whoever wants it, is logged as not used when a model is built, and is not written.
 """
 
 import re
@@ -47,6 +55,10 @@ SHAPES = Shapes(
            "intermediate_size": ("encoder.layer.0.intermediate.dense.weight", 0)},
     layers=r"encoder\.layer\.(\d+)\.",
 )
+
+
+# TinyBERT's distillation projection (see the module's text): read, never mapped or written.
+TINY_BERT_ONLY = ("fit_dense.weight", "fit_dense.bias")
 
 
 def check_model_type(values, model_type, source):
@@ -218,6 +230,7 @@ FAMILY = Family(
                    "pretrainer": "BertForPreTraining"},
     tied=("cls.predictions.decoder.weight",),  # the token table again
     aliases={"cls.predictions.decoder.bias": "cls.predictions.bias"},
+    not_in_hf=TINY_BERT_ONLY,
     tokenizer_class="BertTokenizer",
     config_fields=CONFIG_FIELDS,
     shapes=SHAPES,

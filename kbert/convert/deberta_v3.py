@@ -78,8 +78,6 @@ def config_from_hf(values, source="config.json"):
                                                        // values["num_attention_heads"]):
         _refuse(source, "attention_head_size", values["attention_head_size"],
                 "hidden_size / num_attention_heads units per head")
-    if (values.get("architectures") or [None])[0] == TASK_ARCHITECTURES["text_classifier"]:
-        _check_pooler(values, source)
     kwargs = bert.config_kwargs(values, CONFIG_FIELDS, _mapping.HF_ACTIVATIONS, source)
     kwargs.setdefault("layer_norm_epsilon", 1e-7)
     relative = values.get("max_relative_positions", -1)
@@ -89,9 +87,13 @@ def config_from_hf(values, source="config.json"):
     return DebertaV3Config(**kwargs)
 
 
-def _check_pooler(values, source):
+def check_task_config(task, values, source="config.json"):
     """A sequence classifier's ContextPooler must be the one kbert's head computes: as wide
-    as the encoder, with the exact GELU (transformers' defaults)."""
+    as the encoder, with the exact GELU (transformers' defaults). Only the classification
+    head reads the pooler, so only a task load checks it (`Family.check_task_config`): the
+    encoder of such a checkpoint loads with task=None."""
+    if task != "text_classifier":
+        return
     classifier = TASK_ARCHITECTURES["text_classifier"]
     size = values.get("pooler_hidden_size", values.get("hidden_size"))
     if size != values.get("hidden_size"):
@@ -238,6 +240,7 @@ FAMILY = Family(
     task_architectures=TASK_ARCHITECTURES,
     task_dropout={"text_classifier": "cls_dropout"},
     task_head_names={"classifier.dense": "pooler.dense", "classifier.out_proj": "classifier"},
+    check_task_config=check_task_config,
     keras_hub_class="DebertaV3Backbone",
     config_from_keras_hub=config_from_keras_hub,
     keras_hub_pairs=keras_hub_pairs,

@@ -31,6 +31,40 @@ def by_model_type(model_type, source="config.json"):
     )
 
 
+# A config.json without `model_type` reads as BERT when it has BERT's sizes and none of these,
+# the fields that make another family's config (TinyBERT's releases: huawei-noah's own
+# BertConfig, with no model_type, no architectures and keys of its own, `cell`, `emb_size`,
+# `pre_trained`, `structure`, `training`, that its BertModel does not read).
+_BERT_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                "intermediate_size")
+_OTHER_FAMILIES_FIELDS = ("embedding_size", "num_hidden_groups", "inner_group_num", "dim",
+                          "n_layers", "n_heads", "relative_attention", "position_buckets",
+                          "pos_att_type", "true_hidden_size", "trigram_input",
+                          "intra_bottleneck_size")
+
+
+def by_config(values, source="config.json"):
+    """The family of a Hugging Face config.json dict: by its `model_type`, or, without one,
+    BERT where its fields are BERT's (TinyBERT's released general students); ValueError
+    naming what is missing or foreign otherwise."""
+    if values.get("model_type") is not None:
+        return by_model_type(values["model_type"], source)
+    architectures = values.get("architectures") or []
+    architectures = [architectures] if isinstance(architectures, str) else list(architectures)
+    missing = [k for k in _BERT_FIELDS if k not in values]
+    foreign = [k for k in _OTHER_FAMILIES_FIELDS if k in values]
+    foreign += [str(a) for a in architectures if not str(a).startswith("Bert")]
+    if missing or foreign:
+        reasons = ([f"it lacks {', '.join(missing)}"] if missing else []) + (
+            [f"it has {', '.join(foreign)}"] if foreign else [])
+        raise ValueError(
+            f"{source} has no model_type, and kbert reads such a config only as BERT's (the "
+            f"fields {', '.join(_BERT_FIELDS)}, as TinyBERT's releases have): "
+            f"{' and '.join(reasons)}. Add the model_type, one of "
+            f"{', '.join(sorted(f.model_type for f in FAMILIES.values()))}.")
+    return FAMILIES["bert"]
+
+
 def by_keras_hub_class(class_name, source="keras-hub preset"):
     """The family of a keras-hub backbone class ("BertBackbone")."""
     for family in FAMILIES.values():
@@ -55,5 +89,5 @@ def of_model(model):
     )
 
 
-__all__ = ["FAMILIES", "Companion", "Family", "by_keras_hub_class", "by_model_type", "get",
-           "of_model"]
+__all__ = ["FAMILIES", "Companion", "Family", "by_config", "by_keras_hub_class", "by_model_type",
+           "get", "of_model"]

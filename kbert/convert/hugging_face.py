@@ -74,7 +74,7 @@ def _normalise(weights, family):
 def _read_config(path):
     file = path / "config.json"
     hf_config = _checks.read_json(file, "a Hugging Face config.json (an object with model_type)")
-    return hf_config, families.by_model_type(hf_config.get("model_type"), source=str(file))
+    return hf_config, families.by_config(hf_config, source=str(file))
 
 
 def _shards(path):
@@ -228,6 +228,8 @@ def write(checkpoint, path):
         head_prefixes = task_heads.head_prefixes(family)
     weights = {k: v for k, v in checkpoint.weights.items() if k not in family.not_in_hf}
     dropped = sorted(set(checkpoint.weights) - set(weights))
+    if family.to_hf_weights is not None:
+        weights = family.to_hf_weights(hf_config, weights)
     if dropped:
         logging.info("%s: Hugging Face's %s has no place for %s; not written.",
                      checkpoint.source, family.architectures[None], ", ".join(dropped))

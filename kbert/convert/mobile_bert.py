@@ -4,7 +4,17 @@
 transformers keeps NoNorm's scale and bias under LayerNorm's names (`LayerNorm.weight`,
 `LayerNorm.bias`); the MLM head's extra output rows are `cls.predictions.dense.weight`
 [hidden - embedding, vocabulary], beside the tied decoder (the token table again).
+
+The pad id's token row: transformers' MobileBertEmbeddings builds the 3-token window from
+the token vectors of every position, padded ones included, so it reads the `pad_token_id`
+row there; the releases keep that row at zero (`padding_idx`). kbert's zeroes the padded
+positions' vectors instead and never reads the row, so a kbert-made model may hold anything
+in it: `to_hf_weights` writes it as zeros, and transformers' outputs on a padded batch are
+then kbert's. (kbert's initialization is left as it is: the MLM head's tied table would move
+the row off zero in training anyway.)
 """
+
+import numpy as np
 
 from kbert.convert import _mapping, bert
 from kbert.convert._family import Family, Shapes
@@ -133,6 +143,19 @@ def entries(model):
     return result
 
 
+_TOKEN_TABLE = "embeddings.word_embeddings.weight"
+
+
+def to_hf_weights(hf_config, weights):
+    """`weights` with the token table's `pad_token_id` row zeroed (see the module's text):
+    transformers reads that row at padded positions, where kbert's model reads zeros."""
+    if _TOKEN_TABLE not in weights:
+        return weights
+    table = np.array(weights[_TOKEN_TABLE], copy=True)
+    table[int(hf_config["pad_token_id"])] = 0
+    return {**weights, _TOKEN_TABLE: table}
+
+
 def heads_in(weights):
     if "cls.predictions.transform.dense.weight" not in weights:
         return None
@@ -155,6 +178,7 @@ FAMILY = Family(
     shapes=SHAPES,
     config_from_hf=config_from_hf,
     config_to_hf=config_to_hf,
+    to_hf_weights=to_hf_weights,
     task_architectures={"text_classifier": "MobileBertForSequenceClassification",
                         "token_classifier": "MobileBertForTokenClassification",
                         "question_answerer": "MobileBertForQuestionAnswering"},

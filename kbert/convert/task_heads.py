@@ -21,6 +21,7 @@ task model that does not read the pooler neither reads nor writes it.
 """
 
 import dataclasses
+from typing import Optional
 
 from kbert import tasks
 from kbert.convert import _mapping, families
@@ -49,11 +50,15 @@ class TaskHead:
         arguments: the task class's keyword arguments (`num_classes`, `problem_type`,
             `problem_type_declared`, `label_names`, `dropout`, `head`; `pooling`,
             `normalize`, `max_length`).
+        refusal: why kbert's task model would not compute the checkpoint's (its family's
+            `check_task_config`), or `None`. The task model is then refused with this
+            message; the checkpoint's encoder still loads (task=None).
     """
 
     task: str
     architecture: str
     arguments: dict = dataclasses.field(default_factory=dict)
+    refusal: Optional[str] = None
 
     @property
     def max_length(self):
@@ -82,6 +87,9 @@ def check(task_head, task, source, architecture=None):
     """The `TaskHead` to build for `task` ("auto" or a task name); ValueError naming what
     the checkpoint holds and the task it serves when that is not `task`."""
     if task_head is not None and (task == "auto" or tasks.task_name(task) == task_head.task):
+        if task_head.refusal is not None:
+            raise ValueError(f"{task_head.refusal} Load its encoder with task=None and put "
+                             "a new head on it.")
         return task_head
     if task_head is None:
         requested = "task" if task == "auto" else repr(tasks.task_name(task))
@@ -234,7 +242,13 @@ def from_hf_config(values, family, source="config.json"):
     field = family.task_dropout.get(task)
     if field is not None and values.get(field) is not None:
         arguments["dropout"] = float(values[field])
-    return TaskHead(task, architecture, arguments)
+    refusal = None
+    if family.check_task_config is not None:
+        try:  # kept for a task load: the encoder of the checkpoint loads all the same
+            family.check_task_config(task, values, source)
+        except ValueError as error:
+            refusal = str(error)
+    return TaskHead(task, architecture, arguments, refusal)
 
 
 def to_hf_config(task_head, family, source="model"):
@@ -242,6 +256,8 @@ def to_hf_config(task_head, family, source="model"):
     `problem_type` (where declared: transformers' pipeline scores one output without it with a
     sigmoid) and the head's dropout field."""
     task, arguments = task_head.task, task_head.arguments
+    if task_head.refusal is not None:
+        raise ValueError(task_head.refusal)
     if task not in HF_TASKS or task not in family.task_architectures:
         raise ValueError(f"{source}: transformers has no {family.name} model of the task "
                          f"{task!r}; it has {', '.join(family.task_architectures) or 'none'}.")

@@ -1,7 +1,8 @@
 """Text classification and regression inputs: texts and text pairs -> `(features, labels)`.
 
 Tokenization and packing run in the graph (`tf.data.Dataset.map` on batches), as in the
-exported SavedModels: `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, pairs truncated longest
+exported SavedModels (`task_features.pack_segments`): `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`
+(RoBERTa's pairs `<s> A </s></s> B </s>`, as RoBERTa packs them), pairs truncated longest
 first (BERT's `_truncate_seq_pair`), padded to a static `sequence_length`.
 """
 
@@ -18,6 +19,7 @@ from kbert.data.task_features import (
     batched,
     check_int,
     pack_segments,
+    special_count,
 )
 from kbert.data.task_records import ClassificationData, ClassificationExample
 from kbert.data.text_spans import utf8
@@ -110,7 +112,8 @@ def classification_dataset(data, tokenizer, sequence_length=128, batch_size=32,
     Args:
         data: `ClassificationData` (`read_classification_file`, `tfds_task`), or a list of
             texts or of (text_a, text_b) pairs.
-        tokenizer: a kbert tokenizer (`tokenize`, `cls_id`, `sep_id`, `pad_id`).
+        tokenizer: a kbert tokenizer (`tokenize`, `cls_id`, `sep_id`, `pad_id`,
+            `pair_separators`: RoBERTa's pairs get two separators and segment ids all 0).
         sequence_length: the static length S of `token_ids`, `segment_ids`, `padding_mask`.
         training: shuffle (buffer `shuffle_buffer`, `seed`), and drop the last partial batch
             unless `drop_remainder` says otherwise.
@@ -121,7 +124,9 @@ def classification_dataset(data, tokenizer, sequence_length=128, batch_size=32,
     """
     data = as_classification_data(data)
     columns = _columns(data)
-    check_int("sequence_length", sequence_length, 5 if "text_b" in columns else 3)
+    pair = "text_b" in columns
+    # Room for the special tokens and at least one piece of each text.
+    check_int("sequence_length", sequence_length, special_count(tokenizer, pair) + 1 + pair)
     dataset = tf.data.Dataset.from_tensor_slices(columns)
     dataset = batched(dataset, batch_size, training, shuffle_buffer, seed, drop_remainder,
                       repeat)
@@ -132,8 +137,7 @@ def classification_dataset(data, tokenizer, sequence_length=128, batch_size=32,
         ids = tokenizer.tokenize(tf.concat(texts, 0))
         rows = tf.shape(batch["text_a"], out_type=tf.int64)[0]
         segments = [ids[i * rows : (i + 1) * rows] for i in range(len(texts))]
-        features = pack_segments(segments, sequence_length, tokenizer.cls_id,
-                                 tokenizer.sep_id, tokenizer.pad_id)
+        features = pack_segments(tokenizer, segments, sequence_length)
         for tensor in features.values():  # the ragged ops lose the static batch size
             tensor.set_shape([batch["text_a"].shape[0], sequence_length])
         if LABELS in batch:

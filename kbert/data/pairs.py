@@ -14,10 +14,19 @@ longer segment is truncated from a random end until the pair fits. Differences, 
 - truncation takes the same number of tokens from each end as the original's token-by-token
   coin flips (a binomial draw), so a 1 MB line costs no more than a short one.
 
+Nothing is lost silently. NSP / SOP pairs are truncated as the original's
+`truncate_seq_pair` truncates them (a sentence longer than the pair's room included), and
+`PairBuilder.statistics` counts it: "pairs_truncated", "tokens_truncated", and
+"tokens_dropped" (a chunk of one token, which gives no pair). With sentence_task "none" a
+segment holds whole sentences, so a sentence longer than a segment is split into pieces of
+the segment's length (counted as "sentences_split") instead of being cut off. The builder
+logs the counts when its input ends.
+
 Labels: NSP 0 = B follows A, 1 = B is from another document; SOP 0 = in order, 1 = swapped.
 """
 
 import collections
+import logging
 
 import numpy as np
 
@@ -82,6 +91,10 @@ class PairBuilder:
         self.rng = np.random.default_rng(seed)
         self.random_buffer = max(int(random_buffer), 2)
         self.window = collections.deque(maxlen=self.random_buffer)
+        # What the examples leave out or change of the input, over every `examples` call.
+        self.statistics = collections.Counter(
+            {key: 0 for key in ("pairs_truncated", "tokens_truncated", "tokens_dropped",
+                                "sentences_split")})
 
     def _target_length(self):
         if self.rng.random() < self.short_seq_prob:
@@ -136,20 +149,44 @@ class PairBuilder:
 
     def examples(self, documents):
         """Examples from an iterable of documents, each a list of 1-D int arrays (sentences)."""
-        if self.pack_across_documents:
-            yield from self._packed_across(documents)
-            return
-        pending = collections.deque()
-        for document in documents:
-            document = [np.asarray(s, np.int32) for s in document if len(s)]
-            if not document:
-                continue
-            self.window.append(document)
-            pending.append(document)
-            if len(pending) > self.random_buffer // 2:
+        try:  # the statistics are logged also when a consumer stops early (take(n))
+            if self.pack_across_documents:
+                yield from self._packed_across(documents)
+                return
+            pending = collections.deque()
+            for document in documents:
+                document = [np.asarray(s, np.int32) for s in document if len(s)]
+                if not document:
+                    continue
+                self.window.append(document)
+                pending.append(document)
+                if len(pending) > self.random_buffer // 2:
+                    yield from self._document_examples(pending.popleft())
+            while pending:
                 yield from self._document_examples(pending.popleft())
-        while pending:
-            yield from self._document_examples(pending.popleft())
+        finally:
+            self._log_statistics()
+
+    def _log_statistics(self):
+        counts = self.statistics
+        if self.sentence_task == "none":
+            if counts["sentences_split"]:
+                logging.info("%d sentences longer than %d tokens were split into segments "
+                             "of that length.", counts["sentences_split"], self.max_tokens)
+        elif counts["pairs_truncated"] or counts["tokens_dropped"]:
+            logging.info("%d pairs longer than %d tokens were truncated (%d tokens, as the "
+                         "original's truncate_seq_pair); %d tokens in chunks too short for a "
+                         "pair were dropped.", counts["pairs_truncated"], self.max_tokens,
+                         counts["tokens_truncated"], counts["tokens_dropped"])
+
+    def _pieces(self, sentence):
+        """A sentence longer than a segment, in pieces of the segment's length (the last one
+        shorter): a segment of sentence_task "none" holds whole sentences, and cutting one
+        off would lose its tail."""
+        if len(sentence) <= self.max_tokens:
+            return [sentence]
+        self.statistics["sentences_split"] += 1
+        return np.split(sentence, range(self.max_tokens, len(sentence), self.max_tokens))
 
     def _document_examples(self, document):
         target = self._target_length()
@@ -169,39 +206,47 @@ class PairBuilder:
                         i -= len(chunk) - a_end  # the unused sentences start the next chunk
                     elif self.sentence_task == "sop" and label == 1:
                         a, b = b, a
+                    full = len(a) + len(b)
                     a, b = truncate_pair(a, b, self.max_tokens, self.rng)
+                    if full > len(a) + len(b):
+                        self.statistics["pairs_truncated"] += 1
+                        self.statistics["tokens_truncated"] += full - len(a) - len(b)
                     if len(a) and len(b):
                         yield self._example(a, b, label)
+                    else:
+                        self.statistics["tokens_dropped"] += len(a) + len(b)
+                else:
+                    self.statistics["tokens_dropped"] += length
                 chunk, length = [], 0
             i += 1
 
     def _packed(self, document, target):
         chunk, length = [], 0
-        for sentence in document:
+        for sentence in (p for s in document for p in self._pieces(s)):
             if chunk and length + len(sentence) > target:
-                yield self._example(np.concatenate(chunk)[: self.max_tokens])
+                yield self._example(np.concatenate(chunk))
                 chunk, length = [], 0
                 target = self._target_length()
             chunk.append(sentence)
             length += len(sentence)
         if chunk:
-            yield self._example(np.concatenate(chunk)[: self.max_tokens])
+            yield self._example(np.concatenate(chunk))
 
     def _packed_across(self, documents):
         """Whole sentences of consecutive documents in one stream, cut into segments of the
         target length at sentence boundaries; a [SEP] marks where a document ends inside a
-        segment (none at a segment's start or end)."""
+        segment (none at a segment's start or end). A sentence longer than a segment goes in
+        pieces (`_pieces`)."""
         chunk, length, target = [], 0, self._target_length()
         for document in documents:
             first = True
-            for sentence in document:
-                sentence = np.asarray(sentence, np.int32)
+            for sentence in (p for s in document for p in self._pieces(np.asarray(s, np.int32))):
                 if not len(sentence):
                     continue
                 boundary = first and bool(chunk)  # a new document inside the segment
                 first = False
                 if chunk and length + boundary + len(sentence) > target:
-                    yield self._example(np.concatenate(chunk)[: self.max_tokens])
+                    yield self._example(np.concatenate(chunk))
                     chunk, length, boundary = [], 0, False
                     target = self._target_length()
                 if boundary:
@@ -210,4 +255,4 @@ class PairBuilder:
                 chunk.append(sentence)
                 length += len(sentence)
         if chunk:
-            yield self._example(np.concatenate(chunk)[: self.max_tokens])
+            yield self._example(np.concatenate(chunk))

@@ -1,9 +1,10 @@
 """Extractive question answering (SQuAD v1.1 / v2.0): windows in, answers out.
 
-Encoding follows google-research/bert's run_squad.py: `[CLS] question [SEP] window [SEP]`,
-the question cut to `max_question_length` pieces, the context cut into windows of what is
-left, each window starting `doc_stride` pieces after the one before (never more than a
-window's length, so the windows cover every piece). A training window carries the answer's
+Encoding follows google-research/bert's run_squad.py: `[CLS] question [SEP] window [SEP]`
+(RoBERTa's `<s> question </s></s> window </s>`, as transformers packs it), the question cut
+to `max_question_length` pieces, the context cut into windows of what is left, each window
+starting `doc_stride` pieces after the one before (never more than a window's length, so the
+windows cover every piece). A training window carries the answer's
 first and last piece when it holds the whole answer, else 0 ([CLS]).
 
 Decoding searches the `n_best` start and end pieces of every window for spans of at most
@@ -26,6 +27,9 @@ from kbert.data.task_features import (
     arrays_dataset,
     check_int,
     packed_row,
+    pair_separators,
+    second_segment_id,
+    special_count,
 )
 from kbert.data.task_records import QuestionAnsweringData, QuestionExample
 from kbert.data.text_spans import align_texts, tokenize_words
@@ -114,7 +118,7 @@ def encode_questions(data, tokenizer, sequence_length=384, doc_stride=128,
             `doc_stride`; the overlap is the window length minus it).
         max_question_length: questions keep their first this many pieces.
     """
-    check_int("sequence_length", sequence_length, 4)
+    check_int("sequence_length", sequence_length, special_count(tokenizer, True) + 1)
     check_int("doc_stride", doc_stride, 1)
     check_int("max_question_length", max_question_length, 1)
     version_2 = False
@@ -130,9 +134,10 @@ def encode_questions(data, tokenizer, sequence_length=384, doc_stride=128,
     labelled = any(e.answers or e.is_impossible for e in examples)
     rows, windows, starts, ends = [], [], [], []
     special = (tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
+    separators, second_segment = pair_separators(tokenizer), second_segment_id(tokenizer)
     for index, example in enumerate(examples):
         question = questions[example.question][:max_question_length]
-        window_length = sequence_length - len(question) - 3
+        window_length = sequence_length - len(question) - special_count(tokenizer, True)
         if window_length < 1:
             raise ValueError(f"sequence_length={sequence_length} leaves no room for the "
                              f"context after a question of {len(question)} pieces; raise it "
@@ -142,7 +147,8 @@ def encode_questions(data, tokenizer, sequence_length=384, doc_stride=128,
         for doc_start, doc_length in window_starts(len(alignment.piece_ids), window_length,
                                                    doc_stride):
             piece_ids = alignment.piece_ids[doc_start : doc_start + doc_length]
-            *row, offset = packed_row(question, piece_ids, sequence_length, *special)
+            *row, offset = packed_row(question, piece_ids, sequence_length, *special,
+                                      separators, second_segment)
             rows.append(row)
             windows.append(Window(index, example.id, example.context, alignment.piece_spans,
                                   doc_start, doc_length, offset, sequence_length))

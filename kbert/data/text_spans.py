@@ -10,6 +10,12 @@ the pieces spell the normalised word, its own characters (else the whole word's)
 
 Used by NER (labels per word, entities by character) and extractive QA (answers by
 character), so that a prediction maps back to an exact substring of the original text.
+
+A byte-level BPE (RoBERTa's `BytePairTokenizer`) is aligned as the pipelines' encoder does
+it instead: the words are GPT-2's pieces (`byte_pair_words`), each tokenized with its leading
+space (" word" -> "Ġword"; every pre-split CoNLL word gets one, as transformers'
+`add_prefix_space=True`), and each token covers the characters its bytes came from
+(`byte_pair_offsets`).
 """
 
 import collections
@@ -116,6 +122,57 @@ def tokenize_words(tokenizer, words, chunk_size=8192):
     return pieces
 
 
+def byte_pair_offsets(word, tokens, token_bytes, start, lowercase=False):
+    """int32 [tokens, 2]: the characters in the text of the byte-level BPE tokens of `word`
+    (a GPT-2 piece starting at `start`), as the tokenizers library's ByteLevel offsets with
+    `trim_offsets=True` (RoBERTa's): a token covers the characters whose UTF-8 bytes it holds
+    (every token holding a byte of a multi-byte character covers that whole character),
+    less its leading and trailing "Ġ" (space) symbols; a token of spaces only is an empty
+    span at its end."""
+    from kbert.tokenizers.byte_pair_tokenizer import WORD_START
+
+    owner = [k for k, char in enumerate(word)
+             for _ in (char.lower() if lowercase else char).encode("utf-8", "replace")]
+    spans = []
+    if sum(len(b) for b in token_bytes) != len(owner):  # (a lower-casing that changed bytes)
+        return np.array([(start, start + len(word))] * len(tokens), np.int32).reshape(-1, 2)
+    position = 0
+    for token, data in zip(tokens, token_bytes):
+        first = start + owner[position]
+        last = start + owner[position + len(data) - 1] + 1
+        position += len(data)
+        leading = len(token) - len(token.lstrip(WORD_START))
+        trailing = len(token) - len(token.rstrip(WORD_START))
+        if leading:
+            first = min(first + leading, last)
+        if trailing and last >= trailing:
+            last = max(last - trailing, first)
+        spans.append((first, last))
+    return np.array(spans, np.int32).reshape(-1, 2)
+
+
+def byte_pair_words(texts):
+    """[(piece, start)] of each text: GPT-2's split (the `BytePairTokenizer`'s own, in one
+    TensorFlow call for all texts) with each piece's first character in the text."""
+    import tensorflow as tf
+
+    from kbert.tokenizers.byte_pair_tokenizer import pre_tokenize
+
+    if not texts:
+        return []
+    text = tf.strings.unicode_transcode(tf.constant(utf8(texts), tf.string),
+                                        "UTF-8", "UTF-8", errors="replace")
+    result = []
+    for row in pre_tokenize(text).to_list():
+        words, position = [], 0
+        for piece in row:
+            word = piece.decode("utf-8")
+            words.append((word, position))
+            position += len(word)
+        result.append(words)
+    return result
+
+
 # How uncased tokenizers strip accents: BERT (NFD, drop Mn), ALBERT (NFKD, drop combining).
 _ACCENT_RULES = (("NFD", lambda c: unicodedata.category(c) == "Mn"),
                  ("NFKD", unicodedata.combining))
@@ -212,6 +269,53 @@ def _align(text, words, pieces, spans_of):
                      spans.astype(np.int32))
 
 
+def _is_byte_pair(tokenizer):
+    from kbert.tokenizers import BytePairTokenizer
+
+    return isinstance(tokenizer, BytePairTokenizer)
+
+
+def _byte_pair_aligner(tokenizer, word_texts):
+    """`_aligner` for a byte-level BPE (RoBERTa): `word_texts` are GPT-2 pieces with their
+    leading space (" word" -> "Ġword"); spans by `byte_pair_offsets` (the pipeline's)."""
+    pieces = tokenize_words(tokenizer, word_texts)
+    vocabulary = tokenizer.vocabulary
+    token_bytes = type(tokenizer)._token_bytes(vocabulary)
+    lowercase = bool(getattr(tokenizer, "lowercase", False))
+
+    @functools.lru_cache(maxsize=None)
+    def spans_of(piece):
+        ids = pieces[piece]
+        return byte_pair_offsets(piece, [vocabulary[i] for i in ids],
+                                 [token_bytes[i] for i in ids], 0, lowercase)
+
+    return pieces, spans_of
+
+
+def _byte_pair_align(text, split, pieces, spans_of):
+    """One text's `Alignment` from its GPT-2 pieces [(piece, start)]: a word is a piece less
+    its leading whitespace (transformers' word_ids of RoBERTa); the tokens of a piece of
+    whitespace only (a "Ġ" of a run of spaces) join the word before (the first word when
+    none is before; none when the text has no word)."""
+    words, owners = [], []
+    for piece, start in split:
+        stripped = piece.lstrip()
+        if stripped:
+            begin = start + len(piece) - len(stripped)
+            words.append(Word(stripped, begin, start + len(piece)))
+        owners.append(len(words) - 1)
+    if not words:
+        empty = np.zeros([0], np.int32)
+        return Alignment(text, words, empty, empty, np.zeros([0, 2], np.int32))
+    ids, piece_words, spans = [], [], []
+    for (piece, start), owner in zip(split, owners):
+        ids.append(pieces[piece])
+        piece_words.append(np.full([len(pieces[piece])], max(owner, 0), np.int32))
+        spans.append(spans_of(piece) + start)
+    return Alignment(text, words, np.concatenate(ids).astype(np.int32),
+                     np.concatenate(piece_words), np.concatenate(spans).astype(np.int32))
+
+
 def _aligner(tokenizer, word_texts):
     pieces = tokenize_words(tokenizer, word_texts)
     lowercase = bool(getattr(tokenizer, "lowercase", False))
@@ -227,10 +331,17 @@ def _aligner(tokenizer, word_texts):
 
 
 def align_texts(texts, tokenizer):
-    """Original texts -> one `Alignment` each (words by `split_words`).
+    """Original texts -> one `Alignment` each (words by `split_words`; for a byte-level
+    BPE (RoBERTa), GPT-2's pieces less their leading space, each tokenized with it as the
+    pipelines' encoder does, so " word" -> "Ġword").
 
     All distinct words of all texts are tokenized together, in a few tokenizer calls.
     """
+    if _is_byte_pair(tokenizer):
+        splits = byte_pair_words(list(texts))
+        pieces, spans_of = _byte_pair_aligner(tokenizer, [p for s in splits for p, _ in s])
+        return [_byte_pair_align(text, split, pieces, spans_of)
+                for text, split in zip(texts, splits)]
     words = [split_words(text) for text in texts]
     pieces, spans_of = _aligner(tokenizer, [w.text for ws in words for w in ws])
     return [_align(text, ws, pieces, spans_of) for text, ws in zip(texts, words)]
@@ -241,5 +352,10 @@ def align_words(word_lists, tokenizer):
     single spaces. Each given word is tokenized whole: a word with punctuation inside
     ("U.S.") keeps all its pieces under its one index."""
     joined = [join_words(list(ws)) for ws in word_lists]
+    if _is_byte_pair(tokenizer):  # transformers' add_prefix_space=True: " word" each
+        pieces, spans_of = _byte_pair_aligner(tokenizer, [" " + w for ws in word_lists
+                                                          for w in ws])
+        return [_byte_pair_align(text, [(" " + w.text, w.start - 1) for w in ws], pieces,
+                                 spans_of) for text, ws in joined]
     pieces, spans_of = _aligner(tokenizer, [w for ws in word_lists for w in ws])
     return [_align(text, ws, pieces, spans_of) for text, ws in joined]

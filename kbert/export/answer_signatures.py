@@ -3,7 +3,8 @@ original context out, as `kbert.data.question_answering` encodes and decodes in 
 
 In the graph: the context is split into words and tokenized word by word (`word_alignment`,
 each piece with its characters), cut into windows of `[CLS] question [SEP] window [SEP]`
-every `doc_stride` pieces (`encode_questions`), and the model runs on all windows at once.
+(RoBERTa's `<s> question </s></s> window </s>`) every `doc_stride` pieces
+(`encode_questions`), and the model runs on all windows at once.
 The best span of every window is read off a dense [S, S] matrix of start + end scores under
 a band mask (end >= start, at most `max_answer_length` pieces, both in the window's context,
 among its `n_best` starts and ends as `decode_answers`), then the best over the windows of
@@ -13,8 +14,14 @@ context. SQuAD 2.0 models answer "" when the null score wins by more than the th
 
 import tensorflow as tf
 
-from kbert.data.task_features import check_int
-from kbert.export.signature_helpers import STRINGS, add_ids_endpoint, run_model
+from kbert.data.task_features import (
+    check_int,
+    pair_separators,
+    second_segment_id,
+    special_count,
+)
+from kbert.export.signature_helpers import (STRINGS, add_ids_endpoint, refuse_byte_pair_words,
+                                            run_model)
 from kbert.export.word_alignment import piece_spans, split_words, substrings, valid_utf8
 
 # kbert.data.question_answering's defaults.
@@ -23,7 +30,8 @@ DEFAULTS = {"version_2": False, "null_threshold": 0.0, "doc_stride": 128,
 _FAR = 2 ** 30  # past any character offset
 
 
-def windows(question_ids, context_ids, sequence_length, doc_stride, overlap=False):
+def windows(question_ids, context_ids, sequence_length, doc_stride, overlap=False,
+            separators=1):
     """`encode_questions`' windows of every question, in the graph.
 
     Args:
@@ -31,13 +39,14 @@ def windows(question_ids, context_ids, sequence_length, doc_stride, overlap=Fals
         doc_stride: the step from one window's start to the next (at most the window);
             with `overlap`, the pieces a window repeats from the one before, as the
             tokenizers library's `stride` (transformers' question-answering pipeline).
+        separators: the separators between the question and the window (2 for RoBERTa).
     Returns:
         `example` (the question of each window), `doc_start`, `doc_length` and `offset` (the
         position of the window's first context piece), int32 [windows].
     """
     questions = tf.cast(question_ids.row_lengths(), tf.int32)
     pieces = tf.cast(context_ids.row_lengths(), tf.int32)
-    length = sequence_length - questions - 3  # the context's room in a window
+    length = sequence_length - questions - 2 - separators  # the context's room in a window
     step = length - doc_stride if overlap else tf.minimum(length, doc_stride)
     # A context that fits needs no step; one that does not was refused where the step is
     # not positive (tf.where computes both branches: no division by zero).
@@ -46,32 +55,38 @@ def windows(question_ids, context_ids, sequence_length, doc_stride, overlap=Fals
     example = tf.repeat(tf.range(tf.size(count)), count)
     doc_start = tf.ragged.range(count).flat_values * tf.gather(step, example)
     doc_length = tf.minimum(tf.gather(pieces, example) - doc_start, tf.gather(length, example))
-    return example, doc_start, doc_length, tf.gather(questions, example) + 2
+    return example, doc_start, doc_length, tf.gather(questions, example) + 1 + separators
 
 
 def window_features(tokenizer, question_ids, context_ids, sequence_length, doc_stride,
                     overlap=False, padded_to=None):
-    """Every window of `windows` as model inputs `[CLS] question [SEP] window [SEP]`.
+    """Every window of `windows` as model inputs `[CLS] question [SEP] window [SEP]`, packed
+    as `kbert.data.task_features.packed_row` packs them (RoBERTa: two separators, segment
+    ids all 0).
 
     Returns a dict: `example`, `doc_length`, `offset` as `windows`; `first_piece` (the
     window's first context piece, an index into `context_ids.flat_values`); `position`
     int32 [1, S]; and `features` (`token_ids`, `segment_ids`, `padding_mask` int32 [W, S],
     S `padded_to`, or the longest window without it).
     """
+    separators = pair_separators(tokenizer)
     example, doc_start, doc_length, offset = windows(question_ids, context_ids,
-                                                     sequence_length, doc_stride, overlap)
+                                                     sequence_length, doc_stride, overlap,
+                                                     separators)
     first_piece = tf.gather(tf.cast(context_ids.row_starts(), tf.int32), example) + doc_start
     window_ids = tf.gather(context_ids.flat_values,
                            tf.ragged.range(first_piece, first_piece + doc_length))
     count = tf.size(example)
     cls = tf.fill([count, 1], tf.constant(tokenizer.cls_id, tf.int32))
     sep = tf.fill([count, 1], tf.constant(tokenizer.sep_id, tf.int32))
-    token_ids = tf.concat([cls, tf.gather(question_ids, example), sep, window_ids, sep],
+    token_ids = tf.concat([cls, tf.gather(question_ids, example)] + [sep] * separators
+                          + [window_ids, sep],
                           axis=1).to_tensor(tokenizer.pad_id, shape=[None, padded_to])
     width = tf.shape(token_ids)[1] if padded_to is None else padded_to
     position = tf.range(width)[None, :]  # [1, S]
     padding_mask = position < (offset + doc_length + 1)[:, None]
-    segment_ids = tf.cast((position >= offset[:, None]) & padding_mask, tf.int32)
+    segment_ids = tf.cast((position >= offset[:, None]) & padding_mask,
+                          tf.int32) * second_segment_id(tokenizer)
     return {"example": example, "doc_length": doc_length, "offset": offset,
             "first_piece": first_piece, "position": position,
             "features": {"token_ids": token_ids, "segment_ids": segment_ids,
@@ -81,17 +96,18 @@ def window_features(tokenizer, question_ids, context_ids, sequence_length, doc_s
 def add_question_answerer_endpoints(archive, model, tokenizer, sequence_length, version_2=None,
                                     null_threshold=None, doc_stride=None, max_answer_length=None,
                                     max_question_length=None, n_best=None):
+    refuse_byte_pair_words(tokenizer, "QuestionAnswerer")
     given = dict(version_2=version_2, null_threshold=null_threshold, doc_stride=doc_stride,
                  max_answer_length=max_answer_length, max_question_length=max_question_length,
                  n_best=n_best)
     options = {k: DEFAULTS[k] if v is None else v for k, v in given.items()}
     for name in ("doc_stride", "max_answer_length", "max_question_length", "n_best"):
         check_int(name, options[name], 1)
-    if options["max_question_length"] > sequence_length - 4:
+    most = sequence_length - special_count(tokenizer, True) - 1
+    if options["max_question_length"] > most:
         raise ValueError(
             f"max_question_length={options['max_question_length']} leaves no room for the "
-            f"context in sequence_length={sequence_length}: it must be at most "
-            f"{sequence_length - 4}.")
+            f"context in sequence_length={sequence_length}: it must be at most {most}.")
     version_2 = bool(options["version_2"])
     threshold = float(options["null_threshold"])
     length, stride = sequence_length, options["doc_stride"]

@@ -11,7 +11,7 @@ import re
 import keras
 import tensorflow as tf
 
-from kbert.export.signature_helpers import pack
+from kbert.data.task_features import pack_segments as pack
 from kbert.models.bert.bert_backbone import BertBackbone
 from kbert.models.bert.bert_pretrainer import BertPretrainer
 from kbert.models.pretrainer import Pretrainer

@@ -31,6 +31,12 @@ ALLOWED_OPS = frozenset({
     "StaticRegexFullMatch", "StaticRegexReplace", "StringLength", "StringLower",
     "StringJoin", "StringSplitV2", "Substr", "UnicodeDecode", "UnicodeEncode",
     "UnicodeTranscode", "UnsortedSegmentJoin",
+    # RoBERTa's byte-level BPE (kbert.tokenizers.BytePairTokenizer): a word's bytes
+    # (StringSplit, DecodeRaw), the merge table of its pairs (a hash table filled at load from
+    # constants: TABLE_FILL_OPS), the rank and merged id of a pair (FloorDiv, FloorMod), and
+    # the merge loop (While: bounded, see the note on loops below).
+    "DecodeRaw", "FloorMod", "HashTableV2", "LookupTableFindV2", "LookupTableImportV2",
+    "StringSplit", "While",
     # tensorflow-text: the WordPiece and SentencePiece tokenizers (their models are constants
     # of the graph, never files), normalisation, pre-tokenization, trimming.
     "FastBertNormalize", "FastWordpieceTokenizeWithOffsets", "NormalizeUTF8",
@@ -39,7 +45,7 @@ ALLOWED_OPS = frozenset({
     # Variables and resources: the weights, read by the signatures.
     "AssignVariableOp", "ReadVariableOp", "VarHandleOp", "VarIsInitializedOp",
     # Graph structure and control flow: inputs, calls of library functions, branches
-    # (their functions are checked too), assertions. No loops: kbert's exports have none.
+    # (their functions are checked too), assertions.
     "Assert", "If", "NoOp", "PartitionedCall", "Placeholder", "StatefulPartitionedCall",
     "StatelessIf",
 })
@@ -47,10 +53,12 @@ ALLOWED_OPS = frozenset({
 # The functions that run inside `tf.saved_model.load` itself (resources' `_create_resource`,
 # `_initialize`, `_destroy_resource`, the restore and save functions of `saveable_objects`,
 # and what they call) hold only these: exactly what kbert's exports run there (the
-# SentencePiece model's resource, made from a constant of the graph; the slow test checks the
-# list is no wider). No arithmetic, no allocation, no calls: a size computed at load time is
-# refused, never counted.
-LOAD_TIME_OPS = frozenset({"Const", "Identity", "NoOp", "SentencepieceOp"})
+# SentencePiece model's resource, made from a constant of the graph; the byte-level BPE's
+# merge table, an empty HashTableV2 filled by LookupTableImportV2 from constants; the slow
+# test checks the list is no wider). No arithmetic, no allocation, no calls: a size computed
+# at load time is refused, never counted.
+LOAD_TIME_OPS = frozenset({"Const", "HashTableV2", "Identity", "LookupTableImportV2", "NoOp",
+                           "SentencepieceOp"})
 
 # TensorFlow's own checkpoint functions (`_traced_save` / `_traced_restore`, which only the
 # saver_def's save and restore nodes call) read and write variables/. These ops pass only
@@ -63,6 +71,26 @@ CHECKPOINT_OPS = {
 # Tables read from a file (input 1): never in kbert's exports, which hold their vocabularies
 # in the graph; the refusal says where the file name comes from.
 TABLE_FILE_OPS = frozenset({"InitializeTableFromTextFile", "InitializeTableFromTextFileV2"})
+
+# Tables filled from tensors: the inputs (keys, values) that must be constants of the SavedModel
+# (a Const, or a captured constant the object graph binds), and only inside
+# tf.saved_model.load (a resource's `_initialize`): the table holds data the check has read,
+# capped by `max_elements` (all fills together: elements, and bytes of strings as they
+# expand), and never grows while serving. (Mutable tables, `LookupTableInsertV2` and the like
+# are refused: kbert's exports have none.)
+TABLE_FILL_OPS = {"LookupTableImportV2": (1, 2)}
+
+# Loops (`While`): kbert's byte-level BPE merges pairs until none applies, with
+# `maximum_iterations` = size(ids) + 1 (each step but the last merges a pair: one id fewer).
+# A loop passes when `tf.while_loop`'s counter against `maximum_iterations` bounds it and that
+# bound is a constant up to `max_loop_constant` (1024) or the sum of at most 4 sizes of tensors
+# the loop is given plus constants up to that cap (`saved_model_graph.size_bound`), and it runs
+# in no other loop's condition or body; its condition and body are library functions, checked
+# like every other (a file op in a body is refused as anywhere). What a bound loop may still
+# do is what a graph without loops may: allocate sizes computed from the request (a loop
+# variable that doubles each step grows as 2**size; `Pow` does that without a loop), which
+# the check does not bound (see `saved_model_check`'s docstring). TensorList and TensorArray
+# ops, which would accumulate a tensor per step, are not in ALLOWED_OPS.
 
 # Allowed ops that allocate a tensor whose shape (or size) is an input: the input's index. A
 # shape that folds to constants (`saved_model_graph.Body.array`) over `max_elements` is

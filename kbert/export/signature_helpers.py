@@ -1,39 +1,10 @@
-"""What every exported signature shares: packing wordpieces into model inputs in the graph,
-the input specs, running the model, the `serving_ids` endpoint, label names."""
+"""What every exported signature shares: the input specs, running the model, the
+`serving_ids` endpoint, label names. Packing wordpieces into model inputs is
+`kbert.data.task_features.pack_segments`, the fine-tuning data's own."""
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from kbert.tasks.task import default_label_names
-
-
-def pack(tokenizer, segments, sequence_length):
-    """[CLS] A [SEP] (B [SEP]) from ragged wordpiece ids, trimmed round-robin and padded.
-
-    Args:
-        tokenizer: gives the special ids.
-        segments: one or two `tf.RaggedTensor`s [batch, (pieces)] of int32 ids.
-        sequence_length: the padded length; longer inputs are truncated.
-
-    Returns:
-        A dict of int32 [batch, sequence_length] tensors: `token_ids`, `segment_ids`,
-        `padding_mask`.
-    """
-    budget = sequence_length - 1 - len(segments)  # [CLS] and one [SEP] per segment
-    trimmed = tf_text.RoundRobinTrimmer(max_seq_length=budget).trim(list(segments))
-    ids, segment_ids = tf_text.combine_segments(
-        trimmed, start_of_sequence_id=tokenizer.cls_id, end_of_segment_id=tokenizer.sep_id
-    )
-    token_ids, padding_mask = tf_text.pad_model_inputs(
-        ids, max_seq_length=sequence_length, pad_value=tokenizer.pad_id
-    )
-    segment_ids, _ = tf_text.pad_model_inputs(segment_ids, max_seq_length=sequence_length)
-    return {
-        "token_ids": tf.cast(token_ids, tf.int32),
-        "segment_ids": tf.cast(segment_ids, tf.int32),
-        "padding_mask": tf.cast(padding_mask, tf.int32),
-    }
-
 
 STRINGS = tf.TensorSpec([None], tf.string)
 IDS = tf.TensorSpec([None, None], tf.int32)
@@ -80,3 +51,20 @@ def label_names_of(model, label_names):
         raise ValueError(f"{len(names)} label_names for a model of {model.num_classes} "
                          f"classes.")
     return list(names)
+
+
+def refuse_byte_pair_words(tokenizer, model_name):
+    """A task export whose graph aligns words (token classification, question answering)
+    follows WordPiece and SentencePiece words; RoBERTa's byte-level BPE words are the
+    pipelines' (`kbert.pipelines.byte_pair_graph`): a ValueError saying where to go."""
+    from kbert.tokenizers import BytePairTokenizer
+
+    if isinstance(tokenizer, BytePairTokenizer):
+        task = ("token-classification" if model_name == "TokenClassifier"
+                else "question-answering")
+        raise ValueError(
+            f"export_saved_model of a {model_name} with a BytePairTokenizer (RoBERTa): its "
+            "graph splits words as WordPiece and SentencePiece do, not as RoBERTa's data and "
+            f"pipelines do. Export it as a pipeline instead: kbert.pipeline(\"{task}\", "
+            "model=<the model or its checkpoint directory>).export(directory), whose SavedModel "
+            "takes raw strings and returns the pipeline's answers.")

@@ -10,12 +10,13 @@ lenient rule of `tagging.decode_entities` by vectorised run logic: no Python, no
 import tensorflow as tf
 
 from kbert.data import tagging
+from kbert.data.task_features import pack_segments
 from kbert.export.signature_helpers import (
     STRINGS,
-    pack,
     add_ids_endpoint,
     dense_rows,
     label_names_of,
+    refuse_byte_pair_words,
     run_model,
 )
 from kbert.export.word_alignment import align, substrings, valid_utf8
@@ -69,7 +70,7 @@ def decode_entities(prefix, kind, word_rows, row_splits):
 
 def add_token_classifier_endpoints(archive, model, tokenizer, sequence_length, label_names,
                                    tag_scheme):
-
+    refuse_byte_pair_words(tokenizer, "TokenClassifier")
     if model.label_names is None and label_names is None:
         raise ValueError("A TokenClassifier exports with its tag names: build it with "
                          "`label_names` or pass `label_names=[...]` to export_saved_model.")
@@ -84,7 +85,7 @@ def add_token_classifier_endpoints(archive, model, tokenizer, sequence_length, l
         row_splits, rows = words["row_splits"], words["row"]
         per_text = tf.RaggedTensor.from_row_splits(pieces, row_splits, validate=False
                                                    ).merge_dims(1, 2)
-        features = pack(tokenizer, [per_text], sequence_length)
+        features = pack_segments(tokenizer, [per_text], sequence_length)
         logits = run_model(model, features)  # [B, S, tags]
         # Each word's first piece: after [CLS] and the pieces of the words before it.
         counts = tf.cast(pieces.row_lengths(), tf.int32)

@@ -10,10 +10,9 @@ predictions equal the Keras model's decoded by `kbert.data` in Python (tested).
 import keras
 import tensorflow as tf
 
+from kbert.data.task_features import pack_segments
 from kbert.export.answer_signatures import add_question_answerer_endpoints
-from kbert.export.signature_helpers import (
-    STRINGS, add_ids_endpoint, label_names_of, pack, run_model,
-)
+from kbert.export.signature_helpers import STRINGS, add_ids_endpoint, label_names_of, run_model
 from kbert.export.tagging_signatures import add_token_classifier_endpoints
 from kbert.tasks import QuestionAnswerer, TextClassifier, TextEmbedder, TokenClassifier
 
@@ -58,13 +57,13 @@ def _classifier(archive, model, tokenizer, sequence_length, label_names):
         return classification_outputs(model, run_model(model, features), names)
 
     def serve_text(text):
-        return serve(pack(tokenizer, [tokenizer.tokenize(text)], sequence_length))
+        return serve(pack_segments(tokenizer, [tokenizer.tokenize(text)], sequence_length))
 
     def serve_pairs(text_a, text_b):
         # One tokenizer call for both segments: half the graph to build.
         ids = tokenizer.tokenize(tf.concat([text_a, text_b], 0))
         rows = tf.shape(text_a, out_type=tf.int64)[0]
-        return serve(pack(tokenizer, [ids[:rows], ids[rows:]], sequence_length))
+        return serve(pack_segments(tokenizer, [ids[:rows], ids[rows:]], sequence_length))
 
     archive.add_endpoint("serving_default", serve_text, [STRINGS])
     archive.add_endpoint("serving_pairs", serve_pairs, [STRINGS, STRINGS])
@@ -77,7 +76,7 @@ def _embedder(archive, model, tokenizer, sequence_length):
         return {"embedding": run_model(model, features)}
 
     def serve_text(text):
-        return serve(pack(tokenizer, [tokenizer.tokenize(text)], sequence_length))
+        return serve(pack_segments(tokenizer, [tokenizer.tokenize(text)], sequence_length))
 
     archive.add_endpoint("serving_default", serve_text, [STRINGS])
     add_ids_endpoint(archive, model, serve)

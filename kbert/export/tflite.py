@@ -18,18 +18,34 @@ import tensorflow_text as tf_text
 
 from kbert.export.signature_helpers import STRINGS, label_names_of, run_model
 from kbert.export.tflite_ops import check_ops
+from kbert.export.tflite_packing import pack_pairs, pack_text  # noqa: F401 (re-exported)
 from kbert.models.bert.bert_backbone import BertBackbone
 from kbert.models.pretrainer import Pretrainer
-from kbert.tasks import TextClassifier, TextEmbedder
+from kbert.tasks import QuestionAnswerer, TextClassifier, TextEmbedder, TokenClassifier
 from kbert.tasks.task import Task
 
 QUANTIZE = (None, "dynamic", "float16")
 IDS = tf.TensorSpec([None, None], tf.int32)
 
 
+class _FastSentencePiece(tf.Module):
+    """`tensorflow_text.FastSentencepieceTokenizer` (its kernel `FastSentencepieceTokenize`
+    runs in TFLite) as a trackable module for an ExportArchive; ids int32."""
+
+    def __init__(self, model):
+        super().__init__()
+        self._tokenizer = tf_text.FastSentencepieceTokenizer(model)
+
+    def tokenize(self, text):
+        return tf.cast(self._tokenizer.tokenize(text), tf.int32)
+
+
 def text_tokenizer(tokenizer, split_literals=False):
     """The TFLite twin of a kbert `WordPieceTokenizer`: a `tensorflow_text.FastBertTokenizer`
-    on the same vocabulary, or a ValueError naming the option TFLite cannot follow.
+    on the same vocabulary; of a `SentencePieceTokenizer` without ALBERT's preprocessing
+    (DeBERTa-v3: its normalisation is in the SentencePiece model) tensorflow-text's
+    `FastSentencepieceTokenizer` on the same model; or a ValueError naming the option
+    TFLite cannot follow.
 
     Where the two differ (see `export_tflite`): BERT's normalisation in kbert deletes control
     characters and, uncased, lower-cases as Python does; tensorflow-text's
@@ -37,17 +53,39 @@ def text_tokenizer(tokenizer, split_literals=False):
     `split_literals`: a tokenizer with `split_special_tokens=False` is taken too, and literals
     are split as text (for a caller that documents it); else such a tokenizer is refused.
     """
-    if getattr(tokenizer, "model", None) is not None:
+    from kbert.tokenizers import BytePairTokenizer
+
+    if isinstance(tokenizer, BytePairTokenizer):
+        raise ValueError(
+            "A BytePairTokenizer (RoBERTa) cannot go inside a TFLite model: its byte-level "
+            "pre-tokenization (a regex split and the byte-to-unicode map) has no TFLite "
+            "kernel. Export with tokenizer=None (token ids in) and tokenize on the host.")
+    sentence_piece = getattr(tokenizer, "model", None) is not None
+    if sentence_piece and (tokenizer.albert_preprocess or tokenizer.lowercase):
+        # Measured (tests/export/test_tflite_pipelines.py): tensorflow-text's
+        # FastBertNormalizer (lower_case_nfd_strip_accents, a TFLite kernel) before
+        # FastSentencepieceTokenizer differs from ALBERT's preprocessing on 390 of 12,267
+        # characters U+0020-U+2FFF: it deletes every mark of category Mn, where ALBERT
+        # deletes those of nonzero combining class only (Indic and Thai vowel signs are
+        # kept), and it drops control and format characters and folds "ß".
         raise ValueError(
             "A SentencePieceTokenizer (ALBERT) cannot go inside a TFLite model: ALBERT's "
-            "preprocessing (lower-casing, accent stripping, the digit-comma split) has no TFLite "
-            "kernel. Export with tokenizer=None (token ids in) and tokenize on the host.")
+            "preprocessing (lower-casing, accent stripping by combining class, `` and '' to "
+            "\", the digit-comma split) has no TFLite kernel, and tensorflow-text's "
+            "FastBertNormalizer, the nearest one, gives other ids on Indic and Thai text "
+            "(it deletes their vowel signs), control and format characters. Export with "
+            "tokenizer=None (token ids in) and tokenize on the host. (A SentencePiece model "
+            "whose normalisation is its own, as DeBERTa-v3's, goes in.)")
     if not (tokenizer.split_special_tokens or split_literals):
         raise ValueError(
             "The tokenizer has split_special_tokens=False (a literal \"[SEP]\" in a text gives "
             "the [SEP] id), which needs a regex split that TFLite has no kernel for. Make the "
             "tokenizer with split_special_tokens=True (literals are split as text) to export "
             "it, or export with tokenizer=None (token ids in).")
+    if sentence_piece:
+        # The normalisation (DeBERTa-v3's nmt_nfkc) is inside the SentencePiece model, which
+        # FastSentencepieceTokenizer runs as kbert's SentencePiece does (same ids, tested).
+        return _FastSentencePiece(tokenizer.model)
     return tf_text.FastBertTokenizer(
         vocab=tokenizer.vocabulary,
         token_out_type=tf.int32,
@@ -57,51 +95,6 @@ def text_tokenizer(tokenizer, split_literals=False):
         max_bytes_per_word=tokenizer.max_chars_per_word,
         lower_case_nfd_strip_accents=tokenizer.lowercase,
     )
-
-
-def pack_text(tokenizer, ids, sequence_length):
-    """Ragged wordpiece ids [B, (pieces)] -> [CLS] ids [SEP] cut to `sequence_length` and
-    padded: `token_ids`, `segment_ids`, `padding_mask` int32 [B, sequence_length]."""
-    budget = sequence_length - 2
-    count = tf.minimum(tf.cast(ids.row_lengths(), tf.int32), budget)[:, None]  # [B, 1]
-    pieces = ids.to_tensor(default_value=tokenizer.pad_id, shape=[None, budget])
-    edge = tf.fill([tf.shape(pieces)[0], 1], tokenizer.pad_id)
-    shifted = tf.concat([edge, pieces, edge], axis=1)  # piece i at position i + 1
-    position = tf.range(sequence_length)[None, :]
-    token_ids = tf.where(position == 0, tokenizer.cls_id,
-                         tf.where(position == count + 1, tokenizer.sep_id,
-                                  tf.where(position <= count, shifted, tokenizer.pad_id)))
-    return {"token_ids": token_ids, "segment_ids": tf.zeros_like(token_ids),
-            "padding_mask": tf.cast(position <= count + 1, tf.int32)}
-
-
-def pack_pairs(tokenizer, first, second, sequence_length):
-    """Ragged ids of A and B [B, (pieces)] -> [CLS] A [SEP] B [SEP] trimmed round-robin as
-    `tensorflow_text.RoundRobinTrimmer` (what kbert's SavedModels use) and padded, by
-    arithmetic on dense tensors: `token_ids`, `segment_ids`, `padding_mask` int32 [B, S]."""
-    budget = sequence_length - 3
-    a = tf.cast(first.row_lengths(), tf.int32)[:, None]  # [B, 1]
-    b = tf.cast(second.row_lengths(), tf.int32)[:, None]
-    # Round-robin: A takes one, then B, ... until the budget is spent or a segment is.
-    a = tf.minimum(a, tf.maximum((budget + 1) // 2, budget - b))
-    b = tf.minimum(b, budget - a)
-    dense_a = first.to_tensor(default_value=tokenizer.pad_id, shape=[None, budget])
-    dense_b = second.to_tensor(default_value=tokenizer.pad_id, shape=[None, budget])
-    edge = tf.fill([tf.shape(dense_a)[0], 1], tokenizer.pad_id)
-    shifted_a = tf.concat([edge, dense_a, edge, edge], axis=1)  # piece i at position i + 1
-    position = tf.range(sequence_length)[None, :]
-    in_b = tf.clip_by_value(position - a - 2, 0, budget - 1)  # [B, S]
-    from_b = tf.gather(dense_b, in_b, batch_dims=1)
-    token_ids = tf.where(
-        position == 0, tokenizer.cls_id, tf.where(
-            position <= a, shifted_a, tf.where(
-                (position == a + 1) | (position == a + b + 2), tokenizer.sep_id, tf.where(
-                    position <= a + b + 1, from_b, tokenizer.pad_id))))
-    # tf.where, not a cast of the condition: the converter folds Embedding's negative-index
-    # check on a cast bool into a zeros_like of bools, which TFLite has no kernel for.
-    return {"token_ids": token_ids,
-            "segment_ids": tf.where((position >= a + 2) & (position <= a + b + 2), 1, 0),
-            "padding_mask": tf.cast(position <= a + b + 2, tf.int32)}
 
 
 def convert(archive, path, quantize):
@@ -138,7 +131,8 @@ def _backbone_of(model):
                                                     BertBackbone):
         return model.backbone
     raise TypeError(f"export_tflite takes a backbone, a pretrainer (its backbone is exported), "
-                    f"a TextClassifier or a TextEmbedder, or a pipeline; got "
+                    f"a TextClassifier, TextEmbedder, TokenClassifier or QuestionAnswerer, or a "
+                    f"pipeline; got "
                     f"{type(model).__name__}.")
 
 
@@ -161,8 +155,21 @@ def _outputs(model, backbone, label_names):
             return outputs
 
         return model, classify
+    if isinstance(model, TokenClassifier):
+        names = label_names_of(model, label_names)
+
+        def tag(features):
+            logits = run_model(model, features)
+            label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
+            return {"logits": logits, "probabilities": tf.nn.softmax(logits),
+                    "label_id": label_id, "label": tf.gather(tf.constant(names), label_id)}
+
+        return model, tag
+    if isinstance(model, QuestionAnswerer) and label_names is None:
+        return model, lambda features: run_model(model, features)
     if label_names is not None:
-        raise ValueError(f"label_names is for a TextClassifier, not a {type(model).__name__}.")
+        raise ValueError(f"label_names is for a TextClassifier or a TokenClassifier, not a "
+                         f"{type(model).__name__}.")
     if isinstance(model, TextEmbedder):
         return model, lambda features: {"embedding": run_model(model, features)}
     if isinstance(model, Task):
@@ -179,20 +186,27 @@ def _outputs(model, backbone, label_names):
 
 
 def export_tflite(model, path, tokenizer=None, quantize=None, sequence_length=None, *,
-                  label_names=None, **pipeline_options):
+                  label_names=None, max_answer_length=15, **pipeline_options):
     """Writes a TFLite model (a `.tflite` file) that runs on TFLite's built-in ops and
     tensorflow-text's TFLite kernels (no Flex op).
 
-    With a WordPiece `tokenizer`, `serving_default` takes `text` (string [B]) and tokenizes in
-    the model; without one (or for a `SentencePieceTokenizer`, refused with a message) it
+    With a WordPiece `tokenizer` or DeBERTa-v3's SentencePiece one, `serving_default` takes
+    `text` (string [B]) and tokenizes in the model; without one (ALBERT's SentencePiece,
+    whose preprocessing has no TFLite kernel, is refused with a message) it
     takes `token_ids`, `segment_ids` (not DistilBERT) and `padding_mask` (int32
     [B, sequence_length]). Outputs: a `TextClassifier` gives what its SavedModel gives
     (`label`, `label_id`, `probabilities`, `logits`; "regression": `score`; "multi_label":
     `num_labels` and `labels`, every class name with the chosen first), and with text also
     `serving_pairs` (`text_a`, `text_b`, trimmed round-robin), a `TextEmbedder`
     `embedding`, a backbone or pretrainer the backbone's `sequence_output` and
-    `pooled_output` (and `padding_mask` from text). Text is cut at `sequence_length`
-    wordpieces.
+    `pooled_output` (and `padding_mask` from text). A `TokenClassifier` gives every
+    position's `label`, `label_id`, `probabilities`, `logits`, `tokens`, `token_ids`,
+    `padding_mask` and the piece's UTF-8 byte `starts` / `ends` in the text (-1 off the
+    text); a `QuestionAnswerer` takes `question` and `context` and gives one window's
+    `start_logits`, `end_logits`, `tokens`, byte `starts` / `ends` in the context and the
+    best span of at most `max_answer_length` pieces: `answer_start`, `answer_end` (bytes)
+    and `score` (`kbert.export.tflite_tasks`). Text is cut at `sequence_length`
+    wordpieces (a context past the window is cut: one window only).
 
     Tokenization is tensorflow-text's `FastBertTokenizer`, which kbert's SavedModels do not
     use: its ids equal kbert's on letters, digits, punctuation, accents, CJK, emoji and long
@@ -207,15 +221,17 @@ def export_tflite(model, path, tokenizer=None, quantize=None, sequence_length=No
     (`split_special_tokens=False`, SentencePiece) is refused.
 
     Args:
-        model: a backbone, a pretrainer (its backbone), a `TextClassifier` or a
-            `TextEmbedder`; or a pipeline (`kbert.pipeline`): `pipe.export_tflite`.
+        model: a backbone, a pretrainer (its backbone), a `TextClassifier`, a
+            `TextEmbedder`, a `TokenClassifier` or a `QuestionAnswerer`; or a pipeline (`kbert.pipeline`): `pipe.export_tflite`.
         path: the `.tflite` file.
         tokenizer: the model's `WordPieceTokenizer` (text in), or None (ids in).
         quantize: None (float32), "dynamic" (int8 weights, float activations: about a
             quarter of the size) or "float16" (half the size).
         sequence_length: the fixed length of the model's inputs (default: the model's
             `max_sequence_length`).
-        label_names: a `TextClassifier`'s class names (default: the model's).
+        label_names: a `TextClassifier`'s or `TokenClassifier`'s class names (default: the
+            model's).
+        max_answer_length: a `QuestionAnswerer`'s longest answer, in pieces.
         pipeline_options: a pipeline's call options (see `pipe.export_tflite`).
 
     Returns:
@@ -241,6 +257,10 @@ def export_tflite(model, path, tokenizer=None, quantize=None, sequence_length=No
         raise ValueError(f"sequence_length must be an integer in [3, "
                          f"{config.max_sequence_length}] (the model's max_sequence_length), "
                          f"got {sequence_length!r}.")
+    if isinstance(max_answer_length, bool) or not isinstance(max_answer_length, int) or \
+            max_answer_length < 1:
+        raise ValueError(f"max_answer_length must be a positive integer, got "
+                         f"{max_answer_length!r}.")
     tracked, outputs = _outputs(model, backbone, label_names)
     archive = keras.export.ExportArchive()
     archive.track(tracked)
@@ -264,6 +284,27 @@ def export_tflite(model, path, tokenizer=None, quantize=None, sequence_length=No
                          f"model's vocabulary_size is {config.vocabulary_size}.")
     fast = text_tokenizer(tokenizer)
     archive.track(fast)
+
+    if isinstance(model, (TokenClassifier, QuestionAnswerer)) and \
+            getattr(tokenizer, "model", None) is not None:
+        raise ValueError(f"A {type(model).__name__} goes into TFLite with a WordPiece "
+                         f"tokenizer only (its spans come from FastBertTokenizer's offsets); "
+                         f"export it with tokenizer=None (token ids in).")
+    if isinstance(model, TokenClassifier):
+        from kbert.export.tflite_tasks import token_classifier_serving
+
+        names = label_names_of(model, label_names)
+        archive.add_endpoint("serving_default", token_classifier_serving(
+            tokenizer, fast, lambda features: run_model(model, features), names,
+            sequence_length), [STRINGS])
+        return convert(archive, path, quantize)
+    if isinstance(model, QuestionAnswerer):
+        from kbert.export.tflite_tasks import question_answerer_serving
+
+        archive.add_endpoint("serving_default", question_answerer_serving(
+            tokenizer, fast, lambda features: run_model(model, features), sequence_length,
+            max_answer_length), [STRINGS, STRINGS])
+        return convert(archive, path, quantize)
 
     def serve_text(text):
         features = pack_text(tokenizer, fast.tokenize(text), sequence_length)

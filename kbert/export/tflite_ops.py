@@ -15,6 +15,9 @@ TEXT_OPS = frozenset({
     "FastWordpieceTokenizeWithOffsets", "NgramsStringJoin", "RaggedTensorToTensor",
     "RoundRobinGenerateMasks", "RoundRobinTrim", "SentenceFragmenterV2", "Utf8Binarize",
     "WhitespaceTokenize",
+    # Registered under the converter's op name, with its "TFText>" prefix (the registrar
+    # library holds these names; run in the interpreter by tests/export/test_tflite_tasks.py).
+    "TFText>FastSentencepieceTokenize", "TFText>ByteSplitWithOffsets",
 })
 
 _BUILTIN_NAMES = {code: name for name, code in vars(schema.BuiltinOperator).items()

@@ -16,7 +16,9 @@ The context's tokens, characters and words come, as `Encoder.encode` makes them,
 `kbert.export.word_alignment` for WordPiece models (words by BERT's rule) and from
 `kbert.pipelines.sentence_piece_graph` for SentencePiece ones (ALBERT: words are the
 whitespace-separated chunks; a special-token literal typed in the context is its token, of
-no word, as in the pipeline). With WordPiece a special-token literal typed in a context is
+no word, as in the pipeline), and from `kbert.pipelines.byte_pair_graph` for byte-level BPE
+ones (RoBERTa: words are GPT-2's pieces, literals as ALBERT's; its windows are
+`<s> question </s></s> window </s>`). With WordPiece a special-token literal typed in a context is
 text here, where the pipeline makes it its token.
 """
 
@@ -25,24 +27,27 @@ import tensorflow as tf
 from kbert.export.answer_signatures import window_features
 from kbert.export.signature_helpers import STRINGS, dense_rows, run_model
 from kbert.export.word_alignment import align, substrings, valid_utf8
-from kbert.pipelines import graph, sentence_piece_graph
+from kbert.pipelines import byte_pair_graph, graph, sentence_piece_graph
 from kbert.pipelines.token_serving import trimmed_ends
 from kbert.tokenizers import normalization
 
 
 def question_answering(pipe, model, opts, given):
-    sentence_piece = pipe.encoder.sentence_piece
+    sentence_piece, byte_pair = pipe.encoder.sentence_piece, pipe.encoder.byte_pair
+    # window_features packs <s> question </s></s> window </s> for RoBERTa (the tokenizer's
+    # pair_separators); `specials` counts all four.
+    specials = pipe.special_count(True)
     top_k, max_seq_len, doc_stride, max_answer_len = pipe.settings(opts)
     impossible = bool(opts["handle_impossible_answer"])
     words = bool(opts["align_to_words"])
     pre_top_k = top_k * 2 + 10 if words else top_k
     tokenizer, masked = pipe.tokenizer, pipe.masked_logit
     too_long = (f"A question leaves no room for the context in max_seq_len={max_seq_len} "
-                "with [CLS] and two [SEP] (InputTooLongError). Shorten the question or raise "
-                "max_seq_len. Question tokens, max_seq_len:")
+                f"with the {specials} special tokens of a pair (InputTooLongError). Shorten "
+                "the question or raise max_seq_len. Question tokens, max_seq_len:")
     overlap = (f"doc_stride={doc_stride} must be smaller than the context's room in a window "
-               f"(max_seq_len={max_seq_len} minus the question's tokens and 3 special "
-               "tokens). Lower doc_stride or raise max_seq_len. Question tokens:")
+               f"(max_seq_len={max_seq_len} minus the question's tokens and {specials} "
+               "special tokens). Lower doc_stride or raise max_seq_len. Question tokens:")
 
     def serve(question, context):
         question, context = valid_utf8(question), valid_utf8(context)
@@ -56,12 +61,15 @@ def question_answering(pipe, model, opts, given):
             tf.debugging.Assert(tf.reduce_all(tf.strings.length(context) > 0),
                                 ["`context` cannot be empty"])]
         question_ids = graph.ids(tokenizer, question)
-        if sentence_piece:
+        if byte_pair:
+            context_ids, tokens = _sentence_piece_context(context, tokenizer, pipe.specials,
+                                                          byte_pair_graph.encode)
+        elif sentence_piece:
             context_ids, tokens = _sentence_piece_context(context, tokenizer, pipe.specials)
         else:
             context_ids, tokens = _word_piece_context(context, tokenizer)
         questions = graph.lengths(question_ids)
-        room = max_seq_len - questions - 3
+        room = max_seq_len - questions - specials
         cut = graph.lengths(context_ids) > room
         checks += [tf.debugging.Assert(~tf.reduce_any(cut & (room <= 0)),
                                        [too_long, tf.reduce_max(questions), max_seq_len]),
@@ -127,10 +135,11 @@ def _word_piece_context(context, tokenizer):
         "has_word": tf.ones_like(word, tf.bool)}
 
 
-def _sentence_piece_context(context, tokenizer, specials):
+def _sentence_piece_context(context, tokenizer, specials, encode=sentence_piece_graph.encode):
     """SentencePiece, as `_word_piece_context`: a word is a whitespace-separated chunk (its
-    tokens in a row), a special literal typed in the context is its token and of no word."""
-    encoded = sentence_piece_graph.encode(context, tokenizer, specials)
+    tokens in a row), a special literal typed in the context is its token and of no word.
+    Byte-level BPE (`encode` is `byte_pair_graph.encode`): a word is a GPT-2 piece."""
+    encoded = encode(context, tokenizer, specials)
     word = encoded["words"].flat_values
     index = tf.range(tf.size(word))
     has_word = word >= 0

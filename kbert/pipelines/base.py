@@ -9,6 +9,7 @@ numpy post-processing of each sequence's output arrays into transformers' dicts.
 
 import numpy as np
 
+from kbert.data import task_features
 from kbert.data.task_features import check_int  # noqa: F401 - the pipelines' check too
 from kbert.pipelines import batching
 from kbert.pipelines.encoding import Encoder
@@ -41,21 +42,12 @@ class Pipeline:
 
     task = None
     OPTIONS = {}
-    # Whether the answers point into the text (`Encoder.encode`'s character offsets).
-    needs_offsets = False
 
     def __init__(self, source, **options):
         source.check_serves(self.task)
         self.source = source
         self.tokenizer = source.tokenizer
         self.encoder = Encoder(source.tokenizer)
-        if self.needs_offsets and self.encoder.byte_pair:
-            raise NotImplementedError(
-                f"{self.task} answers with characters of the text, and kbert does not map "
-                f"byte-level BPE tokens back to characters yet: there is no {self.task} "
-                f"pipeline on RoBERTa ({source.name}, a BytePairTokenizer). RoBERTa's "
-                "pipelines: text-classification, zero-shot-classification, "
-                "feature-extraction, fill-mask.")
         self.max_length = source.max_length
         self._defaults = self._checked(options)
         # Special-token literals typed in a text are those tokens, as in transformers.
@@ -79,7 +71,7 @@ class Pipeline:
 
     def special_count(self, pair):
         """How many special tokens `pack` adds to one text or to a pair."""
-        return 2 + (self.tokenizer.pair_separators if pair else 0)
+        return task_features.special_count(self.tokenizer, pair)
 
     def pack(self, first, second=None):
         """[CLS] first [SEP] (second [SEP]) -> a `batching.Sequence`; RoBERTa's pair is
@@ -88,10 +80,12 @@ class Pipeline:
         if second is None:
             ids = np.concatenate([[cls], first, [sep]])
             return batching.Sequence(ids)
-        separators = [sep] * self.tokenizer.pair_separators
+        separators = [sep] * task_features.pair_separators(self.tokenizer)
         ids = np.concatenate([[cls], first, separators, second, [sep]])
+        # The second text's segment id: 1, or 0 for RoBERTa (as fine-tuning packs it).
         segments = np.concatenate([np.zeros(len(first) + 1 + len(separators)),
-                                   np.ones(len(second) + 1)])
+                                   np.full(len(second) + 1,
+                                           task_features.second_segment_id(self.tokenizer))])
         return batching.Sequence(ids, segments)
 
     def fit(self, first, second=None, truncation=False, what="The text"):

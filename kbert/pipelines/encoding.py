@@ -11,8 +11,8 @@ tokenizer calls for a whole list of texts (`kbert.data.text_spans.tokenize_words
 - byte-level BPE (RoBERTa): GPT-2's pieces (`byte_pair_tokenizer.pre_tokenize`, the
   tokenizer's own split, " word" with its space), which BPE merges one by one.
 So the ids equal those of the whole text, and each token's characters come from its word
-(`kbert.pipelines.offsets`; not for a byte-level BPE, whose tokens' characters kbert does
-not map back yet: `encode` refuses it, `ids` serves).
+(`kbert.pipelines.offsets`; for a byte-level BPE `byte_pair_offsets`: a token covers the
+characters its bytes came from, as transformers' fast RobertaTokenizer reports them).
 
 Special-token literals ("[MASK]" in a fill-mask prompt) are tokens of their own when the
 caller asks, as transformers' tokenizers match their special tokens in the raw text; a
@@ -25,8 +25,10 @@ import re
 import numpy as np
 
 from kbert.data import text_spans
+from kbert.data.text_spans import byte_pair_offsets, byte_pair_words
 from kbert.pipelines.offsets import SENTENCE_PIECE_MARK, WORD_PIECE_PREFIX, Rule, word_offsets
 from kbert.tokenizers import BytePairTokenizer
+from kbert.tokenizers import byte_pair_tokenizer
 
 Encoding = collections.namedtuple("Encoding", ["ids", "offsets", "words", "word_spans"])
 Encoding.__doc__ = """One text, tokenized (no [CLS] / [SEP]).
@@ -62,28 +64,6 @@ def _python_class(re2_class):
                   re2_class)
 
 
-def byte_pair_words(texts):
-    """[(piece, start)] of each text: GPT-2's split (the `BytePairTokenizer`'s own, in one
-    TensorFlow call for all texts) with each piece's first character in the text."""
-    import tensorflow as tf
-
-    from kbert.tokenizers.byte_pair_tokenizer import pre_tokenize
-
-    if not texts:
-        return []
-    text = tf.strings.unicode_transcode(tf.constant(text_spans.utf8(texts), tf.string),
-                                        "UTF-8", "UTF-8", errors="replace")
-    result = []
-    for row in pre_tokenize(text).to_list():
-        words, position = [], 0
-        for piece in row:
-            word = piece.decode("utf-8")
-            words.append((word, position))
-            position += len(word)
-        result.append(words)
-    return result
-
-
 class Encoder:
     """Encodes texts for one kbert tokenizer (`WordPieceTokenizer`, `SentencePieceTokenizer`
     or `BytePairTokenizer`) and turns tokens back into text as transformers does."""
@@ -100,7 +80,8 @@ class Encoder:
         self.special_ids = frozenset(int(i) for i in tokenizer.special_ids)
         self._left_stripped = frozenset(getattr(tokenizer, "left_stripped", ()))
         self._left_strip = _python_class(getattr(tokenizer, "left_strip_class", r"\s"))
-        self._bytes = None  # a byte-level BPE's tokens as bytes, made on the first decode
+        self._bytes = None  # a byte-level BPE's tokens as bytes, made on first use
+        self._byte_of = None  # its symbol -> byte table, made on first use
 
     def _words(self, segments):
         """Per (text, start, end), the (word, start) of the words of text[start:end]."""
@@ -142,11 +123,6 @@ class Encoder:
         specials: {literal: id} of the special-token literals that are tokens of their own
             (e.g. {"[MASK]": mask_id}); other literals are text.
         """
-        if self.byte_pair:
-            raise NotImplementedError(
-                "Character offsets of byte-level BPE tokens (RoBERTa's BytePairTokenizer) are "
-                "not given yet: kbert's RoBERTa pipelines are text-classification, "
-                "zero-shot-classification, feature-extraction and fill-mask.")
         layouts, pieces = self._layouts(texts, specials)
         return [self._encoding(text, layout, pieces) for text, layout in zip(texts, layouts)]
 
@@ -191,7 +167,12 @@ class Encoder:
             word_ids = pieces[word]
             if not len(word_ids):
                 continue  # only deleted characters or a lone accent: no token
-            spans = word_offsets(word, word_ids, self.rule, start, text)
+            if self.byte_pair:
+                spans = byte_pair_offsets(word, [self.vocabulary[i] for i in word_ids],
+                                          [self.token_bytes[i] for i in word_ids], start,
+                                          self.tokenizer.lowercase)
+            else:
+                spans = word_offsets(word, word_ids, self.rule, start, text)
             ids.append(word_ids)
             offsets.append(spans)
             words.append(np.full([len(word_ids)], len(word_spans), np.int32))
@@ -202,6 +183,13 @@ class Encoder:
         return Encoding(np.concatenate(ids).astype(np.int32), np.concatenate(offsets),
                         np.concatenate(words), np.array(word_spans, np.int32).reshape(-1, 2))
 
+    @property
+    def token_bytes(self):
+        """A byte-level BPE's tokens as bytes (index = id; special tokens: their literal)."""
+        if self._bytes is None:
+            self._bytes = BytePairTokenizer._token_bytes(self.vocabulary)
+        return self._bytes
+
     # === Tokens -> text ===
 
     def token(self, token_id):
@@ -210,7 +198,16 @@ class Encoder:
     def tokens_to_string(self, tokens):
         """transformers' `convert_tokens_to_string` of a fast tokenizer: its decoder
         (WordPiece: "##" pieces joined, a space before the others, " ," -> ","; Metaspace:
-        "▁" -> " ", the first one dropped)."""
+        "▁" -> " ", the first one dropped; ByteLevel: the tokens' bytes joined, a broken
+        character as U+FFFD)."""
+        if self.byte_pair:
+            if self._byte_of is None:
+                self._byte_of = {symbol: bytes([byte]) for byte, symbol
+                                 in enumerate(byte_pair_tokenizer.bytes_to_unicode())}
+            return b"".join(b"".join(self._byte_of[c] for c in token)
+                            if all(c in self._byte_of for c in token)
+                            else token.encode("utf-8") for token in tokens).decode(
+                                "utf-8", errors="replace")
         if self.sentence_piece:
             text = "".join(tokens).replace(SENTENCE_PIECE_MARK, " ")
             return text[1:] if tokens and tokens[0].startswith(SENTENCE_PIECE_MARK) else text
@@ -228,9 +225,7 @@ class Encoder:
         which does not clean up) joins its tokens' bytes, a broken character as U+FFFD."""
         ids = [int(i) for i in ids if not (skip_special_tokens and int(i) in self.special_ids)]
         if self.byte_pair:
-            if self._bytes is None:
-                self._bytes = BytePairTokenizer._token_bytes(self.vocabulary)
-            return b"".join(self._bytes[i] for i in ids).decode("utf-8", errors="replace")
+            return b"".join(self.token_bytes[i] for i in ids).decode("utf-8", errors="replace")
         tokens = [self.token(i) for i in ids]
         text = self.tokens_to_string(tokens)
         return text if self.sentence_piece else _replace_all(text, _CLEAN_UP)

@@ -46,7 +46,8 @@ def text_classification(pipe, model, opts, given):
     tokenizer = pipe.tokenizer
 
     def answer(first, second):
-        first, second, checks = graph.fit(first, second, budget - (2 if second is None else 3),
+        first, second, checks = graph.fit(first, second,
+                                          budget - pipe.special_count(second is not None),
                                           opts["truncation"])
         with tf.control_dependencies(checks):
             logits = run_model(model, graph.pack(tokenizer, first, second))
@@ -82,7 +83,7 @@ def zero_shot_classification(pipe, model, opts, given):
     prefix, suffix = _template_parts(opts["hypothesis_template"])
     multi_label = pipe.multi_label(opts)
     entailment, contradiction = pipe.entailment, pipe.contradiction
-    tokenizer, budget = pipe.tokenizer, pipe.max_length - 3
+    tokenizer, budget = pipe.tokenizer, pipe.max_length - pipe.special_count(True)
 
     def serve(sequences, candidate_labels):
         batch, count = tf.shape(sequences)[0], tf.shape(candidate_labels)[0]
@@ -148,7 +149,8 @@ def fill_mask(pipe, model, opts, given):
     if targets is not None:
         top_k = min(top_k, len(targets))
     top_k = min(top_k, tokenizer.vocabulary_size)
-    vocabulary = tf.constant(tokenizer.vocabulary)
+    vocabulary = tf.constant(encoder.token_bytes if encoder.byte_pair
+                             else tokenizer.vocabulary)
     token_strings = tf.constant([encoder.decode([i])
                                  for i in range(tokenizer.vocabulary_size)])
     special = tf.constant([i in encoder.special_ids for i in range(tokenizer.vocabulary_size)])
@@ -187,7 +189,8 @@ def fill_mask(pipe, model, opts, given):
         keep &= tf.range(masks)[None, :, None, None] < num_masks[:, None, None, None]
         flat = tf.reshape(filled, [-1, length])
         kept = tf.ragged.boolean_mask(flat, tf.reshape(keep, [-1, length]))
-        sequences = tf.reshape(graph.decode(vocabulary, kept, encoder.sentence_piece),
+        sequences = tf.reshape(graph.decode_bytes(vocabulary, kept) if encoder.byte_pair
+                               else graph.decode(vocabulary, kept, encoder.sentence_piece),
                                tf.shape(scores))
         present = tf.range(masks)[None, :, None] < num_masks[:, None, None]
         return {"score": tf.where(present, scores, 0.0),
@@ -217,11 +220,6 @@ def export(pipe, path, options):
     if pipe.task not in SERVINGS:
         raise NotImplementedError(f"pipeline.export does not cover {pipe.task} yet; export "
                                   "the task model with kbert.export.export_saved_model.")
-    if pipe.encoder.byte_pair:
-        raise NotImplementedError(
-            f"pipeline.export does not cover byte-level BPE models (RoBERTa's "
-            f"BytePairTokenizer) yet: its graph packs and decodes WordPiece and SentencePiece "
-            f"ids. Call the {pipe.task} pipeline in Python, or export another family.")
     if not isinstance(pipe.source.runner, KerasRunner):
         raise ValueError(f"pipeline.export needs a pipeline on a kbert model or checkpoint; "
                          f"this one runs {pipe.source.name}, which is already a SavedModel.")

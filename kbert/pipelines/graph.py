@@ -8,6 +8,7 @@ import re
 
 import tensorflow as tf
 
+from kbert.data.task_features import pair_separators, second_segment_id
 from kbert.pipelines.encoding import _CLEAN_UP, _DECODER_CLEAN_UP
 from kbert.pipelines.offsets import SENTENCE_PIECE_MARK, WORD_PIECE_PREFIX
 
@@ -96,14 +97,18 @@ _PAIR_TOO_LONG = ("A pair is too long for the model and cutting only one of its 
 
 def pack(tokenizer, first, second=None):
     """[CLS] first [SEP] (second [SEP]) -> `token_ids`, `segment_ids`, `padding_mask`
-    int32 [B, S], S the batch's longest."""
+    int32 [B, S], S the batch's longest; a pair has the tokenizer's `pair_separators`
+    between its texts (RoBERTa's <s> first </s></s> second </s>), as `Pipeline.pack`."""
     cls = tf.fill([first.nrows(), 1], tf.constant(tokenizer.cls_id, tf.int32))
     sep = tf.fill([first.nrows(), 1], tf.constant(tokenizer.sep_id, tf.int32))
     parts = [cls, first, sep]
     segments = [tf.zeros_like(cls), tf.zeros_like(first), tf.zeros_like(sep)]
     if second is not None:
-        parts += [second, sep]
-        segments += [tf.ones_like(second), tf.ones_like(sep)]
+        extra = [sep] * (pair_separators(tokenizer) - 1)
+        second_id = second_segment_id(tokenizer)  # 1, or 0 for RoBERTa
+        parts = parts + extra + [second, sep]
+        segments += [tf.zeros_like(s) for s in extra] + [tf.ones_like(second) * second_id,
+                                                          tf.ones_like(sep) * second_id]
     token_ids = tf.concat(parts, axis=1)
     segment_ids = tf.concat(segments, axis=1)
     return {"token_ids": token_ids.to_tensor(tokenizer.pad_id),
@@ -140,3 +145,11 @@ def decode(vocabulary, token_ids, sentence_piece):
     (`vocabulary`: a string tensor, the tokens by id)."""
     text = tokens_to_string(tf.gather(vocabulary, token_ids), sentence_piece)
     return text if sentence_piece else _replace_all(text, _CLEAN_UP)
+
+
+def decode_bytes(token_bytes, token_ids):
+    """`Encoder.decode` of a byte-level BPE: each row of ragged ids [N, (tokens)] -> its
+    tokens' bytes joined, a broken character as U+FFFD (`token_bytes`: a string tensor, the
+    tokens' bytes by id)."""
+    text = tf.strings.reduce_join(tf.gather(token_bytes, token_ids), axis=1)
+    return tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")

@@ -8,28 +8,31 @@ and [CLS], spans score start x end, and each span is widened to whole words."""
 
 import numpy as np
 
+from kbert.data.task_features import pair_separators
 from kbert.pipelines.base import InputTooLongError, Pipeline, check_int
 from kbert.pipelines.text_classification import softmax
 
 _MASKED = -10000.0
 
 
-def windows(num_context, question_length, max_seq_len, doc_stride):
+def windows(num_context, question_length, max_seq_len, doc_stride, specials=3):
     """(start, stop) of each window's context tokens, as the tokenizers library's
-    overflowing truncation ("only_second", `stride`) cuts them."""
-    room = max_seq_len - question_length - 3  # [CLS] question [SEP] window [SEP]
+    overflowing truncation ("only_second", `stride`) cuts them. `specials`: the special
+    tokens of a pair (3: [CLS] question [SEP] window [SEP]; RoBERTa's 4:
+    <s> question </s></s> window </s>)."""
+    room = max_seq_len - question_length - specials
     if num_context <= room:  # it fits: nothing is cut
         return [(0, num_context)]
     if room <= 0:
         raise InputTooLongError(
-            f"The question is {question_length} tokens long: with [CLS] and two [SEP] it "
-            f"leaves no room for the context in max_seq_len={max_seq_len}. Shorten the "
-            "question or raise max_seq_len.")
+            f"The question is {question_length} tokens long: with the {specials} special "
+            "tokens of a pair it leaves no room for the context in "
+            f"max_seq_len={max_seq_len}. Shorten the question or raise max_seq_len.")
     if doc_stride >= room:
         raise ValueError(
             f"doc_stride={doc_stride} must be smaller than the context's room in a window "
             f"({room} tokens: max_seq_len={max_seq_len} minus the question's "
-            f"{question_length} and 3 special tokens). Lower doc_stride or raise "
+            f"{question_length} and {specials} special tokens). Lower doc_stride or raise "
             "max_seq_len.")
     out = []
     for start in range(0, num_context, room - doc_stride):
@@ -163,7 +166,6 @@ class QuestionAnsweringPipeline(Pipeline):
     task = "question-answering"
     # The logit of a position no answer may start or end on; the export reads it here.
     masked_logit = _MASKED
-    needs_offsets = True
     OPTIONS = {"top_k": 1, "doc_stride": None, "max_answer_len": 15, "max_seq_len": None,
                "max_question_len": 64, "handle_impossible_answer": False,
                "align_to_words": True, "padding": None}
@@ -177,13 +179,14 @@ class QuestionAnsweringPipeline(Pipeline):
         sequences, owners = [], []
         for i, (question, context) in enumerate(zip(questions, contexts)):
             for start, stop in windows(len(context.ids), len(question), max_seq_len,
-                                       doc_stride):
+                                       doc_stride, self.special_count(True)):
                 sequences.append(self.pack(question, context.ids[start:stop]))
                 owners.append((i, start, stop, len(question)))
         rows = self.run(sequences, opts)
         per_question = [[] for _ in pairs]
         for (i, start, stop, q_len), sequence, row in zip(owners, sequences, rows):
-            per_question[i].append(self._window(contexts[i], start, stop, q_len,
+            per_question[i].append(self._window(contexts[i], start, stop,
+                                                q_len + 1 + pair_separators(self.tokenizer),
                                                 len(sequence), row))
         results = [answer(context, outs, top_k, bool(opts["handle_impossible_answer"]),
                           max_answer_len, bool(opts["align_to_words"]))
@@ -210,8 +213,8 @@ class QuestionAnsweringPipeline(Pipeline):
         return top_k, max_seq_len, doc_stride, max_answer_len
 
     @staticmethod
-    def _window(encoding, start, stop, question_length, length, row):
-        first = question_length + 2  # the window's first context token
+    def _window(encoding, start, stop, first, length, row):
+        """`first`: the position of the window's first context token."""
         inside = slice(first, first + stop - start)
         allowed = np.zeros(length, np.int64)
         allowed[0] = allowed[inside] = 1

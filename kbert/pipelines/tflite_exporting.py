@@ -1,7 +1,15 @@
 """`pipeline.export_tflite(path, quantize=None, **options)`: a TFLite model whose
 `serving_default` takes raw strings and returns the pipeline's answers, on TFLite's built-in
 ops and tensorflow-text's TFLite kernels (`kbert.export.tflite`). Text classification of
-single texts for now; the other tasks are refused by name.
+single texts; zero-shot classification with the candidate labels and hypothesis template
+fixed at export (`labels`, `scores` best first and `label_scores` in the labels' order);
+feature extraction (`features`, `padding_mask`, `num_tokens`) and sentence embeddings
+(`embedding`); fill-mask, WordPiece (the top_k tokens at each of the first `max_masks`
+masks: `max_masks`, default 1, is an export option, not the pipeline's; the literal
+"[MASK]" is found in the text's bytes and kept as one token); token classification (every
+token's tag and UTF-8 byte span: the grouping of `aggregation_strategy` is done on the
+host, `kbert.pipelines.tflite_entities.entities`); question answering on one window (the
+best span and the logits; the pipeline's full rule on the host, `tflite_entities.answer`).
 
 What differs from `pipeline.export`'s SavedModel: TFLite cannot fail a call, so a text longer
 than the model is cut (the export needs `truncation=True`, and says so); a special-token
@@ -17,15 +25,20 @@ from kbert.export.tflite import convert, pack_text, text_tokenizer
 from kbert.pipelines.exporting import _activation, _scored
 from kbert.pipelines.model_source import KerasRunner
 
-TASKS = ("text-classification",)
+TASKS = ("text-classification", "zero-shot-classification", "feature-extraction",
+         "sentence-embeddings", "fill-mask", "token-classification", "question-answering")
+
+
+def _truncating(pipe, truncation):
+    if truncation in (False, None, "do_not_truncate", "only_second"):
+        raise ValueError(
+            f"truncation={truncation!r}: a TFLite model cannot refuse a text longer "
+            f"than the model (TFLite has no assertion op); export with truncation=True, and "
+            f"texts longer than {pipe.max_length} tokens are cut.")
 
 
 def _text_classification(pipe, model, opts, given):
-    if opts["truncation"] in (False, "do_not_truncate", "only_second"):
-        raise ValueError(
-            f"truncation={opts['truncation']!r}: a TFLite model cannot refuse a text longer "
-            f"than the model (TFLite has no assertion op); export with truncation=True, and "
-            f"texts longer than {pipe.max_length} tokens are cut.")
+    _truncating(pipe, opts["truncation"])
     names = pipe.source.label_names
     top_k, legacy = pipe.ranking(opts, given)
     count = len(names) if top_k is None else min(int(top_k), len(names))
@@ -41,6 +54,149 @@ def _text_classification(pipe, model, opts, given):
     return fast, serve
 
 
+def _zero_shot_classification(pipe, model, opts, given):
+    from kbert.export.tflite_packing import pack_premises
+    from kbert.pipelines.exporting import _template_parts
+    labels = opts["candidate_labels"] or []
+    if isinstance(labels, str):  # "a, b": comma-separated, as the pipeline takes it
+        labels = [label.strip() for label in labels.split(",") if label.strip()]
+    if not labels or not all(isinstance(label, str) and label for label in labels):
+        raise ValueError(
+            f"candidate_labels={opts['candidate_labels']!r}: a TFLite zero-shot classifier "
+            f"fixes its labels at export (TFLite joins no strings); pass "
+            f"candidate_labels=[...] (one or more non-empty strings) to export_tflite.")
+    prefix, suffix = _template_parts(opts["hypothesis_template"])
+    multi_label = pipe.multi_label(opts) or len(labels) == 1
+    entailment, contradiction = pipe.entailment, pipe.contradiction
+    # The hypotheses are fixed: tokenized here by kbert's tokenizer, as the pipeline does.
+    hypotheses = pipe.encoder.ids([prefix + label + suffix for label in labels], pipe.specials)
+    budget = pipe.max_length - pipe.special_count(True)
+    for label, ids in zip(labels, hypotheses):
+        if len(ids) >= budget:
+            raise ValueError(f"The hypothesis of candidate label {label!r} is {len(ids)} "
+                             f"tokens long: no room for the text in {pipe.max_length}.")
+    names = tf.constant(labels)
+    count = len(labels)
+    fast = text_tokenizer(pipe.tokenizer, split_literals=True)
+
+    def serve(text):
+        features = pack_premises(pipe.tokenizer, fast.tokenize(text),
+                                 [ids.tolist() for ids in hypotheses], pipe.max_length)
+        logits = tf.reshape(tf.cast(run_model(model, features), tf.float32),
+                            [-1, count, model.num_classes])
+        if multi_label:  # each label alone: entailment against contradiction
+            scores = tf.nn.softmax(tf.gather(logits, [contradiction, entailment],
+                                             axis=-1))[..., 1]
+        else:
+            scores = tf.nn.softmax(logits[..., entailment])
+        # Best first; of equal scores the later label first (the pipeline's reversed
+        # argsort): top_k on the labels reversed, which puts the lower index first.
+        best, index = tf.math.top_k(tf.reverse(scores, axis=[-1]), k=count)
+        order = count - 1 - index
+        return {"labels": tf.gather(names, order), "scores": best,
+                "label_scores": scores}
+
+    return fast, serve
+
+
+def _single_texts(pipe, model, truncation, outputs):
+    _truncating(pipe, truncation)
+    fast = text_tokenizer(pipe.tokenizer, split_literals=True)
+
+    def serve(text):
+        features = pack_text(pipe.tokenizer, fast.tokenize(text), pipe.max_length)
+        return outputs(run_model(model, features), features)
+
+    return fast, serve
+
+
+def _feature_extraction(pipe, model, opts, given):
+    truncation = dict(opts["tokenize_kwargs"] or {}).get("truncation", False)
+    if opts["truncation"] is not None:
+        truncation = opts["truncation"]
+
+    def outputs(result, features):
+        mask = features["padding_mask"]
+        return {"features": tf.cast(result["sequence_output"], tf.float32) *
+                tf.cast(mask, tf.float32)[:, :, None],
+                "padding_mask": mask, "num_tokens": tf.reduce_sum(mask, axis=1)}
+
+    return _single_texts(pipe, model, truncation, outputs)
+
+
+def _sentence_embeddings(pipe, model, opts, given):
+    return _single_texts(pipe, model, opts["truncation"], lambda result, features: {
+        "embedding": tf.cast(result, tf.float32)})
+
+
+def _word_piece_only(pipe, what, why):
+    """The tasks whose TFLite graph reads FastBertTokenizer's offsets take WordPiece alone."""
+    if pipe.encoder.sentence_piece or pipe.encoder.byte_pair:
+        raise ValueError(f"pipeline.export_tflite: only a WordPiece {what} goes into TFLite "
+                         f"({why}); pipeline.export writes a SavedModel.")
+
+
+def _fill_mask(pipe, model, opts, given, max_masks=1):
+    from kbert.export.tflite_tasks import fill_mask_serving
+
+    _word_piece_only(pipe, "fill-mask model",
+                     "the mask literal is found by FastBertTokenizer's byte offsets")
+    if isinstance(max_masks, bool) or not isinstance(max_masks, int) or max_masks < 1:
+        raise ValueError(f"max_masks must be a positive integer (the masks per text the "
+                         f"TFLite model fills), got {max_masks!r}.")
+    _truncating(pipe, opts["truncation"])
+    top_k, targets = pipe.top_k_and_targets(opts)
+    if targets is not None:
+        top_k = min(top_k, len(targets))
+        targets = [int(t) for t in targets]
+    top_k = min(top_k, pipe.tokenizer.vocabulary_size)
+    strings = [pipe.encoder.decode([i]) for i in range(pipe.tokenizer.vocabulary_size)]
+    fast = text_tokenizer(pipe.tokenizer, split_literals=True)
+    serve = fill_mask_serving(pipe.tokenizer, fast,
+                              lambda features: run_model(model, features), pipe.max_length,
+                              max_masks, top_k, targets, strings)
+    return fast, serve
+
+
+def _token_classification(pipe, model, opts, given):
+    from kbert.export.tflite_tasks import token_classifier_serving
+
+    _word_piece_only(pipe, "token classifier",
+                     "its character spans come from FastBertTokenizer")
+    strategy, ignore = pipe.strategy_and_ignored(opts)
+    if strategy != "none" or ignore != ["O"]:
+        raise ValueError(
+            f"aggregation_strategy={strategy!r}, ignore_labels={ignore!r}: a TFLite token "
+            f"classifier returns every token (grouping needs ops TFLite has no kernel for); "
+            f"export without them and group on the host with kbert.pipelines"
+            f".tflite_entities.entities(text, outputs, row, label_names, aggregation_strategy=...).")
+    fast = text_tokenizer(pipe.tokenizer, split_literals=True)
+    serve = token_classifier_serving(pipe.tokenizer, fast,
+                                     lambda features: run_model(model, features),
+                                     list(pipe.source.label_names), pipe.max_length)
+    return fast, serve
+
+
+def _question_answering(pipe, model, opts, given):
+    from kbert.export.tflite_tasks import question_answerer_serving
+
+    _word_piece_only(pipe, "question answerer",
+                     "its character spans come from FastBertTokenizer")
+    top_k, max_seq_len, doc_stride, max_answer_len = pipe.settings(opts)
+    for name in ("top_k", "doc_stride", "handle_impossible_answer", "align_to_words"):
+        if name in given:
+            raise ValueError(
+                f"{name}={given[name]!r}: a TFLite question answerer reads one window of "
+                f"max_seq_len tokens and returns its best span (top_k=1, "
+                f"align_to_words=False) and its logits; apply {name} on the host with "
+                f"kbert.pipelines.tflite_entities.answer(context, outputs, row, ...).")
+    fast = text_tokenizer(pipe.tokenizer, split_literals=True)
+    serve = question_answerer_serving(pipe.tokenizer, fast,
+                                      lambda features: run_model(model, features),
+                                      max_seq_len, max_answer_len)
+    return fast, serve
+
+
 def export_tflite(pipe, path, quantize, options):
     """Writes `pipe`'s TFLite model to `path` (see `Pipeline.export_tflite`); returns `path`."""
     if pipe.task not in TASKS:
@@ -52,10 +208,21 @@ def export_tflite(pipe, path, quantize, options):
         raise ValueError(f"pipeline.export_tflite needs a pipeline on a kbert model or "
                          f"checkpoint; this one runs {pipe.source.name}, a SavedModel.")
     model = pipe.source.runner.model
+    extra = {}
+    if pipe.task == "fill-mask" and "max_masks" in options:
+        options = dict(options)
+        extra["max_masks"] = options.pop("max_masks")
     opts, given = pipe.options(options)
-    fast, serve = _text_classification(pipe, model, opts, given)
+    build = {"token-classification": _token_classification,
+             "question-answering": _question_answering,
+             "zero-shot-classification": _zero_shot_classification,
+             "feature-extraction": _feature_extraction,
+             "sentence-embeddings": _sentence_embeddings,
+             "fill-mask": _fill_mask}.get(pipe.task, _text_classification)
+    fast, serve = build(pipe, model, opts, given, **extra)
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.track(fast)
-    archive.add_endpoint("serving_default", serve, [STRINGS])
+    inputs = [STRINGS, STRINGS] if pipe.task == "question-answering" else [STRINGS]
+    archive.add_endpoint("serving_default", serve, inputs)
     return convert(archive, path, quantize)

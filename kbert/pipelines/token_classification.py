@@ -14,7 +14,8 @@ def pre_entities(sentence, tokens, ids, scores, offsets, unk_id, word_piece):
     """The non-special tokens as transformers gathers them: `word` (the token; an unknown
     token's original text), `scores` [tags], `start`, `end`, `index` (position in the
     model input) and `is_subword` (WordPiece: the token's length differs from its text's;
-    SentencePiece, which knows no words: no space before it or at its start)."""
+    SentencePiece and byte-level BPE, whose models have no continuing-subword prefix:
+    transformers' fallback, no space before it or at its start)."""
     out = []
     for index, (token, token_id, token_scores) in enumerate(zip(tokens, ids, scores)):
         if token is None:  # a special token
@@ -137,7 +138,6 @@ class TokenClassificationPipeline(Pipeline):
     """
 
     task = "token-classification"
-    needs_offsets = True
     OPTIONS = {"aggregation_strategy": "none", "ignore_labels": None}
 
     def __call__(self, inputs, **options):
@@ -186,4 +186,5 @@ class TokenClassificationPipeline(Pipeline):
         tokens = [None if literal[k] else self.encoder.token(i) for k, i in enumerate(ids)]
         return decode(text, tokens, [int(i) for i in ids], logits[:len(ids)], offsets,
                       self.source.label_names, strategy, ignore, self.tokenizer.unk_id,
-                      not self.encoder.sentence_piece, self.encoder.tokens_to_string)
+                      not (self.encoder.sentence_piece or self.encoder.byte_pair),
+                      self.encoder.tokens_to_string)

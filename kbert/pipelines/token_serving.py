@@ -5,8 +5,9 @@ type grouped ("simple" and the word strategies), the ignored labels left out.
 
 Tokens and their characters come, as `Encoder.encode` makes them, from
 `kbert.export.word_alignment` for WordPiece models (words by BERT's rule, each tokenized
-alone) and from `kbert.pipelines.sentence_piece_graph` for SentencePiece ones (ALBERT:
-whitespace-separated chunks). A special-token literal typed in a text ("[SEP]") is its token,
+alone), from `kbert.pipelines.sentence_piece_graph` for SentencePiece ones (ALBERT:
+whitespace-separated chunks) and from `kbert.pipelines.byte_pair_graph` for byte-level BPE
+ones (RoBERTa: GPT-2's pieces). A special-token literal typed in a text ("[SEP]") is its token,
 as in the pipeline: it counts in the model's length and is no entity.
 """
 
@@ -16,7 +17,7 @@ from kbert.export.signature_helpers import STRINGS, dense_rows, run_model
 from kbert.export.word_alignment import (
     DELETED, _normalization, align, substrings, valid_utf8,
 )
-from kbert.pipelines import graph, sentence_piece_graph
+from kbert.pipelines import byte_pair_graph, graph, sentence_piece_graph
 from kbert.tokenizers import normalization
 
 
@@ -114,10 +115,12 @@ def _word_piece_tokens(text, tokenizer, specials):
                              tf.zeros_like(literal_ids, tf.bool)], 0)}
 
 
-def _sentence_piece_tokens(text, tokenizer, specials):
-    """SentencePiece, as `_word_piece_tokens`: a special literal is no entity, and a token
-    is a subword unless it starts the text or a space (" ") is before or at its start."""
-    encoded = sentence_piece_graph.encode(text, tokenizer, specials)
+def _sentence_piece_tokens(text, tokenizer, specials, encode=sentence_piece_graph.encode):
+    """SentencePiece (and byte-level BPE: `encode` is `byte_pair_graph.encode`), as
+    `_word_piece_tokens`: a special literal is no entity, and a token is a subword unless it
+    starts the text or a space (" ") is before or at its start (transformers' rule for
+    tokenizers without a continuing-subword prefix)."""
+    encoded = encode(text, tokenizer, specials)
     ids = encoded["ids"].flat_values
     tokens = encoded["ids"].with_flat_values(tf.range(tf.size(ids)))
     rows = tf.cast(encoded["ids"].value_rowids(), tf.int32)
@@ -143,7 +146,13 @@ def _sentence_piece_tokens(text, tokenizer, specials):
 
 def token_classification(pipe, model, opts, given):
     strategy, ignore = pipe.strategy_and_ignored(opts)
-    sentence_piece = pipe.encoder.sentence_piece
+    sentence_piece, byte_pair = pipe.encoder.sentence_piece, pipe.encoder.byte_pair
+    if byte_pair:
+        def to_string(tokens):
+            return byte_pair_graph.tokens_to_string(tokens)
+    else:
+        def to_string(tokens):
+            return graph.tokens_to_string(tokens, sentence_piece)
     names = list(pipe.source.label_names)
     tokenizer = pipe.tokenizer
     budget = pipe.max_length - 2
@@ -153,7 +162,10 @@ def token_classification(pipe, model, opts, given):
     def serve(text):
         text = valid_utf8(text)
         batch = tf.shape(text)[0]
-        if sentence_piece:
+        if byte_pair:
+            tokens, per_token = _sentence_piece_tokens(text, tokenizer, pipe.specials,
+                                                       byte_pair_graph.encode)
+        elif sentence_piece:
             tokens, per_token = _sentence_piece_tokens(text, tokenizer, pipe.specials)
         else:
             tokens, per_token = _word_piece_tokens(text, tokenizer, pipe.specials)
@@ -176,10 +188,9 @@ def token_classification(pipe, model, opts, given):
                         "index": position, "word": word, "start": starts, "end": ends,
                         "row": rows}
         else:
-            entities = _words(strategy, scores, word, starts, ends, rows, subword,
-                              sentence_piece)
+            entities = _words(strategy, scores, word, starts, ends, rows, subword, to_string)
         if strategy != "none":
-            entities = _grouped(entities, begins, types, sentence_piece)
+            entities = _grouped(entities, begins, types, to_string)
         label = entities["label"]
         shown = tf.gather(label_names if strategy == "none" else groups, label)
         keep = tf.reduce_all(tf.not_equal(shown[:, None], tf.constant(ignore)[None]),
@@ -202,7 +213,7 @@ def token_classification(pipe, model, opts, given):
     return {"serving_default": (serve, [STRINGS])}
 
 
-def _words(strategy, scores, word, starts, ends, rows, subword, sentence_piece):
+def _words(strategy, scores, word, starts, ends, rows, subword, to_string):
     """One entity per word (a token and the subword tokens after it): `aggregate_words`."""
     group, first = _segments(~subword, rows)
     count = tf.reduce_sum(tf.cast(first, tf.int32))
@@ -222,12 +233,12 @@ def _words(strategy, scores, word, starts, ends, rows, subword, sentence_piece):
         chosen = tf.math.unsorted_segment_mean(scores, group, count)
     label = tf.argmax(chosen, axis=-1, output_type=tf.int32)
     return {"label": label, "score": tf.reduce_max(chosen, axis=-1),
-            "word": graph.tokens_to_string(_by_group(word, group, first), sentence_piece),
+            "word": to_string(_by_group(word, group, first)),
             "start": tf.gather(starts, first_token), "end": tf.gather(ends, last_token),
             "row": tf.gather(rows, first_token)}
 
 
-def _grouped(entities, begins, types, sentence_piece):
+def _grouped(entities, begins, types, to_string):
     """Adjacent entities of one type merged unless the later one begins (B-):
     `group_entities`; the group's label is its first entity's."""
     label, rows = entities["label"], entities["row"]
@@ -241,8 +252,7 @@ def _grouped(entities, begins, types, sentence_piece):
     last_entity = tf.math.unsorted_segment_max(index, group, count)
     return {"label": tf.gather(label, first_entity),
             "score": tf.math.unsorted_segment_mean(entities["score"], group, count),
-            "word": graph.tokens_to_string(_by_group(entities["word"], group, first),
-                                           sentence_piece),
+            "word": to_string(_by_group(entities["word"], group, first)),
             "start": tf.gather(entities["start"], first_entity),
             "end": tf.gather(entities["end"], last_entity),
             "row": tf.gather(rows, first_entity)}

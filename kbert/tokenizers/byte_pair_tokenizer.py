@@ -304,10 +304,13 @@ class BytePairTokenizer(Tokenizer):
                 tf.cast(merge, tf.int64), word_of, words)
             return ids, lengths, tf.reduce_any(merge)
 
+        # Each step but the last merges at least one pair (one id fewer): the loop ends within
+        # size(ids) + 1 steps. Saying so lets kbert's SavedModel check see the bound.
         ids, lengths, _ = tf.while_loop(
             lambda ids, lengths, changed: changed, step, (ids, lengths, tf.constant(True)),
             shape_invariants=(tf.TensorShape([None]), tf.TensorShape([None]),
-                              tf.TensorShape([])))
+                              tf.TensorShape([])),
+            maximum_iterations=tf.size(ids) + 1)
         return ids, lengths
 
     def detokenize(self, ids):

@@ -10,12 +10,26 @@ from kbert.training.run_config import ConfigError
 
 @dataclasses.dataclass
 class TeacherSource:
-    """Where a teacher comes from: its vocabulary now, its model later (inside a strategy)."""
+    """Where a teacher comes from: its tokenizer now (the student's, of any kind), its model
+    later (inside a strategy)."""
 
     description: str
-    vocabulary: list
+    tokenizer: object  # a kbert WordPiece, SentencePiece or byte-level BPE tokenizer
     lowercase: bool
     build: object  # dtype -> a pretrainer with a masked-LM head
+
+    @property
+    def tokenizer_type(self):
+        return tokenizer_type_of(self.tokenizer)
+
+
+def tokenizer_type_of(tokenizer):
+    """The `kbert.tokenizers.tokenizer_types` name of a kbert tokenizer object."""
+    if getattr(tokenizer, "model", None) is not None:
+        return "sentencepiece"
+    if getattr(tokenizer, "merges", None) is not None:
+        return "bpe"
+    return "wordpiece"
 
 
 def _from_run(path):
@@ -26,18 +40,10 @@ def _from_run(path):
                      if not (o.families or o.needs_teacher)]
         raise ConfigError(f"--teacher={path}: that run trained --objective={run.config.objective}"
                           f"; a teacher must be a masked-LM run ({', '.join(masked_lm)}).")
-    if run.tokenizer_type != "wordpiece":
-        raise ConfigError(f"--teacher={path}: its tokenizer is {run.tokenizer_type}; "
-                          f"{_WORDPIECE_ONLY}")
     if run.checkpoint is None:
         raise ConfigError(f"--teacher={path} has no checkpoint in {path}/checkpoints.")
-    return TeacherSource(run.description, run.vocabulary, run.config.resolved_lowercase, run.build)
-
-
-_WORDPIECE_ONLY = ("distillation writes the teacher's vocabulary as the student's vocab.txt, "
-                   "so a teacher must have a WordPiece vocabulary.")
-_SENTENCEPIECE = f"its tokenizer is SentencePiece (ALBERT); {_WORDPIECE_ONLY}"
-_BYTE_PAIR = f"its tokenizer is a byte-level BPE (RoBERTa); {_WORDPIECE_ONLY}"
+    return TeacherSource(run.description, run.tokenizer(), run.config.resolved_lowercase,
+                         run.build)
 
 
 def teacher_source(spec):
@@ -49,12 +55,8 @@ def teacher_source(spec):
     if runs.is_run(spec):
         return _from_run(spec)
     if spec in presets.list():
-        kind = presets.get(spec)["tokenizer"].get("type")
-        if kind in ("sentencepiece", "bpe"):  # before any download
-            raise ConfigError(f"--teacher={spec}: "
-                              f"{_SENTENCEPIECE if kind == 'sentencepiece' else _BYTE_PAIR}")
         tokenizer = presets.load_tokenizer(spec)
-        return TeacherSource(f"preset {spec}", tokenizer.vocabulary, tokenizer.lowercase,
+        return TeacherSource(f"preset {spec}", tokenizer, tokenizer.lowercase,
                              lambda dtype: presets.load(spec, head="mlm", dtype=dtype))
     try:
         checkpoint = convert.read(spec)
@@ -63,12 +65,9 @@ def teacher_source(spec):
             f"--teacher={spec!r}: not a kbert run (model_dir with config.json and "
             f"checkpoints/), a preset ({', '.join(presets.list())}) or a checkpoint: {e}"
         ) from None
-    if checkpoint.sentencepiece_model is not None:
-        raise ConfigError(f"--teacher={spec}: {_SENTENCEPIECE}")
-    if checkpoint.merges is not None:
-        raise ConfigError(f"--teacher={spec}: {_BYTE_PAIR}")
-    if checkpoint.vocabulary is None:
-        raise ConfigError(f"--teacher={spec}: the checkpoint has no vocab.txt.")
+    if checkpoint.vocabulary is None and checkpoint.sentencepiece_model is None:
+        raise ConfigError(f"--teacher={spec}: the checkpoint has no tokenizer files (vocab.txt"
+                          ", spiece.model or vocab.json + merges.txt).")
     # ELECTRA's pretraining heads are a smaller generator's: only a generator on its own
     # ("mlm") predicts masked tokens with the encoder that the student distils.
     usable = ("mlm",) if families.get(checkpoint.family).companion else ("mlm", "pretrainer")
@@ -76,5 +75,6 @@ def teacher_source(spec):
         raise ConfigError(
             f"--teacher={spec}: the checkpoint has no masked-LM head on its encoder (it has "
             f"{checkpoint.head or 'no head'}); a teacher must predict the masked tokens.")
-    return TeacherSource(f"checkpoint {spec}", checkpoint.vocabulary, checkpoint.lowercase,
+    tokenizer = checkpoint.tokenizer()
+    return TeacherSource(f"checkpoint {spec}", tokenizer, tokenizer.lowercase,
                          lambda dtype: checkpoint.build(head="mlm", dtype=dtype))

@@ -52,7 +52,7 @@ def encoder_source(config):
         positions = presets.config(run.config.preset,
                                    **run.config.config_overrides).max_sequence_length
         return Encoder(run.description, run.tokenizer(), positions,
-                       lambda dtype: run.build(dtype).backbone)
+                       lambda dtype: run.objective.encoder(run.build(dtype)))
     from kbert import convert
 
     try:
@@ -95,6 +95,15 @@ def run_finetuning(config):
         raise ConfigError(f"--sequence_length={config.sequence_length} is longer than the "
                           f"encoder's max_sequence_length={encoder.max_sequence_length}.")
     tokenizer = encoder.tokenizer
+    if config.export_dir and task.name in ("token_classifier", "question_answerer"):
+        from kbert.export.signature_helpers import refuse_byte_pair_words
+
+        try:  # before any training: the SavedModel at the end could not be written
+            refuse_byte_pair_words(tokenizer, {"token_classifier": "TokenClassifier",
+                                               "question_answerer": "QuestionAnswerer"}[task.name])
+        except ValueError as e:
+            raise ConfigError(f"--export_dir: {e} (Or leave out --export_dir: the run saves "
+                              "model.keras in --model_dir.)") from None
     train = task.prepare(config, config.train_data, "train", tokenizer)
     spec = _validation_spec(config)
     validation = spec and task.prepare(config, spec, "validation", tokenizer,

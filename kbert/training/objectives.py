@@ -3,7 +3,9 @@
     mlm       masked LM alone (RoBERTa style)
     mlm_nsp   masked LM + next-sentence prediction (BERT)
     mlm_sop   masked LM + sentence-order prediction (ALBERT)
-    rtd       ELECTRA: a small generator's masked LM + replaced-token detection
+    rtd       replaced-token detection: ELECTRA's (a narrower generator on the shared
+              embeddings) or DeBERTa-v3's (a shallower generator, gradient-disentangled
+              embedding sharing)
     distill   a student learns the masked LM from a frozen teacher (DistilBERT's or TinyBERT's
               recipe)
 
@@ -14,6 +16,7 @@ import dataclasses
 from typing import Callable, Optional
 
 from kbert import models, presets
+from kbert.models.distil_bert.tiny_bert_distiller import TINY_BERT_FAMILIES
 from kbert.training.run_config import ConfigError
 
 
@@ -25,14 +28,22 @@ def _from_preset(head):
     return build
 
 
-def _electra(config, overrides, teacher=None):
+RTD_FAMILIES = ("electra", "deberta_v3")
+
+
+def _replaced_token_detection(config, overrides, teacher=None):
+    """ELECTRA's pretrainer on an electra preset, DeBERTa-v3's (GDES) on a deberta_v3 one."""
     backbone = presets.load(config.preset, head=None, weights=None, dtype=config.dtype(),
                             **overrides)
+    losses = dict(mlm_loss_weight=config.mlm_loss_weight,
+                  rtd_loss_weight=config.rtd_loss_weight, seed=config.seed, name=config.preset)
+    if config.family == "deberta_v3":
+        return models.DebertaV3RtdPretrainer(
+            backbone, generator_layers_fraction=config.resolved_generator_layers_fraction,
+            **losses)
     return models.ElectraPretrainer(
         backbone, generator_hidden_fraction=config.generator_hidden_fraction,
-        mlm_loss_weight=config.mlm_loss_weight, rtd_loss_weight=config.rtd_loss_weight,
-        seed=config.seed, name=config.preset,
-    )
+        generator_layers_fraction=config.resolved_generator_layers_fraction, **losses)
 
 
 DISTILL_RECIPES = ("distil_bert", "tiny_bert")
@@ -41,23 +52,37 @@ DISTILL_RECIPES = ("distil_bert", "tiny_bert")
 def _distiller(config, overrides, teacher):
     print(f"Teacher: {teacher.description}.")
     student = _from_preset("mlm")(config, overrides)
-    if config.distill_recipe == "tiny_bert":
-        return models.TinyBertDistiller(
+    try:
+        if config.distill_recipe == "tiny_bert":
+            return models.TinyBertDistiller(
+                student, teacher.build(config.dtype()), temperature=config.temperature,
+                stage=config.tiny_bert_stage, teacher_layers=config.student_layers,
+                name="distiller")
+        return models.Distiller(
             student, teacher.build(config.dtype()), temperature=config.temperature,
-            stage=config.tiny_bert_stage, teacher_layers=config.student_layers,
-            name="distiller")
-    return models.Distiller(
-        student, teacher.build(config.dtype()), temperature=config.temperature,
-        kl_weight=config.distill_kl_weight, mlm_weight=config.distill_mlm_weight,
-        cosine_weight=config.distill_cosine_weight, name="distiller",
-    )
+            kl_weight=config.distill_kl_weight, mlm_weight=config.distill_mlm_weight,
+            cosine_weight=config.distill_cosine_weight, name="distiller",
+        )
+    except ValueError as e:  # the teacher's family or sizes, known once it is built
+        raise ConfigError(f"--distill_recipe={config.distill_recipe}, --teacher="
+                          f"{config.teacher}: {e}") from None
 
 
 def _check_generator(config):
+    """ELECTRA's generator has a width and a depth flag; DeBERTa-v3's is as wide as its
+    discriminator, so its width flag, set away from its default, is refused, not ignored."""
     from kbert.models.electra.electra_generator import generator_size
 
+    fields = {f.name: f.default for f in dataclasses.fields(config)}
+    width = "generator_hidden_fraction"
+    if config.family == "deberta_v3" and getattr(config, width) != fields[width]:
+        raise ConfigError(
+            f"--{width}={getattr(config, width)!r} does not apply to --preset={config.preset} "
+            f"({config.family}): its generator is as wide as its discriminator; "
+            "--generator_layers_fraction sets its size.")
     try:
-        generator_size(presets.config(config.preset), config.generator_hidden_fraction)
+        generator_size(presets.config(config.preset), config.generator_hidden_fraction,
+                       config.resolved_generator_layers_fraction)
     except ValueError as e:
         raise ConfigError(f"--{e}") from None
 
@@ -74,6 +99,11 @@ def _check_teacher(config):
             "directory: it does not exist.")
     if config.temperature <= 0:
         raise ConfigError(f"--temperature must be > 0, got {config.temperature!r}.")
+    if config.distill_recipe == "tiny_bert" and config.family not in TINY_BERT_FAMILIES:
+        raise ConfigError(
+            f"--distill_recipe=tiny_bert: --preset={config.preset} is {config.family}, whose "
+            "blocks TinyBERT's attention and hidden-state losses cannot read; it distils the "
+            f"{', '.join(TINY_BERT_FAMILIES)} families. Use --distill_recipe=distil_bert.")
 
 
 def _initialize_student(model, config):
@@ -106,6 +136,8 @@ class Objective:
         initialize: (model, config) -> None, for a model that starts from something other
             than random weights on a fresh run; None: nothing to do.
         exported: what the SavedModel at the end is, for the run's last message.
+        export: (trained model) -> the model the SavedModel holds; None: the model itself
+            (a distillation's: the student).
     """
 
     name: str
@@ -118,10 +150,20 @@ class Objective:
     check: Optional[Callable] = None
     initialize: Optional[Callable] = None
     exported: str = "the backbone"
+    export: Optional[Callable] = None
 
     def model_to_export(self, model):
-        """A distillation exports the student; every other run, the model it trained."""
+        """What the run's SavedModel holds: `export(model)` where the objective has one (the
+        discriminator of replaced-token detection), a distillation's student, else the model
+        it trained."""
+        if self.export is not None:
+            return self.export(model)
         return model.student if self.needs_teacher else model
+
+    def encoder(self, model):
+        """The backbone that fine-tuning starts from: the exported model's encoder."""
+        exported = self.model_to_export(model)
+        return getattr(exported, "backbone", exported)
 
 
 _MLM = ("mlm_accuracy", "mlm_loss")
@@ -131,9 +173,11 @@ OBJECTIVES = {objective.name: objective for objective in (
               _from_preset("pretrainer"), _MLM + ("nsp_accuracy", "nsp_loss")),
     Objective("mlm_sop", "masked LM + sentence-order prediction (ALBERT)", "sop",
               _from_preset("pretrainer"), _MLM + ("nsp_accuracy", "nsp_loss")),
-    Objective("rtd", "replaced-token detection (ELECTRA)", "none", _electra,
-              ("mlm_accuracy", "rtd_accuracy", "mlm_loss", "rtd_loss"), families=("electra",),
-              check=_check_generator, exported="the discriminator"),
+    Objective("rtd", "replaced-token detection (ELECTRA; DeBERTa-v3 with GDES)", "none",
+              _replaced_token_detection,
+              ("mlm_accuracy", "rtd_accuracy", "mlm_loss", "rtd_loss"), families=RTD_FAMILIES,
+              check=_check_generator, exported="the discriminator",
+              export=lambda model: model.discriminator()),
     Objective("distill", "distillation from --teacher (--distill_recipe: DistilBERT's or "
               "TinyBERT's)", "none", _distiller,
               _MLM + ("kl_loss", "embedding_loss", "attention_loss", "hidden_loss",

@@ -1,6 +1,8 @@
 """`PretrainingConfig`: every setting of a pretraining run, each one flag of tools/pretrain.py."""
 
 import dataclasses
+import json
+import os
 from typing import Optional
 
 import tensorflow as tf
@@ -73,13 +75,17 @@ class PretrainingConfig(RunConfig):
                "of consecutive documents into one segment, a separator between two "
                "(RoBERTa's FULL-SENTENCES); false: one document's sentences per example.",
         group="Data")
-    # ELECTRA (--objective=rtd)
+    # Replaced-token detection (--objective=rtd: ELECTRA, DeBERTa-v3)
     generator_hidden_fraction: float = setting(
         0.25, "ELECTRA generator width as a fraction of the discriminator's, in (0, 1].",
         group="Model")
-    mlm_loss_weight: float = setting(1.0, "Weight of the ELECTRA generator's masked-LM loss "
-                                     "(>= 0).", group="Schedule", minimum=0)
-    rtd_loss_weight: float = setting(50.0, "Weight of ELECTRA's replaced-token-detection loss "
+    generator_layers_fraction: Optional[float] = setting(
+        None, "Generator depth as a fraction of the discriminator's layers, in (0, 1]; "
+              "default: the family's (ELECTRA 1: as deep; DeBERTa-v3 0.5: half as deep, as "
+              "wide, the paper's).", group="Model")
+    mlm_loss_weight: float = setting(1.0, "Weight of the replaced-token-detection generator's "
+                                     "masked-LM loss (>= 0).", group="Schedule", minimum=0)
+    rtd_loss_weight: float = setting(50.0, "Weight of the replaced-token-detection loss "
                                      "(>= 0).", group="Schedule", minimum=0)
     # Distillation (--objective=distill)
     distill_recipe: str = setting(
@@ -132,6 +138,14 @@ class PretrainingConfig(RunConfig):
         return presets.get(self.preset)["model"]
 
     @property
+    def resolved_generator_layers_fraction(self):
+        """`generator_layers_fraction`, or the family's: DeBERTa-v3's generator is half as
+        deep as its discriminator, ELECTRA's as deep (google-research/electra)."""
+        if self.generator_layers_fraction is not None:
+            return self.generator_layers_fraction
+        return 0.5 if self.family == "deberta_v3" else 1.0
+
+    @property
     def resolved_lowercase(self):
         """Whether the run's tokenizer lower-cases: `lowercase` if given, else the preset's
         tokenizer setting (presets/<name>.json; true where it says nothing)."""
@@ -142,14 +156,14 @@ class PretrainingConfig(RunConfig):
     @property
     def resolved_tokenizer_type(self):
         """The kind of vocabulary the run reads or learns (`tokenizer_type` with "auto"
-        resolved: the vocab_file's kind, else the teacher's (WordPiece: distillation takes no
-        other), else the preset's tokenizer)."""
+        resolved: the vocab_file's kind, else the teacher's (any kind: WordPiece, SentencePiece
+        or byte-level BPE), else the preset's tokenizer)."""
         if self.tokenizer_type != "auto":
             return self.tokenizer_type
         if self.vocab_file is not None:
             return tokenizer_types.type_of_file(self.vocab_file)
         if self.teacher is not None:
-            return "wordpiece"
+            return teacher_tokenizer_type(self.teacher)
         return presets.get(self.preset)["tokenizer"]["type"]
 
     def validate(self):
@@ -181,6 +195,13 @@ class PretrainingConfig(RunConfig):
             distill = next(o.name for o in OBJECTIVES.values() if o.needs_teacher)
             raise ConfigError(f"--objective={distill} and --teacher go together: give both or "
                               "neither.")
+        if objective.sentence_task != "none" and self.resolved_tokenizer_type == "bpe":
+            raise ConfigError(
+                f"--objective={self.objective} trains a sentence task on BERT's pairs "
+                "([CLS] A [SEP] B [SEP], segment ids 0 and 1), but a byte-level BPE vocabulary "
+                "(--tokenizer_type=bpe) packs pairs as RoBERTa does (<s> A </s></s> B </s>, "
+                "segment ids 0) when the model is fine-tuned and served: use --objective=mlm "
+                "(RoBERTa's) or a wordpiece / sentencepiece vocabulary.")
         if self.pack_across_documents and objective.sentence_task != "none":
             raise ConfigError(f"--pack_across_documents packs one segment; --objective="
                               f"{self.objective} has a sentence task ({objective.sentence_task}"
@@ -222,12 +243,14 @@ class PretrainingConfig(RunConfig):
                     f"--tokenizer_type={self.tokenizer_type} does not read --vocab_file="
                     f"{self.vocab_file!r}: a file ending in {', '.join(extensions)} is "
                     f"{of_file}; leave --tokenizer_type=auto to follow the file.")
-        if self.teacher is not None and self.resolved_tokenizer_type != "wordpiece":
-            raise ConfigError(
-                f"--teacher with a {self.resolved_tokenizer_type} vocabulary (--tokenizer_type="
-                f"{self.tokenizer_type}, --vocab_file={self.vocab_file!r}): a distilled "
-                "student speaks its teacher's WordPiece vocabulary; leave --tokenizer_type "
-                "auto and --vocab_file unset.")
+        if self.teacher is not None:
+            of_teacher = teacher_tokenizer_type(self.teacher)
+            if self.resolved_tokenizer_type != of_teacher:
+                raise ConfigError(
+                    f"--teacher with a {self.resolved_tokenizer_type} vocabulary (--tokenizer_"
+                    f"type={self.tokenizer_type}, --vocab_file={self.vocab_file!r}): a "
+                    f"distilled student speaks its teacher's {of_teacher} vocabulary; leave "
+                    "--tokenizer_type auto and --vocab_file unset.")
         try:
             max_positions = presets.config(self.preset,
                                            **self.config_overrides).max_sequence_length
@@ -249,3 +272,33 @@ class PretrainingConfig(RunConfig):
                                      and self.warmup_steps > self.train_steps):
             raise ConfigError(f"--warmup_steps={self.warmup_steps} must be in "
                               f"[0, --train_steps={self.train_steps}].")
+
+
+def teacher_tokenizer_type(spec):
+    """The tokenizer kind of `--teacher`, read without loading it: its preset's entry, its
+    run's config.json (its tokenizer_type or vocab_file), else the tokenizer files in its
+    directory (vocab.json + merges.txt: bpe, a *.model without vocab.txt: sentencepiece);
+    "wordpiece" when `spec` names nothing that exists (validation refuses it, naming it)."""
+    if spec in presets.list():
+        return presets.get(spec)["tokenizer"].get("type", "wordpiece")
+    folder = spec if os.path.isdir(spec) else os.path.dirname(spec)
+    if not os.path.isdir(folder):
+        return "wordpiece"
+    if os.path.isdir(os.path.join(folder, "checkpoints")):  # a kbert run's model_dir
+        try:
+            with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
+                values = json.load(f)
+        except (OSError, ValueError):
+            values = {}
+        kind = values.get("tokenizer_type", "wordpiece")  # older runs: WordPiece
+        vocab_file = values.get("vocab_file") or values.get("vocab")
+        if kind != "auto":
+            return kind
+        if vocab_file:
+            return tokenizer_types.type_of_file(vocab_file)
+    names = os.listdir(folder)
+    if "vocab.json" in names and "merges.txt" in names:
+        return "bpe"
+    if any(n.endswith(".model") for n in names) and "vocab.txt" not in names:
+        return "sentencepiece"
+    return "wordpiece"

@@ -80,6 +80,18 @@ class PretrainingRun:
         return self._tokenizer
 
 
+def _kind_in(path):
+    """The tokenizer kind whose file a run's model_dir holds (vocab.txt, spiece.model or
+    vocab.json + merges.txt); "wordpiece" when none is there."""
+    from kbert.tokenizers import tokenizer_types
+
+    for name in ("bpe", "sentencepiece", "wordpiece"):
+        kind = tokenizer_types.get(name)
+        if tf.io.gfile.exists(os.path.join(path, kind.file_name)):
+            return name
+    return "wordpiece"
+
+
 def read_run(path):
     """The `PretrainingRun` at `path`; a `ConfigError` naming the file when it is not one."""
     config_path = os.path.join(path, "config.json")
@@ -89,6 +101,11 @@ def read_run(path):
         values = {_RENAMED.get(k, k): v for k, v in values.items()}
         # Runs made before `tokenizer_type` existed all learned or read WordPiece.
         values.setdefault("tokenizer_type", "wordpiece")
+        if (values.get("teacher") and values["tokenizer_type"] == "auto"
+                and not values.get("vocab_file")):
+            # A distilled student took its teacher's kind: the files it wrote say which (the
+            # teacher may have moved since).
+            values["tokenizer_type"] = _kind_in(path)
         config = PretrainingConfig(**values)
     except (OSError, ValueError, TypeError) as e:
         raise ConfigError(f"{config_path} is not the config.json of a kbert pretraining run: "

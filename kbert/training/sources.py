@@ -10,22 +10,16 @@ from kbert.training.run_config import ConfigError
 
 
 def tokenizer(config, model_dir, teacher=None):
-    """The run's tokenizer, of `config.resolved_tokenizer_type`: the teacher's vocabulary
-    (distillation: WordPiece), `vocab_file`, or one learned from the input into model_dir
-    (vocab.txt, spiece.model, vocab.json + merges.txt: once, a resumed run reads it)."""
-    from kbert.tokenizers import WordPieceTokenizer, tokenizer_types
-    from kbert.tokenizers.vocab_learning import write_vocabulary
-    from kbert.tokenizers.word_piece_tokenizer import read_vocabulary
+    """The run's tokenizer, of `config.resolved_tokenizer_type`: the teacher's (distillation:
+    any kind, its files written into model_dir once), `vocab_file`, or one learned from the
+    input into model_dir (vocab.txt, spiece.model, vocab.json + merges.txt: once, a resumed
+    run reads it)."""
+    from kbert.tokenizers import tokenizer_types
 
+    if teacher is not None:  # the student speaks the teacher's vocabulary
+        return _teacher_tokenizer(config, model_dir, teacher)
     kind = tokenizer_types.get(config.resolved_tokenizer_type)
     path = config.vocab_file or os.path.join(model_dir, kind.file_name)
-    if teacher is not None:  # the student speaks the teacher's vocabulary
-        if not tf.io.gfile.exists(path):
-            write_vocabulary(teacher.vocabulary, path)
-        elif read_vocabulary(path) != teacher.vocabulary:
-            raise ConfigError(f"{path} is not the vocabulary of the teacher ({teacher.description})"
-                              "; leave --vocab_file unset to use the teacher's.")
-        return WordPieceTokenizer(path, lowercase=teacher.lowercase)
     if config.vocab_file is None and not tf.io.gfile.exists(path):
         print(f"Learning a {kind.name} vocabulary (~{config.learned_vocabulary_size} tokens) "
               f"from {config.input} ...", flush=True)
@@ -35,6 +29,34 @@ def tokenizer(config, model_dir, teacher=None):
         return tokenizer_types.load(path, kind.name, lowercase=config.resolved_lowercase)
     except ValueError as e:  # e.g. a vocabulary without the special tokens
         raise ConfigError(f"--vocab_file={path!r}: {e}") from None
+
+
+def _teacher_tokenizer(config, model_dir, teacher):
+    """The teacher's tokenizer; its files (vocab.txt, spiece.model or vocab.json +
+    merges.txt) written into model_dir on the first start, checked on a resume."""
+    from kbert.export.saved_model import write_tokenizer_files
+    from kbert.tokenizers import tokenizer_types
+
+    kind = tokenizer_types.get(teacher.tokenizer_type)
+    path = config.vocab_file or os.path.join(model_dir, kind.file_name)
+    if config.vocab_file is None and not all(
+            tf.io.gfile.exists(p) for p in tokenizer_types.files(path, kind.name)):
+        write_tokenizer_files(teacher.tokenizer, model_dir)
+    try:
+        tokenizer = tokenizer_types.load(path, kind.name, lowercase=teacher.lowercase)
+    except ValueError as e:
+        raise ConfigError(f"--vocab_file={path!r}: {e}") from None
+    if _contents(tokenizer) != _contents(teacher.tokenizer):
+        raise ConfigError(f"{path} is not the vocabulary of the teacher ({teacher.description})"
+                          "; leave --vocab_file unset to use the teacher's.")
+    return tokenizer
+
+
+def _contents(tokenizer):
+    """What makes a tokenizer's vocabulary: its tokens, merges and SentencePiece model."""
+    merges = getattr(tokenizer, "merges", None)
+    return (list(tokenizer.vocabulary), merges and [tuple(m) for m in merges],
+            getattr(tokenizer, "model", None))
 
 
 def dataset(config, tokenizer, repeat):

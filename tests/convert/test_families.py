@@ -215,16 +215,14 @@ def test_albert_keeps_its_sentencepiece_tokenizer_through_every_format(tmp_path)
     check_against_transformers(again.build(), "albert")
 
 
-def test_sentencepiece_models_save_with_their_tokenizer_and_cannot_teach(tmp_path):
+def test_sentencepiece_models_save_with_their_tokenizer_and_teach(tmp_path):
     from kbert.training.distillation import teacher_source
-    from kbert.training.pretraining import ConfigError
 
     checkpoint = kbert.convert.read(FIXTURES / "albert")
     kbert.convert.save_hugging_face(checkpoint.build(), tmp_path / "hf",
                                     vocabulary=checkpoint.tokenizer())
     assert (tmp_path / "hf" / "spiece.model").read_bytes() == checkpoint.sentencepiece_model
     assert not (tmp_path / "hf" / "vocab.txt").exists()
-    # Distillation tokenizes with WordPiece: an ALBERT teacher is refused before any download.
-    for spec in (str(FIXTURES / "albert"), "albert_base"):
-        with pytest.raises(ConfigError, match="its tokenizer is SentencePiece"):
-            teacher_source(spec)
+    # Distillation takes the teacher's tokenizer, of any kind: ALBERT's spiece.model.
+    assert teacher_source(str(FIXTURES / "albert")).tokenizer.model == (
+        checkpoint.sentencepiece_model)

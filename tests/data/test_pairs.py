@@ -170,3 +170,67 @@ def test_packing_across_documents_fills_every_example():
     with pytest.raises(ValueError, match="pack_across_documents packs one segment: it needs "
                                          "sentence_task 'none', got 'nsp'"):
         PairBuilder(64, "nsp", CLS, SEP, PAD, pack_across_documents=True)
+
+
+def _inner_tokens(examples):
+    """The tokens of single-segment examples, without [CLS], [SEP] and padding."""
+    tokens = []
+    for ex in examples:
+        ids = ex["token_ids"][ex["padding_mask"] == 1]
+        assert ids[0] == CLS and ids[-1] == SEP and len(ids) <= 64
+        tokens.extend(ids[1:-1][ids[1:-1] != SEP].tolist())
+    return tokens
+
+
+@pytest.mark.parametrize("pack_across_documents", [False, True])
+def test_a_sentence_longer_than_a_segment_is_split_not_cut(pack_across_documents):
+    """sentence_task "none" holds whole sentences: one longer than the 62 tokens of a segment
+    goes in pieces of 62 (the last shorter), every token kept in order, and is counted."""
+    long = np.arange(1000, 1200)  # 200 tokens: 62 + 62 + 62 + 14
+    docs = [[np.arange(10, 20), long, np.arange(20, 25)], [np.arange(30, 40)]]
+    builder = PairBuilder(64, "none", CLS, SEP, PAD, short_seq_prob=0.0, seed=0,
+                          pack_across_documents=pack_across_documents)
+    examples = list(builder.examples(docs))
+    assert _inner_tokens(examples) == [int(t) for doc in docs for s in doc for t in s]
+    fills = [int(ex["padding_mask"].sum()) - 2 for ex in examples]
+    assert fills[1:4] == [62, 62, 62], fills  # the first sentence alone: 10 + 62 > 62
+    assert builder.statistics["sentences_split"] == 1
+    assert builder.statistics["tokens_truncated"] == builder.statistics["tokens_dropped"] == 0
+
+
+def test_sentence_pairs_truncate_as_the_original_and_count_it():
+    """NSP / SOP follow the original's truncate_seq_pair (a long sentence included): every
+    token of a document is in an SOP example, or counted as truncated or dropped."""
+    docs, _ = synthetic_documents(seed=3)
+    docs[0].insert(1, np.arange(100_000, 100_300))  # one sentence of 300 tokens
+    builder = PairBuilder(64, "sop", CLS, SEP, PAD, short_seq_prob=0.0, seed=0)
+    examples = list(builder.examples(docs))
+    kept = sum(len(a) + len(b) for a, b in map(segments, examples))
+    counts = builder.statistics
+    assert kept + counts["tokens_truncated"] + counts["tokens_dropped"] == sum(
+        len(s) for doc in docs for s in doc)
+    assert counts["tokens_truncated"] >= 300 - 61  # the long sentence's pair at least
+    assert 1 <= counts["pairs_truncated"] < len(examples)
+    assert counts["sentences_split"] == 0
+
+
+def test_the_builder_reports_what_it_left_out(caplog):
+    builder = PairBuilder(16, "nsp", CLS, SEP, PAD, short_seq_prob=0.0, seed=0)
+    with caplog.at_level("INFO"):
+        list(builder.examples([[np.arange(10, 60)], [np.arange(60, 70)]]))
+    assert builder.statistics["tokens_truncated"] > 0
+    assert (f"{builder.statistics['pairs_truncated']} pairs longer than 13 tokens were "
+            f"truncated ({builder.statistics['tokens_truncated']} tokens") in caplog.text
+
+
+def test_the_builder_reports_also_when_its_consumer_stops_early(caplog):
+    """tf.data's take(n) closes the generator: what was truncated so far is still logged."""
+    builder = PairBuilder(16, "nsp", CLS, SEP, PAD, short_seq_prob=0.0, seed=0)
+    documents = [[np.arange(10, 60)], [np.arange(60, 70)]] * 20
+    with caplog.at_level("INFO"):
+        examples = builder.examples(documents)
+        next(examples)
+        assert "were truncated" not in caplog.text
+        examples.close()
+    assert builder.statistics["tokens_truncated"] > 0
+    assert f"{builder.statistics['pairs_truncated']} pairs longer than 13 tokens" in caplog.text

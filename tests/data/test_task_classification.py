@@ -1,5 +1,7 @@
 """Text classification inputs: single texts and pairs, labels, regression, static shapes."""
 
+import types
+
 import numpy as np
 import pytest
 
@@ -29,9 +31,10 @@ def test_pairs_are_truncated_longest_first_as_bert():
     lengths = rng.integers(0, 14, (200, 2))
     a = tf.ragged.constant([list(range(100, 100 + n)) for n, _ in lengths], tf.int32)
     b = tf.ragged.constant([list(range(200, 200 + n)) for _, n in lengths], tf.int32)
+    ids = types.SimpleNamespace(cls_id=2, sep_id=3, pad_id=0)  # BERT's one separator
     for sequence_length in (5, 8, 13, 30):
         packed = {k: v.numpy().tolist()
-                  for k, v in pack_segments([a, b], sequence_length, 2, 3, 0).items()}
+                  for k, v in pack_segments(ids, [a, b], sequence_length).items()}
         for row, (la, lb) in enumerate(lengths):
             ta, tb = truncate_seq_pair(range(100, 100 + la), range(200, 200 + lb),
                                        sequence_length - 3)

@@ -56,18 +56,30 @@ PIPELINE_EXPORTS = {
                                      {}),
     "pipeline_question_answering": ("question-answering", "hf_tasks/distil_bert_qa",
                                     {"top_k": 2, "handle_impossible_answer": True}),
+    # RoBERTa's: byte-level BPE with character offsets in the graph (byte_pair_graph).
+    "pipeline_roberta_question_answering": ("question-answering", "hf_tasks/roberta_qa",
+                                            {"top_k": 2}),
+    "pipeline_roberta_token_classification": ("token-classification", "hf_tasks/roberta_token",
+                                              {"aggregation_strategy": "simple"}),
+}
+
+# name -> (checkpoint under tests/fixtures, export arguments): models read by kbert.convert.load
+# with their own tokenizer (kbert.convert.load_tokenizer). RoBERTa's: its byte-level BPE in the
+# graph (a bounded While loop, a hash table filled at load from constants).
+CHECKPOINT_EXPORTS = {
+    "roberta_pretrainer": ("hf_tiny/roberta", {"top_k": 2, "max_masks": 2}),
+    "roberta_text_classifier": ("hf_tasks/roberta_seq_single", {}),
 }
 
 # Each family (its pretrainer: the backbone signatures and fill-mask) and each task once; the
 # tests check these (the rest of EXPORTS adds no op type, as the script shows).
-# RoBERTa's exports are not among them yet: keras-hub's byte-level BPE in the graph holds a
-# While loop and hash tables filled at load time, which check_saved_model refuses (a SavedModel
-# from elsewhere with those ops cannot be told apart from a harmful one by this check yet).
 EACH = ("bert_pretrainer", "albert_pretrainer", "distil_bert_pretrainer", "electra_pretrainer",
-        "deberta_v3_pretrainer", "mobile_bert_pretrainer",
+        "deberta_v3_pretrainer", "mobile_bert_pretrainer", "roberta_pretrainer",
         "multi_label", "token_classifier", "question_answerer_v2", "text_embedder",
+        "roberta_text_classifier",
         "pipeline_text_classification", "pipeline_zero_shot", "pipeline_token_classification",
-        "pipeline_fill_mask", "pipeline_question_answering")
+        "pipeline_fill_mask", "pipeline_question_answering",
+        "pipeline_roberta_question_answering", "pipeline_roberta_token_classification")
 
 
 # Sizes a family needs beyond tests.helpers.TINY's.
@@ -87,8 +99,19 @@ def tokenizer(sentence_piece):
 
 
 def export(name, directory):
-    """Exports the tiny model `name` of EXPORTS or PIPELINE_EXPORTS under `directory`;
-    returns the path."""
+    """Exports the tiny model `name` of EXPORTS, CHECKPOINT_EXPORTS or PIPELINE_EXPORTS under
+    `directory`; returns the path."""
+    if name in CHECKPOINT_EXPORTS:
+        import kbert.convert
+        from kbert.export import export_saved_model
+
+        checkpoint, options = CHECKPOINT_EXPORTS[name]
+        checkpoint = str(ROOT / "tests" / "fixtures" / checkpoint)
+        path = os.path.join(directory, name)
+        export_saved_model(kbert.convert.load(checkpoint), path,
+                           kbert.convert.load_tokenizer(checkpoint),
+                           sequence_length=SEQUENCE_LENGTH, **options)
+        return path
     if name in PIPELINE_EXPORTS:
         import kbert
 
@@ -147,7 +170,7 @@ def op_types(path, checkpoint=False):
 
 
 def main():
-    names = sys.argv[1:] or [*EXPORTS, *PIPELINE_EXPORTS]
+    names = sys.argv[1:] or [*EXPORTS, *CHECKPOINT_EXPORTS, *PIPELINE_EXPORTS]
     union, each, checkpoint = set(), {}, set()
     with tempfile.TemporaryDirectory() as directory:
         for name in names:

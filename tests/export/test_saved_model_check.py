@@ -10,6 +10,7 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
@@ -118,6 +119,14 @@ def _loop_forever(module, text):
     return tf.while_loop(lambda i: tf.constant(True), lambda i: i + 1, [tf.constant(0)])[0]
 
 
+def _write_in_a_bounded_loop(module, text):
+    """A loop bounded by the request's size (as kbert's BPE loop is) whose body writes."""
+    def step(i):
+        tf.io.write_file(module.sentinel, text[0])
+        return i + 1
+    return tf.while_loop(lambda i: i < 5, step, [0], maximum_iterations=tf.size(text) + 1)[0]
+
+
 def _read_in_branch(module, text):
     return tf.cond(tf.size(text) > 0, lambda: tf.io.read_file(text[0]), lambda: "")
 
@@ -147,6 +156,7 @@ HOSTILE_CALLS = {
         lambda m, text: tf.zeros(tf.stack([tf.constant(200000) * 200000, 200000])), "Fill",
         "[1345294336, 200000]"),
     "unbounded_loop": (_loop_forever, "StatelessWhile", "no iteration bound"),
+    "write_file_in_a_bounded_loop": (_write_in_a_bounded_loop, "WriteFile", "called from"),
     "not_allowlisted": (lambda m, text: tf.linalg.det(tf.constant([[1.0, 2.0], [3.0, 4.0]])),
                         "MatrixDeterminant", "not among the ops"),
 }
@@ -462,15 +472,285 @@ def test_what_is_loaded_is_what_was_checked(tmp_path, monkeypatch):
         load_saved_model(clean)  # named by the caller's path, not the copy's
 
 
-def test_a_bounded_loop_is_told_apart(tmp_path):
-    """kbert's exports have no loops, so any is refused; but only one without a bound is
-    called unbounded."""
-    path = save(_Signature(lambda m, text: tf.while_loop(
-        lambda i: i < tf.size(text), lambda i: i + 1, [0], maximum_iterations=10)[0]),
-        tmp_path / "bounded")
+def _table():
+    """A hash table filled at load from constants, as kbert's byte-level BPE's merge table."""
+    return tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+        tf.constant(["a", "b"]), tf.constant([1, 2], tf.int64)), default_value=-1)
+
+
+def _counting_loop(bound):
+    """A signature counting to `bound(text)` in a While loop whose body looks a table up (a
+    stateful body makes a `While`, as kbert's BPE loop is; a pure one a `StatelessWhile`)."""
+    def call(module, text):
+        def step(i):
+            return i + tf.cast(module.table.lookup(tf.constant("a")), tf.int32)
+        return tf.while_loop(lambda i: i < 10**6, step, [0], maximum_iterations=bound(text))[0]
+    return _Signature(call, table=_table())
+
+
+def test_a_loop_passes_with_a_bound_from_a_size_only(tmp_path):
+    """A While passes when tf.while_loop's maximum_iterations is the size of a tensor it is
+    given (kbert's BPE: size(ids) + 1) or a constant under the cap; a bound computed any other
+    way, or none, is refused, and so is a file op in a bounded loop's body (HOSTILE)."""
+    sized = save(_counting_loop(lambda text: tf.size(text) + 1), tmp_path / "sized")
+    check_saved_model(sized)
+    assert functions_with(sized, "LookupTableFindV2")  # the body is a function of the library
+    loaded = load_saved_model(sized)
+    assert loaded.signatures["serving_default"](text=tf.constant(["x", "y", "z"]))[
+        "out"].numpy() == 4
+    dimension = save(_counting_loop(lambda text: tf.shape(text)[0]), tmp_path / "dimension")
+    check_saved_model(dimension)
+    # A string's bytes (a tensor in memory: linear in the request's size) bound it too.
+    nbytes = save(_counting_loop(lambda text: tf.size(tf.strings.bytes_split(text[0]))),
+                  tmp_path / "bytes")
+    check_saved_model(nbytes)
+    constant = save(_counting_loop(lambda text: 100), tmp_path / "constant")
+    check_saved_model(constant)
+    with pytest.raises(UnsafeSavedModelError, match=r"While .* is a loop of 100 iterations "
+                                                    r"\(a constant maximum_iterations\), over "
+                                                    r"max_loop_constant=50"):
+        check_saved_model(constant, max_loop_constant=50)
+    # The request's contents (a string's length), a product of sizes: no bound the check sees.
+    for name, bound, made_by in [
+            ("length", lambda text: tf.strings.length(text)[0], "StridedSlice"),
+            ("product", lambda text: tf.size(text) * tf.size(text), "Mul")]:
+        path = save(_counting_loop(bound), tmp_path / name)
+        with pytest.raises(UnsafeSavedModelError,
+                           match=f"While .* is a loop whose maximum_iterations is computed by "
+                                 f"node .* \\({made_by}\\), not the size of tensors"):
+            check_saved_model(path)
+    # kbert's exports have no StatelessWhile: a pure loop is refused even when bounded.
+    pure = save(_Signature(lambda m, text: tf.while_loop(
+        lambda i: i < 10, lambda i: i + 1, [0], maximum_iterations=tf.size(text))[0]),
+        tmp_path / "pure")
     with pytest.raises(UnsafeSavedModelError, match="StatelessWhile .* is not among") as refused:
+        check_saved_model(pure)
+    assert "iteration" not in str(refused.value)
+
+
+def _nested(levels):
+    """`levels` While loops, each in the body of the one outside it, each bounded by the
+    request's bytes: size**levels steps in all (the reviewer's repro)."""
+    def call(module, text):
+        size = tf.size(tf.strings.bytes_split(text[0]))
+
+        def loop(level):
+            def step(i, total):
+                inner = loop(level - 1) if level > 1 else tf.cast(
+                    module.table.lookup(tf.constant("a")), tf.int32)
+                return i + 1, total + inner
+            return tf.while_loop(lambda i, t: i < 10**9, step, [0, 0],
+                                 maximum_iterations=size)[1]
+        return loop(levels)
+    return _Signature(call, table=_table())
+
+
+def test_nested_loops_are_refused(tmp_path):
+    """One bounded loop passes (kbert's BPE); a loop run by another loop's body, however each
+    is bounded, multiplies the steps and is refused, naming the outer loop."""
+    check_saved_model(save(_nested(1), tmp_path / "one"))
+    for levels in (2, 3):
+        path = save(_nested(levels), tmp_path / f"nested{levels}")
+        with pytest.raises(UnsafeSavedModelError, match=r"While \(node .* is a loop inside "
+                                                        r"another loop \(the While node ") \
+                as refused:
+            check_saved_model(path)
+        assert "iterations multiply" in str(refused.value)
+        bodies = {f for f in functions_with(path, "While")  # those holding an inner loop
+                  if "while_body" in f}
+        assert len(bodies) == levels - 1 and any(f"function '{f}'" in str(refused.value)
+                                                 for f in bodies), (bodies, str(refused.value))
+
+
+def test_constant_loop_bounds_are_capped_by_max_loop_constant(tmp_path):
+    """A constant maximum_iterations (or the constants added to a size) over
+    max_loop_constant (1024) is refused, however big max_elements is: 2**31 steps are hours
+    of CPU. Sizes are summed at most MAX_BOUND_TERMS times (a DAG of sums doubles a size at
+    each level)."""
+    assert saved_model_check.DEFAULT_MAX_LOOP_CONSTANT == 1024
+    check_saved_model(save(_counting_loop(lambda text: 1024), tmp_path / "cap"))
+    check_saved_model(save(_counting_loop(lambda text: tf.size(text) + 1024), tmp_path / "add"))
+
+    def doubled(text):
+        bound = tf.size(text)
+        for _ in range(5):
+            bound = bound + bound  # 32 times the size
+        return bound
+
+    for name, bound, word in [
+            ("constant", lambda text: 1025, r"a loop of 1,025 iterations \(a constant "
+                                            r"maximum_iterations\), over max_loop_constant=1,024"),
+            ("plus_big", lambda text: tf.size(text) + 2**31 - 1, "max_loop_constant=1,024"),
+            ("plus_big_twice", lambda text: tf.add(tf.add(tf.size(text), 2**31 - 1),
+                                                   2**31 - 1), "max_loop_constant=1,024"),
+            ("doubled", doubled, r"at most 4 summed")]:
+        path = save(_counting_loop(bound), tmp_path / name)
+        with pytest.raises(UnsafeSavedModelError, match=f"While .* {word}"):
+            check_saved_model(path, max_elements=2**40)
+
+
+def test_a_table_filled_at_load_from_constants_passes(tmp_path):
+    path = save(_Signature(lambda m, text: m.table.lookup(text), table=_table()),
+                tmp_path / "table")
+    check_saved_model(path)
+    assert load_time_op_types(path) >= {"HashTableV2", "LookupTableImportV2"}
+    loaded = load_saved_model(path)
+    assert loaded.signatures["serving_default"](text=tf.constant(["b", "a", "c"]))[
+        "out"].numpy().tolist() == [2, 1, -1]
+
+
+def test_tables_filled_from_anything_but_constants_at_load_are_refused(tmp_path):
+    """LookupTableImportV2 passes only inside tf.saved_model.load with keys and values that
+    are constants of the SavedModel; mutable tables (which grow with the requests) never."""
+    # Filled while serving, from the request.
+    def fill(m, text):
+        with tf.control_dependencies([tf.raw_ops.LookupTableImportV2(
+                table_handle=m.table.resource_handle, keys=text,
+                values=tf.zeros(tf.shape(text), tf.int64))]):
+            return m.table.lookup(text)
+    serving = save(_Signature(fill, table=_table()), tmp_path / "serving")
+    with pytest.raises(UnsafeSavedModelError, match="LookupTableImportV2 .*'__inference___call__"
+                                                    ".* fills a lookup table outside "
+                                                    "tf.saved_model.load"):
+        check_saved_model(serving)
+
+    def mutable(m, text):
+        m.cache.insert(text, tf.strings.length(text, "UTF8_CHAR") * 0 + 1)
+        return m.cache.lookup(text)
+    grows = save(_Signature(mutable, cache=tf.lookup.experimental.MutableHashTable(
+        tf.string, tf.int32, 0)), tmp_path / "grows")
+    with pytest.raises(UnsafeSavedModelError):
+        check_saved_model(grows)
+    checker = saved_model_check._Checker(read_proto(grows), grows, 2**31)
+    with pytest.raises(UnsafeSavedModelError):
+        checker.run()
+    problems = [problem for _, problem in checker.problems]  # all, not the message's first 6
+    assert any(p.startswith("LookupTableInsertV2 (node ") and "is not among" in p
+               for p in problems), problems
+    # Its checkpoint restore fills it at load from the checkpoint's tensors: no constants.
+    assert any(p.startswith("LookupTableImportV2 (node ") and "the function's argument 0, "
+               "which the caller passes" in p for p in problems), problems
+    # Filled at load, the keys bound to what is no constant: a captured variable, and a
+    # captured "constant" that names another op of the main graph (the loader would run it).
+    path = save(_Signature(lambda m, text: m.table.lookup(text), table=_table(),
+                           v=tf.Variable(1)), tmp_path / "table")
+    check_saved_model(path)
+    saved = read_proto(path)
+    meta = saved.meta_graphs[0]
+    objects = meta.object_graph_def
+    initializer = next(n for n in functions_with(path, "LookupTableImportV2"))
+    bound = objects.concrete_functions[initializer].bound_inputs  # handle, keys, values
+    keys = objects.nodes[bound[1]]
+    assert keys.WhichOneof("kind") == "constant"
+    variable = next(i for i, n in enumerate(objects.nodes) if n.WhichOneof("kind") == "variable")
+    shutil.copytree(path, tmp_path / "variable")
+    original = bound[1]
+    bound[1] = variable
+    write_proto(tmp_path / "variable", saved)
+    with pytest.raises(UnsafeSavedModelError, match=f"LookupTableImportV2 .*'{initializer}' "
+                                                    f".* fills a lookup table \\(its input 1\\) "
+                                                    f"from a captured variable"):
+        check_saved_model(tmp_path / "variable")
+    bound[1] = original
+    other = next(n for n in meta.graph_def.node if n.op == "VarHandleOp")
+    keys.constant.operation = other.name
+    write_proto(path, saved)
+    with pytest.raises(UnsafeSavedModelError, match=f"from a captured constant naming "
+                                                    f"'{other.name}' of the main graph, which "
+                                                    f"is a VarHandleOp"):
         check_saved_model(path)
-    assert "no iteration bound" not in str(refused.value)
+
+
+def test_a_table_initializer_called_again_is_refused(tmp_path):
+    """The serving function calls the table's load-time initializer with the request's
+    strings as keys (the reviewer's repro): the object graph's bound inputs (constants) are
+    not what that call passes, so the call is refused, and the fill too (its keys are the
+    caller's). The main graph's init call may pass only constants and resources."""
+    path = save(_Signature(lambda m, text: m.table.lookup(text), table=_table()),
+                tmp_path / "table")
+    check_saved_model(path)
+    saved = read_proto(path)
+    meta = saved.meta_graphs[0]
+    library = meta.graph_def.library
+    init_name = next(iter(functions_with(path, "LookupTableImportV2")))
+    init = next(f for f in library.function if f.signature.name == init_name)
+    serve = next(f for f in library.function
+                 if f.signature.name.startswith("__inference___call__"))
+    handle = next(a.name for a in serve.signature.input_arg
+                  if a.type == tf.resource.as_datatype_enum)
+    text = serve.signature.input_arg[0].name
+    length = serve.node_def.add(name="evil_len", op="StringLength", input=[text])
+    length.attr["unit"].s = b"BYTE"
+    cast = serve.node_def.add(name="evil_cast", op="Cast", input=["evil_len:output:0"])
+    cast.attr["SrcT"].type = tf.int32.as_datatype_enum
+    cast.attr["DstT"].type = tf.int64.as_datatype_enum
+    call = serve.node_def.add(name="evil_call", op="StatefulPartitionedCall",
+                              input=[handle, text, "evil_cast:y:0"])
+    call.attr["f"].func.name = init_name
+    call.attr["Tin"].list.type.extend([a.type for a in init.signature.input_arg])
+    call.attr["Tout"].list.type.extend([a.type for a in init.signature.output_arg])
+    serve.control_ret["evil_call"] = "evil_call"
+    serve.signature.control_output.append("evil_call")
+    write_proto(tmp_path / "table", saved)
+    checker = saved_model_check._Checker(read_proto(path), path, 2**31)
+    with pytest.raises(UnsafeSavedModelError) as refused:
+        checker.run()
+    assert re.search(f"StatefulPartitionedCall \\(node 'evil_call' in function "
+                     f"'{serve.signature.name}'.* calls '{init_name}', which runs inside "
+                     f"tf.saved_model.load \\(a resource's _initialize\\), from a function "
+                     f"that runs after it", str(refused.value)), str(refused.value)
+    problems = [problem for _, problem in checker.problems]
+    assert any(p.startswith("LookupTableImportV2 (node ") and "(its input 1) from the "
+               "function's argument 1, which the caller passes" in p for p in problems), problems
+    # The main graph's init call passing a computed tensor (a variable's read) as the keys.
+    del serve.node_def[-3:]
+    del serve.control_ret["evil_call"]
+    del serve.signature.control_output[-1]
+    main = meta.graph_def.node
+    init_call = next(n for n in main if n.attr["f"].func.name == init_name)
+    main.add(name="evil_read", op="StringLength", input=[init_call.input[1]])
+    init_call.input[1] = "evil_read:0"
+    write_proto(tmp_path / "table", saved)
+    with pytest.raises(UnsafeSavedModelError, match=f"'{init_call.name}' in the main graph\\) "
+                                                    f"calls '{init_name}'.* with 'evil_read:0', "
+                                                    f"which is no constant nor resource"):
+        check_saved_model(path)
+
+
+def test_string_constants_are_capped_by_the_bytes_they_expand_to(tmp_path):
+    """TensorFlow repeats a TensorProto's last value up to its shape: one 1 MB string in a
+    [2**31] Const is within the element cap but 2 PB once made (and would fill a table at
+    load). Its bytes, values' lengths times their repetitions, count against max_elements."""
+    path = save(_Signature(lambda m, text: tf.concat(
+        [text, tf.constant("abcd", shape=[100])], 0)), tmp_path / "splat")
+    check_saved_model(path)  # 400 bytes
+    with pytest.raises(UnsafeSavedModelError, match=r"Const .* is a string constant of shape "
+                                                    r"\[100\] that expands to 400 bytes"):
+        check_saved_model(path, max_elements=300)
+    saved = read_proto(path)
+    serve = next(f for f in saved.meta_graphs[0].graph_def.library.function
+                 if f.signature.name.startswith("__inference___call__"))
+    const = next(n for n in serve.node_def if n.op == "Const"
+                 and n.attr["value"].tensor.string_val == [b"abcd"])
+    const.attr["value"].tensor.tensor_shape.dim[0].size = 2**31
+    del const.attr["value"].tensor.string_val[:]
+    const.attr["value"].tensor.string_val.append(b"x" * 2**20)
+    write_proto(path, saved)
+    with pytest.raises(UnsafeSavedModelError, match=r"shape \[2147483648\] that expands to "
+                                                    r"2,251,799,813,685,248 bytes"):
+        check_saved_model(path)
+    # Two tables of 600 bytes of keys each: 1,200 bytes filled at load, over a cap of 1,000.
+    def keyed(letter):
+        return tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+            tf.constant([letter * 300, letter * 299 + "z"]), tf.constant([1, 2], tf.int64)), -1)
+    tables = save(_Signature(lambda m, text: m.a.lookup(text) + m.b.lookup(text),
+                             a=keyed("a"), b=keyed("b")), tmp_path / "tables")
+    check_saved_model(tables, max_elements=2000)
+    with pytest.raises(UnsafeSavedModelError, match=r"LookupTableImportV2 .* is one of the "
+                                                    r"fills that put 8 elements \(1,200 bytes of "
+                                                    r"strings\) into lookup tables at load, "
+                                                    r"over max_elements=1,000"):
+        check_saved_model(tables, max_elements=1000)
 
 
 def test_max_elements_is_the_cap(tmp_path):
@@ -528,3 +808,21 @@ def test_every_kbert_export_passes_and_the_allowlist_is_no_wider(tmp_path):
     loaded = load_saved_model(tmp_path / "bert_pretrainer")
     filled = loaded.signatures["fill_mask"](text=tf.constant(["the [MASK] is big"]))
     assert filled["num_masks"].numpy().tolist() == [1]
+    # RoBERTa's byte-level BPE runs in the checked copy: its merge table was filled at load
+    # (merged tokens, not one per byte) and its loop ran to the end (the Python tokenizer's).
+    from kbert.convert import load_tokenizer
+
+    tokenizer = load_tokenizer(
+        kbert_exports.ROOT / "tests" / "fixtures" / "hf_tiny" / "roberta")
+    loaded = load_saved_model(tmp_path / "roberta_pretrainer")
+    text = "hello world"
+    ids = tokenizer.tokenize(tf.constant([text])).to_list()[0]
+    assert 0 < len(ids) < len(text.encode())  # merged: "he", "ll", "o", "Ġw", ...
+    out = loaded.signatures["serving_default"](text=tf.constant([text]))
+    length = len(ids) + 2  # <s> ... </s>
+    assert out["padding_mask"].numpy().tolist() == [[1] * length + [0] * (16 - length)]
+    given = loaded.signatures["serving_ids"](
+        token_ids=tf.constant([[tokenizer.cls_id, *ids, tokenizer.sep_id]]),
+        padding_mask=tf.ones([1, length], tf.int32))
+    np.testing.assert_allclose(out["sequence_output"].numpy()[0, :length],
+                               given["sequence_output"].numpy()[0], atol=1e-5)

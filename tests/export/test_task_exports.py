@@ -180,8 +180,8 @@ def test_text_classifier(exported):
     assert len(set(probabilities.argmax(-1))) > 1  # the labels vary: the test can fail
     # Pairs, packed as kbert.data packs them (its reader refuses the empty text_b here).
     tokenizer = tiny_tokenizer()
-    packed = pack_segments([tokenizer.tokenize(utf8(TEXTS)), tokenizer.tokenize(
-        utf8(PAIRS_B))], SEQUENCE_LENGTH, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
+    packed = pack_segments(tokenizer, [tokenizer.tokenize(utf8(TEXTS)), tokenizer.tokenize(
+        utf8(PAIRS_B))], SEQUENCE_LENGTH)
     expected = tf.nn.softmax(numpy(model(packed))).numpy()
     np.testing.assert_allclose(out["classifier_pairs"]["probabilities"], expected, atol=1e-5,
                                rtol=0)

@@ -321,9 +321,6 @@ def test_what_tflite_cannot_follow_is_refused(tmp_path):
     sp = sentence_piece_tokenizer()
     with pytest.raises(ValueError, match="SentencePieceTokenizer .ALBERT. cannot go inside"):
         export_tflite(backbone("albert", sp), str(tmp_path / "m.tflite"), sp)
-    tagger = tasks.TokenClassifier(backbone("bert", tokenizer), label_names=["O", "B-X"])
-    with pytest.raises(NotImplementedError, match="does not export a TokenClassifier"):
-        export_tflite(tagger, str(tmp_path / "m.tflite"), tokenizer)
     with pytest.raises(ValueError, match="label_names is for a TextClassifier"):
         export_tflite(backbone("bert", tokenizer), str(tmp_path / "m.tflite"), tokenizer,
                       label_names=["a"])
@@ -336,9 +333,9 @@ def test_pipeline_refusals(tmp_path):
     pipe = load_pipeline("text-classification", "hf_tasks/bert_seq_single")
     with pytest.raises(ValueError, match="truncation=False: a TFLite model cannot refuse"):
         pipe.export_tflite(str(tmp_path / "p.tflite"))
-    tagger = load_pipeline("token-classification", "hf_tasks/bert_token")
-    with pytest.raises(NotImplementedError, match="not token-classification"):
-        export_tflite(tagger, str(tmp_path / "p.tflite"), truncation=True)
+    zero_shot = load_pipeline("zero-shot-classification", "hf_tasks/bert_nli")
+    with pytest.raises(ValueError, match="fixes its labels at export"):
+        export_tflite(zero_shot, str(tmp_path / "p.tflite"))
     assert not (tmp_path / "p.tflite").exists()
 
 

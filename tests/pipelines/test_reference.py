@@ -1,6 +1,8 @@
 """The reference comparison itself: a tokenization difference outside reference.DIVERGENT
 fails (it is not skipped), and a refusal must be kbert's error for transformers' one."""
 
+import json
+
 import pytest
 
 from kbert.pipelines import InputTooLongError
@@ -42,3 +44,15 @@ def test_a_refusal_must_be_the_expected_error():
         "Text 0 is 4228 tokens long; the model takes at most 128.")), None)
     with pytest.raises(AssertionError, match="No kbert error is known"):
         reference.expected_error({"type": "OSError", "message": "disk full"})
+
+
+@pytest.mark.parametrize("task, model", [("token_classification", "hf_tasks/roberta_token"),
+                                         ("question_answering", "hf_tasks/roberta_qa")])
+def test_roberta_has_the_cases_of_the_tasks_that_point_into_the_text(task, model):
+    """RoBERTa's byte-level offsets are checked on the shared hostile inputs (CJK, emoji,
+    whitespace runs, the long text): its cases are there, most of them with answers."""
+    cases = [c for c in reference.load(task)["cases"] if c["model"] == model]
+    text = json.dumps([c["inputs"] for c in cases], ensure_ascii=False)
+    assert len(cases) >= 8 and sum("output" in c for c in cases) >= 8
+    for hostile in ("東京", "🍕", "\\t\\n", "@long"):
+        assert hostile in text, hostile

@@ -3,15 +3,15 @@ resume, the saved model."""
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import tensorflow as tf
+
+from tests.tools.killing import run_killed_after_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 FINETUNE = str(ROOT / "tools" / "finetune.py")
@@ -213,16 +213,8 @@ def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
 
     broken = tmp_path / "broken"
-    process = subprocess.Popen([sys.executable, FINETUNE, *args(broken)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV,
-                               cwd=ROOT)
-    state = broken / "checkpoints" / "checkpoint"
-    deadline = time.time() + 300
-    while not (state.exists() and "ckpt-6" in state.read_text()):
-        assert process.poll() is None and time.time() < deadline, "no checkpoint appeared"
-        time.sleep(0.2)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    run_killed_after_checkpoint(FINETUNE, args(broken), 6, ENV, ROOT)
+    assert not (broken / "model.keras").exists()
     resumed = subprocess.run([sys.executable, FINETUNE, *args(broken)], capture_output=True,
                              text=True, timeout=600, env=ENV, cwd=ROOT)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -231,3 +223,24 @@ def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path):
     assert a.keys() == b.keys() and len(a) > 10
     for name in a:
         np.testing.assert_allclose(a[name], b[name], atol=1e-5, err_msg=name)
+
+
+@pytest.mark.parametrize("task", ["token_classifier", "question_answerer"])
+def test_a_roberta_tagger_or_reader_with_an_export_dir_is_refused_before_training(tmp_path,
+                                                                                  task):
+    """Their SavedModels align words by WordPiece rules, which RoBERTa's data does not use:
+    the run says so (and where RoBERTa's export is) before it reads or trains anything."""
+    from kbert.training import FinetuningConfig, run_finetuning
+    from kbert.training.run_config import ConfigError
+
+    roberta = ROOT / "tests" / "fixtures" / "hf_tiny" / "roberta"
+    train = tmp_path / "train.txt"
+    train.write_text("not read: the run stops before\n")
+    config = FinetuningConfig(model_dir=str(tmp_path / "run"), checkpoint=str(roberta),
+                              task=task, train_data=str(train),
+                              sequence_length=24, max_question_length=8,
+                              export_dir=str(tmp_path / "export"))
+    with pytest.raises(ConfigError, match=r"--export_dir: export_saved_model of a "
+                                          r"\w+ with a BytePairTokenizer \(RoBERTa\)"):
+        run_finetuning(config)
+    assert not (tmp_path / "export").exists()

@@ -2,17 +2,17 @@
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import tensorflow as tf
+
+from tests.tools.killing import run_killed_after_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 PRETRAIN = str(ROOT / "tools" / "pretrain.py")
@@ -73,9 +73,11 @@ def parse_flags(args):
         (["--preset=distil_bert_base", "--objective=mlm_nsp"],
          "--objective=mlm_nsp: distil_bert_base (distil_bert) has no sentence-level head; use "
          "--objective=mlm."),
-        (["--objective=rtd"], "--objective=rtd (replaced-token detection (ELECTRA)) needs a "
-                              "preset of the electra family (electra_base, electra_large, "
-                              "electra_small); --preset=bert_tiny is bert."),
+        (["--objective=rtd"], "--objective=rtd (replaced-token detection (ELECTRA; DeBERTa-v3 "
+                              "with GDES)) needs a preset of the electra or deberta_v3 family "
+                              "(deberta_v3_base, deberta_v3_large, deberta_v3_small, "
+                              "deberta_v3_xsmall, electra_base, electra_large, electra_small); "
+                              "--preset=bert_tiny is bert."),
         (["--model=electra_small", "--objective=mlm_nsp"],
          "electra_small (electra) has no sentence-level head; use --objective=rtd (or mlm)."),
         (["--model=electra_small", "--objective=rtd", "--generator_hidden_fraction=1.5"],
@@ -103,9 +105,15 @@ def parse_flags(args):
         (["--tokenizer_type=wordpiece", f"--vocab_file={ALBERT_SPIECE}"],
          f"--tokenizer_type=wordpiece does not read --vocab_file='{ALBERT_SPIECE}': a file "
          "ending in .model is sentencepiece; leave --tokenizer_type=auto"),
+        (["--tokenizer_type=bpe", "--objective=mlm_nsp"],
+         "--objective=mlm_nsp trains a sentence task on BERT's pairs"),
         (["--objective=distill", "--teacher=bert_tiny", "--tokenizer_type=sentencepiece"],
          "--teacher with a sentencepiece vocabulary (--tokenizer_type=sentencepiece, "
-         "--vocab_file=None): a distilled student speaks its teacher's WordPiece vocabulary"),
+         "--vocab_file=None): a distilled student speaks its teacher's wordpiece vocabulary"),
+        (["--objective=distill", "--preset=roberta_base", "--teacher=roberta_base",
+          "--tokenizer_type=wordpiece"],
+         "--teacher with a wordpiece vocabulary (--tokenizer_type=wordpiece, "
+         "--vocab_file=None): a distilled student speaks its teacher's bpe vocabulary"),
     ],
 )
 def test_bad_flags_fail_fast(tmp_path, args, message):
@@ -206,6 +214,10 @@ def test_the_tokenizer_type_follows_the_vocab_file_then_the_preset(tmp_path):
     assert resolved("--preset=albert_base", "--tokenizer_type=wordpiece") == "wordpiece"
     assert resolved("--preset=albert_base", "--objective=distill",
                     "--teacher=bert_tiny") == "wordpiece"  # the teacher's
+    assert resolved("--preset=roberta_base", "--objective=distill",
+                    "--teacher=roberta_base") == "bpe"  # any kind of teacher
+    assert resolved("--preset=albert_base", "--objective=distill",
+                    "--teacher=albert_base") == "sentencepiece"
 
 
 @pytest.mark.slow
@@ -345,17 +357,8 @@ def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path, vocab_file):
     assert result.returncode == 0, result.stderr[-3000:]
 
     broken = str(tmp_path / "broken")
-    process = subprocess.Popen([sys.executable, PRETRAIN,
-                                *small_run_flags(broken, vocab_file, **flags)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV,
-                               cwd=ROOT)
-    deadline = time.time() + 300
-    state = os.path.join(broken, "checkpoints", "checkpoint")  # written after ckpt-10.*
-    while not (os.path.exists(state) and "ckpt-10" in Path(state).read_text()):
-        assert process.poll() is None and time.time() < deadline, "no checkpoint appeared"
-        time.sleep(0.2)
-    process.send_signal(signal.SIGKILL)  # kill -9 in the middle of the run
-    process.wait()
+    run_killed_after_checkpoint(PRETRAIN, small_run_flags(broken, vocab_file, **flags), 10,
+                                ENV, ROOT)  # kill -9 in the middle of the run
     assert not os.path.exists(os.path.join(broken, "checkpoints", "ckpt-30.index"))
     resumed = run_tool(small_run_flags(broken, vocab_file, **flags))
     assert resumed.returncode == 0, resumed.stderr[-3000:]

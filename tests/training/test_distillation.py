@@ -83,7 +83,7 @@ def test_a_run_gives_its_vocabulary_and_newest_checkpoint(tmp_path, old_names):
     trained = make_run(tmp_path / "run", old_names=old_names)
     source = teacher_source(str(tmp_path / "run"))
     assert isinstance(source, TeacherSource)
-    assert source.vocabulary == VOCABULARY
+    assert source.tokenizer.vocabulary == VOCABULARY
     assert source.lowercase is False  # the run's setting, not the default
     assert "ckpt-10" in source.description
     teacher = source.build(None)
@@ -114,23 +114,32 @@ def test_a_run_without_a_checkpoint_is_refused(tmp_path):
 # === presets ===
 
 @pytest.mark.parametrize("name", SENTENCEPIECE_PRESETS)
-def test_a_sentencepiece_preset_is_refused_before_any_download(no_download, name):
-    with pytest.raises(ConfigError, match=f"--teacher={name}: its tokenizer is SentencePiece"):
-        teacher_source(name)
-    assert not no_download.exists()
+def test_a_sentencepiece_preset_gives_its_tokenizer(monkeypatch, name):
+    """A SentencePiece preset teaches with its spiece.model (here a stand-in for the
+    release: the tiny ALBERT fixture)."""
+    from kbert.convert import download
+
+    monkeypatch.setattr(download, "pretrained",
+                        lambda *args, **kwargs: convert.read(HF_TINY / "albert"))
+    source = teacher_source(name)
+    assert source.tokenizer_type == "sentencepiece"
+    assert source.tokenizer.model == convert.read(HF_TINY / "albert").sentencepiece_model
 
 
 def test_sentencepiece_presets_exist():
     assert SENTENCEPIECE_PRESETS  # else the test above checks nothing
 
 
-@pytest.mark.parametrize("spec", ["roberta_base", str(HF_TINY / "roberta")])
-def test_a_byte_level_bpe_teacher_is_refused_before_any_download(no_download, spec):
-    # The pipeline would tokenize with WordPiece on RoBERTa's BPE tokens: refused, by name.
-    with pytest.raises(ConfigError, match=f"--teacher={spec}: its tokenizer is a byte-level "
-                                          "BPE"):
-        teacher_source(spec)
-    assert not no_download.exists()
+def test_a_byte_level_bpe_teacher_gives_its_vocabulary_and_merges():
+    """A RoBERTa checkpoint teaches with its vocab.json + merges.txt (the student's)."""
+    checkpoint = convert.read(HF_TINY / "roberta")
+    source = teacher_source(str(HF_TINY / "roberta"))
+    assert source.tokenizer_type == "bpe" and source.lowercase is False
+    assert source.tokenizer.vocabulary == checkpoint.vocabulary
+    assert [tuple(m) for m in source.tokenizer.merges] == [tuple(m) for m in checkpoint.merges]
+    assert_same_outputs(outputs(source.build(None), len(checkpoint.vocabulary)),
+                        outputs(convert.load(HF_TINY / "roberta", head="mlm"),
+                                len(checkpoint.vocabulary)))
 
 
 def test_a_wordpiece_preset_gives_its_release(monkeypatch):
@@ -148,7 +157,7 @@ def test_a_wordpiece_preset_gives_its_release(monkeypatch):
     source = teacher_source("distil_bert_base")
     assert fetched == ["distil_bert_base"]
     vocabulary = (HF_TINY / "distil_bert" / "vocab.txt").read_text(encoding="utf-8").split()
-    assert source.vocabulary == vocabulary and source.lowercase is True
+    assert source.tokenizer.vocabulary == vocabulary and source.lowercase is True
     assert source.description == "preset distil_bert_base"
     teacher = source.build(None)
     assert_same_outputs(outputs(teacher, len(vocabulary)),
@@ -162,7 +171,7 @@ def test_a_hugging_face_checkpoint(tmp_path):
     path = HF_TINY / "distil_bert"
     source = teacher_source(str(path))
     vocabulary = (path / "vocab.txt").read_text(encoding="utf-8").split()
-    assert source.vocabulary == vocabulary and source.lowercase is True
+    assert source.tokenizer.vocabulary == vocabulary and source.lowercase is True
     assert source.description == f"checkpoint {path}"
     assert_same_outputs(outputs(source.build(None), len(vocabulary)),
                         outputs(convert.load(path, head="mlm"), len(vocabulary)))
@@ -173,7 +182,7 @@ def test_a_kbert_checkpoint(tmp_path):
                          vocabulary_size=len(VOCABULARY), **SMALL)
     convert.save_kbert(model, str(tmp_path / "kbert"), vocabulary=VOCABULARY, lowercase=False)
     source = teacher_source(str(tmp_path / "kbert"))
-    assert source.vocabulary == VOCABULARY and source.lowercase is False
+    assert source.tokenizer.vocabulary == VOCABULARY and source.lowercase is False
     assert_same_outputs(outputs(source.build(None), len(VOCABULARY)),
                         outputs(model, len(VOCABULARY)))
 
@@ -181,9 +190,9 @@ def test_a_kbert_checkpoint(tmp_path):
 def test_an_electra_generator_checkpoint():
     path = HF_TINY / "electra" / "generator"  # ElectraForMaskedLM
     source = teacher_source(str(path))
-    assert source.vocabulary == (path / "vocab.txt").read_text(encoding="utf-8").split()
-    assert_same_outputs(outputs(source.build(None), len(source.vocabulary)),
-                        outputs(convert.load(path, head="mlm"), len(source.vocabulary)))
+    assert source.tokenizer.vocabulary == (path / "vocab.txt").read_text(encoding="utf-8").split()
+    assert_same_outputs(outputs(source.build(None), len(source.tokenizer.vocabulary)),
+                        outputs(convert.load(path, head="mlm"), len(source.tokenizer.vocabulary)))
 
 
 @pytest.mark.parametrize("path", [MINILM, HF_TINY / "electra"], ids=["minilm", "electra"])
@@ -192,15 +201,16 @@ def test_a_checkpoint_without_a_masked_lm_head_is_refused_up_front(path):
         teacher_source(str(path))
 
 
-def test_a_sentencepiece_checkpoint_is_refused():
-    with pytest.raises(ConfigError, match="its tokenizer is SentencePiece"):
-        teacher_source(str(HF_TINY / "albert"))
+def test_a_sentencepiece_checkpoint_gives_its_model():
+    source = teacher_source(str(HF_TINY / "albert"))
+    assert source.tokenizer_type == "sentencepiece"
+    assert source.tokenizer.model == convert.read(HF_TINY / "albert").sentencepiece_model
 
 
 def test_a_checkpoint_without_vocab_txt_is_refused(tmp_path):
     for name in ("config.json", "model.safetensors"):
         shutil.copy(HF_TINY / "distil_bert" / name, tmp_path)
-    with pytest.raises(ConfigError, match="the checkpoint has no vocab.txt"):
+    with pytest.raises(ConfigError, match="the checkpoint has no tokenizer files"):
         teacher_source(str(tmp_path))
 
 
@@ -222,7 +232,7 @@ def test_a_directory_that_is_no_checkpoint_is_a_clear_error(tmp_path):
 
 def test_a_run_reads_back_its_own_kind_of_tokenizer(tmp_path):
     """A SentencePiece run (ALBERT learns spiece.model into its model_dir) gives its
-    SentencePiece tokenizer back, and as a teacher it is refused by name; a config.json from
+    SentencePiece tokenizer back (as a teacher, too); a config.json from
     before --tokenizer_type existed is a WordPiece run."""
     from kbert.tokenizers import SentencePieceTokenizer, WordPieceTokenizer
     from kbert.training import runs
@@ -237,8 +247,8 @@ def test_a_run_reads_back_its_own_kind_of_tokenizer(tmp_path):
     assert run.tokenizer_type == "sentencepiece"
     assert isinstance(run.tokenizer(), SentencePieceTokenizer)
     assert run.vocabulary[:5] == ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
-    with pytest.raises(ConfigError, match=f"--teacher={run_dir}: its tokenizer is "
-                                          "sentencepiece; distillation writes"):
+    # As a teacher its kind is no obstacle; only its missing checkpoint is.
+    with pytest.raises(ConfigError, match=f"--teacher={run_dir} has no checkpoint"):
         teacher_source(str(run_dir))
 
     old_dir = tmp_path / "old_run"

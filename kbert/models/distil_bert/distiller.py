@@ -36,8 +36,10 @@ def initialize_student(student, teacher, layers=None):
     """Copies a teacher's embeddings, chosen layers and masked-LM head into a student.
 
     As DistilBERT's initialisation: the token and position embeddings (and their LayerNorm
-    and projection), the segment embeddings when both have them, the blocks of `layers`, the
-    pooler when both have one, and the masked-LM transform and bias.
+    and projection), the segment embeddings when both have them, DeBERTa-v3's relative-
+    position table, the blocks of `layers`, the pooler when both have one, and the masked-LM
+    head. Any family whose student and teacher share an architecture (BERT / DistilBERT,
+    RoBERTa, DeBERTa-v3, MobileBERT, ELECTRA; ALBERT without shared blocks in the student).
 
     Args:
         student, teacher: pretrainers with a masked-LM head (or bare backbones) whose
@@ -61,6 +63,13 @@ def initialize_student(student, teacher, layers=None):
                      f"{t_config.max_sequence_length}")
     if len(s_backbone.transformer_layers) != s_config.num_layers:
         wrong.append("the student shares blocks between layers (num_groups)")
+    s_block, t_block = s_backbone.transformer_layers[0], t_backbone.transformer_layers[0]
+    if type(s_block) is not type(t_block):
+        wrong.append(f"blocks {type(s_block).__name__} vs {type(t_block).__name__} (a student "
+                     "starts from a teacher of its own architecture)")
+    if getattr(s_backbone, "position_offset", 0) != getattr(t_backbone, "position_offset", 0):
+        wrong.append(f"position_offset {s_backbone.position_offset} vs "
+                     f"{t_backbone.position_offset}")
     if wrong:
         raise ValueError("The student cannot start from the teacher's weights (student vs "
                          f"teacher): {'; '.join(wrong)}.")
@@ -73,14 +82,19 @@ def initialize_student(student, teacher, layers=None):
                          f"[0, {t_config.num_layers}).")
 
     s_emb, t_emb = s_backbone.embeddings, t_backbone.embeddings
-    _copy(s_emb.token_embedding, t_emb.token_embedding, "token embedding")
-    s_emb.position_embedding.assign(
-        ops.convert_to_numpy(t_emb.position_embedding)[: s_config.max_sequence_length])
-    _copy(s_emb.layer_norm, t_emb.layer_norm, "embedding LayerNorm")
-    if s_emb.projection is not None and t_emb.projection is not None:
-        _copy(s_emb.projection, t_emb.projection, "embedding projection")
-    if s_emb.segment_embedding is not None and t_emb.segment_embedding is not None:
-        _copy(s_emb.segment_embedding, t_emb.segment_embedding, "segment embedding")
+    s_positions = getattr(s_emb, "position_embedding", None)
+    if s_positions is not None:  # the student's first rows (RoBERTa's, after the same offset)
+        s_positions.assign(
+            ops.convert_to_numpy(t_emb.position_embedding)[: s_positions.shape[0]])
+    # Whatever else both embeddings have: BERT's LayerNorm, MobileBERT's trigram projection
+    # and NoNorm, ALBERT's and ELECTRA's projection, DistilBERT's missing segments.
+    for name in ("token_embedding", "segment_embedding", "projection", "layer_norm", "norm"):
+        s_layer, t_layer = getattr(s_emb, name, None), getattr(t_emb, name, None)
+        if s_layer is not None and t_layer is not None:
+            _copy(s_layer, t_layer, f"embedding {name}")
+    s_relative = getattr(s_backbone, "relative_embedding", None)
+    if s_relative is not None:  # DeBERTa-v3's relative-position table (shared by the layers)
+        _copy(s_relative, t_backbone.relative_embedding, "relative embedding")
     t_blocks = t_backbone.transformer_layers
     for j, i in enumerate(layers):
         block = t_blocks[i * len(t_blocks) // t_config.num_layers]  # ALBERT teachers share
@@ -89,9 +103,9 @@ def initialize_student(student, teacher, layers=None):
         _copy(s_backbone.pooler, t_backbone.pooler, "pooler")
     s_head, t_head = getattr(student, "mlm_head", None), getattr(teacher, "mlm_head", None)
     if s_head is not None and t_head is not None:
-        _copy(s_head.dense, t_head.dense, "masked-LM dense")
-        _copy(s_head.layer_norm, t_head.layer_norm, "masked-LM LayerNorm")
-        s_head.output_bias.assign(ops.convert_to_numpy(t_head.output_bias))
+        # Its transform, bias (and MobileBERT's extra output columns); the tied token table
+        # is the embedding's, copied above.
+        _copy(s_head, t_head, "masked-LM head")
     return layers
 
 

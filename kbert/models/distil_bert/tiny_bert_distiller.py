@@ -8,6 +8,22 @@ from kbert.models.distil_bert.distiller import check_student_and_teacher
 from kbert.models.pretrainer import Pretrainer
 
 STAGES = ("intermediate", "prediction", "both")
+# The model families whose blocks are `TransformerEncoder`s, whose attention scores and hidden
+# states TinyBERT's losses compare. DeBERTa-v3 (disentangled attention over relative
+# positions) and MobileBERT (bottlenecked blocks) distil with DistilBERT's recipe instead.
+TINY_BERT_FAMILIES = ("bert", "albert", "distil_bert", "electra", "roberta")
+
+
+def check_tiny_bert_backbone(backbone, role="student"):
+    """Refuses a backbone whose blocks TinyBERT cannot read, naming the families it takes."""
+    blocks = getattr(backbone, "transformer_layers", None)
+    if not blocks or not all(type(b) is TransformerEncoder for b in blocks):
+        kind = type(blocks[0]).__name__ if blocks else "no"
+        raise ValueError(
+            f"TinyBERT's recipe compares the attention scores and hidden states of "
+            f"TransformerEncoder blocks; the {role} is a {type(backbone).__name__} with {kind} "
+            f"blocks. It distils the {', '.join(TINY_BERT_FAMILIES)} families; use "
+            "DistilBERT's recipe (Distiller) for the others.")
 
 
 def tiny_bert_layers(teacher_layers, num_student_layers):
@@ -29,10 +45,8 @@ def backbone_states(backbone, inputs, training=None):
     its `sequence_output`. Returns (embeddings [B, S, H], [hidden [B, S, H]] * L,
     [scores [B, N, S, S]] * L), the scores before the softmax with padded keys at -1e9.
     """
-    blocks = getattr(backbone, "transformer_layers", None)
-    if not blocks or not all(type(b) is TransformerEncoder for b in blocks):
-        raise ValueError(f"{type(backbone).__name__} is not a BERT-style backbone of "
-                         "TransformerEncoder blocks; TinyBERT distils those.")
+    check_tiny_bert_backbone(backbone, "model")
+    blocks = backbone.transformer_layers
     mask = inputs["padding_mask"]
     positions = {"padding_mask": mask} if backbone.position_offset else {}
     segments = inputs.get("segment_ids") if "segment_ids" in backbone.input else None
@@ -68,8 +82,9 @@ class TinyBertDistiller(Pretrainer, keras.Model):
     `mlm_accuracy` (not trained: TinyBERT has no hard-label term).
 
     Args:
-        student, teacher: pretrainers with a masked-LM head on BERT-style backbones over one
-            vocabulary, with the same number of attention heads.
+        student, teacher: pretrainers with a masked-LM head on backbones of
+            `TransformerEncoder` blocks (`TINY_BERT_FAMILIES`) over one vocabulary, with the
+            same number of attention heads.
         temperature: softmax temperature of the prediction loss, > 0 (TinyBERT: 1).
         stage: "intermediate", "prediction" or "both".
         teacher_layers: teacher layer of each student layer; default `tiny_bert_layers(...)`.
@@ -82,6 +97,8 @@ class TinyBertDistiller(Pretrainer, keras.Model):
         if stage not in STAGES:
             raise ValueError(f"stage={stage!r}: one of {', '.join(STAGES)}.")
         s_config, t_config = check_student_and_teacher(student, teacher)
+        for role, model in (("student", student), ("teacher", teacher)):
+            check_tiny_bert_backbone(model.backbone, role)
         if stage != "prediction" and s_config.num_heads != t_config.num_heads:
             raise ValueError(f"The attention loss compares heads one to one: the student has "
                              f"{s_config.num_heads}, the teacher {t_config.num_heads}.")

@@ -36,7 +36,8 @@ class ElectraPretrainer(Pretrainer, keras.Model):
     Loss: `mlm_loss_weight * L_MLM + rtd_loss_weight * L_RTD`, with `L_RTD` the sigmoid
     cross-entropy averaged over the non-padding tokens (ELECTRA: 1 and 50). `fit` reports
     `loss`, `mlm_loss`, `mlm_accuracy` (the generator's), `rtd_loss` and `rtd_accuracy`.
-    After pretraining, `pretrainer.backbone` is the discriminator to fine-tune or export.
+    After pretraining, `pretrainer.backbone` (also `discriminator()`) is the discriminator to
+    fine-tune or export.
 
     Args:
         backbone: an `ElectraBackbone` (the discriminator).
@@ -133,6 +134,11 @@ class ElectraPretrainer(Pretrainer, keras.Model):
         self.rtd_accuracy.update_state(labels, logits, sample_weight=mask)
         loss = self.mlm_loss_weight * mlm_loss + self.rtd_loss_weight * rtd_loss
         return self.add_regularization(loss)
+
+    def discriminator(self):
+        """The discriminator to fine-tune or export: `backbone` itself (it owns its
+        embeddings; DeBERTa-v3's pretrainer builds one from two tables)."""
+        return self.backbone
 
     def get_config(self):
         return {

@@ -106,9 +106,12 @@ def test_a_kbert_pretrainer_exports_every_weight(tmp_path):
     assert isinstance(imported, MobileBertPretrainer)
     names = {w.path for w in model.weights}
     assert names == {w.path for w in imported.weights}
+    table = model.backbone.embeddings.token_embedding.embeddings.path
     for a, b in zip(model.weights, imported.weights):
-        np.testing.assert_array_equal(keras.ops.convert_to_numpy(b),
-                                      keras.ops.convert_to_numpy(a), err_msg=a.path)
+        expected = keras.ops.convert_to_numpy(a).copy()
+        if a.path == table:  # [PAD]'s row goes out as zeros (test_mobile_bert_pad_row.py)
+            expected[0] = 0
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(b), expected, err_msg=a.path)
 
 
 def test_unsupported_options_and_mismatched_weights_are_refused(tmp_path):

@@ -1,0 +1,242 @@
+"""TFLite graphs of the span tasks, on TFLite's built-in ops and tensorflow-text's kernels:
+a token classifier (text in, a tag per token with its character span out) and a question
+answerer (question and context in, the best span's characters out).
+
+Offsets are UTF-8 byte offsets into the text as given (`text.encode("utf-8")[start:end]`):
+what tensorflow-text's `FastBertNormalize` and `FastWordpieceTokenizeWithOffsets` give,
+with TFLite kernels; the host turns bytes into characters
+(`kbert.pipelines.tflite_entities.char_offset`). The text must be valid UTF-8 (TFLite has
+no kernel to repair it). A fill-mask model finds the literal "[MASK]" in the text's bytes
+(`ByteSplitter`, converted to `TFText>ByteSplitWithOffsets`, which tensorflow-text's
+registrar runs in TFLite) and merges the pieces FastBertTokenizer split it into.
+
+What TFLite cannot do is left to the host: grouping tokens into entities
+(`aggregation_strategy`) needs variable-length outputs per text (boolean masks, segment
+reductions and ragged rows, without TFLite kernels), so the model returns every token and
+`kbert.pipelines.tflite_entities.entities` applies the pipeline's rule
+(`kbert.pipelines.token_classification.decode`, numpy only) to one row of its outputs.
+"""
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from kbert.export.tflite_packing import pack_dense, pack_text
+
+
+def _dense(ragged, width, default):
+    """A ragged [B, (n)] -> [B, width] (cut and padded), by `RaggedTensorToTensor`."""
+    return ragged.to_tensor(default_value=default, shape=[None, width])
+
+
+def pieces_with_offsets(fast, text):
+    """`FastBertTokenizer.tokenize_with_offsets` without ragged gathers (TFLite has no
+    kernel for the `RaggedRange` they add): ragged ids [B, (pieces)], and each piece's
+    UTF-8 byte start and end in `text`, dense [B, >= pieces]."""
+    normalized, offsets = fast._fast_bert_normalizer.normalize_with_offsets(text)
+    ids, starts, ends = fast._fast_wordpiece_tokenizer.tokenize_with_offsets(normalized)
+    # Normalized byte -> input byte (`offsets` has one more entry per text: its end).
+    table = offsets.to_tensor(default_value=0)
+    to_bytes = lambda post: tf.gather(  # noqa: E731
+        table, _dense(tf.cast(post, tf.int32), None, 0), batch_dims=1)
+    return ids, to_bytes(starts), to_bytes(ends)
+
+
+def _placed(values, first, count, sequence_length):
+    """Per-piece values [B, >= count] -> [B, sequence_length] with piece i at position
+    `first + i` for i < count, -1 elsewhere."""
+    position = tf.range(sequence_length)[None, :]
+    index = tf.clip_by_value(position - first + tf.zeros_like(count), 0,
+                             tf.shape(values)[1] - 1)  # [B, S]
+    moved = tf.gather(values, index, batch_dims=1)
+    return tf.where((position >= first) & (position < first + count), moved, -1)
+
+
+def token_classifier_serving(tokenizer, fast, run, names, sequence_length):
+    """`text` string [B] -> every position's tag and its characters: `token_ids`,
+    `tokens` (the vocabulary's pieces), `logits`, `probabilities` [B, S, tags], `label_id`,
+    `label` [B, S], `starts`, `ends` (UTF-8 bytes of the text; -1 at [CLS], [SEP] and padding),
+    `padding_mask` [B, S]."""
+    vocabulary = tf.constant(list(tokenizer.vocabulary))
+    budget = sequence_length - 2
+
+    def serve(text):
+        ids, starts, ends = pieces_with_offsets(fast, text)
+        features = pack_text(tokenizer, ids, sequence_length)
+        count = tf.minimum(tf.cast(ids.row_lengths(), tf.int32), budget)[:, None]
+        logits = run(features)
+        label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return {"token_ids": features["token_ids"],
+                "tokens": tf.gather(vocabulary, features["token_ids"]),
+                "logits": logits, "probabilities": tf.nn.softmax(logits),
+                "label_id": label_id, "label": tf.gather(tf.constant(names), label_id),
+                "starts": _placed(starts, 1, count, sequence_length),
+                "ends": _placed(ends, 1, count, sequence_length),
+                "padding_mask": features["padding_mask"]}
+
+    return serve
+
+
+def pack_question(tokenizer, question, context, sequence_length):
+    """Ragged ids of questions and contexts -> [CLS] question [SEP] context [SEP], as the
+    question-answering pipeline's first window: the question is kept whole (cut only past
+    `sequence_length - 3` pieces), the context cut to what is left. Returns the features
+    and the question's and the context's piece counts [B, 1]."""
+    budget = sequence_length - 3
+    a = tf.minimum(tf.cast(question.row_lengths(), tf.int32)[:, None], budget)  # [B, 1]
+    b = tf.minimum(tf.cast(context.row_lengths(), tf.int32)[:, None], budget - a)
+    dense_a = _dense(question, budget, tokenizer.pad_id)
+    dense_b = _dense(context, budget, tokenizer.pad_id)
+    position = tf.range(sequence_length)[None, :]
+    from_a = tf.gather(dense_a, tf.clip_by_value(position - 1 + tf.zeros_like(a), 0,
+                                                 budget - 1), batch_dims=1)
+    from_b = tf.gather(dense_b, tf.clip_by_value(position - a - 2, 0, budget - 1),
+                       batch_dims=1)
+    token_ids = tf.where(
+        position == 0, tokenizer.cls_id, tf.where(
+            position <= a, from_a, tf.where(
+                (position == a + 1) | (position == a + b + 2), tokenizer.sep_id, tf.where(
+                    position <= a + b + 1, from_b, tokenizer.pad_id))))
+    features = {"token_ids": token_ids,
+                "segment_ids": tf.where((position >= a + 2) & (position <= a + b + 2), 1, 0),
+                "padding_mask": tf.cast(position <= a + b + 2, tf.int32)}
+    return features, a, b
+
+
+def question_answerer_serving(tokenizer, fast, run, sequence_length, max_answer_length):
+    """`question`, `context` string [B] -> the first window's logits and the best span:
+    `start_logits`, `end_logits` [B, S]; `tokens` [B, S]; `starts`, `ends` int32 [B, S]
+    (UTF-8 bytes of the context; -1 off the context); `answer_start`, `answer_end` (bytes of
+    the context) and `score` [B]: the best span of at most `max_answer_length` pieces by
+    start x end probability (softmax over [CLS] and the context), as the pipeline with
+    top_k=1, align_to_words=False, on one window."""
+    vocabulary = tf.constant(list(tokenizer.vocabulary))
+
+    def serve(question, context):
+        question_ids = fast.tokenize(question)
+        ids, starts, ends = pieces_with_offsets(fast, context)
+        features, a, b = pack_question(tokenizer, question_ids, ids, sequence_length)
+        outputs = run(features)
+        start_logits = tf.cast(outputs["start_logits"], tf.float32)
+        end_logits = tf.cast(outputs["end_logits"], tf.float32)
+        starts = _placed(starts, a + 2, b, sequence_length)
+        ends = _placed(ends, a + 2, b, sequence_length)
+        position = tf.range(sequence_length)[None, :]
+        allowed = (starts >= 0) | (position == 0)
+        probability = lambda logits: tf.nn.softmax(  # noqa: E731
+            tf.where(allowed, logits, -10000.0))
+        on_context = tf.cast(starts >= 0, tf.float32)  # [CLS] is no answer here
+        start_p = probability(start_logits) * on_context
+        end_p = probability(end_logits) * on_context
+        span = tf.range(sequence_length)
+        gap = span[None, :] - span[:, None]  # end - start
+        band = tf.cast((gap >= 0) & (gap < max_answer_length), tf.float32)
+        scores = start_p[:, :, None] * end_p[:, None, :] * band[None]  # [B, S, S]
+        best = tf.argmax(tf.reshape(scores, [-1, sequence_length * sequence_length]),
+                         axis=-1, output_type=tf.int32)
+        first, last = best // sequence_length, best % sequence_length
+        pick = lambda values, at: tf.gather(values, at[:, None], batch_dims=1)[:, 0]  # noqa
+        return {"start_logits": start_logits, "end_logits": end_logits,
+                "token_ids": features["token_ids"],
+                "tokens": tf.gather(vocabulary, features["token_ids"]),
+                "starts": starts, "ends": ends,
+                "answer_start": pick(starts, first), "answer_end": pick(ends, last),
+                "score": tf.reduce_max(tf.reshape(scores, [-1, sequence_length ** 2]), -1)}
+
+    return serve
+
+
+def _literal_starts(text, literal):
+    """Where `literal` (bytes) starts in each text, by tensorflow-text's `ByteSplitter` (a
+    TFLite kernel) and comparisons: bool [B, N + len(literal)] (N: the longest text's
+    bytes; never empty)."""
+    size = len(literal)
+    data = tf.cast(tf_text.ByteSplitter().split(text), tf.int32).to_tensor(default_value=-1)
+    width = tf.shape(data)[1] + size
+    data = tf.concat([data, tf.fill([tf.shape(data)[0], 2 * size], -1)], axis=1)
+    found = tf.ones([tf.shape(data)[0], width], tf.bool)
+    for j, byte in enumerate(literal):
+        found &= tf.equal(data[:, j:j + width], byte)
+    return found
+
+
+def pieces_with_literal(tokenizer, fast, text, literal, token_id, width):
+    """Wordpieces of `text` in which each occurrence of `literal` (the mask token "[MASK]",
+    case and all, anywhere in the text) is the one piece `token_id`, as kbert's tokenizer
+    with `split_special_tokens=False` gives it (FastBertTokenizer splits the literal as
+    text: its pieces are found by their byte offsets and merged). Returns the first
+    `width` pieces, dense [B, width] (padded with pad_id), and their count [B, 1]."""
+    literal = literal.encode("utf-8")
+    size = len(literal)
+    ids, starts, _ = pieces_with_offsets(fast, text)
+    # A literal is at least one piece per `size` bytes: `size * width` pieces hold
+    # `width` merged ones.
+    reach = size * width
+    pieces = _dense(ids, reach, tokenizer.pad_id)
+    count = tf.cast(ids.row_lengths(), tf.int32)[:, None]
+    starts = tf.cast(starts, tf.int32)
+    starts = tf.concat([starts, tf.zeros([tf.shape(starts)[0], reach], tf.int32)], 1)
+    starts = starts[:, :reach]
+    real = tf.range(reach)[None, :] < count
+    found = tf.cast(_literal_starts(text, literal), tf.int32)
+    last = tf.shape(found)[1] - 1
+
+    def literal_at(offset):  # does a literal start at byte `offset` [B, reach]?
+        at = tf.gather(found, tf.clip_by_value(offset, 0, last), batch_dims=1)
+        return (at > 0) & (offset >= 0) & (offset <= last)
+
+    first = literal_at(starts) & real
+    inside = first
+    for j in range(1, size):
+        inside |= literal_at(starts - j) & real
+    ids = tf.where(first, token_id, pieces)
+    keep = real & (first | ~inside)
+    # Compaction: the kept pieces moved to the front (a one-hot sum; TFLite has no
+    # boolean_mask).
+    rank = tf.cumsum(tf.cast(keep, tf.int32), axis=1) - 1
+    slot = keep[:, :, None] & tf.equal(rank[:, :, None], tf.range(width)[None, None, :])
+    dense = tf.reduce_sum(tf.where(slot, ids[:, :, None], 0), axis=1)  # [B, width]
+    kept = tf.reduce_sum(tf.cast(keep, tf.int32), axis=1, keepdims=True)
+    dense = tf.where(tf.range(width)[None, :] < kept, dense, tokenizer.pad_id)
+    return dense, tf.minimum(kept, width)
+
+
+def fill_mask_serving(tokenizer, fast, run, sequence_length, max_masks, top_k, targets,
+                      token_strings):
+    """`text` string [B] -> the `top_k` likeliest tokens at each of the first `max_masks`
+    "[MASK]"s: `score`, `token` (id), `token_str` [B, max_masks, top_k] (0, -1 and "" at
+    a mask the text lacks), `num_masks` [B] (every mask in the model's window, also past
+    `max_masks`), `mask_positions` [B, max_masks] and the model's `token_ids`,
+    `padding_mask` [B, S]. `targets`: the ids to score (None: every token);
+    `token_strings`: each id's decoded string."""
+    mask_id = tokenizer.mask_id
+    budget = sequence_length - 2
+    names = tf.constant(list(token_strings) + [""])  # the last: no token
+    absent = len(token_strings)
+    literal = tokenizer.vocabulary[mask_id]
+
+    def serve(text):
+        pieces, count = pieces_with_literal(tokenizer, fast, text, literal, mask_id, budget)
+        features = pack_dense(tokenizer, pieces, count, sequence_length)
+        token_ids = features["token_ids"]
+        position = tf.range(sequence_length)[None, :]
+        is_mask = tf.equal(token_ids, mask_id) & (features["padding_mask"] > 0)
+        # The first `max_masks` masks: the largest sequence_length - position.
+        key, _ = tf.math.top_k(tf.where(is_mask, sequence_length - position, 0), k=max_masks)
+        present = key > 0
+        positions = tf.where(present, sequence_length - key, 0)
+        logits = run({**features, "mask_positions": positions})["mlm_logits"]
+        probabilities = tf.nn.softmax(tf.cast(logits, tf.float32))  # [B, M, V]
+        if targets is not None:
+            probabilities = tf.gather(probabilities, targets, axis=-1)
+        scores, index = tf.math.top_k(probabilities, k=top_k)  # [B, M, K]
+        tokens = index if targets is None else tf.gather(tf.constant(targets, tf.int32),
+                                                          index)
+        present = present[:, :, None]
+        return {"score": tf.where(present, scores, 0.0),
+                "token": tf.where(present, tokens, -1),
+                "token_str": tf.gather(names, tf.where(present, tokens, absent)),
+                "num_masks": tf.reduce_sum(tf.cast(is_mask, tf.int32), axis=1),
+                "mask_positions": tf.where(present[:, :, 0], positions, -1),
+                "token_ids": token_ids, "padding_mask": features["padding_mask"]}
+
+    return serve

@@ -1,0 +1,141 @@
+"""`Encoder.encode` of a byte-level BPE (RoBERTa) tokenizer in the TensorFlow graph, for
+`pipeline.export`: each text's ids with the characters of each token in the text as given
+(`encoding.byte_pair_offsets`' rule), special-token literals as their tokens; and the
+ByteLevel decoder (`Encoder.tokens_to_string`).
+
+As in Python: the text is cut at the special-token literals the pipeline keeps (longest
+first; a left-stripped one, RoBERTa's "<mask>", with the whitespace before it), the rest into
+GPT-2's pieces (`byte_pair_tokenizer.pre_tokenize`), and each piece is tokenized alone. A
+token covers the characters whose UTF-8 bytes it holds, less its leading and trailing "Ġ".
+"""
+
+import re
+
+import tensorflow as tf
+
+from kbert.pipelines import graph
+from kbert.tokenizers.byte_pair_tokenizer import WORD_START, bytes_to_unicode, pre_tokenize
+
+
+def _split(text, tokenizer, specials):
+    """`Encoder._pieces` on a batch: ragged [B, (parts)] strings and int32 [parts]: each
+    part's special id, -1 for text."""
+    if not specials:
+        parts = tf.RaggedTensor.from_tensor(text[:, None])
+        return parts, -tf.ones_like(parts.flat_values, tf.int32)
+    stripped = set(getattr(tokenizer, "left_stripped", ()))
+    strip = getattr(tokenizer, "left_strip_class", r"\s")
+    patterns = {literal: (f"{strip}*" if literal in stripped else "") + re.escape(literal)
+                for literal in specials}
+    alternatives = "|".join(patterns[literal] for literal in
+                            sorted(specials, key=len, reverse=True))
+    fenced = tf.strings.regex_replace(text, f"({alternatives})",
+                                      graph._FENCE + rb"\1" + graph._FENCE)
+    parts = tf.strings.split(fenced, graph._FENCE)
+    special = -tf.ones_like(parts.flat_values, tf.int32)
+    for literal, token_id in specials.items():
+        special = tf.where(tf.strings.regex_full_match(parts.flat_values, patterns[literal]),
+                           token_id, special)
+    return parts, special
+
+
+def _utf8_lengths(codes):
+    return tf.where(codes < 0x80, 1, tf.where(codes < 0x800, 2, tf.where(codes < 0x10000, 3,
+                                                                          4)))
+
+
+def encode(text, tokenizer, specials):
+    """Valid UTF-8 strings [B] -> a dict of ragged [B, (tokens)] tensors: `ids` (int32),
+    `starts` / `ends` (int32 code points into the text), `literal` (bool: a special literal
+    typed in the text, which is no entity), `words` (int32: the token's GPT-2 piece, numbered
+    over the batch in order; -1 for a special literal) and `codes` (ragged [B, (chars)]
+    int32: the texts' code points)."""
+    if getattr(tokenizer, "lowercase", False):
+        raise NotImplementedError("pipeline.export maps byte-level BPE tokens back to "
+                                  "characters for a cased tokenizer (RoBERTa's), not a "
+                                  "lowercase=True one.")
+    parts, part_special = _split(text, tokenizer, specials)
+    is_special = part_special >= 0
+    part_chars = tf.strings.length(parts.flat_values, unit="UTF8_CHAR")
+    part_row = tf.cast(parts.value_rowids(), tf.int32)
+    before = tf.cumsum(part_chars, exclusive=True)
+    part_start = before - tf.gather(tf.concat([before, [0]], 0),
+                                    tf.cast(tf.gather(parts.row_starts(), part_row), tf.int32))
+    # GPT-2's pieces of each text part, each tokenized alone (as `tokenize_words`).
+    pieces = pre_tokenize(tf.where(is_special, "", parts.flat_values))  # [P, (pieces)]
+    piece_codes = tf.strings.unicode_decode(pieces.flat_values, "UTF-8")  # [N, (chars)]
+    piece_part = tf.cast(pieces.value_rowids(), tf.int32)
+    piece_chars = tf.cast(piece_codes.row_lengths(), tf.int32)
+    before = tf.cumsum(piece_chars, exclusive=True)
+    piece_start = before - tf.gather(tf.concat([before, [0]], 0),
+                                     tf.cast(tf.gather(pieces.row_starts(), piece_part),
+                                             tf.int32))
+    piece_start += tf.gather(part_start, piece_part)  # its first character in its text
+    ids = tf.cast(tokenizer.tokenize(pieces.flat_values), tf.int32)  # [N, (tokens)]
+    flat_ids = ids.flat_values
+    token_piece = tf.cast(ids.value_rowids(), tf.int32)
+    # Each byte's character, flat over all pieces; the tokens tile their pieces' bytes.
+    codes = piece_codes.flat_values
+    char_piece = tf.cast(piece_codes.value_rowids(), tf.int32)
+    char_in_piece = tf.range(tf.size(codes)) - tf.gather(
+        tf.cast(piece_codes.row_starts(), tf.int32), char_piece)
+    owner = tf.repeat(char_in_piece, _utf8_lengths(codes))
+    owner = tf.concat([owner, [0]], 0)  # (no pieces: stays in range)
+    vocabulary = tokenizer.vocabulary
+    byte_lengths = tf.constant([len(b) for b in tokenizer._token_bytes(vocabulary)], tf.int32)
+    lengths = tf.gather(byte_lengths, flat_ids)
+    first_byte = tf.cumsum(lengths, exclusive=True)
+    base = tf.gather(piece_start, token_piece)
+    starts = base + tf.gather(owner, first_byte)
+    ends = base + tf.gather(owner, tf.maximum(first_byte + lengths - 1, 0)) + 1
+    leading = tf.constant([len(t) - len(t.lstrip(WORD_START)) for t in vocabulary], tf.int32)
+    trailing = tf.constant([len(t) - len(t.rstrip(WORD_START)) for t in vocabulary], tf.int32)
+    lead, trail = tf.gather(leading, flat_ids), tf.gather(trailing, flat_ids)
+    starts = tf.where(lead > 0, tf.minimum(starts + lead, ends), starts)
+    ends = tf.where((trail > 0) & (ends >= trail), tf.maximum(ends - trail, starts), ends)
+    # Per part: its pieces' tokens, or its literal.
+    count = tf.size(flat_ids)
+    part_tokens = tf.RaggedTensor.from_row_splits(
+        tf.RaggedTensor.from_row_splits(tf.range(count), ids.row_splits, validate=False),
+        pieces.row_splits, validate=False).merge_dims(1, 2)  # [P, (tokens)]
+    literal_index = count + tf.cumsum(tf.cast(is_special, tf.int32), exclusive=True)
+    part_tokens = tf.concat([part_tokens, tf.RaggedTensor.from_row_lengths(
+        tf.boolean_mask(literal_index, is_special), tf.cast(is_special, tf.int64))], axis=1)
+    tokens = parts.with_flat_values(part_tokens).merge_dims(1, 2)  # [B, (tokens)]
+    literal_start = tf.boolean_mask(part_start, is_special)
+    values = {
+        "ids": tf.concat([flat_ids, tf.boolean_mask(part_special, is_special)], 0),
+        "starts": tf.concat([starts, literal_start], 0),
+        "ends": tf.concat([ends, literal_start + tf.boolean_mask(part_chars, is_special)], 0),
+        "literal": tf.concat([tf.zeros_like(flat_ids, tf.bool),
+                              tf.ones_like(literal_start, tf.bool)], 0),
+        "words": tf.concat([token_piece, -tf.ones_like(literal_start)], 0)}
+    out = {name: tokens.with_flat_values(tf.gather(value, tokens.flat_values))
+           for name, value in values.items()}
+    out["codes"] = tf.strings.unicode_decode(text, "UTF-8")
+    return out
+
+
+def tokens_to_string(tokens):
+    """The ByteLevel decoder (`Encoder.tokens_to_string`) of each row of ragged strings
+    [N, (tokens)] -> [N]: a token of byte symbols only is their bytes, any other its UTF-8;
+    the row's bytes as UTF-8, a broken character as U+FFFD."""
+    symbols = [ord(s) for s in bytes_to_unicode()]
+    order = sorted(range(256), key=lambda b: symbols[b])
+    sorted_codes = tf.constant([symbols[b] for b in order] + [0x7FFFFFFF], tf.int32)
+    sorted_bytes = tf.constant([bytes([b]) for b in order] + [b""])
+    codes = tf.strings.unicode_decode(tokens.flat_values, "UTF-8")  # [T, (chars)]
+    flat = codes.flat_values
+    at = tf.searchsorted(sorted_codes, flat, side="left")
+    is_symbol = tf.equal(tf.gather(sorted_codes, at), flat)
+    # reduce_all of a ragged tensor is an UnsortedSegmentProd, which check_saved_model does
+    # not allow; the least of 0/1 per token (an empty token: the dtype's max, True) is the same.
+    all_symbols = tf.reduce_min(codes.with_flat_values(tf.cast(is_symbol, tf.int32)),
+                                axis=1) > 0  # [T]
+    by_symbol = tf.gather(sorted_bytes, at)
+    own = tf.strings.unicode_encode(flat[:, None], "UTF-8")
+    chars = tf.where(tf.gather(all_symbols, tf.cast(codes.value_rowids(), tf.int32)),
+                     by_symbol, own)
+    token_text = tf.strings.reduce_join(codes.with_flat_values(chars), axis=1)
+    text = tf.strings.reduce_join(tokens.with_flat_values(token_text), axis=1)
+    return tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")

@@ -1,0 +1,79 @@
+"""A RoBERTa TextClassifier's SavedModel packs pairs as RoBERTa packs them
+(<s> A </s></s> B </s>), as the text-classification pipeline does: `serving_pairs` gives the
+pipeline's probabilities."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.pipelines.reference import FIXTURES
+
+MODEL = str(FIXTURES / "hf_tasks" / "roberta_seq_single")
+PAIRS = [("Paris is nice in the spring.", "London is not."),
+         ("A lovely, quiet café.", "I liked it."),
+         ("The food was cold", "and the service slow, very slow indeed."),
+         ("yes", "no")]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    from kbert.convert import load, load_tokenizer
+    from kbert.export import export_saved_model
+
+    model, tokenizer = load(MODEL), load_tokenizer(MODEL)
+    path = str(tmp_path_factory.mktemp("roberta") / "export")
+    export_saved_model(model, path, tokenizer, sequence_length=32)
+    # Plain TensorFlow: what TF Serving runs (kbert's check is tested in tests/export).
+    return model, tokenizer, tf.saved_model.load(path)
+
+
+def pipeline_probabilities(labels, inputs):
+    """kbert.pipeline("text-classification") on the fixture: [inputs, labels]."""
+    import kbert
+
+    pipe = kbert.pipeline("text-classification", model=MODEL)
+    rows = [{s["label"]: s["score"] for s in pipe(x, top_k=None)} for x in inputs]
+    return np.array([[row[label] for label in labels] for row in rows])
+
+
+def test_serving_pairs_gives_the_pipelines_probabilities(exported):
+    model, tokenizer, loaded = exported
+    out = loaded.signatures["serving_pairs"](
+        text_a=tf.constant([a for a, _ in PAIRS]), text_b=tf.constant([b for _, b in PAIRS]))
+    want = pipeline_probabilities(model.label_names,
+                                  [{"text": a, "text_pair": b} for a, b in PAIRS])
+    got = out["probabilities"].numpy()
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+    # One separator (the old packing) gives other probabilities: the test can fail.
+    ids = tokenizer.tokenize(tf.constant([a for a, _ in PAIRS] + [b for _, b in PAIRS]))
+    n = len(PAIRS)
+    one = tf.concat([tf.fill([n, 1], tokenizer.cls_id), ids[:n], tf.fill([n, 1],
+                     tokenizer.sep_id), ids[n:], tf.fill([n, 1], tokenizer.sep_id)], 1)
+    logits = model({"token_ids": one.to_tensor(tokenizer.pad_id),
+                    "padding_mask": tf.ones_like(one).to_tensor(0)}, training=False)
+    assert np.abs(tf.nn.softmax(logits).numpy() - want).max() > 1e-4
+
+
+def test_serving_default_gives_the_pipelines_probabilities_on_single_texts(exported):
+    model, _, loaded = exported
+    texts = [a for a, _ in PAIRS]
+    out = loaded.signatures["serving_default"](text=tf.constant(texts))
+    want = pipeline_probabilities(model.label_names, texts)
+    np.testing.assert_allclose(out["probabilities"].numpy(), want, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("fixture, kind", [("hf_tasks/roberta_token", "TokenClassifier"),
+                                           ("hf_tasks/roberta_qa", "QuestionAnswerer")])
+def test_word_aligning_task_exports_of_roberta_point_to_the_pipeline(tmp_path, fixture, kind):
+    """The task exports' graphs split words as WordPiece / SentencePiece do; RoBERTa's are
+    exported through its pipeline, whose graph splits them as RoBERTa's data does."""
+    from kbert import convert
+    from kbert.export import export_saved_model
+
+    path = FIXTURES / fixture
+    model, tokenizer = convert.load(str(path)), convert.load_tokenizer(str(path))
+    assert type(model).__name__ == kind
+    with pytest.raises(ValueError, match=f"export_saved_model of a {kind} with a "
+                                         r"BytePairTokenizer \(RoBERTa\).*kbert.pipeline"):
+        export_saved_model(model, str(tmp_path / "export"), tokenizer, sequence_length=32)
+    assert not (tmp_path / "export").exists()
