@@ -119,6 +119,18 @@ def type_of_file(path):
     return "wordpiece"
 
 
+def type_of_folder(folder):
+    """The kind of the tokenizer files in `folder` (a run's model_dir or a checkpoint
+    directory): "bpe" for vocab.json with merges.txt, "sentencepiece" for a *.model without
+    a vocab.txt, else "wordpiece" (also when `folder` holds none)."""
+    names = set(tf.io.gfile.listdir(folder)) if tf.io.gfile.isdir(folder) else set()
+    if "vocab.json" in names and "merges.txt" in names:
+        return "bpe"
+    if any(n.endswith(".model") for n in names) and "vocab.txt" not in names:
+        return "sentencepiece"
+    return "wordpiece"
+
+
 def files(path, name=None):
     """The files that the vocabulary at `path` (of kind `name`, default: by its extension)
     consists of: `path`, and a byte-level BPE's merges.txt beside it."""

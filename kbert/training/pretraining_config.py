@@ -296,9 +296,4 @@ def teacher_tokenizer_type(spec):
             return kind
         if vocab_file:
             return tokenizer_types.type_of_file(vocab_file)
-    names = os.listdir(folder)
-    if "vocab.json" in names and "merges.txt" in names:
-        return "bpe"
-    if any(n.endswith(".model") for n in names) and "vocab.txt" not in names:
-        return "sentencepiece"
-    return "wordpiece"
+    return tokenizer_types.type_of_folder(folder)

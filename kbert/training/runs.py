@@ -9,6 +9,7 @@ from typing import Optional
 
 import tensorflow as tf
 
+from kbert.tokenizers import tokenizer_types
 from kbert.training.objectives import OBJECTIVES
 from kbert.training.pretraining_config import PretrainingConfig
 from kbert.training.run_config import ConfigError
@@ -37,8 +38,6 @@ class PretrainingRun:
 
     @functools.cached_property
     def _tokenizer(self):
-        from kbert.tokenizers import tokenizer_types
-
         kind = tokenizer_types.get(self.tokenizer_type)
         path = self.config.vocab_file or os.path.join(self.path, kind.file_name)
         if not tf.io.gfile.exists(path):
@@ -80,18 +79,6 @@ class PretrainingRun:
         return self._tokenizer
 
 
-def _kind_in(path):
-    """The tokenizer kind whose file a run's model_dir holds (vocab.txt, spiece.model or
-    vocab.json + merges.txt); "wordpiece" when none is there."""
-    from kbert.tokenizers import tokenizer_types
-
-    for name in ("bpe", "sentencepiece", "wordpiece"):
-        kind = tokenizer_types.get(name)
-        if tf.io.gfile.exists(os.path.join(path, kind.file_name)):
-            return name
-    return "wordpiece"
-
-
 def read_run(path):
     """The `PretrainingRun` at `path`; a `ConfigError` naming the file when it is not one."""
     config_path = os.path.join(path, "config.json")
@@ -105,7 +92,7 @@ def read_run(path):
                 and not values.get("vocab_file")):
             # A distilled student took its teacher's kind: the files it wrote say which (the
             # teacher may have moved since).
-            values["tokenizer_type"] = _kind_in(path)
+            values["tokenizer_type"] = tokenizer_types.type_of_folder(path)
         config = PretrainingConfig(**values)
     except (OSError, ValueError, TypeError) as e:
         raise ConfigError(f"{config_path} is not the config.json of a kbert pretraining run: "
