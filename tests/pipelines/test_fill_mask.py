@@ -1,6 +1,7 @@
 """kbert.pipeline("fill-mask") gives transformers' tokens, scores and decoded sequences on
-masked-LM checkpoints (DistilBERT, the ELECTRA generator, ALBERT): top_k, targets (also
-words that are no token), several masks, and the refusal of a text without a mask."""
+masked-LM checkpoints (DistilBERT, the ELECTRA generator, ALBERT, RoBERTa, MobileBERT,
+DeBERTa-v3): top_k, targets (also words that are no token), several masks, and the refusal of
+a text without a mask."""
 
 import pytest
 

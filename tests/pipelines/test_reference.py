@@ -56,3 +56,20 @@ def test_roberta_has_the_cases_of_the_tasks_that_point_into_the_text(task, model
     assert len(cases) >= 8 and sum("output" in c for c in cases) >= 8
     for hostile in ("東京", "🍕", "\\t\\n", "@long"):
         assert hostile in text, hostile
+
+
+@pytest.mark.parametrize("task, prefixes", [
+    ("fill_mask", ("hf_tiny/distil_bert", "hf_tiny/electra", "hf_tiny/albert",
+                   "hf_tiny/roberta", "hf_tiny/mobile_bert", "hf_tiny/deberta_v3")),
+    ("feature_extraction", ("hf_tasks/bert_", "hf_tasks/distil_bert_", "hf_tasks/albert_",
+                            "hf_tasks/roberta_", "hf_tasks/electra_", "hf_tasks/mobile_bert_",
+                            "hf_tasks/deberta_v3_"))])
+def test_every_family_has_compared_cases(task, prefixes):
+    """Each family's checkpoint has answered cases in the task's reference, and in
+    feature-extraction the 20,000-character text among its inputs."""
+    cases = reference.load(task)["cases"]
+    for prefix in prefixes:
+        ours = [c for c in cases if c["model"].startswith(prefix)]
+        assert sum("output" in c for c in ours) >= 2, prefix
+        if task == "feature_extraction":
+            assert any(c["inputs"] == "@long" for c in ours), prefix
