@@ -219,3 +219,32 @@ def test_mobile_bert_quantized_zero_shot(zero_shot, tmp_path, quantize, capsys):
         print(f"\nMobileBERT zero-shot, {quantize}: largest score difference to float32 "
               f"{difference:.4g} on {len(ZERO_SHOT_TEXTS)} texts")
     assert difference < (1e-3 if quantize == "float16" else 0.05)
+
+
+@pytest.mark.slow
+def test_mobile_bert_padding_is_ignored_with_a_nonzero_pad_row(tmp_path):
+    """MobileBERT's trigram window reads the next token's vector: a TFLite model pads every
+    text to its fixed length, so a pad row that is not zero (a model trained with kbert
+    may have one; transformers' checkpoints keep it zero) must not reach the last token.
+    Each text's logits equal the Keras model's on its ids alone, unpadded (1e-4)."""
+    pipe = load_pipeline("token-classification", "hf_tasks/mobile_bert_token")
+    model, tokenizer = pipe.source.runner.model, pipe.tokenizer
+    table = model.backbone.embeddings.token_embedding.embeddings
+    kept = np.asarray(table).copy()
+    changed = kept.copy()
+    changed[tokenizer.pad_id] = np.random.default_rng(0).normal(0.0, 1.0, kept.shape[1])
+    table.assign(changed)
+    try:
+        export_tflite(model, str(tmp_path / "model.tflite"), tokenizer,
+                      sequence_length=SEQUENCE_LENGTH)
+        texts = ["John Smith lives in New York.", "東京都 日本", "😀 🚀 emoji 👍🏽!", "a"]
+        outputs = run(tmp_path / "model.tflite", text=strings(texts))
+        for row, text in enumerate(texts):
+            ids = np.array([expected_ids(pipe, text, SEQUENCE_LENGTH)], dtype="int32")
+            assert outputs["padding_mask"][row].sum() == ids.shape[1] < SEQUENCE_LENGTH
+            alone = model({"token_ids": ids, "padding_mask": np.ones_like(ids),
+                           "segment_ids": np.zeros_like(ids)})
+            np.testing.assert_allclose(outputs["logits"][row, :ids.shape[1]],
+                                       np.asarray(alone)[0], atol=1e-4)
+    finally:
+        table.assign(kept)
