@@ -1,0 +1,250 @@
+"""MobileBERT in TFLite beyond text classification (that one is in test_tflite_tasks.py):
+the token classifier (the task model and the token-classification pipeline), the question
+answerer and the zero-shot classifier of the tiny transformers-made fixtures, run in
+ai-edge-litert's interpreter with tensorflow-text's kernels and compared with the Keras
+model and the pipeline's call on the same strings, hostile ones included; no Flex op."""
+
+import numpy as np
+import pytest
+
+from kbert.export import export_tflite
+from kbert.export.tflite import interpreter
+from kbert.pipelines.tflite_entities import answer, char_offset, entities
+from tests.export.test_tflite import HOSTILE, assert_only_allowed_ops, run, strings
+from tests.export.test_tflite_pipelines import LABELS
+from tests.export.test_tflite_tasks import (
+    CONTEXTS,
+    DECOMPOSED,
+    QUESTIONS,
+    STRATEGIES,
+    TEXTS,
+    same_entities,
+)
+from tests.pipelines.conftest import ids_of, load_pipeline
+
+SEQUENCE_LENGTH = 24
+
+
+@pytest.fixture(scope="module")
+def tagger(tmp_path_factory):
+    """The MobileBERT token-classification fixture: its pipeline and its TokenClassifier
+    (cut at SEQUENCE_LENGTH) as float TFLite models, and their outputs on TEXTS."""
+    tmp = tmp_path_factory.mktemp("mobile_bert_tagger")
+    pipe = load_pipeline("token-classification", "hf_tasks/mobile_bert_token")
+    export_tflite(pipe, str(tmp / "pipe.tflite"))
+    export_tflite(pipe.source.runner.model, str(tmp / "model.tflite"), pipe.tokenizer,
+                  sequence_length=SEQUENCE_LENGTH)
+    texts = strings(TEXTS)
+    return pipe, tmp, run(tmp / "pipe.tflite", text=texts), run(tmp / "model.tflite",
+                                                                 text=texts)
+
+
+def expected_ids(pipe, text, length):
+    ids = ids_of(pipe)(text)
+    return ids if len(ids) <= length else ids[:length - 1] + ids[-1:]
+
+
+@pytest.mark.slow
+def test_mobile_bert_token_pipeline_gives_the_pipelines_entities(tagger):
+    """Every entity (tag, word, index, character offsets, score within 1e-4), grouped on
+    the host by `entities`, equals the pipeline's call for every aggregation strategy."""
+    pipe, tmp, outputs, _ = tagger
+    names = pipe.source.label_names
+    count = 0
+    for strategy in STRATEGIES:
+        called = pipe(TEXTS, aggregation_strategy=strategy)
+        for row, text in enumerate(TEXTS):
+            ours = entities(text, outputs, row, names, aggregation_strategy=strategy)
+            same_entities(ours, called[row], offsets=text != DECOMPOSED)
+            count += len(ours)
+    assert count > 100, count  # the fixture's random tags: many entities compared
+    for row, text in enumerate(TEXTS):
+        mask = outputs["padding_mask"][row].astype(bool)
+        assert outputs["token_ids"][row][mask].tolist() == \
+            expected_ids(pipe, text, pipe.max_length)
+    assert outputs["padding_mask"].sum(-1).max() == pipe.max_length  # the long texts cut
+    assert_only_allowed_ops(tmp / "pipe.tflite")
+
+
+@pytest.mark.slow
+def test_mobile_bert_token_classifier_equals_the_keras_model(tagger):
+    """The TokenClassifier's export: its ids are kbert's (cut at SEQUENCE_LENGTH), its
+    logits the Keras model's on them (1e-4), its byte spans those of the pipeline's export
+    where both see the token."""
+    pipe, tmp, whole, outputs = tagger
+    for row, text in enumerate(TEXTS):
+        mask = outputs["padding_mask"][row].astype(bool)
+        assert outputs["token_ids"][row][mask].tolist() == \
+            expected_ids(pipe, text, SEQUENCE_LENGTH)
+        cut = int(mask.sum()) - 1  # the positions before the last [SEP]
+        for name in ("starts", "ends"):
+            np.testing.assert_array_equal(outputs[name][row, :cut], whole[name][row, :cut])
+        if whole["padding_mask"][row].sum() == cut + 1:  # not cut: the same tags
+            np.testing.assert_allclose(outputs["logits"][row, :cut + 1],
+                                       whole["logits"][row, :cut + 1], atol=1e-4)
+    model = pipe.source.runner.model
+    logits = model({"token_ids": outputs["token_ids"], "padding_mask": outputs["padding_mask"],
+                    "segment_ids": np.zeros_like(outputs["token_ids"])})
+    np.testing.assert_allclose(outputs["logits"], np.asarray(logits), atol=1e-4)
+    np.testing.assert_array_equal(outputs["label_id"], np.argmax(outputs["logits"], -1))
+    names = np.array(pipe.source.label_names, dtype=object)
+    assert [[t.decode() for t in row] for row in outputs["label"]] == \
+        names[outputs["label_id"]].tolist()
+    assert_only_allowed_ops(tmp / "model.tflite")
+
+
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory):
+    """The MobileBERT question-answering fixture's pipeline as a float TFLite model, and its
+    outputs on every question with every context."""
+    tmp = tmp_path_factory.mktemp("mobile_bert_reader")
+    pipe = load_pipeline("question-answering", "hf_tasks/mobile_bert_qa")
+    export_tflite(pipe, str(tmp / "pipe.tflite"))
+    pairs = [(q, c) for q in QUESTIONS for c in CONTEXTS] + [("where?", ""), ("", "a b c")]
+    outputs = interpreter(tmp / "pipe.tflite").get_signature_runner("serving_default")(
+        question=strings([q for q, _ in pairs]), context=strings([c for _, c in pairs]))
+    return pipe, tmp, pairs, outputs
+
+
+@pytest.mark.slow
+def test_mobile_bert_question_answerer_best_span_equals_the_pipeline(reader):
+    """The span chosen in the graph is the pipeline's (top_k=1, align_to_words=False) in
+    bytes and characters, score within 1e-4; `answer` on the host gives the pipeline's
+    answers for its other options; an empty context gives no span."""
+    pipe, tmp, pairs, outputs = reader
+    compared = 0
+    for row, (question, context) in enumerate(pairs):
+        if not question or not context:  # the pipeline refuses them
+            continue
+        theirs = pipe(question=question, context=context, align_to_words=False)
+        data = context.encode("utf-8")
+        start, end = outputs["answer_start"][row], outputs["answer_end"][row]
+        assert data[start:end].decode("utf-8") == theirs["answer"]
+        assert (char_offset(context, start), char_offset(context, end)) == \
+            (theirs["start"], theirs["end"])
+        assert abs(outputs["score"][row] - theirs["score"]) < 1e-4
+        for options in ({}, dict(top_k=3, handle_impossible_answer=True)):
+            ours = answer(context, outputs, row, **options)
+            theirs = pipe(question=question, context=context, **options)
+            ours, theirs = [x if isinstance(x, list) else [x] for x in (ours, theirs)]
+            assert len(ours) == len(theirs)
+            for a, b in zip(ours, theirs):
+                assert {k: v for k, v in a.items() if k != "score"} == \
+                    {k: v for k, v in b.items() if k != "score"}
+                assert abs(a["score"] - b["score"]) < 1e-4
+        compared += 1
+    assert compared == len(QUESTIONS) * len(CONTEXTS)
+    assert len({(s, e) for s, e in zip(outputs["answer_start"], outputs["answer_end"])}) > 3
+    empty = pairs.index(("where?", ""))
+    assert (outputs["answer_start"][empty], outputs["answer_end"][empty]) == (-1, -1)
+    assert outputs["score"][empty] == 0.0
+    assert_only_allowed_ops(tmp / "pipe.tflite")
+
+
+@pytest.mark.slow
+def test_mobile_bert_question_answerer_model_export_equals_the_pipelines(reader, tmp_path):
+    """`export_tflite` of the QuestionAnswerer (with the pipeline's window and longest
+    answer) gives the pipeline export's logits and span."""
+    pipe, tmp, pairs, theirs = reader
+    _, max_seq_len, _, max_answer_len = pipe.settings(pipe.options({})[0])
+    export_tflite(pipe.source.runner.model, str(tmp_path / "model.tflite"), pipe.tokenizer,
+                  sequence_length=max_seq_len, max_answer_length=max_answer_len)
+    ours = interpreter(tmp_path / "model.tflite").get_signature_runner("serving_default")(
+        question=strings([q for q, _ in pairs]), context=strings([c for _, c in pairs]))
+    for name in ("token_ids", "starts", "ends", "answer_start", "answer_end"):
+        np.testing.assert_array_equal(ours[name], theirs[name])
+    for name in ("start_logits", "end_logits", "score"):
+        np.testing.assert_allclose(ours[name], theirs[name], atol=1e-4)
+    assert_only_allowed_ops(tmp_path / "model.tflite")
+
+
+ZERO_SHOT_TEXTS = TEXTS + ["A great game of football.", "We flew to Tokyo 東京 😀"]
+
+
+@pytest.fixture(scope="module")
+def zero_shot(tmp_path_factory):
+    """The MobileBERT NLI fixture's zero-shot pipeline as float TFLite models (softmax over
+    the labels, and multi_label with a template), and their outputs on ZERO_SHOT_TEXTS."""
+    tmp = tmp_path_factory.mktemp("mobile_bert_zero_shot")
+    pipe = load_pipeline("zero-shot-classification", "hf_tasks/mobile_bert_nli")
+    cases = {"softmax": dict(candidate_labels=LABELS),
+             "multi": dict(candidate_labels=LABELS, multi_label=True,
+                           hypothesis_template="This text is about {}.")}
+    outputs = {}
+    for name, options in cases.items():
+        pipe.export_tflite(str(tmp / f"{name}.tflite"), **options)
+        outputs[name] = run(tmp / f"{name}.tflite", text=strings(ZERO_SHOT_TEXTS))
+    return pipe, tmp, cases, outputs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["softmax", "multi"])
+def test_mobile_bert_zero_shot_equals_the_pipeline(zero_shot, case):
+    """Labels best first as the pipeline orders them, scores and `label_scores` within 1e-4
+    on every text the pipeline takes; the empty text (the pipeline refuses it) scores as
+    whitespace alone (no piece either way)."""
+    pipe, tmp, cases, everything = zero_shot
+    outputs = everything[case]
+    labels = cases[case]["candidate_labels"]
+    rows = [i for i, t in enumerate(ZERO_SHOT_TEXTS) if t]
+    called = pipe([ZERO_SHOT_TEXTS[i] for i in rows], **cases[case])
+    for row, theirs in zip(rows, called):
+        assert [label.decode() for label in outputs["labels"][row]] == theirs["labels"]
+        np.testing.assert_allclose(outputs["scores"][row], theirs["scores"], atol=1e-4)
+        by_label = dict(zip(theirs["labels"], theirs["scores"]))
+        np.testing.assert_allclose(outputs["label_scores"][row],
+                                   [by_label[label] for label in labels], atol=1e-4)
+    empty, blank = ZERO_SHOT_TEXTS.index(""), ZERO_SHOT_TEXTS.index("   \t\n ")
+    np.testing.assert_allclose(outputs["label_scores"][empty], outputs["label_scores"][blank],
+                               atol=1e-6)
+    if case == "softmax":
+        np.testing.assert_allclose(outputs["scores"].sum(-1), 1.0, atol=1e-5)
+    # The texts get different scores: the comparison is not of one constant row.
+    assert np.ptp(outputs["label_scores"], axis=0).max() > 1e-3
+    assert_only_allowed_ops(tmp / f"{case}.tflite")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("quantize", ["dynamic", "float16"])
+def test_mobile_bert_quantized_zero_shot(zero_shot, tmp_path, quantize, capsys):
+    """Quantized MobileBERT zero-shot models hold no Flex op and stay near float32 (the tiny
+    random fixture's scores are near ties, so only their distance is checked)."""
+    pipe, _, cases, everything = zero_shot
+    path = tmp_path / f"{quantize}.tflite"
+    pipe.export_tflite(str(path), quantize=quantize, **cases["softmax"])
+    assert_only_allowed_ops(path)
+    ours = run(path, text=strings(ZERO_SHOT_TEXTS))["label_scores"]
+    difference = float(np.abs(ours - everything["softmax"]["label_scores"]).max())
+    with capsys.disabled():
+        print(f"\nMobileBERT zero-shot, {quantize}: largest score difference to float32 "
+              f"{difference:.4g} on {len(ZERO_SHOT_TEXTS)} texts")
+    assert difference < (1e-3 if quantize == "float16" else 0.05)
+
+
+@pytest.mark.slow
+def test_mobile_bert_padding_is_ignored_with_a_nonzero_pad_row(tmp_path):
+    """MobileBERT's trigram window reads the next token's vector: a TFLite model pads every
+    text to its fixed length, so a pad row that is not zero (a model trained with kbert
+    may have one; transformers' checkpoints keep it zero) must not reach the last token.
+    Each text's logits equal the Keras model's on its ids alone, unpadded (1e-4)."""
+    pipe = load_pipeline("token-classification", "hf_tasks/mobile_bert_token")
+    model, tokenizer = pipe.source.runner.model, pipe.tokenizer
+    table = model.backbone.embeddings.token_embedding.embeddings
+    kept = np.asarray(table).copy()
+    changed = kept.copy()
+    changed[tokenizer.pad_id] = np.random.default_rng(0).normal(0.0, 1.0, kept.shape[1])
+    table.assign(changed)
+    try:
+        export_tflite(model, str(tmp_path / "model.tflite"), tokenizer,
+                      sequence_length=SEQUENCE_LENGTH)
+        texts = ["John Smith lives in New York.", "東京都 日本", "😀 🚀 emoji 👍🏽!", "a"]
+        outputs = run(tmp_path / "model.tflite", text=strings(texts))
+        for row, text in enumerate(texts):
+            ids = np.array([expected_ids(pipe, text, SEQUENCE_LENGTH)], dtype="int32")
+            assert outputs["padding_mask"][row].sum() == ids.shape[1] < SEQUENCE_LENGTH
+            alone = model({"token_ids": ids, "padding_mask": np.ones_like(ids),
+                           "segment_ids": np.zeros_like(ids)})
+            np.testing.assert_allclose(outputs["logits"][row, :ids.shape[1]],
+                                       np.asarray(alone)[0], atol=1e-4)
+    finally:
+        table.assign(kept)
