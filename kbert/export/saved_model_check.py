@@ -69,6 +69,8 @@ DEFAULT_MAX_ELEMENTS = 2**31
 DEFAULT_MAX_LOOP_CONSTANT = 1024
 # At most this many sizes summed in one loop bound (kbert's: one).
 MAX_BOUND_TERMS = 4
+# The most nodes one function may run with its calls expanded (`_check_call_expansion`).
+MAX_EXPANDED_NODES = 10**6
 logger = logging.getLogger(__name__)
 __all__ = ["UnsafeSavedModelError", "check_saved_model", "load_saved_model"]
 
@@ -153,6 +155,9 @@ def check_saved_model(path, *, max_elements=DEFAULT_MAX_ELEMENTS,
         `tf.saved_model.load`, or from anything but constants of the SavedModel; calls into
         the functions that run inside `tf.saved_model.load` from any other function (the
         main graph's init call only with constants and resources);
+      - functions whose nodes, with their calls expanded (a function called from two
+        places counts twice), exceed `MAX_EXPANDED_NODES`: calls that repeat at each of
+        many levels multiply;
       - a function library holding two functions of one name;
       - TF1 SavedModels (no object graph) and chunked ones (`saved_model.cpb`).
 
@@ -179,6 +184,7 @@ class _Checker:
                 f"load it with trusted=True if you trust it.")
         self.directory, self.max_elements = directory, max_elements
         self.max_loop_constant = max_loop_constant
+        self.max_expanded_nodes = MAX_EXPANDED_NODES
         self.meta = saved.meta_graphs[0]
         self.objects = self.meta.object_graph_def
         library = self.meta.graph_def.library
@@ -199,9 +205,11 @@ class _Checker:
             for node in body.nodes.values():
                 self._collect_calls(body, node)
         self.calls = defaultdict(set)  # function (None: the main graph) -> what it names
+        self.sites = defaultdict(Counter)  # function -> {callee: how many nodes name it}
         for callee, sites in self.callers.items():
             for caller, _ in sites:
                 self.calls[caller].add(callee)
+                self.sites[caller][callee] += 1
         self.in_loop = self._loop_functions()
         self.problems = []  # (0: known harm, 1: unknown op; the message)
         self.filled = [0, 0, None]  # elements and bytes filled into tables at load, a fill
@@ -209,6 +217,7 @@ class _Checker:
     def run(self):
         check_files(self.directory, self.meta, self.max_elements)
         self._check_recursion()
+        self._check_call_expansion()
         checkpoint = self._checkpoint_functions()
         load_time = self._load_time_functions()
         self._check_calls_into_load_time(load_time)
@@ -309,6 +318,37 @@ class _Checker:
 
         for name in sorted(self.functions):
             visit(name)
+
+    def _check_call_expansion(self):
+        """A function runs once per call path to it: two calls of a function that calls
+        another twice run it four times, and 40 such levels run it 2**40 times from a library
+        of 40 small functions. Each function's size with its calls expanded (its nodes plus,
+        for every node that calls or names a function, that function's expanded size) is
+        capped by `max_expanded_nodes` (kbert's exports: at most tens of thousands). Calls
+        form no cycle (`_check_recursion` ran first)."""
+        expanded, stack = {}, [(name, False) for name in sorted(self.body_of, key=str)]
+        while stack:  # post-order without recursion: chains of any length
+            name, ready = stack.pop()
+            if name in expanded:
+                continue
+            sites = self.sites[name]
+            if not ready:
+                stack.append((name, True))
+                stack.extend((callee, False) for callee in sites if callee not in expanded)
+                continue
+            expanded[name] = len(self.body_of[name].nodes) + sum(
+                count * expanded[callee] for callee, count in sites.items())
+        over = [name for name in expanded if expanded[name] > self.max_expanded_nodes]
+        if over:  # the first to cross the cap: what it calls stays under it
+            name = min(over, key=lambda n: (expanded[n], str(n)))
+            sites = self.sites[name]
+            callee = max(sites, key=lambda c: sites[c] * expanded[c]) if sites else None
+            raise UnsafeSavedModelError(
+                f"{self.directory}: {self.where(name)} runs {expanded[name]:,} nodes with its "
+                f"calls expanded (functions called more than once by functions called more "
+                f"than once multiply" + (f"; {sites[callee]} call(s) of {callee!r}, "
+                f"{expanded[callee]:,} nodes each" if callee else "") + f"), over "
+                f"max_expanded_nodes={self.max_expanded_nodes:,}.")
 
     def _loop_functions(self):
         """Function name -> (body, node) of a `While` whose condition or body runs it (named

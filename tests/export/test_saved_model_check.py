@@ -371,6 +371,62 @@ def test_calls_the_library_does_not_hold_and_calls_that_never_return(tmp_path):
         check_saved_model(path)
 
 
+def _doubling(path, levels):
+    """A SavedModel whose signature calls a function that calls the one below it twice,
+    `levels` levels deep (the bottom one runs 2**levels times per request). Saved with 2
+    levels, then deepened in the proto (TensorFlow's own save takes time exponential in the
+    depth): level k is a copy of level 1 calling level k - 1, and the top calls the last."""
+    @tf.function
+    def bottom(x):
+        return x + 1
+
+    @tf.function
+    def one(x):
+        return bottom(x) + bottom(x + 1)
+
+    @tf.function
+    def two(x):
+        return one(x) + one(x + 1)
+
+    path = save(_Signature(lambda m, text: two(tf.strings.length(text))), path)
+    saved = read_proto(path)
+    library = saved.meta_graphs[0].graph_def.library
+    called = {f.signature.name: [n.attr["f"].func.name for n in f.node_def if "f" in n.attr]
+              for f in library.function}
+    first = next(f for f in library.function if f.signature.name.startswith("__inference_one"))
+    below = called[first.signature.name][0]
+    for level in range(2, levels):
+        copy = library.function.add()
+        copy.CopyFrom(first)
+        copy.signature.name = f"{first.signature.name}_level{level}"
+        for node in copy.node_def:
+            if node.attr["f"].func.name == below:
+                node.attr["f"].func.name = library.function[-2].signature.name \
+                    if level > 2 else first.signature.name
+    top = next(f for f in library.function if f.signature.name.startswith("__inference_two"))
+    for node in top.node_def:
+        if node.attr["f"].func.name == first.signature.name:
+            node.attr["f"].func.name = library.function[-1].signature.name
+    write_proto(path, saved)
+    return path
+
+
+def test_calls_that_multiply_are_capped(tmp_path):
+    """A function called twice by a function called twice ... 30 levels deep runs 2**30
+    times: refused, naming the first function over the cap and its repeated call; a few
+    levels pass."""
+    check_saved_model(_doubling(tmp_path / "three", 3))
+    path = _doubling(tmp_path / "thirty", 30)
+    with pytest.raises(UnsafeSavedModelError, match=r"runs [\d,]+ nodes with its calls "
+                                                    r"expanded .*; 2 call\(s\) of '\w+', "
+                                                    r"[\d,]+ nodes each\), over "
+                                                    r"max_expanded_nodes=1,000,000\.") as e:
+        check_saved_model(path)
+    # Named: the first function over the cap (it calls one under the cap twice).
+    runs, each = (int(n.replace(",", "")) for n in re.findall(r"([\d,]+) nodes", str(e.value)))
+    assert runs > 10**6 >= each and runs >= 2 * each
+
+
 def test_checkpoint_ops_only_in_the_loaders_own_restore(tmp_path):
     """SaveV2 and RestoreV2 pass in TensorFlow's _traced_save / _traced_restore, on the
     file name the loader passes; not elsewhere, not with another file name."""
