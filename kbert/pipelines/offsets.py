@@ -26,7 +26,7 @@ from kbert.tokenizers.sentence_piece_tokenizer import UNDERLINE as SENTENCE_PIEC
 
 WORD_PIECE_PREFIX = "##"
 # Longer words are mapped by prefixes only up to here (the cost grows with the square).
-_PREFIX_LIMIT = 64
+PREFIX_LIMIT = 64
 
 
 @functools.lru_cache(maxsize=None)
@@ -166,7 +166,7 @@ def _word_spans(word, ids, rule):
     segments = _segments(texts, by_characters)
     if segments is not None:
         return _by_characters(forms, segments)
-    if len(word) <= _PREFIX_LIMIT:
+    if len(word) <= PREFIX_LIMIT:
         normalized = rule.word(word)
         segments = _segments(texts, normalized)
         if segments is not None:

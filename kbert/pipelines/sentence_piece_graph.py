@@ -1,23 +1,25 @@
-"""`Encoder.encode` of a SentencePiece (ALBERT) tokenizer in the TensorFlow graph, for
-`pipeline.export`: each text's ids with the characters of each token in the text as given
+"""`Encoder.encode` of a SentencePiece (ALBERT, DeBERTa-v3) tokenizer in the TensorFlow graph,
+for `pipeline.export`: each text's ids with the characters of each token in the text as given
 (`kbert.pipelines.offsets`' rule), special-token literals as their tokens.
 
 As in Python: the text is cut at the special-token literals the pipeline keeps (exact
 matches, longest first), the rest into whitespace-separated chunks (Python's `str.isspace`),
 and each chunk is tokenized alone. A piece covers the characters whose normalised forms
-(each character alone: NFKD without combining marks, lower-case, NFKC) it spells; an unknown
-piece spells the run of characters that no piece holds where it stands. A chunk whose pieces
-do not spell its characters' forms so (a form that depends on the neighbouring characters,
-as "``" -> '"') gets the whole chunk for every piece: Python then tries the chunk's prefixes
-first (`offsets._by_prefixes`), which this graph does not. The first piece of a chunk, when
-it carries "▁", starts at the whitespace before the chunk.
+(each character alone: ALBERT's NFKD without combining marks, lower-case, NFKC; DeBERTa-v3
+keeps accents) it spells; an unknown piece spells the run of characters that no piece holds
+where it stands. A chunk whose pieces do not spell its characters' forms so, but spell the
+chunk's form as a whole (a form that depends on the neighbouring characters: "``" -> '"',
+"e\u0301" -> "é"), gets its pieces' characters from its prefixes' forms
+(`offsets._by_prefixes`, chunks up to `offsets.PREFIX_LIMIT` characters); any other chunk
+gives every piece the whole chunk. The first piece of a chunk, when it carries "▁", starts at
+the whitespace before the chunk.
 """
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
 from kbert.pipelines import graph
-from kbert.pipelines.offsets import SENTENCE_PIECE_MARK
+from kbert.pipelines.offsets import PREFIX_LIMIT, SENTENCE_PIECE_MARK
 from kbert.tokenizers import normalization
 
 
@@ -41,10 +43,12 @@ def _ranges(codes):
 
 
 def _forms(codes, tokenizer):
-    """Each code point's normalised form alone (`offsets.Rule.char`): strings [C]."""
+    """Each code point's normalised form alone (`offsets.Rule.char`): strings [C]. Accents
+    are stripped only by ALBERT's preprocessing; DeBERTa-v3's tokenizer gives SentencePiece
+    the text as it is, so "ï" is a piece of its own there."""
     chars = tf.strings.unicode_encode(codes[:, None], "UTF-8")
     forms = chars
-    if not tokenizer.keep_accents:
+    if tokenizer.albert_preprocess and not tokenizer.keep_accents:
         forms = normalization.strip_combining_marks(forms)
     if tokenizer.lowercase:
         forms = normalization.lower(forms)
@@ -93,7 +97,7 @@ def encode(text, tokenizer, specials):
     pieces = tf.concat([tf.cast(pieces, tf.int32), tf.RaggedTensor.from_row_lengths(
         tf.boolean_mask(special, is_special), tf.cast(is_special, tf.int64))], axis=1)
     piece_starts, piece_ends = _piece_spans(pieces, codes, inside, inside_chunk, first, starts,
-                                            tokenizer)
+                                            tf.where(is_special, "", chunk_text), tokenizer)
     # The literal's own characters.
     piece_chunk = tf.cast(pieces.value_rowids(), tf.int32)
     literal = tf.gather(is_special, piece_chunk)
@@ -124,21 +128,71 @@ def encode(text, tokenizer, specials):
             "codes": tf.RaggedTensor.from_row_lengths(codes, tf.cast(row_chars, tf.int64))}
 
 
-def _piece_spans(pieces, codes, inside, inside_chunk, first, starts, tokenizer):
+def _piece_spans(pieces, codes, inside, inside_chunk, first, starts, chunk_text, tokenizer):
     """(start, end) code points in the text of every piece of every chunk (flat over
-    `pieces`), by `offsets._by_characters`, or the chunk's `offsets._whole` span where its
-    pieces do not spell its characters' forms."""
+    `pieces`), by `offsets._by_characters`; where a chunk's pieces do not spell its
+    characters' forms, by `offsets._by_prefixes` (the pieces spell the chunk's form as a
+    whole: a form that depends on the neighbouring characters, as DeBERTa-v3's nmt_nfkc
+    composing "e\u0301" into "é"); else the chunk's `offsets._whole` span."""
     vocabulary = tokenizer.vocabulary
     texts = [p[len(SENTENCE_PIECE_MARK):] if p.startswith(SENTENCE_PIECE_MARK) else p
              for p in vocabulary]
     texts[tokenizer.unk_id] = ""
-    # A character a piece can stand for alone; the others come out as the unknown piece.
-    alone = _ranges({ord(t) for t in texts if len(t) == 1})
     forms = _forms(tf.gather(codes, inside), tokenizer)  # [inside chars]
     form_lengths = tf.strings.length(forms, unit="UTF8_CHAR")
     chunk_forms = tf.RaggedTensor.from_value_rowids(forms, tf.cast(inside_chunk, tf.int64),
                                                     nrows=tf.size(first, out_type=tf.int64))
     spelled = tf.strings.reduce_join(chunk_forms, axis=1)  # [chunks]: the forms joined
+    a, b, total, matched = _spell(pieces, spelled, texts, tokenizer.unk_id)
+    piece_chunk = tf.cast(pieces.value_rowids(), tf.int32)
+    chunk_count = tf.size(first)
+    # The character holding each normalised character (its chunk's index of it).
+    chunk_chars = tf.math.bincount(inside_chunk, minlength=chunk_count, maxlength=chunk_count)
+    char_index = tf.range(tf.size(inside)) - tf.gather(tf.cumsum(chunk_chars, exclusive=True),
+                                                       inside_chunk)
+    owner = tf.repeat(char_index, form_lengths)  # flat over every chunk's normal form
+    normal_base = tf.gather(tf.cumsum(tf.strings.length(spelled, unit="UTF8_CHAR"),
+                                      exclusive=True), piece_chunk)
+    chunk_length = tf.gather(chunk_chars, piece_chunk)
+    safe = tf.maximum(tf.size(owner) - 1, 0)
+    owner = tf.concat([owner, [0]], 0)
+    start = tf.gather(owner, tf.minimum(normal_base + a, safe))
+    end = tf.gather(owner, tf.minimum(normal_base + tf.maximum(b - 1, 0), safe)) + 1
+    at = tf.where(a < total, start, chunk_length)
+    empty = tf.equal(a, b)
+    start, end = tf.where(empty, at, start), tf.where(empty, at, end)
+    # Chunks whose pieces spell the chunk's form as a whole: by its prefixes' forms.
+    whole_form = _word_forms(chunk_text, tokenizer)
+    word_a, word_b, _, word_matched = _spell(pieces, whole_form, texts, tokenizer.unk_id)
+    by_prefixes = ~matched & word_matched & (chunk_chars <= PREFIX_LIMIT)
+    prefix_start, prefix_end = _prefix_spans(chunk_text, whole_form, piece_chunk, word_a,
+                                             word_b, by_prefixes, tokenizer)
+    use_prefixes = tf.gather(by_prefixes, piece_chunk)
+    start = tf.where(use_prefixes, prefix_start, start)
+    end = tf.where(use_prefixes, prefix_end, end)
+    # The others: every piece spans from the first character with a form to the last.
+    has_form = form_lengths > 0
+    kept_first = tf.math.unsorted_segment_min(tf.where(has_form, char_index, 2 ** 30),
+                                              inside_chunk, chunk_count)
+    kept_last = tf.math.unsorted_segment_max(tf.where(has_form, char_index, -1),
+                                             inside_chunk, chunk_count)
+    none_kept = kept_last < 0
+    whole_start = tf.where(none_kept, 0, kept_first)
+    whole_end = tf.where(none_kept, chunk_chars, kept_last + 1)
+    use_whole = ~tf.gather(matched | by_prefixes, piece_chunk)
+    start = tf.where(use_whole, tf.gather(whole_start, piece_chunk), start)
+    end = tf.where(use_whole, tf.gather(whole_end, piece_chunk), end)
+    base = tf.gather(starts, piece_chunk)
+    return start + base, end + base
+
+
+def _spell(pieces, spelled, texts, unk_id):
+    """`offsets._segments` of every chunk: (a, b) [pieces], the normalised characters of
+    `spelled` [chunks] each piece spells, the chunk's length in them [pieces], and whether
+    the chunk's pieces spell it [chunks]. An unknown piece takes the characters up to the
+    next piece with text."""
+    # A character a piece can stand for alone; the others come out as the unknown piece.
+    alone = _ranges({ord(t) for t in texts if len(t) == 1})
     normal = tf.strings.unicode_decode(spelled, "UTF-8")  # [chunks, (normalised chars)]
     known = _member(normal.flat_values, alone)
     # The unknown runs of each chunk's normalised characters, in order.
@@ -151,17 +205,17 @@ def _piece_spans(pieces, codes, inside, inside_chunk, first, starts, tokenizer):
     runs = tf.reduce_sum(tf.cast(run_start, tf.int32))
     run_lengths = tf.math.unsorted_segment_sum(tf.cast(~known, tf.int32),
                                                tf.where(known, runs, run), runs + 1)[:runs]
+    chunk_count = tf.size(spelled)
     chunk_runs = tf.math.unsorted_segment_sum(tf.cast(run_start, tf.int32), normal_chunk,
-                                              tf.size(first))
+                                              chunk_count)
     # Each piece's length in normalised characters. As `offsets._segments` places them, the
     # first unknown piece after a piece with text (or the chunk's start) takes the run up to
     # the next piece with text; another unknown piece there is empty, which places the
     # chunk only after its last piece with text.
     ids = pieces.flat_values
     piece_chunk = tf.cast(pieces.value_rowids(), tf.int32)
-    chunk_count = tf.size(first)
     index = tf.range(tf.size(ids))
-    unknown = tf.equal(ids, tokenizer.unk_id)
+    unknown = tf.equal(ids, unk_id)
     length_table = tf.constant([len(t) for t in texts], tf.int32)
     spelling = ~unknown & (tf.gather(length_table, ids) > 0)
     chunk_first_piece = tf.cast(pieces.row_starts(), tf.int32)
@@ -195,32 +249,52 @@ def _piece_spans(pieces, codes, inside, inside_chunk, first, starts, tokenizer):
                        spelled) & tf.equal(taken, chunk_runs) & tf.equal(
         tf.math.unsorted_segment_sum(tf.cast(misplaced, tf.int32), piece_chunk,
                                      chunk_count), 0)
-    # The character holding each normalised character (its chunk's index of it).
-    chunk_chars = tf.math.bincount(inside_chunk, minlength=chunk_count, maxlength=chunk_count)
-    char_index = tf.range(tf.size(inside)) - tf.gather(tf.cumsum(chunk_chars, exclusive=True),
-                                                       inside_chunk)
-    owner = tf.repeat(char_index, form_lengths)  # flat over every chunk's normal form
-    normal_base = tf.gather(tf.cast(normal.row_starts(), tf.int32), piece_chunk)
-    chunk_length = tf.gather(chunk_chars, piece_chunk)
-    safe = tf.maximum(tf.size(owner) - 1, 0)
-    owner = tf.concat([owner, [0]], 0)
-    start = tf.gather(owner, tf.minimum(normal_base + a, safe))
-    end = tf.gather(owner, tf.minimum(normal_base + tf.maximum(b - 1, 0), safe)) + 1
-    at = tf.where(a < total, start, chunk_length)
-    empty = tf.equal(lengths, 0)
-    start, end = tf.where(empty, at, start), tf.where(empty, at, end)
-    # Unmatched chunks: every piece spans from the first character with a form to the last.
-    has_form = form_lengths > 0
-    kept_first = tf.math.unsorted_segment_min(tf.where(has_form, char_index, 2 ** 30),
-                                              inside_chunk, chunk_count)
-    kept_last = tf.math.unsorted_segment_max(tf.where(has_form, char_index, -1),
-                                             inside_chunk, chunk_count)
-    none_kept = kept_last < 0
-    whole_start = tf.where(none_kept, 0, kept_first)
-    whole_end = tf.where(none_kept, chunk_chars, kept_last + 1)
-    use_whole = ~tf.gather(matched, piece_chunk)
-    start = tf.where(use_whole, tf.gather(whole_start, piece_chunk), start)
-    end = tf.where(use_whole, tf.gather(whole_end, piece_chunk), end)
-    base = tf.gather(starts, piece_chunk)
-    return start + base, end + base
+    return a, b, total, matched
 
+
+def _word_forms(words, tokenizer):
+    """Each string's normalised form as a whole (`offsets.Rule.word`): strings [N]."""
+    forms = words
+    if tokenizer.albert_preprocess:
+        forms = tf.strings.regex_replace(forms, "``|''", '"')
+        if not tokenizer.keep_accents:
+            forms = normalization.strip_combining_marks(forms)
+    if tokenizer.lowercase:
+        forms = normalization.lower(forms)
+    return tf_text.normalize_utf8(forms, "NFKC")
+
+
+def _starts_with(strings, prefixes):
+    """Elementwise `strings[i].startswith(prefixes[i])` (valid UTF-8: by bytes)."""
+    size = tf.strings.length(prefixes)
+    return (size <= tf.strings.length(strings)) & tf.equal(
+        tf.strings.substr(strings, tf.zeros_like(size), size), prefixes)
+
+
+def _prefix_spans(chunk_text, whole_form, piece_chunk, a, b, chosen, tokenizer):
+    """`offsets._by_prefixes` for the pieces of the `chosen` chunks (the others' values are
+    not used): a piece starts at the last prefix of its chunk whose form its text has not
+    begun yet (the form is a prefix of the chunk's form up to `a`), and ends at the first
+    prefix whose form holds all of its text (starts with the chunk's form up to `b`)."""
+    prefixes = tf.where(chosen, tf.strings.length(chunk_text, unit="UTF8_CHAR") + 1, 0)
+    first_prefix = tf.cumsum(prefixes, exclusive=True)
+    prefix_chunk = tf.repeat(tf.range(tf.size(prefixes)), prefixes)
+    size = tf.ragged.range(prefixes).flat_values  # each prefix's characters
+    prefix_forms = _word_forms(tf.strings.substr(tf.gather(chunk_text, prefix_chunk),
+                                                 tf.zeros_like(size), size, unit="UTF8_CHAR"),
+                               tokenizer)
+    form = tf.gather(whole_form, piece_chunk)
+    before_a = tf.strings.substr(form, tf.zeros_like(a), a, unit="UTF8_CHAR")
+    before_b = tf.strings.substr(form, tf.zeros_like(b), b, unit="UTF8_CHAR")
+    # Every (piece, prefix of its chunk) pair.
+    per_piece = tf.gather(prefixes, piece_chunk)
+    pair_piece = tf.repeat(tf.range(tf.size(piece_chunk)), per_piece)
+    pair_size = tf.ragged.range(per_piece).flat_values
+    pair_form = tf.gather(prefix_forms, tf.gather(tf.gather(first_prefix, piece_chunk),
+                                                  pair_piece) + pair_size)
+    begun = _starts_with(tf.gather(before_a, pair_piece), pair_form)
+    holds = _starts_with(pair_form, tf.gather(before_b, pair_piece))
+    count = tf.size(piece_chunk)
+    start = tf.math.unsorted_segment_max(tf.where(begun, pair_size, -1), pair_piece, count)
+    end = tf.math.unsorted_segment_min(tf.where(holds, pair_size, 2 ** 30), pair_piece, count)
+    return start, tf.maximum(start, end)

@@ -61,6 +61,14 @@ PIPELINE_EXPORTS = {
                                             {"top_k": 2}),
     "pipeline_roberta_token_classification": ("token-classification", "hf_tasks/roberta_token",
                                               {"aggregation_strategy": "simple"}),
+    # MobileBERT's (its Pad window) and DeBERTa-v3's (SentencePiece offsets without ALBERT's
+    # preprocessing, by prefixes where nmt_nfkc composes characters): every task of both is
+    # checked by tests/pipelines/test_export_families.py.
+    "pipeline_mobile_bert_question_answering": ("question-answering", "hf_tasks/mobile_bert_qa",
+                                                {}),
+    "pipeline_deberta_v3_token_classification": ("token-classification",
+                                                 "hf_tasks/deberta_v3_token",
+                                                 {"aggregation_strategy": "first"}),
 }
 
 # name -> (checkpoint under tests/fixtures, export arguments): models read by kbert.convert.load
