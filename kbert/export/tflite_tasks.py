@@ -20,7 +20,7 @@ reductions and ragged rows, without TFLite kernels), so the model returns every 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from kbert.export.tflite_packing import pack_dense, pack_text
+from kbert.export.tflite_packing import pack_dense, pack_dense_pairs, pack_text
 
 
 def _dense(ragged, width, default):
@@ -84,21 +84,9 @@ def pack_question(tokenizer, question, context, sequence_length):
     budget = sequence_length - 3
     a = tf.minimum(tf.cast(question.row_lengths(), tf.int32)[:, None], budget)  # [B, 1]
     b = tf.minimum(tf.cast(context.row_lengths(), tf.int32)[:, None], budget - a)
-    dense_a = _dense(question, budget, tokenizer.pad_id)
-    dense_b = _dense(context, budget, tokenizer.pad_id)
-    position = tf.range(sequence_length)[None, :]
-    from_a = tf.gather(dense_a, tf.clip_by_value(position - 1 + tf.zeros_like(a), 0,
-                                                 budget - 1), batch_dims=1)
-    from_b = tf.gather(dense_b, tf.clip_by_value(position - a - 2, 0, budget - 1),
-                       batch_dims=1)
-    token_ids = tf.where(
-        position == 0, tokenizer.cls_id, tf.where(
-            position <= a, from_a, tf.where(
-                (position == a + 1) | (position == a + b + 2), tokenizer.sep_id, tf.where(
-                    position <= a + b + 1, from_b, tokenizer.pad_id))))
-    features = {"token_ids": token_ids,
-                "segment_ids": tf.where((position >= a + 2) & (position <= a + b + 2), 1, 0),
-                "padding_mask": tf.cast(position <= a + b + 2, tf.int32)}
+    features = pack_dense_pairs(tokenizer, _dense(question, budget, tokenizer.pad_id), a,
+                                _dense(context, budget, tokenizer.pad_id), b,
+                                sequence_length)
     return features, a, b
 
 
