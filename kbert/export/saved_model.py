@@ -12,6 +12,7 @@ import keras
 import tensorflow as tf
 
 from kbert.data.task_features import pack_segments as pack
+from kbert.export.archive import write_archive
 from kbert.models.bert.bert_backbone import BertBackbone
 from kbert.models.bert.bert_pretrainer import BertPretrainer
 from kbert.models.pretrainer import Pretrainer
@@ -164,7 +165,7 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
         from kbert.export.task_signatures import task_archive
 
         archive = task_archive(model, tokenizer, sequence_length, **task_options)
-        archive.write_out(path, verbose=False)
+        write_archive(archive, path)
         if write_vocabulary:
             write_tokenizer_files(tokenizer, path)
         return path
@@ -233,7 +234,7 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
         archive.track(model)
         archive.add_endpoint("fill_mask", fill_mask, [string_batch])
 
-    archive.write_out(path, verbose=False)
+    write_archive(archive, path)
     if write_vocabulary:
         write_tokenizer_files(tokenizer, path)
     return path

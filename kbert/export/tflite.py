@@ -16,6 +16,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from kbert.export.archive import write_archive
 from kbert.export.signature_helpers import STRINGS, label_names_of, run_model
 from kbert.export.tflite_ops import check_ops
 from kbert.export.tflite_packing import pack_pairs, pack_text  # noqa: F401 (re-exported)
@@ -104,7 +105,7 @@ def convert(archive, path, quantize):
         raise ValueError(f"quantize={quantize!r}; allowed: None (float32), 'dynamic' (int8 "
                          f"weights, float activations) or 'float16'.")
     with tempfile.TemporaryDirectory() as directory:
-        archive.write_out(directory, verbose=False)
+        write_archive(archive, directory)
         converter = tf.lite.TFLiteConverter.from_saved_model(directory)
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
         converter.allow_custom_ops = True  # tensorflow-text's; check_ops refuses any other

@@ -15,6 +15,7 @@ import string
 import keras
 import tensorflow as tf
 
+from kbert.export.archive import write_archive
 from kbert.export.signature_helpers import STRINGS, run_model
 from kbert.pipelines import graph
 from kbert.pipelines.answer_serving import question_answering
@@ -231,6 +232,6 @@ def export(pipe, path, options):
     archive.track(pipe.tokenizer)
     for name, (function, specs) in endpoints.items():
         archive.add_endpoint(name, function, specs)
-    archive.write_out(path, verbose=False)
+    write_archive(archive, path)
     write_tokenizer_files(pipe.tokenizer, path)
     return path
