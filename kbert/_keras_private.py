@@ -1,4 +1,4 @@
-"""Every private Keras and keras-hub API kbert relies on, each behind a version guard.
+"""Every private Keras, keras-hub and TensorFlow API kbert relies on, each behind a version guard.
 
 A private attribute can change in any release. kbert uses one only where no public API does
 the job (the README's "Keras limits" lists each with its upstream issue), and calls `guard`
@@ -12,12 +12,11 @@ import os
 import typing
 
 # The versions the test suite ran with (setup.py pins them): a prefix of `__version__`.
-TESTED = {"keras": ("3.15.",), "keras_hub": ("0.32.",)}
-
+TESTED = {"keras": ("3.15.",), "keras_hub": ("0.32.",), "tensorflow": ("2.21.",)}
 
 
 class PrivateApi(typing.NamedTuple):
-    package: str  # "keras" or "keras_hub"
+    package: str  # "keras", "keras_hub" or "tensorflow"
     what: str  # what kbert touches
     why: str  # why no public API does
     upstream: str  # the upstream issue
@@ -46,6 +45,18 @@ PRIVATE_APIS = {
         "DisentangledSelfAttention)",
         "keras-hub exposes a transformer block's weights only through its private sublayers; "
         "kbert reads them to convert keras-hub presets",
+        "none filed"),
+    "export_archive_internals": PrivateApi(
+        "keras", "ExportArchive._endpoint_names, ._filter_and_track_resources, "
+        "._get_concrete_fn and ._tf_trackable (the steps of ExportArchive.write_out)",
+        "write_out traces every endpoint twice (its variable listing outside the save's "
+        "options, then tf.saved_model.save inside them); kbert runs the same steps with the "
+        "first trace inside the save's options, so that the save reuses it",
+        "none filed"),
+    "tf_save_context": PrivateApi(
+        "tensorflow", "tensorflow.python.saved_model.save_context.save_context",
+        "TensorFlow's function cache keys a trace by the SavedModel save's variable policy; "
+        "a trace made outside a save context is traced again by the save",
         "none filed"),
 }
 

@@ -10,15 +10,21 @@ text-classification pipeline: 17 s, 6.5 s of it the second trace).
 
 The steps are those of `write_out` in the pinned keras (3.15): `_filter_and_track_resources`
 (its variable listing and resource tracking), then `tf.saved_model.save` with every endpoint
-as a signature and the first as `serving_default` when none has that name.
+as a signature and the first as `serving_default` when none has that name. They are private
+APIs of keras and TensorFlow: `kbert._keras_private` guards both.
 """
 
 import tensorflow as tf
-from tensorflow.python.saved_model import save_context
+
+from kbert import _keras_private
 
 
 def write_archive(archive, path):
     """`archive.write_out(path, verbose=False)`, with one trace per endpoint."""
+    _keras_private.guard("export_archive_internals")
+    _keras_private.guard("tf_save_context")
+    from tensorflow.python.saved_model import save_context
+
     names = list(archive._endpoint_names)
     if not names:
         raise ValueError("No endpoints have been set yet. Call add_endpoint().")

@@ -60,14 +60,14 @@ def _kind(outputs, signatures):
 
 def _string_constants(function):
     """The string constants of a concrete function's graph and the functions it calls."""
-    from tensorflow.python.framework import tensor_util
+    import tensorflow as tf
 
     graph = function.graph.as_graph_def()
     nodes = list(graph.node) + [n for f in graph.library.function for n in f.node_def]
     out = []
     for node in nodes:
         if node.op == "Const" and node.attr["dtype"].type == 7:  # DT_STRING
-            value = tensor_util.MakeNdarray(node.attr["value"].tensor)
+            value = tf.make_ndarray(node.attr["value"].tensor)
             if value.ndim == 1:
                 out.append([v.decode("utf-8", "replace") for v in value])
     return out
