@@ -25,7 +25,7 @@ example packs several lines); keras-hub's `BertMaskedLMPreprocessor` makes one e
 line. Both use the same WordPiece vocabulary (learned from the corpus, untimed) and read the
 same file. Printed: examples/s, lines/s, and the ratios kbert / keras-hub (best round).
 
-`serve`: latency of a reloaded SavedModel (`kbert.export.load_saved_model`), `--serve_preset` with
+`serve`: latency of a reloaded SavedModel (`kbert.untrusted.load_saved_model`), `--serve_preset` with
 random weights, sequence 128, TensorFlow limited to `--serve_threads` threads. kbert's
 string signature (`serving_default`: tokenization and packing in the graph) and its
 integer-id signature (`serving_ids`) take the same sentences at batch 1 and 8; keras-hub's
@@ -355,7 +355,8 @@ def serve(argv):
 
     import kbert
     from kbert.data import corpora
-    from kbert.export import export_saved_model, load_saved_model
+    from kbert.export import export_saved_model
+    from kbert.untrusted import load_saved_model
     from kbert.export.saved_model import pack
     from kbert.tokenizers import WordPieceTokenizer
     from kbert.tokenizers.vocab_learning import learn_vocabulary, write_vocabulary

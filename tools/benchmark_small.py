@@ -168,7 +168,7 @@ def callers(paths, threads):
     from ai_edge_litert.interpreter import InterpreterWithCustomOps
     from tensorflow_text.core.pybinds import tflite_registrar
 
-    from kbert.export import load_saved_model
+    from kbert.untrusted import load_saved_model
 
     # Written by this run a moment ago: trusted, so neither checked nor copied (the checked
     # load copies the directory first, 900 MB for bert_base).

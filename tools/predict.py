@@ -6,7 +6,7 @@ file, written as JSON Lines in input order.
     python tools/predict.py --task=question-answering --model=path/to/squad_checkpoint \\
         --input=questions.jsonl --output=answers.jsonl --pipeline_option=top_k=2
 
-Every flag is a field of `kbert.pipelines.batch_prediction.PredictionConfig` (same name, same
+Every flag is a field of `kbert.batch.prediction.PredictionConfig` (same name, same
 help), so Python code can do what this program does. Running the same command again resumes
 after the rows the output already holds.
 """
@@ -19,15 +19,15 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app  # noqa: E402
 
-from kbert.pipelines.batch_prediction import PredictionConfig  # noqa: E402
+from kbert.batch.prediction import PredictionConfig  # noqa: E402
 from kbert.training import run_config  # noqa: E402
 
 __doc__ += "\n" + run_config.define_program(PredictionConfig)
 
 
 def main(argv):
-    from kbert.pipelines.batch_prediction import PredictionStopped, run_prediction
-    from kbert.pipelines.input_files import InputFileError
+    from kbert.batch.prediction import PredictionStopped, run_prediction
+    from kbert.batch.input_files import InputFileError
 
     run_config.run_program(PredictionConfig, run_prediction, argv,
                            message_errors=(InputFileError, PredictionStopped))

@@ -1,7 +1,7 @@
 """kbert's own directory: model.keras (architecture + weights) + vocab.txt (or ALBERT's
 spiece.model, or RoBERTa's vocab.json + merges.txt) + tokenizer_config.json.
 
-`tools/convert_checkpoint.py --to=kbert` writes it; `kbert.export.load_model(dir/"model.keras")`
+`tools/convert_checkpoint.py --to=kbert` writes it; `kbert.untrusted.load_model(dir/"model.keras")`
 and `WordPieceTokenizer(dir/"vocab.txt")` read it in plain Keras code, and `kbert.convert.read`
 reads it like any other format.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 from kbert.convert import _directory
 from kbert.convert.checkpoint import Checkpoint
 from kbert.convert._checks import CheckpointError, check_sizes
-from kbert.convert.keras_archive import archive_config, load_model
+from kbert.untrusted.keras_archive import archive_config, load_model
 
 MODEL_FILE = "model.keras"
 

@@ -1,7 +1,7 @@
 """kbert's optimizers and learning-rate schedule as Keras objects (keras.optimizers underneath).
 
 They live below `kbert.training` so that loading a saved model finds them registered without
-importing the training loop: `kbert.convert.keras_archive.load_model` needs only the models.
+importing the training loop: `kbert.untrusted.keras_archive.load_model` needs only the models.
 `kbert.training.create_optimizer` builds them from a run's settings.
 """
 

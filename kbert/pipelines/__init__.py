@@ -46,7 +46,7 @@ def pipeline(task, model=None, tokenizer=None, *, trusted=False, **options):
             feature-extraction), or an exported SavedModel directory.
         tokenizer: the kbert tokenizer (`kbert.tokenizers`); needed with a model object,
             else read from the checkpoint, preset or SavedModel.
-        trusted: for a SavedModel: load it even where `kbert.export.load_saved_model`
+        trusted: for a SavedModel: load it even where `kbert.untrusted.load_saved_model`
             finds operations that a kbert export does not hold.
         **options: the task's options (defaults for every call; a call's own override
             them), and for every task:

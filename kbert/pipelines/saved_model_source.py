@@ -94,7 +94,7 @@ def from_saved_model(path, tokenizer, task, trusted):
     """A `Source` running an exported SavedModel's `serving_ids`."""
     import tensorflow as tf
 
-    from kbert.export import load_saved_model
+    from kbert.untrusted import load_saved_model
 
     loaded = load_saved_model(path, trusted=trusted)
     signatures = dict(loaded.signatures)

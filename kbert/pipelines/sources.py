@@ -6,7 +6,7 @@ A model is one of:
 - a checkpoint directory of any format kbert reads (`kbert.convert`), its tokenizer inside;
 - a preset name (`kbert.presets`): its pretrained backbone / masked-LM pretrainer;
 - an exported SavedModel directory (`kbert.export.export_saved_model`), run through its
-  `serving_ids` signature, loaded by `kbert.export.load_saved_model`, which refuses unsafe
+  `serving_ids` signature, loaded by `kbert.untrusted.load_saved_model`, which refuses unsafe
   SavedModels unless `trusted=True`.
 
 Every source becomes a `Source`: a runner (features -> numpy outputs), the tokenizer, and

@@ -184,7 +184,7 @@ def _export_options(config, train):
 
 
 def _save(model, tokenizer, config, train):
-    """model_dir/model.keras (the fine-tuned model, `kbert.export.load_model`) with the
+    """model_dir/model.keras (the fine-tuned model, `kbert.untrusted.load_model`) with the
     tokenizer's files beside it, and the SavedModel in --export_dir."""
     from kbert.export.saved_model import write_tokenizer_files
 

@@ -8,7 +8,7 @@ import pytest
 from absl import app, flags
 
 from kbert import tasks
-from kbert.export import load_model
+from kbert.untrusted import load_model
 from tests.convert import _tasks
 
 

@@ -1,5 +1,5 @@
-"""Every kind of SavedModel kbert exports, tiny: what `kbert.export.saved_model_ops`'s allowlist
-is drawn from, and what tests/export/test_saved_model_check.py checks against it.
+"""Every kind of SavedModel kbert exports, tiny: what `kbert.untrusted.ops`'s allowlist
+is drawn from, and what tests/untrusted/test_saved_model_check.py checks against it.
 
 Run as a script, it exports them all and prints the op types they contain (the union, and
 what each export adds), and the op types of a plain Keras `model.export()`:

@@ -1,5 +1,5 @@
 """`pipeline.export` on MobileBERT and DeBERTa-v3: every task their pipelines serve, each
-SavedModel checked by `kbert.export.check_saved_model` and run in a fresh process with only
+SavedModel checked by `kbert.untrusted.check_saved_model` and run in a fresh process with only
 TensorFlow and tensorflow-text (test_export.FRESH), gives the pipeline's answers on the
 reference cases of that model and options and on the inputs below. MobileBERT's graph is
 BERT's WordPiece one on another encoder (its three-token embedding window, bottlenecks);
@@ -100,7 +100,7 @@ def _inputs(family, task, model, options):
 def served(tmp_path_factory, request):
     """{export key: (check_saved_model's error or None, [((label, inputs, options),
     results, placement)])} for the exports the run's selected tests need."""
-    from kbert.export import check_saved_model
+    from kbert.untrusted import check_saved_model
 
     tmp = tmp_path_factory.mktemp("family_exports")
     wanted = {_key(*item.callspec.params.values()) for item in request.session.items

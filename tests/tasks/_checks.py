@@ -12,7 +12,7 @@ import keras
 import numpy as np
 
 import kbert.models
-from kbert.export import load_model
+from kbert.untrusted import load_model
 from tests.helpers import TINY, random_batch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -55,7 +55,7 @@ def assert_same_outputs(a, b, atol=0.0):
 
 
 def check_round_trips(model, tmp_path):
-    """get_config -> from_config gives the same config; .keras save -> kbert.export.load_model
+    """get_config -> from_config gives the same config; .keras save -> kbert.untrusted.load_model
     gives the same class, config, outputs, and the compiled loss and optimizer back."""
     config = model.get_config()
     # Every constructor argument is stored: one left out would come back as its default.

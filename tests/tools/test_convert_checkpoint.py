@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import kbert.convert
-from kbert.export import load_model
+from kbert.untrusted import load_model
 from kbert.tokenizers import WordPieceTokenizer
 from tests.convert import _checkpoints
 

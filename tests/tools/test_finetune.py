@@ -124,7 +124,7 @@ def run(tmp_path, **kwargs):
 @pytest.mark.slow
 def test_a_classifier_run_keeps_the_best_epoch_and_saves_a_loadable_model(tmp_path, capsys):
     from kbert import convert
-    from kbert.export import load_model
+    from kbert.untrusted import load_model
 
     train = write_csv(tmp_path / "train.csv", sentences(64, 0))
     dev = write_csv(tmp_path / "dev.csv", sentences(32, 1))

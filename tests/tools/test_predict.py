@@ -1,4 +1,4 @@
-"""tools/predict.py and kbert.pipelines.batch_prediction: every input format gives what the
+"""tools/predict.py and kbert.batch.prediction: every input format gives what the
 pipeline gives, bad records are named before a model loads, an interrupted run resumes to
 the same output, and a call that never returns is given up on (its worker killed)."""
 
@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from kbert.pipelines import batch_prediction
-from kbert.pipelines.batch_prediction import (
+from kbert.batch import prediction as batch_prediction
+from kbert.batch.prediction import (
     PredictionConfig, PredictionStopped, run_prediction,
 )
-from kbert.pipelines.input_files import InputFileError
+from kbert.batch.input_files import InputFileError
 from kbert.training.run_config import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -378,7 +378,7 @@ def test_a_call_that_never_returns_is_given_up_on(tmp_path):
     assert [r["input"] for r in records] == texts(3)
 
     # A worker that dies in a call (here killed from outside) is reported with its exit code.
-    from kbert.pipelines.prediction_worker import CallFailed, WorkerRunner
+    from kbert.batch.worker import CallFailed, WorkerRunner
 
     runner = WorkerRunner("text-classification", model, True, {}, {"progress": False},
                           load_timeout=120)

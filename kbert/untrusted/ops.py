@@ -1,4 +1,4 @@
-"""The ops a SavedModel may hold to pass `kbert.export.check_saved_model`: exactly those in
+"""The ops a SavedModel may hold to pass `kbert.untrusted.check_saved_model`: exactly those in
 kbert's own exports (every family, task, fill-mask, and the pipelines' exports) and in a
 plain Keras `model.export()`.
 
@@ -136,5 +136,5 @@ def why_refused(op):
 
 
 ALLOWED = (f"kbert loads SavedModels whose ops are among the {len(ALLOWED_OPS)} of its own "
-           f"exports (kbert.export.saved_model_ops.ALLOWED_OPS); load one you trust with "
+           f"exports (kbert.untrusted.ops.ALLOWED_OPS); load one you trust with "
            f"trusted=True.")

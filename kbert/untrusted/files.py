@@ -1,7 +1,7 @@
 """The files of a SavedModel, read before anything in it runs: no links, FIFOs or devices
 among them, assets inside `assets/`, no variable or checkpoint tensor over the size cap, and
 `saved_model.pb` (or `.pbtxt`) parsed as a protocol buffer, as `tf.saved_model.load` reads
-it. `kbert.export.saved_model_check` walks the graphs after these pass."""
+it. `kbert.untrusted.saved_model` walks the graphs after these pass."""
 
 import os
 import shutil
@@ -10,8 +10,8 @@ import stat
 from google.protobuf import message, text_format
 from tensorflow.core.protobuf import saved_model_pb2
 
-from kbert.convert.keras_archive import UnsafeModelError
-from kbert.export.saved_model_graph import elements, known_elements
+from kbert.untrusted.keras_archive import UnsafeModelError
+from kbert.untrusted.graph import elements, known_elements
 
 
 class UnsafeSavedModelError(UnsafeModelError):

@@ -1,4 +1,4 @@
-"""kbert.export.check_saved_model / load_saved_model: hostile SavedModels made here are refused
+"""kbert.untrusted.check_saved_model / load_saved_model: hostile SavedModels made here are refused
 before anything in them runs (tf.saved_model.load is never reached: that is the proof; most of
 their ops would only run when called, so the absence of a sentinel file is a backstop, not
 evidence), naming the op and the function; kbert's own exports and a plain Keras export pass."""
@@ -16,8 +16,10 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 import kbert
-from kbert.export import UnsafeSavedModelError, check_saved_model, load_saved_model
-from kbert.export import saved_model_check, saved_model_ops
+from kbert.untrusted import UnsafeSavedModelError, check_saved_model, load_saved_model
+from kbert.untrusted import checker as saved_model_checker
+from kbert.untrusted import ops as saved_model_ops
+from kbert.untrusted import saved_model as saved_model_check
 from tests.export import kbert_exports
 
 STRINGS = tf.TensorSpec([None], tf.string)
@@ -48,7 +50,7 @@ def functions_with(path, op):
 def load_time_op_types(path):
     """The op types of the functions that run inside tf.saved_model.load (as the checker
     finds them: resources' functions, saveable objects' functions, what they call)."""
-    checker = saved_model_check._Checker(read_proto(path), str(path), 2**31)
+    checker = saved_model_checker.Checker(read_proto(path), str(path), 2**31)
     names = checker._load_time_functions()
     return {n.op for f in checker.functions.values() if f.signature.name in names
             for n in f.node_def}
@@ -677,7 +679,7 @@ def test_tables_filled_from_anything_but_constants_at_load_are_refused(tmp_path)
         tf.string, tf.int32, 0)), tmp_path / "grows")
     with pytest.raises(UnsafeSavedModelError):
         check_saved_model(grows)
-    checker = saved_model_check._Checker(read_proto(grows), grows, 2**31)
+    checker = saved_model_checker.Checker(read_proto(grows), grows, 2**31)
     with pytest.raises(UnsafeSavedModelError):
         checker.run()
     problems = [problem for _, problem in checker.problems]  # all, not the message's first 6
@@ -748,7 +750,7 @@ def test_a_table_initializer_called_again_is_refused(tmp_path):
     serve.control_ret["evil_call"] = "evil_call"
     serve.signature.control_output.append("evil_call")
     write_proto(tmp_path / "table", saved)
-    checker = saved_model_check._Checker(read_proto(path), path, 2**31)
+    checker = saved_model_checker.Checker(read_proto(path), path, 2**31)
     with pytest.raises(UnsafeSavedModelError) as refused:
         checker.run()
     assert re.search(f"StatefulPartitionedCall \\(node 'evil_call' in function "

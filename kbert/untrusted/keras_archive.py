@@ -1,7 +1,7 @@
 """Loading `.keras` files safely: the archive is checked before Keras reads it.
 
-It sits in `kbert.convert` (the floor that reads files) so that both the kbert directory
-format here and `kbert.export` above use it; `kbert.export.load_model` is the public name.
+It sits in `kbert.untrusted`, below `kbert.convert`, so that the kbert directory format and
+every loader above use it; `kbert.untrusted.load_model` is the public name.
 
 Keras's `safe_mode=True` (always on here) refuses to rebuild lambdas from bytecode. This
 loader also refuses, before Keras reads anything, an archive whose config names code outside

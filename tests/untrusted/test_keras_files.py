@@ -1,4 +1,4 @@
-"""kbert.export.load_model refuses hostile .keras archives before Keras reads them."""
+"""kbert.untrusted.load_model refuses hostile .keras archives before Keras reads them."""
 
 import json
 import re
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from kbert import presets
-from kbert.export import UnsafeModelError, load_model
+from kbert.untrusted import UnsafeModelError, load_model
 
 ROOT = Path(__file__).resolve().parents[2]
 

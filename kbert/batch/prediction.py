@@ -9,13 +9,13 @@
 - The input is read twice: once to check every record and count them, before any model is
   loaded (a bad record names its file and line), then in calls of `rows_per_call` rows,
   which the pipeline runs in length-grouped batches of `batch_size`.
-- The output has one line per input row, in input order (`prediction_output`): each
+- The output has one line per input row, in input order (`kbert.batch.output`): each
   call's lines are written, flushed and fsynced as it ends, so a kill loses at most the
   call in flight.
 - Resume: the same command again keeps the output's complete lines (a torn last one is cut
   off), checks that they are the input's first rows and that the run recorded beside them
   (task, model, pipeline options) is this one, and goes on after them.
-- Time limit: the pipeline runs in a worker process (`prediction_worker`); a call over
+- Time limit: the pipeline runs in a worker process (`kbert.batch.worker`); a call over
   `batch_timeout` seconds, or a worker that dies, stops the run naming the rows it gave up on
   (`on_timeout="stop"`), or writes an error record for each of them and goes on with a new
   worker (`"skip"`).
@@ -27,13 +27,14 @@ import os
 import time
 from typing import Optional
 
-from kbert.pipelines import ALIASES, TASKS, batching, input_files
-from kbert.pipelines.base import RUN_OPTIONS
-from kbert.pipelines.prediction_output import (PredictionStopped, Writer, check_run, record,
-                                               record_run, resume_point)
-from kbert.pipelines.prediction_worker import (
+from kbert.batch import input_files
+from kbert.batch.output import (PredictionStopped, Writer, check_run, record,
+                                record_run, resume_point)
+from kbert.batch.worker import (
     CallFailed, LocalRunner, PipelineError, WorkerRunner,
 )
+from kbert.pipelines import ALIASES, TASKS, batching
+from kbert.pipelines.base import RUN_OPTIONS
 from kbert.training import run_config
 from kbert.training.run_config import ConfigError, setting
 
