@@ -85,7 +85,7 @@ def load(path, head="auto", format="auto", dtype=None, task="auto",  # noqa: A00
         dtype: a Keras dtype policy, e.g. "mixed_bfloat16".
         task: "auto" (the checkpoint's task model, if it holds one); a task that the
             checkpoint must hold: a key of `kbert.tasks.TASKS` or a transformers pipeline
-            name ("text-classification", "ner", "question-answering", "feature-extraction"),
+            name ("text-classification", "ner", "question-answering", "sentence-embeddings"),
             else ValueError naming the architecture found and the task it serves; or `None`
             (never a task model: the encoder of a fine-tuned checkpoint).
         **config_overrides: `dropout`, `attention_dropout`, `initializer_range`,

@@ -12,10 +12,11 @@ from collections.abc import Callable, Mapping
 from typing import Optional
 
 from kbert import models
+from kbert.tasks import registry
 
-# The kbert tasks that have a fine-tuned Hugging Face class (`*For<Task>`); the embedder is a
-# sentence-transformers directory around the base model instead.
-HF_TASKS = ("text_classifier", "token_classifier", "question_answerer")
+# The kbert tasks that have a fine-tuned Hugging Face class (`*For<Task>`: a record's
+# `hf_class`); the embedder is a sentence-transformers directory around the base model instead.
+HF_TASKS = registry.hugging_face_tasks()
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
@@ -198,6 +199,11 @@ class Family:
             raise TypeError(f"{self.name}: task_architectures and task_dropout take the tasks "
                             f"{', '.join(HF_TASKS)} (dropout only for a task with a class), "
                             f"not {sorted(unknown)}.")
+        wrong = {task: cls for task, cls in self.task_architectures.items()
+                 if not cls.endswith(registry.RECORDS[task].hf_class)}
+        if wrong:
+            raise TypeError(f"{self.name}: task_architectures {wrong} do not end with their "
+                            "task's class name (kbert.tasks.registry's hf_class).")
         if self.tf1_name is None and (self.tf1_pattern or self.tf1_config_files
                                       or self.config_from_google or self.config_from_weights):
             raise TypeError(f"{self.name}: TF1 fields without tf1_name.")

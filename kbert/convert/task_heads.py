@@ -26,16 +26,17 @@ from typing import Optional
 from kbert import tasks
 from kbert.convert import _mapping, families
 from kbert.convert._family import HF_TASKS
+from kbert.tasks import registry
 from kbert.tasks.task import default_label_names
 from kbert.tasks.text_classifier import family_head, inferred_problem_type
 
-# The names of the head weights, outside the encoder's prefix (`bert.`) in Hugging Face files;
-# a family's own names add theirs (`head_prefixes`).
-HEAD_PREFIXES = ("classifier.", "pre_classifier.", "qa_outputs.")
+# The names of the head weights, outside the encoder's prefix (`bert.`) in Hugging Face files
+# (the task records' `hf_head_prefixes`); a family's own names add theirs (`head_prefixes`).
+HEAD_PREFIXES = tuple(dict.fromkeys(
+    prefix for record in registry.RECORDS.values() for prefix in record.hf_head_prefixes))
 # kbert's problem_type -> transformers'.
 PROBLEM_TYPES = {"single_label": "single_label_classification",
                  "multi_label": "multi_label_classification", "regression": "regression"}
-_LABELLED = ("text_classifier", "token_classifier")  # the tasks whose outputs have names
 _NOT_ARGUMENTS = ("name", "trainable", "backbone")  # task config entries that are not the head's
 
 
@@ -44,7 +45,8 @@ class TaskHead:
     """The task model a checkpoint holds.
 
     Attributes:
-        task: a key of `kbert.tasks.TASKS` ("text_classifier", ...).
+        task: the name of a task record with a model class (`kbert.tasks.registry`:
+            "text_classifier", ...).
         architecture: what the checkpoint calls it: the Hugging Face class
             ("BertForSequenceClassification"), or the sentence-transformers modules.
         arguments: the task class's keyword arguments (`num_classes`, `problem_type`,
@@ -79,13 +81,21 @@ class TaskHead:
 
 def describe(task):
     """"token_classifier (token-classification, ner)": the names a task answers to."""
-    aliases = [alias for alias, name in tasks.ALIASES.items() if name == task]
-    return f"{task} ({', '.join(aliases)})" if aliases else task
+    return registry.get(task).describe()
 
 
 def check(task_head, task, source, architecture=None):
     """The `TaskHead` to build for `task` ("auto" or a task name); ValueError naming what
-    the checkpoint holds and the task it serves when that is not `task`."""
+    the checkpoint holds and the task it serves when that is not `task`, or when `task`
+    has no task model (feature-extraction, fill-mask)."""
+    if task != "auto" and registry.get(task).model is None:
+        record = registry.get(task)
+        embedder = registry.TEXT_EMBEDDER
+        hint = (f"; one embedding per text is the task {embedder.describe()}"
+                if record is registry.BACKBONE else "")
+        raise ValueError(
+            f"task={task!r} ({record.name}) has no task model: it gives {record.summary}. "
+            f"Load {source} with task=None, head={record.model_head!r} for it{hint}.")
     if task_head is not None and (task == "auto" or tasks.task_name(task) == task_head.task):
         if task_head.refusal is not None:
             raise ValueError(f"{task_head.refusal} Load its encoder with task=None and put "
@@ -187,9 +197,10 @@ def sentence_transformers_name(pooling, normalize):
 
 def of_model(model):
     """The `TaskHead` of a kbert task model; `None` for any other model."""
-    task = next((name for name, cls in tasks.TASKS.items() if isinstance(model, cls)), None)
-    if task is None:
+    record = registry.of_model(model)
+    if record is None or record.model is None:
         return None
+    task = record.name
     arguments = {k: v for k, v in model.get_config().items() if k not in _NOT_ARGUMENTS}
     if task == "text_embedder":
         architecture = sentence_transformers_name(model.pooling, model.normalize)
@@ -232,7 +243,7 @@ def from_hf_config(values, family, source="config.json"):
     if task is None:
         return None
     arguments = {}
-    if task in _LABELLED:
+    if registry.RECORDS[task].labelled:
         arguments["label_names"] = _label_names(values, source)
         arguments["num_classes"] = len(arguments["label_names"])
     if task == "text_classifier":
@@ -269,7 +280,7 @@ def to_hf_config(task_head, family, source="model"):
             f"Hugging Face form; {family.task_architectures[task]} is head="
             f"{family_head(family.name)!r}."
         )
-    if task in _LABELLED:
+    if registry.RECORDS[task].labelled:
         names = arguments.get("label_names") or default_label_names(arguments["num_classes"])
         values["id2label"] = {str(i): name for i, name in enumerate(names)}
         values["label2id"] = {name: i for i, name in enumerate(names)}

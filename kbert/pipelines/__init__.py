@@ -6,8 +6,11 @@ on kbert models, so that code written for transformers' pipelines runs unchanged
     # [{'label': 'POSITIVE', 'score': 0.98}, {'label': 'NEGATIVE', 'score': 0.02}]
 
 Tasks: "text-classification" ("sentiment-analysis"), "token-classification" ("ner"),
-"question-answering", "zero-shot-classification", "feature-extraction",
-"sentence-embeddings", "fill-mask". See each pipeline class for its calls and options.
+"question-answering", "zero-shot-classification", "feature-extraction" (the backbone's
+hidden states, as transformers), "sentence-embeddings" (a `TextEmbedder`'s vector per text),
+"fill-mask"; kbert's task names ("text_classifier", ...) open their task's first pipeline.
+The names are `kbert.tasks.registry`'s, the one table of tasks. See each pipeline class for
+its calls and options.
 """
 
 from kbert.pipelines import batching, sources
@@ -21,25 +24,26 @@ from kbert.pipelines.question_answering import QuestionAnsweringPipeline
 from kbert.pipelines.text_classification import TextClassificationPipeline
 from kbert.pipelines.token_classification import TokenClassificationPipeline
 from kbert.pipelines.zero_shot import ZeroShotClassificationPipeline
+from kbert.tasks import registry
 
-TASKS = {
-    "text-classification": TextClassificationPipeline,
-    "token-classification": TokenClassificationPipeline,
-    "question-answering": QuestionAnsweringPipeline,
-    "zero-shot-classification": ZeroShotClassificationPipeline,
-    "feature-extraction": FeatureExtractionPipeline,
-    "sentence-embeddings": SentenceEmbeddingPipeline,
-    "fill-mask": FillMaskPipeline,
-}
-# transformers' other names for the same tasks.
-ALIASES = {"sentiment-analysis": "text-classification", "ner": "token-classification"}
+_CLASSES = {cls.task: cls for cls in (
+    TextClassificationPipeline, TokenClassificationPipeline, QuestionAnsweringPipeline,
+    ZeroShotClassificationPipeline, FeatureExtractionPipeline, SentenceEmbeddingPipeline,
+    FillMaskPipeline)}
+# Pipeline name -> class, for every pipeline of the task table (a KeyError here: a task
+# record names a pipeline that has no class).
+TASKS = {name: _CLASSES[name] for name in registry.pipeline_names()}
+# Every other task name -> the pipeline it opens ("ner" -> "token-classification",
+# "text_classifier" -> "text-classification").
+ALIASES = {name: registry.pipeline_task(name) for name in registry.names() if name not in TASKS}
 
 
 def pipeline(task, model=None, tokenizer=None, *, trusted=False, **options):
     """A pipeline for `task` on `model`, called as transformers' pipeline of that task.
 
     Args:
-        task: a key of `TASKS` (or of `ALIASES`).
+        task: a pipeline name (a key of `TASKS`) or another name of its task
+            (`ALIASES`: "sentiment-analysis", "ner", "text_classifier", ...).
         model: a kbert model object (a task model of `kbert.tasks`, a pretrainer with a
             masked-LM head, a backbone), a checkpoint directory of any format kbert reads
             (`kbert.convert`), a preset name (`kbert.presets`: fill-mask and
@@ -59,10 +63,7 @@ def pipeline(task, model=None, tokenizer=None, *, trusted=False, **options):
     Returns:
         a `Pipeline`: call it on texts (see the task's class).
     """
-    name = ALIASES.get(task, task)
-    if name not in TASKS:
-        raise ValueError(f"Unknown task {task!r}. Available: "
-                         f"{', '.join([*TASKS, *ALIASES])}.")
+    name = registry.pipeline_task(task)  # ValueError naming the known ones
     source = sources.resolve(name, model, tokenizer, trusted=trusted)
     return TASKS[name](source, **options)
 

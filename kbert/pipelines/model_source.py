@@ -4,16 +4,11 @@ tokenizer, and the kind of model, which says the pipeline tasks it serves. `sour
 
 import numpy as np
 
-# Kind of model -> the pipeline tasks it serves (feature-extraction: any, via its backbone).
-SERVES = {
-    "text_classifier": ("text-classification", "zero-shot-classification",
-                        "feature-extraction"),
-    "token_classifier": ("token-classification", "feature-extraction"),
-    "question_answerer": ("question-answering", "feature-extraction"),
-    "text_embedder": ("sentence-embeddings", "feature-extraction"),
-    "masked_lm": ("fill-mask", "feature-extraction"),
-    "backbone": ("feature-extraction",),
-}
+from kbert.tasks import registry
+
+# Kind of model (a task record's name) -> the pipeline tasks it serves: its task's, and
+# feature-extraction through its backbone (`TaskRecord.serves`).
+SERVES = {record.name: record.serves for record in registry.RECORDS.values()}
 
 
 class Source:

@@ -16,39 +16,20 @@ the kind of model, which says the pipeline tasks it serves.
 import os
 
 from kbert.pipelines.model_source import KerasRunner, Source
+from kbert.tasks import registry
 from kbert.tasks.task import default_label_names
-
-# The kbert task of `kbert.convert.load(path, task=...)` for each pipeline task.
-CHECKPOINT_TASKS = {
-    "text-classification": "text_classifier",
-    "zero-shot-classification": "text_classifier",
-    "token-classification": "token_classifier",
-    "question-answering": "question_answerer",
-    "sentence-embeddings": "text_embedder",
-}
 
 
 def kind_of(model):
-    """The kind of a kbert model object (a key of `model_source.SERVES`)."""
-    from kbert import models, tasks
-
-    for cls, kind in ((tasks.TextClassifier, "text_classifier"),
-                      (tasks.TokenClassifier, "token_classifier"),
-                      (tasks.QuestionAnswerer, "question_answerer"),
-                      (tasks.TextEmbedder, "text_embedder")):
-        if isinstance(model, cls):
-            return kind
-    inputs = getattr(model, "input", None)
-    outputs = getattr(model, "output", None)
-    if isinstance(inputs, dict) and "mask_positions" in inputs and isinstance(outputs, dict) \
-            and "mlm_logits" in outputs:
-        return "masked_lm"
-    if isinstance(model, models.BertBackbone):
-        return "backbone"
-    raise TypeError(
-        f"model={type(model).__name__} is no kbert model a pipeline can run: give a task "
-        "model (kbert.tasks), a pretrainer with a masked-LM head, a backbone, a checkpoint "
-        "directory, a preset name or a SavedModel directory.")
+    """The kind of a kbert model object: the name of its task's record
+    (`kbert.tasks.registry.of_model`, a key of `model_source.SERVES`)."""
+    record = registry.of_model(model)
+    if record is None:
+        raise TypeError(
+            f"model={type(model).__name__} is no kbert model a pipeline can run: give a task "
+            "model (kbert.tasks), a pretrainer with a masked-LM head, a backbone, a checkpoint "
+            "directory, a preset name or a SavedModel directory.")
+    return record.name
 
 
 def from_model(model, tokenizer, task):
@@ -58,6 +39,7 @@ def from_model(model, tokenizer, task):
                          "tokenizer too (tokenizer=kbert.tokenizers.WordPieceTokenizer(...) "
                          "or kbert.convert.load_tokenizer(checkpoint)).")
     kind = kind_of(model)
+    record = registry.RECORDS[kind]
     max_length = _backbone(model).config.max_sequence_length
     embedder_length = getattr(model, "max_length", None) if kind == "text_embedder" else None
     if task == "sentence-embeddings" and embedder_length is not None:
@@ -65,8 +47,8 @@ def from_model(model, tokenizer, task):
     source = Source(None, tokenizer, kind, type(model).__name__, max_length,
                     label_names=getattr(model, "label_names", None),
                     problem_type=getattr(model, "declared_problem_type", None))
-    runner_model = _backbone(model) if task == "feature-extraction" else model
-    if kind in ("text_classifier", "token_classifier") and source.label_names is None:
+    runner_model = _backbone(model) if registry.get(task) is registry.BACKBONE else model
+    if record.labelled and source.label_names is None:
         source.label_names = default_label_names(model.num_classes)
     source.runner = KerasRunner(runner_model)
     return source
@@ -85,27 +67,31 @@ def from_checkpoint(path, tokenizer, task):
     from kbert import convert
 
     checkpoint = convert.read(path)
-    if task in CHECKPOINT_TASKS:
-        model = checkpoint.build_task(CHECKPOINT_TASKS[task])
-    else:  # fill-mask: the masked-LM head; feature-extraction: the backbone alone.
-        model = checkpoint.build(head="auto" if task == "fill-mask" else None)
-        if task == "fill-mask" and kind_of(model) != "masked_lm":
-            raise ValueError(f"fill-mask needs a masked-LM head, and the checkpoint {path} "
+    record = registry.get(task)
+    if record.model is not None:
+        model = checkpoint.build_task(record.name)
+    else:  # fill-mask: the richest pretraining head, which must hold a masked LM;
+        # feature-extraction: the backbone alone.
+        model = checkpoint.build(head=None if record.model_head is None else "auto")
+        if not record.holds(model):
+            raise ValueError(f"{task} needs a masked-LM head, and the checkpoint {path} "
                              f"has none (it gives a {type(model).__name__}).")
     return from_model(model, checkpoint.tokenizer() if tokenizer is None else tokenizer, task)
 
 
 def from_preset(name, tokenizer, task):
-    """A preset's pretrained release: fill-mask and feature-extraction only (a preset holds
-    no fine-tuned task head)."""
+    """A preset's pretrained release: the tasks without a task model of their own only
+    (fill-mask, feature-extraction): a preset holds no fine-tuned task head."""
     from kbert import presets
 
-    if task not in ("fill-mask", "feature-extraction"):
+    record = registry.get(task)
+    if record.model is not None:
+        served = [r.pipelines[0] for r in registry.RECORDS.values() if r.model is None]
         raise ValueError(
             f"Preset {name!r} is a pretrained model without a fine-tuned {task} head: it "
-            "serves fill-mask and feature-extraction. Fine-tune a task model (kbert.tasks) "
+            f"serves {' and '.join(served)}. Fine-tune a task model (kbert.tasks) "
             "or pass a fine-tuned checkpoint directory.")
-    model = presets.load(name, head="mlm" if task == "fill-mask" else None)
+    model = presets.load(name, head=record.model_head)
     return from_model(model, tokenizer or presets.load_tokenizer(name), task)
 
 

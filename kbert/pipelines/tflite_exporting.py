@@ -24,9 +24,9 @@ from kbert.export.signature_helpers import STRINGS, run_model
 from kbert.export.tflite import convert, pack_text, text_tokenizer
 from kbert.pipelines.exporting import _activation, _scored
 from kbert.pipelines.model_source import KerasRunner
+from kbert.tasks import registry
 
-TASKS = ("text-classification", "zero-shot-classification", "feature-extraction",
-         "sentence-embeddings", "fill-mask", "token-classification", "question-answering")
+TASKS = registry.pipeline_names(export="tflite")
 
 
 def _truncating(pipe, truncation):

@@ -5,11 +5,13 @@ import os
 from typing import Optional
 
 from kbert import presets
+from kbert.tasks import registry
 from kbert.training import run_config
 from kbert.training.run_config import ConfigError, setting
 from kbert.training.run_settings import RunConfig
 
-TASKS = ("text_classifier", "token_classifier", "question_answerer")
+# The tasks `--task` takes: the records of `kbert.tasks.registry` with fine-tuning.
+TASKS = tuple(record.name for record in registry.finetuning_tasks())
 TAG_SCHEMES = ("IOB2", "BIO", "IOB1", "BIOES", "IOBES", "BILOU")
 UNFREEZE_UNITS = ("step", "epoch")
 DATA_HELP = ("'tfds:NAME' (glue/sst2, glue/mrpc, glue/mnli, glue/stsb, glue/cola, squad/v1.1, "
@@ -23,9 +25,9 @@ class FinetuningConfig(RunConfig):
     output, hardware and optimizer fields come from `RunConfig`)."""
 
     # === Model ===
-    task: str = setting("text_classifier", "What to fine-tune: text_classifier (single texts "
-                        "or pairs; classes or a regression), token_classifier (NER, POS) or "
-                        "question_answerer (extractive, SQuAD).", group="Model", choices=TASKS)
+    task: str = setting("text_classifier", "What to fine-tune: " + ", ".join(
+        f"{r.name} ({r.summary})" for r in registry.finetuning_tasks()) + ".",
+        group="Model", choices=TASKS)
     preset: Optional[str] = setting(
         None, f"Start from this preset's pretrained release: {', '.join(presets.list())} "
               "(give this or --checkpoint).", group="Model")

@@ -1,4 +1,6 @@
-"""The fine-tuning tasks: one record each, with what a run needs to know of it.
+"""The fine-tuning tasks: one record each, with what a run needs to know of it, for every
+task record of `kbert.tasks.registry` with `finetuning` (which names them, their models and
+their `--task` help).
 
 A record reads the task's data (TFDS or a file), turns it into batches, builds the kbert task
 model, feeds `fit` what that model takes, and scores predictions with the benchmark's own
@@ -11,8 +13,8 @@ from typing import Callable
 import numpy as np
 
 from kbert import data as kdata
-from kbert import tasks
 from kbert.tasks import metrics as task_metrics
+from kbert.tasks import registry
 
 
 def _read(config, spec, split, label_names=None):
@@ -76,7 +78,7 @@ def _predict(config, model, split):
 
 def _classifier_model(config, backbone, train):
     regression = train.data.regression
-    return tasks.TextClassifier(
+    return registry.TEXT_CLASSIFIER.build(
         backbone, problem_type="regression" if regression else "single_label",
         head=config.head, label_names=None if regression else train.label_names)
 
@@ -109,7 +111,7 @@ def _classifier_metric(config, train):
 # === token_classifier ===
 
 def _tagger_model(config, backbone, train):
-    return tasks.TokenClassifier(backbone, label_names=train.label_names)
+    return registry.TOKEN_CLASSIFIER.build(backbone, label_names=train.label_names)
 
 
 def _tagger_scores(config, model, split, tokenizer):
@@ -128,7 +130,7 @@ def _tagger_scores(config, model, split, tokenizer):
 # === question_answerer ===
 
 def _qa_model(config, backbone, train):
-    return tasks.QuestionAnswerer(backbone)
+    return registry.QUESTION_ANSWERER.build(backbone)
 
 
 def _qa_scores(config, model, split, tokenizer):
@@ -148,7 +150,7 @@ class FinetuningTask:
     """What a fine-tuning task reads, trains and is scored by.
 
     Attributes:
-        name: the `--task` value (a `kbert.tasks.TASKS` key).
+        name: the `--task` value: the name of its `kbert.tasks.registry` record.
         encode: (config, data, tokenizer) -> the encoded split (features as arrays).
         batches: (config, prepared split, tokenizer, training, seed) -> a dataset of the
             model's `fit` arguments (all features); `training=True`: the endless stream.
@@ -175,7 +177,7 @@ class FinetuningTask:
         return Prepared(data, encoded, getattr(data, "label_names", None))
 
 
-FINETUNING_TASKS = {task.name: task for task in (
+_HOOKS = {task.name: task for task in (
     # Encoded once, like the other tasks: the evaluation after every epoch then neither
     # builds nor traces the tokenizing pipeline again.
     FinetuningTask("text_classifier",
@@ -196,3 +198,6 @@ FINETUNING_TASKS = {task.name: task for task in (
                                               "end_logits": y["end_positions"]},)),
                    _qa_model, _qa_scores, lambda config, train: "f1"),
 )}
+# `--task` -> its record here, for every fine-tuning task of the table (a KeyError here: a task
+# record says `finetuning` and has no hooks).
+FINETUNING_TASKS = {record.name: _HOOKS[record.name] for record in registry.finetuning_tasks()}

@@ -248,11 +248,12 @@ def test_the_tokenizer_gives_the_checkpoints_ids(name):
 
 
 @pytest.mark.parametrize("name, task, served", [
-    ("bert_seq_single", "token_classifier", "text_classifier (text-classification)"),
+    ("bert_seq_single", "token_classifier", "text_classifier (text-classification, "
+                                            "zero-shot-classification, sentiment-analysis)"),
     ("electra_token", "question-answering", "token_classifier (token-classification, ner)"),
     ("distil_bert_qa", "ner", "question_answerer (question-answering)"),
     ("st_bert_cls", "text_classifier",
-     "text_embedder (feature-extraction, sentence-similarity)"),
+     "text_embedder (sentence-embeddings, sentence-similarity)"),
 ])
 def test_the_wrong_task_is_refused_naming_what_the_checkpoint_serves(name, task, served):
     architecture = kbert.convert.read(FIXTURES / name).task.architecture

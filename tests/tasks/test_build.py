@@ -14,9 +14,13 @@ def test_build_by_name_and_pipeline_alias():
                       TextClassifier)
     assert isinstance(kbert.tasks.build("ner", backbone, num_classes=3), TokenClassifier)
     assert isinstance(kbert.tasks.build("question-answering", backbone), QuestionAnswerer)
-    embedder = kbert.tasks.build("feature-extraction", backbone, pooling="cls")
+    embedder = kbert.tasks.build("sentence-embeddings", backbone, pooling="cls")
     assert isinstance(embedder, TextEmbedder) and embedder.pooling == "cls"
     assert embedder.backbone is backbone
+    # feature-extraction is the backbone's hidden states, as in transformers: no task model.
+    with pytest.raises(ValueError, match="feature-extraction .backbone. has no task model.*"
+                                         "build 'text_embedder' .'sentence-embeddings'.."):
+        kbert.tasks.build("feature-extraction", backbone, pooling="cls")
     with pytest.raises(ValueError, match="Unknown task 'summarization'. Known: text_classifier"):
         kbert.tasks.build("summarization", backbone)
 
