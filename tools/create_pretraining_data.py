@@ -7,7 +7,7 @@ The files use google-research/bert's feature names (input_ids, input_mask, segme
 masked_lm_positions, masked_lm_ids, masked_lm_weights, next_sentence_labels), so either
 project can train on them; `kbert.data.tfrecords.read` maps them to kbert's names. Each of the
 `--dupe_factor` passes over the corpus draws new masks (dynamic masking does this every epoch
-without files: see `kbert.data.pretraining_dataset`).
+without files: see `kbert.data.pretraining_examples`).
 """
 
 import os

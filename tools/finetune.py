@@ -17,16 +17,16 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app  # noqa: E402
 
-from kbert.training import run_config  # noqa: E402
+from kbert.training import config_fields  # noqa: E402
 from kbert.training.finetuning_config import FinetuningConfig  # noqa: E402
 
-__doc__ += "\n" + run_config.define_program(FinetuningConfig)
+__doc__ += "\n" + config_fields.define_program(FinetuningConfig)
 
 
 def main(argv):
     from kbert.training import run_finetuning
 
-    run_config.run_program(FinetuningConfig, run_finetuning, argv)
+    config_fields.run_program(FinetuningConfig, run_finetuning, argv)
 
 
 if __name__ == "__main__":

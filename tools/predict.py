@@ -20,16 +20,16 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app  # noqa: E402
 
 from kbert.batch.prediction import PredictionConfig  # noqa: E402
-from kbert.training import run_config  # noqa: E402
+from kbert.training import config_fields  # noqa: E402
 
-__doc__ += "\n" + run_config.define_program(PredictionConfig)
+__doc__ += "\n" + config_fields.define_program(PredictionConfig)
 
 
 def main(argv):
     from kbert.batch.prediction import PredictionStopped, run_prediction
     from kbert.batch.input_files import InputFileError
 
-    run_config.run_program(PredictionConfig, run_prediction, argv,
+    config_fields.run_program(PredictionConfig, run_prediction, argv,
                            message_errors=(InputFileError, PredictionStopped))
 
 

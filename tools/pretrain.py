@@ -17,16 +17,16 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app  # noqa: E402
 
-from kbert.training import run_config  # noqa: E402
+from kbert.training import config_fields  # noqa: E402
 from kbert.training.pretraining_config import PretrainingConfig  # noqa: E402
 
-__doc__ += "\n" + run_config.define_program(PretrainingConfig)
+__doc__ += "\n" + config_fields.define_program(PretrainingConfig)
 
 
 def main(argv):
     from kbert.training import run_pretraining
 
-    run_config.run_program(PretrainingConfig, run_pretraining, argv)
+    config_fields.run_program(PretrainingConfig, run_pretraining, argv)
 
 
 if __name__ == "__main__":

@@ -35,8 +35,8 @@ from kbert.batch.worker import (
 )
 from kbert.pipelines import ALIASES, TASKS, batching
 from kbert.pipelines.base import RUN_OPTIONS
-from kbert.training import run_config
-from kbert.training.run_config import ConfigError, setting
+from kbert.training import config_fields
+from kbert.training.config_fields import ConfigError, setting
 
 logger = logging.getLogger(__name__)
 # Options that have their own field, so not in `pipeline_options`.
@@ -56,7 +56,7 @@ class PredictionConfig:
     pipeline_options: dict = setting(
         help="A pipeline option KEY=VALUE (JSON value), repeatable, passed to every call: "
              "top_k=2, aggregation_strategy=simple, truncation=true, ...", group="Model",
-        flag="pipeline_option", from_flag=run_config.key_values, default_factory=dict)
+        flag="pipeline_option", from_flag=config_fields.key_values, default_factory=dict)
     candidate_labels: Optional[list] = setting(
         None, "zero-shot-classification's labels, comma-separated.", group="Model")
     input: str = setting(help="The input file (required).", group="Data")
@@ -93,7 +93,7 @@ class PredictionConfig:
 
     def validate(self):
         """Everything that can be checked without reading the input or loading a model."""
-        run_config.check(self)
+        config_fields.check(self)
         name = ALIASES.get(self.task, self.task)
         if self.candidate_labels is not None and name != "zero-shot-classification":
             raise ConfigError(f"--candidate_labels is for zero-shot-classification, not "

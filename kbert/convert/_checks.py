@@ -167,7 +167,7 @@ def _implied(family, config, tensors):
 def check_shapes(family, config, tensors, config_source, names=None):
     """Refuses tensors (common name -> `Tensor`) that are not the ones `config` implies: the
     vocabulary, positions, segments, widths and layer count the family's record
-    (`Family.shapes`) reads from them, a layer whose tensors differ from layer 0's, and a
+    (`FamilyFormat.shapes`) reads from them, a layer whose tensors differ from layer 0's, and a
     weight that is not floating point. Messages name both files, the field and both values."""
     names = names or {}
     for name, tensor in tensors.items():

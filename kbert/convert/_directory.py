@@ -143,7 +143,7 @@ def check_tokenizer(folder, vocabulary, sentencepiece, vocabulary_size, config_s
     """Refuses a vocab.txt, SentencePiece model or vocab.json + merges.txt (`merges` given)
     in `folder` that is not the model's: another token count than `vocabulary_size` (at most
     it, for a `family` whose table has spare rows), a special token missing, a token twice;
-    a merge whose tokens (or their join) vocab.json lacks. `family` (a `Family` record) names
+    a merge whose tokens (or their join) vocab.json lacks. `family` (a `FamilyFormat` record) names
     the SentencePiece model's file and its tokenizer's specials and added tokens."""
     from kbert.tokenizers import SPECIAL_TOKENS
     from kbert.tokenizers.sentence_piece_tokenizer import SPECIAL_PIECES

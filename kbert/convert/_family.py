@@ -1,4 +1,4 @@
-"""The contract between the checkpoint formats and a model family: one `Family` record.
+"""The contract between the checkpoint formats and a model family: one `FamilyFormat` record.
 
 Each family module (`bert`, `albert`, `distil_bert`, `electra`, `roberta`) builds exactly one
 record, `FAMILY`; `kbert.convert.families` registers them. The formats (`hugging_face`, `tf1`,
@@ -71,7 +71,7 @@ class Shapes:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
-class Family:
+class FamilyFormat:
     """What the formats need to know about one model family.
 
     Weights in every format are translated to one common form: numpy arrays keyed by the

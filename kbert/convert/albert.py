@@ -7,7 +7,7 @@ TF1 release names them `bert/encoder/transformer/group_0/inner_group_0/...`.
 import re
 
 from kbert.convert import _mapping, bert
-from kbert.convert._family import Family, Shapes
+from kbert.convert._family import FamilyFormat, Shapes
 from kbert.models import AlbertConfig
 
 MODEL_TYPE = "albert"
@@ -133,7 +133,7 @@ def tf1_name(name):
     return bert.tf1_parts_to_hf(name.split("/"))
 
 
-FAMILY = Family(
+FAMILY = FamilyFormat(
     name="albert",
     entries=entries,
     heads_in=heads_in,

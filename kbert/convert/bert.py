@@ -6,7 +6,7 @@ prefix dropped (`embeddings.word_embeddings.weight`, `encoder.layer.0.attention.
 ..., `cls.predictions.bias`, `cls.seq_relationship.weight`). This module maps that dict onto
 kbert's variables and back (with `kbert.convert._mapping`), so each format needs only its own
 name translation. `albert`, `distil_bert` and `electra` are the same for their families. Each
-module ends with its `FAMILY` record (`kbert.convert._family.Family`): what the formats read.
+module ends with its `FAMILY` record (`kbert.convert._family.FamilyFormat`): what the formats read.
 
 TinyBERT's released general students (huawei-noah/TinyBERT_General_*, the tiny_bert_* presets)
 are BERT in the files of huawei-noah's own code: a config.json with no `model_type` (read as
@@ -20,7 +20,7 @@ for whoever wants it, is logged as not used when a model is built, and is not wr
 import re
 
 from kbert.convert import _mapping
-from kbert.convert._family import Family, Shapes
+from kbert.convert._family import FamilyFormat, Shapes
 from kbert.models import BertConfig
 
 MODEL_TYPE = "bert"  # config.json's model_type
@@ -42,7 +42,7 @@ CONFIG_FIELDS = {
 }
 
 
-# Where the tensors of every family show the embedding sizes (`Family.shapes`).
+# Where the tensors of every family show the embedding sizes (`FamilyFormat.shapes`).
 EMBEDDING_SIZES = {
     "vocabulary_size": ("embeddings.word_embeddings.weight", 0),
     "embedding_size": ("embeddings.word_embeddings.weight", 1),
@@ -219,7 +219,7 @@ def tf1_parts_to_hf(parts):
     return ".".join(out), transpose
 
 
-FAMILY = Family(
+FAMILY = FamilyFormat(
     name="bert",
     entries=entries,
     heads_in=heads_in,

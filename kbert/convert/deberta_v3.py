@@ -21,7 +21,7 @@ one rate for both, read from `cls_dropout` (training only: inference has no drop
 
 from kbert import _keras_private
 from kbert.convert import _mapping, bert
-from kbert.convert._family import Family, Shapes
+from kbert.convert._family import FamilyFormat, Shapes
 from kbert.models import DebertaV3Config
 
 MODEL_TYPE = "deberta-v2"  # transformers' DebertaV2* classes serve DeBERTa-v2 and -v3
@@ -90,7 +90,7 @@ def config_from_hf(values, source="config.json"):
 def check_task_config(task, values, source="config.json"):
     """A sequence classifier's ContextPooler must be the one kbert's head computes: as wide
     as the encoder, with the exact GELU (transformers' defaults). Only the classification
-    head reads the pooler, so only a task load checks it (`Family.check_task_config`): the
+    head reads the pooler, so only a task load checks it (`FamilyFormat.check_task_config`): the
     encoder of such a checkpoint loads with task=None."""
     if task != "text_classifier":
         return
@@ -205,7 +205,7 @@ def keras_hub_pairs(source, target):
     return [(variable, _numpy(value)) for variable, value in pairs]
 
 
-FAMILY = Family(
+FAMILY = FamilyFormat(
     name="deberta_v3",
     entries=entries,
     heads_in=heads_in,

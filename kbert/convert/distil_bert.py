@@ -5,7 +5,7 @@ module has no TF1 names: `kbert.convert.tf1` never reads a checkpoint as DistilB
 """
 
 from kbert.convert import _mapping, bert
-from kbert.convert._family import Family, Shapes
+from kbert.convert._family import FamilyFormat, Shapes
 from kbert.models import DistilBertConfig
 
 MODEL_TYPE = "distilbert"
@@ -87,7 +87,7 @@ def heads_in(weights):
     return "pretrainer" if "vocab_transform.weight" in weights else None
 
 
-FAMILY = Family(
+FAMILY = FamilyFormat(
     name="distil_bert",
     entries=entries,
     heads_in=heads_in,

@@ -21,7 +21,7 @@ import types
 import numpy as np
 
 from kbert.convert import _mapping, bert
-from kbert.convert._family import Companion, Family
+from kbert.convert._family import Companion, FamilyFormat
 from kbert.models import ElectraConfig
 from kbert.models.electra.electra_generator import generator_size
 
@@ -250,7 +250,7 @@ def tf1_name(name):
     return hf_name, transpose
 
 
-FAMILY = Family(
+FAMILY = FamilyFormat(
     name="electra",
     entries=entries,
     heads_in=heads_in,

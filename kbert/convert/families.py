@@ -1,33 +1,33 @@
 """The model families `kbert.convert` reads and writes: the one place a format looks one up.
 
-    family = families.get("electra")          # a `kbert.convert._family.Family` record
+    family = families.get("electra")          # a `kbert.convert._family.FamilyFormat` record
     family = families.by_model_type("albert")  # from a Hugging Face config.json
 """
 
 from kbert import models
 from kbert.convert import albert, bert, deberta_v3, distil_bert, electra, mobile_bert, roberta
-from kbert.convert._family import Companion, Family
+from kbert.convert._family import Companion, FamilyFormat
 
 # name -> record, in the order of `kbert.models.FAMILIES`.
-FAMILIES = {f.name: f for f in (bert.FAMILY, albert.FAMILY, distil_bert.FAMILY, electra.FAMILY,
+FORMATS = {f.name: f for f in (bert.FAMILY, albert.FAMILY, distil_bert.FAMILY, electra.FAMILY,
                                 roberta.FAMILY, deberta_v3.FAMILY, mobile_bert.FAMILY)}
 
 
 def get(name):
     """The record of family `name` ("bert"); ValueError naming the known ones otherwise."""
-    if name not in FAMILIES:
-        raise ValueError(f"Unknown model family {name!r}. Known: {', '.join(FAMILIES)}.")
-    return FAMILIES[name]
+    if name not in FORMATS:
+        raise ValueError(f"Unknown model family {name!r}. Known: {', '.join(FORMATS)}.")
+    return FORMATS[name]
 
 
 def by_model_type(model_type, source="config.json"):
     """The family of a Hugging Face config.json's `model_type`."""
-    for family in FAMILIES.values():
+    for family in FORMATS.values():
         if family.model_type == model_type:
             return family
     raise ValueError(
         f"{source}: model_type={model_type!r} is not supported. Supported: "
-        f"{', '.join(sorted(f.model_type for f in FAMILIES.values()))}."
+        f"{', '.join(sorted(f.model_type for f in FORMATS.values()))}."
     )
 
 
@@ -61,18 +61,18 @@ def by_config(values, source="config.json"):
             f"{source} has no model_type, and kbert reads such a config only as BERT's (the "
             f"fields {', '.join(_BERT_FIELDS)}, as TinyBERT's releases have): "
             f"{' and '.join(reasons)}. Add the model_type, one of "
-            f"{', '.join(sorted(f.model_type for f in FAMILIES.values()))}.")
-    return FAMILIES["bert"]
+            f"{', '.join(sorted(f.model_type for f in FORMATS.values()))}.")
+    return FORMATS["bert"]
 
 
 def by_keras_hub_class(class_name, source="keras-hub preset"):
     """The family of a keras-hub backbone class ("BertBackbone")."""
-    for family in FAMILIES.values():
+    for family in FORMATS.values():
         if family.keras_hub_class is not None and family.keras_hub_class == class_name:
             return family
     raise ValueError(
         f"{source} holds a keras-hub {class_name}; kbert reads "
-        f"{', '.join(f.keras_hub_class for f in FAMILIES.values() if f.keras_hub_class)} "
+        f"{', '.join(f.keras_hub_class for f in FORMATS.values() if f.keras_hub_class)} "
         "presets."
     )
 
@@ -89,5 +89,5 @@ def of_model(model):
     )
 
 
-__all__ = ["FAMILIES", "Companion", "Family", "by_config", "by_keras_hub_class", "by_model_type",
+__all__ = ["FORMATS", "Companion", "FamilyFormat", "by_config", "by_keras_hub_class", "by_model_type",
            "get", "of_model"]

@@ -17,7 +17,7 @@ the row off zero in training anyway.)
 import numpy as np
 
 from kbert.convert import _mapping, bert
-from kbert.convert._family import Family, Shapes
+from kbert.convert._family import FamilyFormat, Shapes
 from kbert.models import MobileBertConfig
 
 MODEL_TYPE = "mobilebert"
@@ -162,7 +162,7 @@ def heads_in(weights):
     return "pretrainer" if "cls.seq_relationship.weight" in weights else "mlm"
 
 
-FAMILY = Family(
+FAMILY = FamilyFormat(
     name="mobile_bert",
     entries=entries,
     heads_in=heads_in,

@@ -8,7 +8,7 @@ and not written. There is no original TF1 release (fairseq published PyTorch).
 """
 
 from kbert.convert import _mapping, bert
-from kbert.convert._family import Family, Shapes
+from kbert.convert._family import FamilyFormat, Shapes
 from kbert.models import RobertaBackbone, RobertaConfig
 
 MODEL_TYPE = "roberta"
@@ -76,7 +76,7 @@ def heads_in(weights):
     return "pretrainer" if "lm_head.dense.weight" in weights else None
 
 
-FAMILY = Family(
+FAMILY = FamilyFormat(
     name="roberta",
     entries=entries,
     heads_in=heads_in,

@@ -119,7 +119,7 @@ def check(task_head, task, source, architecture=None):
 # === Weight maps ===
 
 def head_prefixes(family):
-    """The names outside the encoder in the task checkpoints of `family` (a `Family`):
+    """The names outside the encoder in the task checkpoints of `family` (a `FamilyFormat`):
     `HEAD_PREFIXES` and the first part of each of its `task_head_names` (DeBERTa's
     `pooler.`, which in BERT's files is the encoder's `bert.pooler.`)."""
     own = tuple(name.split(".")[0] + "." for name in family.task_head_names.values())
@@ -143,7 +143,7 @@ def optional_pooler(entries, backbone):
 
 
 def _head_entries(model):
-    """The head's entries under the family's names (`Family.task_head_names`)."""
+    """The head's entries under the family's names (`FamilyFormat.task_head_names`)."""
     renamed = families.of_model(model).task_head_names
     result = []
     for entry in _kbert_head_entries(model):

@@ -56,7 +56,7 @@ def family_of(names):
     """The model family of a TF1 checkpoint, from its variable names: the family whose
     `tf1_pattern` some name matches, else the one without a pattern (BERT)."""
     names = list(names)
-    with_release = [f for f in families.FAMILIES.values() if f.tf1_name is not None]
+    with_release = [f for f in families.FORMATS.values() if f.tf1_name is not None]
     for family in with_release:
         if family.tf1_pattern and any(re.search(family.tf1_pattern, n) for n in names):
             return family.name

@@ -8,7 +8,7 @@ from kbert.data import (
 from kbert.data.classification import classification_dataset, encode_classification
 from kbert.data.masking import Masker
 from kbert.data.pairs import PairBuilder
-from kbert.data.pipeline import examples, pretraining_dataset
+from kbert.data.pretraining_examples import examples, pretraining_dataset
 from kbert.data.question_answering import (
     decode_answers, encode_questions, question_answering_dataset,
 )

@@ -14,7 +14,7 @@ import tensorflow as tf
 from absl import logging
 
 from kbert.data import corpora
-from kbert.data.pipeline import split_features_and_labels
+from kbert.data.pretraining_examples import split_features_and_labels
 
 ORIGINAL_NAMES = {
     "input_ids": "token_ids",

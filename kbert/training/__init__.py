@@ -1,7 +1,7 @@
 """Training runs: pretraining and fine-tuning (configs whose fields are the programs' flags),
 optimizers and schedules, strategies, callbacks, layer-wise fine-tuning techniques."""
 
-from kbert.training.optimizers import WarmupSchedule, create_optimizer
+from kbert.models.optimizers import WarmupSchedule, create_optimizer
 from kbert.training.strategies import create_strategy, find_tpu
 
 __all__ = ["ConfigError", "FinetuningConfig", "PretrainingConfig", "WarmupSchedule",
@@ -9,7 +9,7 @@ __all__ = ["ConfigError", "FinetuningConfig", "PretrainingConfig", "WarmupSchedu
            "run_pretraining"]
 
 # The runs pull in kbert.data and tensorflow-text: load them on first use.
-_LAZY = {"ConfigError": "run_config", "PretrainingConfig": "pretraining_config",
+_LAZY = {"ConfigError": "config_fields", "PretrainingConfig": "pretraining_config",
          "run_pretraining": "pretraining", "FinetuningConfig": "finetuning_config",
          "run_finetuning": "finetuning"}
 

@@ -5,7 +5,7 @@ import dataclasses
 from kbert import presets
 from kbert.training import runs
 from kbert.training.objectives import OBJECTIVES
-from kbert.training.run_config import ConfigError
+from kbert.training.config_fields import ConfigError
 
 
 @dataclasses.dataclass

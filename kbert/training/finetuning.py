@@ -21,12 +21,12 @@ from kbert.training import callbacks as kbert_callbacks
 from kbert.training import layer_wise, multi_worker, runs
 from kbert.training.finetuning_config import FinetuningConfig  # noqa: F401 - public name
 from kbert.training.finetuning_tasks import FINETUNING_TASKS
-from kbert.training.run_config import ConfigError
+from kbert.training.config_fields import ConfigError
 from kbert.training.strategies import create_strategy
 
 
 @dataclasses.dataclass
-class Encoder:
+class PretrainedEncoder:
     """Where the pretrained encoder comes from: its tokenizer now, its backbone later (built
     inside the strategy's scope)."""
 
@@ -37,10 +37,10 @@ class Encoder:
 
 
 def encoder_source(config):
-    """The `Encoder` of `--preset` or `--checkpoint`."""
+    """The `PretrainedEncoder` of `--preset` or `--checkpoint`."""
     overrides = config.config_overrides
     if config.preset is not None:
-        return Encoder(f"preset {config.preset}", presets.load_tokenizer(config.preset),
+        return PretrainedEncoder(f"preset {config.preset}", presets.load_tokenizer(config.preset),
                        presets.config(config.preset).max_sequence_length,
                        lambda dtype: presets.load(config.preset, head=None, dtype=dtype,
                                                   **overrides))
@@ -51,7 +51,7 @@ def encoder_source(config):
                               "own config.json; it takes no overrides.")
         positions = presets.config(run.config.preset,
                                    **run.config.config_overrides).max_sequence_length
-        return Encoder(run.description, run.tokenizer(), positions,
+        return PretrainedEncoder(run.description, run.tokenizer(), positions,
                        lambda dtype: run.objective.encoder(run.build(dtype)))
     from kbert import convert
 
@@ -59,7 +59,7 @@ def encoder_source(config):
         checkpoint = convert.read(config.checkpoint)
     except (FileNotFoundError, ValueError) as e:
         raise ConfigError(f"--checkpoint={config.checkpoint!r}: {e}") from None
-    return Encoder(f"checkpoint {config.checkpoint}", checkpoint.tokenizer(),
+    return PretrainedEncoder(f"checkpoint {config.checkpoint}", checkpoint.tokenizer(),
                    checkpoint.config.max_sequence_length,
                    lambda dtype: checkpoint.build(head=None, dtype=dtype, **overrides))
 

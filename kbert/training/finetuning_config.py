@@ -6,8 +6,8 @@ from typing import Optional
 
 from kbert import presets
 from kbert.tasks import registry
-from kbert.training import run_config
-from kbert.training.run_config import ConfigError, setting
+from kbert.training import config_fields
+from kbert.training.config_fields import ConfigError, setting
 from kbert.training.run_settings import RunConfig
 
 # The tasks `--task` takes: the records of `kbert.tasks.registry` with fine-tuning.
@@ -39,7 +39,7 @@ class FinetuningConfig(RunConfig):
         help="Architecture field override KEY=VALUE (JSON value), repeatable; with "
              "pretrained weights only dropout, attention_dropout, activation, "
              "initializer_range and a shorter max_sequence_length.",
-        group="Model", flag="config_override", from_flag=run_config.key_values,
+        group="Model", flag="config_override", from_flag=config_fields.key_values,
         default_factory=dict)
     head: str = setting("auto", "text_classifier head: auto (the family's, as transformers "
                         "has it), pooled (the pooler's output) or cls (the [CLS] hidden "

@@ -4,7 +4,7 @@ import os
 
 import tensorflow as tf
 
-from kbert.training.run_config import ConfigError
+from kbert.training.config_fields import ConfigError
 
 
 def check(config, strategy):

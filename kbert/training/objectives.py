@@ -17,7 +17,7 @@ from typing import Callable, Optional
 
 from kbert import models, presets
 from kbert.models.distil_bert.tiny_bert_distiller import TINY_BERT_FAMILIES
-from kbert.training.run_config import ConfigError
+from kbert.training.config_fields import ConfigError
 
 
 def _from_preset(head):

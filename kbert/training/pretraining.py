@@ -16,10 +16,10 @@ import tensorflow as tf
 from absl import logging
 
 from kbert.training import callbacks as kbert_callbacks
-from kbert.training import multi_worker, sources
+from kbert.training import multi_worker, pretraining_inputs
 from kbert.training.objectives import OBJECTIVES
 from kbert.training.pretraining_config import PretrainingConfig  # noqa: F401 - public name
-from kbert.training.run_config import ConfigError  # noqa: F401 - public name
+from kbert.training.config_fields import ConfigError  # noqa: F401 - public name
 from kbert.training.strategies import create_strategy
 
 
@@ -70,8 +70,8 @@ def run_pretraining(config):
         # What the run did: the lower-casing resolved from the preset when not given.
         json.dump({**dataclasses.asdict(config), "lowercase": config.resolved_lowercase}, f,
                   indent=2)
-    tokenizer = sources.tokenizer(config, work_dir, teacher)
-    train_steps = sources.train_steps(config, tokenizer)
+    tokenizer = pretraining_inputs.tokenizer(config, work_dir, teacher)
+    train_steps = pretraining_inputs.train_steps(config, tokenizer)
 
     with strategy.scope():
         overrides = {"vocabulary_size": tokenizer.vocabulary_size, **config.config_overrides}
@@ -110,7 +110,7 @@ def _fit(model, config, objective, tokenizer, strategy, checkpoints, work_dir, s
     """Trains from `start_step` to `train_steps` in loops; returns the last loop's logs."""
     # The stream is the same from every iterator: skipping the steps done restores its
     # position. A step is one batch (Keras accumulates gradients inside the optimizer).
-    stream = sources.dataset(config, tokenizer, repeat=True).skip(start_step)
+    stream = pretraining_inputs.dataset(config, tokenizer, repeat=True).skip(start_step)
     stream = multi_worker.shard_by_data(stream)
     # Only the features the model takes (DistilBERT has no segment_ids).
     names = set(getattr(model, "feature_names", None) or model.input)

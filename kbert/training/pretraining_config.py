@@ -11,10 +11,10 @@ from kbert import models, presets
 from kbert.data.inputs import INPUT_HELP
 from kbert.data.masking import MASKINGS
 from kbert.tokenizers import tokenizer_types
-from kbert.training import run_config
+from kbert.training import config_fields
 from kbert.models.distil_bert.tiny_bert_distiller import STAGES
 from kbert.training.objectives import DISTILL_RECIPES, OBJECTIVES
-from kbert.training.run_config import ConfigError, setting
+from kbert.training.config_fields import ConfigError, setting
 from kbert.training.run_settings import RunConfig
 DEFAULT_TRAIN_STEPS = 1000
 
@@ -30,7 +30,7 @@ class PretrainingConfig(RunConfig):
     config_overrides: dict = setting(
         help="Architecture field override KEY=VALUE (JSON value), repeatable, e.g. "
              "--config_override=dropout=0.0; any field of the preset's config.",
-        group="Model", flag="config_override", from_flag=run_config.key_values,
+        group="Model", flag="config_override", from_flag=config_fields.key_values,
         default_factory=dict)
     init_checkpoint: Optional[str] = setting(
         None, "Start the model weights from this run's model_dir or checkpoint (e.g. phase 2 "
@@ -117,7 +117,7 @@ class PretrainingConfig(RunConfig):
         None, "Teacher layer of each student layer, comma-separated integers, e.g. "
               "0,2,4,7,9,11 (default: distil_bert spreads them evenly, which is that for 6 of "
               "12; tiny_bert takes (i+1)*T/S-1, e.g. 2,5,8,11 for 4 of 12).",
-        group="Model", from_flag=run_config.integers)
+        group="Model", from_flag=config_fields.integers)
     # === Schedule (and the optimizer's fields of RunConfig) ===
     train_steps: Optional[int] = setting(
         None, f"Training steps, a multiple of --steps_per_loop (give this or --epochs; "

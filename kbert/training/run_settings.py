@@ -7,9 +7,9 @@ their checks are written once for both programs.
 import dataclasses
 from typing import Optional
 
-from kbert.training import run_config
-from kbert.training.optimizers import DECAYS, OPTIMIZERS, create_optimizer
-from kbert.training.run_config import setting
+from kbert.training import config_fields
+from kbert.models.optimizers import DECAYS, OPTIMIZERS, create_optimizer
+from kbert.training.config_fields import setting
 from kbert.training.strategies import STRATEGIES
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -36,7 +36,7 @@ class RunConfig:
     weight_decay: float = setting(0.01, "Decoupled weight decay, not on LayerNorm or biases "
                                   "(>= 0).", group="Schedule", minimum=0)
     clipnorm: Optional[float] = setting(1.0, "Global gradient-norm clipping (> 0; 0: off).",
-                                        group="Schedule", from_flag=run_config.zero_is_none)
+                                        group="Schedule", from_flag=config_fields.zero_is_none)
     gradient_accumulation_steps: int = setting(
         1, "Batches per optimizer update (an integer >= 1; 1 under several replicas).",
         group="Schedule", minimum=1)
@@ -60,7 +60,7 @@ class RunConfig:
 
     def validate(self):
         """Checks every field's allowed values; subclasses add their own checks."""
-        run_config.check(self)
+        config_fields.check(self)
 
     def dtype(self):
         """The Keras dtype policy of the model: None for float32."""

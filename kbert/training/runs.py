@@ -12,7 +12,7 @@ import tensorflow as tf
 from kbert.tokenizers import tokenizer_types
 from kbert.training.objectives import OBJECTIVES
 from kbert.training.pretraining_config import PretrainingConfig
-from kbert.training.run_config import ConfigError
+from kbert.training.config_fields import ConfigError
 
 # config.json of runs made before the fields were renamed: old name -> current name.
 _RENAMED = {"vocab": "vocab_file", "vocab_size": "learned_vocabulary_size"}

@@ -13,7 +13,7 @@ import kbert.convert
 from kbert import models
 from kbert.convert import (_mapping, albert, bert, deberta_v3, distil_bert, electra, families,
                            mobile_bert, roberta, tf1)
-from kbert.convert._family import Companion, Family
+from kbert.convert._family import Companion, FamilyFormat
 from kbert.models.electra.electra_generator import generator_size
 from tests.convert import _families
 
@@ -52,7 +52,7 @@ def _file_shapes(folder, family):
 # === Every variable of every kbert model is mapped exactly once ===
 
 @pytest.mark.parametrize("head", models.HEADS)
-@pytest.mark.parametrize("name", list(families.FAMILIES))
+@pytest.mark.parametrize("name", list(families.FORMATS))
 def test_the_weight_map_covers_every_variable_exactly_once(name, head):
     model = models.build(name, CONFIGS[name], head=head)
     entries = families.get(name).entries(model)
@@ -134,14 +134,14 @@ def test_an_electra_pretrainer_maps_onto_its_discriminator_and_generator_files()
 # === The contract ===
 
 def test_every_family_has_one_complete_record():
-    assert list(families.FAMILIES) == list(models.FAMILIES)
+    assert list(families.FORMATS) == list(models.FAMILIES)
     for module in (bert, albert, distil_bert, electra, roberta, deberta_v3, mobile_bert):
-        records = [v for v in vars(module).values() if isinstance(v, Family)]
+        records = [v for v in vars(module).values() if isinstance(v, FamilyFormat)]
         assert records == [module.FAMILY]
         assert families.get(module.FAMILY.name) is module.FAMILY
-    for name, family in families.FAMILIES.items():
+    for name, family in families.FORMATS.items():
         assert family.name == name
-        for field in dataclasses.fields(Family):
+        for field in dataclasses.fields(FamilyFormat):
             value = getattr(family, field.name)
             if "Callable" in str(field.type):  # a hook: callable, or None where optional
                 assert callable(value) or (value is None and "Optional" in str(field.type)), \
@@ -150,7 +150,7 @@ def test_every_family_has_one_complete_record():
         assert family.prefix.endswith(".")
         assert all(p.endswith(".") for p in family.head_prefixes)
         assert family.companion is None or isinstance(family.companion, Companion)
-    records = list(families.FAMILIES.values())
+    records = list(families.FORMATS.values())
     for field in ("model_type", "prefix", "keras_hub_class"):
         values = [getattr(f, field) for f in records]
         assert len(set(values)) == len(values), field
@@ -159,10 +159,10 @@ def test_every_family_has_one_complete_record():
 
 
 def test_records_that_break_the_contract_are_refused():
-    fields = {f.name: getattr(bert.FAMILY, f.name) for f in dataclasses.fields(Family)}
+    fields = {f.name: getattr(bert.FAMILY, f.name) for f in dataclasses.fields(FamilyFormat)}
     del fields["model_type"]
     with pytest.raises(TypeError, match="model_type"):
-        Family(**fields)
+        FamilyFormat(**fields)
     with pytest.raises(TypeError, match="architectures must name a class for every head"):
         dataclasses.replace(bert.FAMILY, architectures={None: "BertModel"})
     with pytest.raises(TypeError, match="TF1 fields without tf1_name"):
@@ -199,7 +199,7 @@ def test_formats_find_the_family_in_the_registry(tmp_path, monkeypatch):
     # record, not a family module.
     record = families.get("electra")
     moved = dataclasses.replace(record.companion, folder="gen")
-    monkeypatch.setitem(families.FAMILIES, "electra", dataclasses.replace(record, companion=moved))
+    monkeypatch.setitem(families.FORMATS, "electra", dataclasses.replace(record, companion=moved))
     backbone = models.ElectraBackbone(**{**TINY, "num_layers": 2}, embedding_size=12)
     model = models.ElectraPretrainer(backbone, generator_hidden_fraction=0.5)
     kbert.convert.save_hugging_face(model, tmp_path / "hf")

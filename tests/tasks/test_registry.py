@@ -60,7 +60,7 @@ def test_every_layer_reads_its_task_names_from_the_table():
     assert list(finetuning_tasks.FINETUNING_TASKS) == finetuned
     assert list(finetuning_config.TASKS) == finetuned
     assert list(kbert.tasks.TASKS) == [r.name for r in registry.task_models()]
-    for family in families.FAMILIES.values():  # the task classes transformers has
+    for family in families.FORMATS.values():  # the task classes transformers has
         assert set(family.task_architectures) <= set(registry.hugging_face_tasks())
 
 

@@ -23,7 +23,7 @@ def test_a_teacher_of_each_kind_resolves_the_run_tokenizer_type(tmp_path):
     """--tokenizer_type=auto follows the teacher (its checkpoint's files, its preset); a
     --tokenizer_type that is not the teacher's is refused, naming both."""
     from kbert.training import PretrainingConfig
-    from kbert.training.run_config import ConfigError
+    from kbert.training.config_fields import ConfigError
 
     def config(**kw):
         return PretrainingConfig(model_dir=str(tmp_path), train_steps=2,

@@ -24,13 +24,13 @@ WORDS = ["the", "of", "to", "and", "in", "it", "that", "was", "for", "on", "with
 def parse_flags(args):
     from absl import flags
 
-    from kbert.training import run_config
+    from kbert.training import config_fields
     from kbert.training.finetuning_config import FinetuningConfig
 
     flag_values = flags.FlagValues()
-    run_config.define_flags(FinetuningConfig, flag_values)
+    config_fields.define_flags(FinetuningConfig, flag_values)
     flag_values(["finetune.py", *args])
-    return run_config.config_from_flags(FinetuningConfig, flag_values)
+    return config_fields.config_from_flags(FinetuningConfig, flag_values)
 
 
 def sentences(n, seed):
@@ -68,7 +68,7 @@ def write_csv(path, rows):
 def test_bad_flags_fail_fast(tmp_path, args, message):
     from absl.flags import IllegalFlagValueError
 
-    from kbert.training.run_config import ConfigError
+    from kbert.training.config_fields import ConfigError
 
     base = [f"--model_dir={tmp_path}/run", "--train_data=tfds:glue/sst2"]
     try:
@@ -231,7 +231,7 @@ def test_a_roberta_tagger_or_reader_with_an_export_dir_is_refused_before_trainin
     """Their SavedModels align words by WordPiece rules, which RoBERTa's data does not use:
     the run says so (and where RoBERTa's export is) before it reads or trains anything."""
     from kbert.training import FinetuningConfig, run_finetuning
-    from kbert.training.run_config import ConfigError
+    from kbert.training.config_fields import ConfigError
 
     roberta = ROOT / "tests" / "fixtures" / "hf_tiny" / "roberta"
     train = tmp_path / "train.txt"

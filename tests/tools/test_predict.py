@@ -21,7 +21,7 @@ from kbert.batch.prediction import (
     PredictionConfig, PredictionStopped, run_prediction,
 )
 from kbert.batch.input_files import InputFileError
-from kbert.training.run_config import ConfigError
+from kbert.training.config_fields import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 PREDICT = str(ROOT / "tools" / "predict.py")
@@ -157,15 +157,15 @@ def test_a_bad_record_names_the_file_and_line_before_any_model_loads(tmp_path, n
 def test_flags_map_to_the_config_and_bad_ones_are_refused(tmp_path):
     from absl import flags
 
-    from kbert.training import run_config
+    from kbert.training import config_fields
 
     flag_values = flags.FlagValues()
-    run_config.define_flags(PredictionConfig, flag_values)
+    config_fields.define_flags(PredictionConfig, flag_values)
     flag_values(["predict.py", "--task=zero-shot-classification", "--model=m",
                  "--input=in.csv", "--output=out.jsonl", "--candidate_labels=sports,art",
                  "--pipeline_option=multi_label=true", "--batch_timeout=5",
                  "--on_timeout=skip", "--trusted"])
-    parsed = run_config.config_from_flags(PredictionConfig, flag_values)
+    parsed = config_fields.config_from_flags(PredictionConfig, flag_values)
     assert parsed.candidate_labels == ["sports", "art"] and parsed.trusted
     assert parsed.pipeline_options == {"multi_label": True} and parsed.batch_timeout == 5
     parsed.validate()

@@ -57,13 +57,13 @@ def parse_flags(args):
     """The `PretrainingConfig` that tools/pretrain.py builds from `args`, in this process."""
     from absl import flags
 
-    from kbert.training import run_config
+    from kbert.training import config_fields
     from kbert.training.pretraining_config import PretrainingConfig
 
     flag_values = flags.FlagValues()
-    run_config.define_flags(PretrainingConfig, flag_values)
+    config_fields.define_flags(PretrainingConfig, flag_values)
     flag_values(["pretrain.py", *args])
-    return run_config.config_from_flags(PretrainingConfig, flag_values)
+    return config_fields.config_from_flags(PretrainingConfig, flag_values)
 
 
 @pytest.mark.parametrize(
@@ -117,7 +117,7 @@ def parse_flags(args):
     ],
 )
 def test_bad_flags_fail_fast(tmp_path, args, message):
-    from kbert.training.run_config import ConfigError
+    from kbert.training.config_fields import ConfigError
 
     with pytest.raises(ConfigError) as error:
         parse_flags([f"--model_dir={tmp_path}/run", *args]).validate()
@@ -131,7 +131,7 @@ def test_the_distillation_recipe_is_a_flag(tmp_path):
     from absl import flags
 
     from kbert.training.pretraining_config import PretrainingConfig
-    from kbert.training.run_config import ConfigError
+    from kbert.training.config_fields import ConfigError
 
     config = parse_flags([f"--model_dir={tmp_path}", "--objective=distill", "--teacher=bert_tiny",
                           "--distill_recipe=tiny_bert", "--tiny_bert_stage=intermediate"])
@@ -169,7 +169,7 @@ def test_a_resumed_or_distilled_run_keeps_the_casing_it_tokenizes_with(tmp_path)
 
     from kbert.training.distillation import TeacherSource
     from kbert.training.pretraining import _resolve_lowercase
-    from kbert.training.run_config import ConfigError
+    from kbert.training.config_fields import ConfigError
 
     def config(*extra):
         return parse_flags([f"--model_dir={tmp_path}", "--preset=roberta_base", *extra])

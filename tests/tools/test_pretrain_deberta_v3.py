@@ -44,7 +44,7 @@ def test_the_deberta_v3_flagfile_is_the_released_recipe(tmp_path):
     (["--preset=roberta_base"], "needs a preset of the electra or deberta_v3 family"),
 ])
 def test_the_generator_size_flags_fail_fast(tmp_path, args, message):
-    from kbert.training.run_config import ConfigError
+    from kbert.training.config_fields import ConfigError
 
     with pytest.raises(ConfigError) as error:
         parse_flags([f"--model_dir={tmp_path}/run", "--preset=deberta_v3_xsmall",

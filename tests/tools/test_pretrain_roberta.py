@@ -43,7 +43,7 @@ def test_the_roberta_flagfile_is_the_papers_recipe(tmp_path):
      "examples made ahead of time."),
 ])
 def test_packing_across_documents_needs_one_segment_of_text(tmp_path, args, message):
-    from kbert.training.run_config import ConfigError
+    from kbert.training.config_fields import ConfigError
 
     with pytest.raises(ConfigError) as error:
         parse_flags([f"--model_dir={tmp_path}/run", "--pack_across_documents", *args]).validate()
@@ -57,7 +57,7 @@ def test_packing_across_documents_needs_one_segment_of_text(tmp_path, args, mess
                   "vocab.json (with merges.txt beside it): the path must end in .json"),
 ])
 def test_a_byte_pair_vocab_file_without_its_merges_fails_fast(tmp_path, name, message):
-    from kbert.training.run_config import ConfigError
+    from kbert.training.config_fields import ConfigError
 
     vocab = tmp_path / name
     vocab.write_text('{"<s>": 0}')
@@ -160,7 +160,7 @@ def test_a_roberta_run_learns_its_byte_pair_vocabulary_once(tmp_path):
     space before each sentence, cased with --nolowercase); a resumed run reads the same
     files, and a given --vocab_file is read, not learned."""
     from kbert.tokenizers import BytePairTokenizer
-    from kbert.training import sources
+    from kbert.training import pretraining_inputs as sources
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(f"The Cat number {i} sat on the mat, again." for i in range(300)))

@@ -6,7 +6,7 @@ import pytest
 
 from kbert import models
 from kbert.training import layer_wise
-from kbert.training.optimizers import create_optimizer
+from kbert.models.optimizers import create_optimizer
 
 CONFIG = dict(vocabulary_size=50, num_layers=3, hidden_size=16, num_heads=2,
               intermediate_size=32, max_sequence_length=16, dropout=0.0,

@@ -114,7 +114,7 @@ def test_tiny_bert_takes_exactly_its_families(preset):
 
 @pytest.mark.parametrize("preset", ["deberta_v3_xsmall", "mobile_bert"])
 def test_the_tool_refuses_tiny_bert_for_the_other_families_before_any_work(tmp_path, preset):
-    from kbert.training.run_config import ConfigError
+    from kbert.training.config_fields import ConfigError
     from tests.tools.test_pretrain import parse_flags
 
     config = parse_flags([f"--model_dir={tmp_path}", f"--preset={preset}",

@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from kbert.data import inputs, pretraining_dataset, tfrecords
 from kbert.training.objectives import OBJECTIVES
-from kbert.training.run_config import ConfigError
+from kbert.training.config_fields import ConfigError
 
 
 def tokenizer(config, model_dir, teacher=None):
