@@ -1,18 +1,28 @@
-"""The official fine-tuning metrics in numpy (no TensorFlow, no scikit-learn):
+"""The official fine-tuning metrics, from the libraries that define them:
 
-- GLUE (as its evaluation code, scikit-learn and scipy): `accuracy`, `f1_score` (binary,
-  macro), `matthews_corrcoef` (CoLA), `pearson` and `spearman` (STS-B); `glue_scores`.
-- `entity_scores`: entity-level precision / recall / F1 as seqeval computes them.
-- `squad_scores`: SQuAD v1.1 / v2.0 exact match and F1 as the official evaluate scripts.
+- GLUE (its evaluation code calls scikit-learn and scipy): `accuracy`, `f1_score` (binary,
+  macro) and `matthews_corrcoef` (CoLA) from scikit-learn, `pearson` and `spearman` (STS-B)
+  from scipy.stats; `glue_scores`.
+- `entity_scores`: entity-level precision / recall / F1 from seqeval.
+- `squad_scores`: SQuAD v1.1 / v2.0 exact match and F1 as the official evaluate scripts
+  (their answer normalisation is theirs, written out here as they have it).
+
+Each library call is wrapped where the library warns, raises or returns something else than
+kbert has promised at the edges (constant or one-point inputs, nothing predicted); the
+wrappers say why.
 """
 
 import collections
 import re
 import string
+import warnings
 
 import numpy as np
-
-from kbert.tasks._seqeval import entities
+import scipy.stats
+from seqeval import scheme as seqeval_scheme
+from seqeval.metrics import sequence_labeling as seqeval_default
+from seqeval.metrics import v1 as seqeval_strict
+from sklearn import metrics as sklearn_metrics
 
 
 def _pair(y_true, y_pred):
@@ -24,66 +34,62 @@ def _pair(y_true, y_pred):
 
 
 def accuracy(y_true, y_pred):
-    """The share of predictions equal to the labels."""
+    """The share of predictions equal to the labels (scikit-learn's `accuracy_score`)."""
     y_true, y_pred = _pair(y_true, y_pred)
-    return float(np.mean(y_true == y_pred))
+    return float(sklearn_metrics.accuracy_score(y_true, y_pred))
 
 
-def _f1(tp, fp, fn):
-    # scikit-learn's zero_division: 0.0 when there is nothing to divide.
-    return 0.0 if 2 * tp + fp + fn == 0 else 2.0 * tp / (2 * tp + fp + fn)
+_AVERAGES = ("binary", "macro")
 
 
 def f1_score(y_true, y_pred, average="binary", pos_label=1):
-    """F1 as scikit-learn: "binary" (of `pos_label`; MRPC, QQP) or "macro" (the mean over
-    the labels seen in `y_true` or `y_pred`)."""
+    """F1 as scikit-learn's `f1_score`: "binary" (of `pos_label`; MRPC, QQP) or "macro" (the
+    mean over the labels seen in `y_true` or `y_pred`); 0.0 where F1 is undefined (no
+    `pos_label` in either), scikit-learn's zero_division=0."""
     y_true, y_pred = _pair(y_true, y_pred)
+    if average not in _AVERAGES:
+        raise ValueError(f"Unknown average {average!r}. Allowed: "
+                         f"{', '.join(map(repr, _AVERAGES))}.")
     if average == "binary":
-        labels = [pos_label]
-    elif average == "macro":
-        labels = np.unique(np.concatenate([y_true, y_pred]))
-    else:
-        raise ValueError(f"Unknown average {average!r}. Allowed: 'binary', 'macro'.")
-    scores = [_f1(np.sum((y_pred == c) & (y_true == c)), np.sum((y_pred == c) & (y_true != c)),
-                  np.sum((y_pred != c) & (y_true == c))) for c in labels]
-    return float(np.mean(scores))
+        # labels=[pos_label] with a per-label average is scikit-learn's F1 of that one label
+        # against the rest: the "binary" number on two labels, and (unlike average="binary",
+        # which refuses them) the same one-label F1 on more labels, as kbert has given.
+        return float(sklearn_metrics.f1_score(y_true, y_pred, labels=[pos_label],
+                                              average="macro", zero_division=0.0))
+    return float(sklearn_metrics.f1_score(y_true, y_pred, average="macro", zero_division=0.0))
 
 
 def matthews_corrcoef(y_true, y_pred):
-    """Matthews correlation (CoLA), scikit-learn's multiclass form; 0 when undefined."""
+    """Matthews correlation (CoLA), scikit-learn's `matthews_corrcoef` (multiclass form);
+    0.0 when undefined (one label everywhere)."""
     y_true, y_pred = _pair(y_true, y_pred)
-    labels, index = np.unique(np.concatenate([y_true, y_pred]), return_inverse=True)
-    confusion = np.zeros((len(labels), len(labels)), "float64")
-    np.add.at(confusion, (index[:len(y_true)], index[len(y_true):]), 1)
-    t_sum, p_sum = confusion.sum(axis=1), confusion.sum(axis=0)
-    n_correct, n = np.trace(confusion), confusion.sum()
-    cov_ytyp = n_correct * n - t_sum @ p_sum
-    cov_ypyp = n * n - p_sum @ p_sum
-    cov_ytyt = n * n - t_sum @ t_sum
-    if cov_ypyp * cov_ytyt == 0:
-        return 0.0
-    return float(cov_ytyp / np.sqrt(cov_ytyt * cov_ypyp))
+    with warnings.catch_warnings():
+        # One label in both: scikit-learn returns the promised 0.0, after its confusion
+        # matrix warns that it saw a single label, which is the case being scored here.
+        warnings.filterwarnings("ignore", "A single label was found", UserWarning)
+        return float(sklearn_metrics.matthews_corrcoef(y_true, y_pred))
+
+
+def _correlation(function, x, y):
+    x, y = _pair(x, y)
+    if x.size < 2:
+        # A single point is a constant side: nan, where scipy's pearsonr raises instead.
+        return float("nan")
+    with warnings.catch_warnings():
+        # A constant side: scipy returns the promised nan, and warns that it did.
+        warnings.simplefilter("ignore", scipy.stats.ConstantInputWarning)
+        return float(function(x.astype("float64"), y.astype("float64")).statistic)
 
 
 def pearson(x, y):
-    """Pearson's r (STS-B), as scipy.stats.pearsonr; nan when a side is constant."""
-    x, y = _pair(x, y)
-    x, y = x.astype("float64") - x.mean(), y.astype("float64") - y.mean()
-    denominator = np.sqrt(np.sum(x * x) * np.sum(y * y))
-    return float(np.sum(x * y) / denominator) if denominator else float("nan")
-
-
-def _ranks(x):
-    """Ranks from 1, ties get their mean rank (scipy.stats.rankdata's "average")."""
-    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
-    last = np.cumsum(counts)  # the highest rank of each distinct value
-    return (last - (counts - 1) / 2.0)[inverse]
+    """Pearson's r (STS-B), scipy.stats.pearsonr; nan when a side is constant."""
+    return _correlation(scipy.stats.pearsonr, x, y)
 
 
 def spearman(x, y):
-    """Spearman's rho (STS-B): Pearson's r of the ranks, as scipy.stats.spearmanr."""
-    x, y = _pair(x, y)
-    return pearson(_ranks(x), _ranks(y))
+    """Spearman's rho (STS-B): Pearson's r of the ranks (ties get their mean rank),
+    scipy.stats.spearmanr; nan when a side is constant."""
+    return _correlation(scipy.stats.spearmanr, x, y)
 
 
 # GLUE task -> its metrics (the GLUE paper, Table 1).
@@ -113,9 +119,16 @@ def glue_scores(task, y_true, y_pred):
 
 # --- Entity-level scores (seqeval) -------------------------------------------------------
 
+# The strict-mode schemes kbert takes, by name.
+_SCHEMES = {"IOB1": seqeval_scheme.IOB1, "IOB2": seqeval_scheme.IOB2,
+            "IOE2": seqeval_scheme.IOE2, "IOBES": seqeval_scheme.IOBES,
+            "BILOU": seqeval_scheme.BILOU}
+_PREFIXES = "IOBESUL"  # seqeval.scheme.Prefix's one-letter members
+
+
 def entity_scores(y_true, y_pred, scheme=None):
-    """Entity-level micro precision, recall and F1, and the same per entity type, exactly as
-    seqeval's `classification_report` / `f1_score`.
+    """Entity-level micro precision, recall and F1, and the same per entity type, from
+    seqeval's `precision_recall_fscore_support` (the numbers of its `classification_report`).
 
     Args:
         y_true, y_pred: tag sequences (lists of sentences, each a list of strings like
@@ -129,17 +142,31 @@ def entity_scores(y_true, y_pred, scheme=None):
     Returns:
         {"precision", "recall", "f1", "support" (gold entities),
          "per_type": {type: {"precision", "recall", "f1", "support"}}}; 0.0 where a ratio
-        is undefined (seqeval's zero_division="warn", without the warning).
+        is undefined (seqeval's zero_division=0: its "warn" value, without the warning).
     """
     y_true, y_pred = _sentences(y_true), _sentences(y_pred)
     if [len(s) for s in y_true] != [len(s) for s in y_pred]:
         raise ValueError("y_true and y_pred need the same number of sentences and tags.")
-    gold, found = entities(y_true, scheme), entities(y_pred, scheme)
-    types = sorted({e[0] for e in gold} | {e[0] for e in found})
-    per_type = {t: _prf(len({e for e in gold if e[0] == t} & {e for e in found if e[0] == t}),
-                        sum(e[0] == t for e in found), sum(e[0] == t for e in gold))
-                for t in types}
-    return {**_prf(len(gold & found), len(found), len(gold)), "per_type": per_type}
+    if scheme is None:
+        types = {entity[0] for tags in (y_true, y_pred)
+                 for entity in seqeval_default.get_entities(tags)}
+
+        def scores(average):
+            return seqeval_default.precision_recall_fscore_support(
+                y_true, y_pred, average=average, zero_division=0)
+    else:
+        if scheme not in _SCHEMES:
+            raise ValueError(f"Unknown tag scheme {scheme!r}. Allowed: {', '.join(_SCHEMES)}.")
+        gold, found = _strict_entities(y_true, scheme), _strict_entities(y_pred, scheme)
+        types = gold.unique_tags | found.unique_tags
+
+        def scores(average):
+            return seqeval_strict.precision_recall_fscore_support(
+                y_true, y_pred, average=average, zero_division=0, scheme=_SCHEMES[scheme],
+                entities_true=gold, entities_pred=found)
+    # Per type, seqeval's rows are in the order of the sorted type names.
+    per_type = {t: _row(*row) for t, row in zip(sorted(types), zip(*scores(None)))}
+    return {**_row(*scores("micro")), "per_type": per_type}
 
 
 def _sentences(tags):
@@ -147,11 +174,19 @@ def _sentences(tags):
     return [list(s) for s in tags] if tags and not isinstance(tags[0], str) else [tags]
 
 
-def _prf(correct, predicted, true):
-    precision = correct / predicted if predicted else 0.0
-    recall = correct / true if true else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"precision": precision, "recall": recall, "f1": f1, "support": true}
+def _strict_entities(sentences, scheme):
+    for sentence in sentences:
+        for tag in sentence:
+            # seqeval's strict reader fails with a bare KeyError (IndexError for "") here.
+            if not isinstance(tag, str) or tag[:1] not in _PREFIXES:
+                raise ValueError(f"{tag!r} is not a tag: it must start with one of "
+                                 f"{list(_PREFIXES)}.")
+    return seqeval_scheme.Entities(sentences, _SCHEMES[scheme])
+
+
+def _row(precision, recall, f1, support):
+    return {"precision": float(precision), "recall": float(recall), "f1": float(f1),
+            "support": int(support)}
 
 
 # --- SQuAD (the official evaluate-v1.1.py and evaluate-v2.0.py) --------------------------

@@ -1,17 +1,19 @@
-"""kbert.tasks.metrics against hand-worked cases, scipy, and numbers made offline by
-scikit-learn 1.9.1 and seqeval 1.2.2 (in their own virtual environment: neither is a test
-dependency), e.g. `seqeval.metrics.classification_report(y_true, y_pred, output_dict=True,
-mode="strict", scheme=IOB2)`."""
+"""kbert.tasks.metrics (scikit-learn, scipy and seqeval calls) against hand-worked cases,
+the libraries, and numbers written down from scikit-learn 1.9.1 and seqeval 1.2.2, e.g.
+`seqeval.metrics.classification_report(y_true, y_pred, output_dict=True, mode="strict",
+scheme=IOB2)`: the written numbers catch a library update that changes them, and kbert
+passing the wrong options. Also the edges kbert promises where the libraries warn or raise."""
 
 import ast
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.stats
+import sklearn.metrics
 
 from kbert.tasks import metrics
-from kbert.tasks._seqeval import get_entities
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,6 +64,40 @@ def test_pearson_and_spearman_match_scipy():
     assert np.isnan(metrics.pearson([1, 1, 1], [1, 2, 3]))
 
 
+def test_glue_metrics_are_scikit_learns():
+    for y_true, y_pred in ((Y_TRUE, Y_PRED), (M_TRUE, M_PRED)):
+        assert metrics.accuracy(y_true, y_pred) == sklearn.metrics.accuracy_score(y_true, y_pred)
+        assert metrics.f1_score(y_true, y_pred, average="macro") == sklearn.metrics.f1_score(
+            y_true, y_pred, average="macro")
+        assert metrics.matthews_corrcoef(y_true, y_pred) == pytest.approx(
+            sklearn.metrics.matthews_corrcoef(y_true, y_pred), abs=1e-12)
+    for pos_label in (0, 1):
+        assert metrics.f1_score(Y_TRUE, Y_PRED, pos_label=pos_label) == pytest.approx(
+            sklearn.metrics.f1_score(Y_TRUE, Y_PRED, pos_label=pos_label), abs=1e-12)
+    # "binary" on three labels: the F1 of label 2 against the rest (scikit-learn's
+    # average="binary" refuses them): tp 3, fp 2, fn 2.
+    assert metrics.f1_score(M_TRUE, M_PRED, pos_label=2) == pytest.approx(0.6)
+    assert metrics.f1_score(["no", "yes", "yes"], ["yes", "yes", "no"],
+                            pos_label="yes") == pytest.approx(0.5)
+    assert metrics.accuracy(["a", "b"], ["a", "a"]) == 0.5
+
+
+def test_glue_edges_give_numbers_without_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # scikit-learn and scipy warn on all of these
+        assert metrics.matthews_corrcoef([1, 1, 1], [1, 1, 1]) == 0.0
+        assert metrics.f1_score([0, 0], [0, 0]) == 0.0
+        assert metrics.f1_score([0, 2, 0], [0, 2, 2]) == 0.0  # no pos_label at all
+        assert np.isnan(metrics.pearson([1, 2, 3], [2, 2, 2]))
+        assert np.isnan(metrics.spearman([1, 1, 1], [1, 2, 3]))
+        assert np.isnan(metrics.pearson([1.0], [2.0]))  # scipy raises on one point
+        assert np.isnan(metrics.spearman([1.0], [2.0]))
+    for function in (metrics.accuracy, metrics.pearson, metrics.spearman,
+                     metrics.matthews_corrcoef, metrics.f1_score):
+        with pytest.raises(ValueError, match="non-empty"):
+            function([], [])
+
+
 def test_glue_scores():
     assert metrics.glue_scores("MRPC", Y_TRUE, Y_PRED) == {
         "accuracy": 0.7, "f1": pytest.approx(8 / 11)}
@@ -91,7 +127,12 @@ def test_seqeval_readme_examples():
     y_pred = [["O", "O", "B-MISC", "I-MISC", "I-MISC", "I-MISC", "O"], ["B-PER", "I-PER", "O"]]
     _check(y_true, y_pred, None, {"MISC": (0, 0, 0, 1), "PER": (1, 1, 1, 1),
                                   "micro avg": (0.5, 0.5, 0.5, 2)})
-    assert get_entities(["B-PER", "I-PER", "O", "B-LOC"]) == [("PER", 0, 1), ("LOC", 3, 3)]
+    # seqeval's get_entities(["B-PER", "I-PER", "O", "B-LOC"]): PER 0-1, LOC 3-3.
+    tags = ["B-PER", "I-PER", "O", "B-LOC"]
+    _check(tags, tags, None, {"PER": (1, 1, 1, 1), "LOC": (1, 1, 1, 1),
+                              "micro avg": (1, 1, 1, 2)})
+    _check(tags, ["B-PER", "I-PER", "I-PER", "B-LOC"], None,  # PER 0-2 is another entity
+           {"PER": (0, 0, 0, 1), "LOC": (1, 1, 1, 1), "micro avg": (0.5, 0.5, 0.5, 2)})
     # An I- tag that opens an entity: conlleval (default) counts it, strict IOB2 does not.
     _check([["B-NP", "I-NP", "O"]], [["I-NP", "I-NP", "O"]], None,
            {"NP": (1, 1, 1, 1), "micro avg": (1, 1, 1, 1)})
@@ -195,11 +236,21 @@ def test_entity_scores_match_seqeval_on_random_tags(alphabet):
 
 
 def test_entity_scores_edge_cases():
-    # One flat sequence is one sentence; nothing predicted: 0, not a division error.
-    got = metrics.entity_scores(["B-PER", "I-PER"], ["O", "O"])
-    assert (got["precision"], got["recall"], got["f1"], got["support"]) == (0.0, 0.0, 0.0, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # seqeval's zero_division="warn" would
+        for scheme in (None, "IOB2"):
+            # One flat sequence is one sentence; nothing predicted: 0, not a division error.
+            got = metrics.entity_scores(["B-PER", "I-PER"], ["O", "O"], scheme=scheme)
+            assert (got["precision"], got["recall"], got["f1"], got["support"]) == (
+                0.0, 0.0, 0.0, 1)
+            got = metrics.entity_scores([["O", "O"], []], [["O", "O"], []], scheme=scheme)
+            assert got == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0,
+                           "per_type": {}}
+            assert metrics.entity_scores([], [], scheme=scheme)["support"] == 0
     with pytest.raises(ValueError, match="Invalid token is found: S-PER"):
         metrics.entity_scores([["S-PER"]], [["O"]], scheme="IOB2")
+    with pytest.raises(ValueError, match="'X-PER' is not a tag"):
+        metrics.entity_scores([["O"]], [["X-PER"]], scheme="IOB2")
     with pytest.raises(ValueError, match="Unknown tag scheme 'BIO'"):
         metrics.entity_scores([["O"]], [["O"]], scheme="BIO")
     with pytest.raises(ValueError, match="same number"):
@@ -248,14 +299,16 @@ def test_squad_v2_no_answer():
         metrics.squad_f1("a", ["a"], version="v3")
 
 
-def test_metrics_need_only_numpy():
-    """No TensorFlow, Keras or scikit-learn: what metrics.py and _seqeval.py import."""
+def test_metrics_need_no_tensorflow():
+    """The metrics are the libraries' (no hand-written copies) and need no TensorFlow or
+    Keras: what metrics.py imports."""
+    assert not (ROOT / "kbert" / "tasks" / "_seqeval.py").exists()
     imported = set()
-    for name in ("metrics.py", "_seqeval.py"):
-        tree = ast.parse((ROOT / "kbert" / "tasks" / name).read_text())
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                imported |= {alias.name for alias in node.names}
-            elif isinstance(node, ast.ImportFrom):
-                imported.add(node.module)
-    assert imported == {"collections", "re", "string", "numpy", "kbert.tasks._seqeval"}
+    tree = ast.parse((ROOT / "kbert" / "tasks" / "metrics.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add(node.module.split(".")[0])
+    assert imported == {"collections", "re", "string", "warnings", "numpy", "scipy",
+                        "sklearn", "seqeval"}
