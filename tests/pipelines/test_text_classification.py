@@ -67,3 +67,32 @@ def test_a_declared_regression_gives_the_raw_value(tmp_path):
     for other in (kbert.pipeline("text-classification", model=model, tokenizer=tokenizer),
                   kbert.pipeline("text-classification", model=str(tmp_path / "k"))):
         assert abs(other(text)[0]["score"] - value) < 1e-6
+
+
+@pytest.mark.slow
+def test_a_saved_model_scores_as_its_checkpoint_with_or_without_a_stated_problem_type(
+        pipelines, tmp_path):
+    """An exported SavedModel of the one-output model: a sigmoid where its checkpoint states
+    no problem type (transformers' pipeline), the raw value where it states "regression"."""
+    import kbert
+    from kbert.export import export_saved_model
+
+    text, squashed = _unstated_reference()
+    unstated = pipelines("text-classification", REGRESSION)
+    model, tokenizer = unstated.source.runner.model, unstated.tokenizer
+    export_saved_model(model, str(tmp_path / "unstated"), tokenizer)
+    pipe = kbert.pipeline("text-classification", model=str(tmp_path / "unstated"))
+    assert pipe.source.problem_type is None
+    assert abs(pipe(text)[0]["score"] - squashed) < reference.TOLERANCE
+
+    folder = tmp_path / "checkpoint"
+    shutil.copytree(reference.FIXTURES / REGRESSION, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "problem_type": "regression"}))
+    declared = kbert.pipeline("text-classification", model=str(folder)).source.runner.model
+    export_saved_model(declared, str(tmp_path / "declared"), tokenizer)
+    pipe = kbert.pipeline("text-classification", model=str(tmp_path / "declared"))
+    assert pipe.source.problem_type == "regression"
+    value = pipe(text)[0]["score"]
+    assert abs(1 / (1 + math.exp(-value)) - squashed) < reference.TOLERANCE
+    assert abs(value - squashed) > 1e-3  # the raw output, not its sigmoid
