@@ -17,6 +17,10 @@ from kbert.export.tagging_signatures import add_token_classifier_endpoints
 from kbert.tasks import QuestionAnswerer, TextClassifier, TextEmbedder, TokenClassifier
 
 # Arguments of export_saved_model that only some tasks take; None: not given.
+# A string constant in a classifier's serve graph where its one output has no stated
+# problem type (see `_classifier`).
+UNSTATED_ONE_OUTPUT = ("kbert", "problem_type not stated")
+
 TASK_OPTIONS = {
     "label_names": (TextClassifier, TokenClassifier),
     "tag_scheme": (TokenClassifier,),
@@ -54,6 +58,10 @@ def _classifier(archive, model, tokenizer, sequence_length, label_names):
     names = label_names_of(model, label_names) if model.problem_type != "regression" else None
 
     def serve(features):
+        if model.problem_type == "regression" and not model.problem_type_declared:
+            # A mark read by kbert.pipelines.saved_model_source: one output and no stated
+            # problem type, which transformers' pipeline scores by a sigmoid.
+            tf.constant(UNSTATED_ONE_OUTPUT, name="unstated_problem_type")
         return classification_outputs(model, run_model(model, features), names)
 
     def serve_text(text):

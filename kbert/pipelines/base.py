@@ -18,6 +18,40 @@ from kbert.pipelines.encoding import Encoder
 RUN_OPTIONS = {"batch_size": batching.DEFAULT_BATCH_SIZE, "progress": None}
 
 
+# transformers' tokenizer options a pipeline passes through (`tokenizer_kwargs`) and the
+# values kbert runs: `padding` changes no answer (kbert pads each batch, masked), so each of
+# its legal values is taken.
+TRUNCATIONS = (True, False, None, "longest_first", "only_first", "only_second",
+               "do_not_truncate")
+PADDINGS = (True, False, None, "longest", "max_length", "do_not_pad")
+TOKENIZER_OPTIONS = ("truncation", "max_length", "padding")
+
+
+def tokenizer_options(given, where="The pipeline"):
+    """(`truncation`, `max_length`) of transformers' tokenizer options `given` (a dict of
+    `TOKENIZER_OPTIONS`), checked; as transformers' tokenizers: `max_length` without
+    `truncation` (and without padding) truncates "longest_first", and `truncation` not given
+    is False."""
+    unknown = sorted(set(given) - set(TOKENIZER_OPTIONS))
+    if unknown:
+        raise ValueError(f"{where} takes no tokenizer option {', '.join(map(repr, unknown))}; "
+                         f"the tokenizer options kbert runs: {', '.join(TOKENIZER_OPTIONS)}.")
+    truncation, max_length = given.get("truncation"), given.get("max_length")
+    padding = given.get("padding")
+    if not any(truncation is t or (isinstance(t, str) and truncation == t)
+               for t in TRUNCATIONS):
+        raise ValueError(f"Unknown truncation {truncation!r}. Allowed: "
+                         f"{', '.join(map(repr, TRUNCATIONS))}.")
+    if not any(padding is p or (isinstance(p, str) and padding == p) for p in PADDINGS):
+        raise ValueError(f"Unknown padding {padding!r}. Allowed: "
+                         f"{', '.join(map(repr, PADDINGS))}.")
+    if max_length is not None:
+        max_length = check_int("max_length", max_length, 1)
+        if truncation is None and padding in (None, False, "do_not_pad"):
+            truncation = "longest_first"
+    return (False if truncation is None else truncation), max_length
+
+
 class InputTooLongError(ValueError):
     """An input does not fit the model and the pipeline was asked not to truncate it."""
 
@@ -69,6 +103,22 @@ class Pipeline:
         return {name: given.get(name, default)
                 for name, default in {**RUN_OPTIONS, **self.OPTIONS}.items()}, given
 
+    def tokenization(self, opts, nested=None):
+        """(`truncation`, `max_length`) of the call's tokenizer options (`tokenizer_options`):
+        those of `TOKENIZER_OPTIONS` in `opts`, and the dict option `nested`
+        (feature-extraction's `tokenize_kwargs`, fill-mask's `tokenizer_kwargs`)."""
+        given = {k: opts[k] for k in TOKENIZER_OPTIONS if opts.get(k) is not None}
+        inner = opts.get(nested) if nested else None
+        if inner is not None:
+            if not isinstance(inner, dict):
+                raise ValueError(f"{nested} is a dict of tokenizer options; got {inner!r:.80}.")
+            twice = sorted(set(inner) & set(given))
+            if twice:
+                raise ValueError(f"{twice[0]} parameter defined twice (given as keyword "
+                                 f"argument as well as in {nested})")
+            given.update(inner)
+        return tokenizer_options(given, f"The {self.task} pipeline")
+
     def special_count(self, pair):
         """How many special tokens `pack` adds to one text or to a pair."""
         return task_features.special_count(self.tokenizer, pair)
@@ -88,19 +138,31 @@ class Pipeline:
                                            task_features.second_segment_id(self.tokenizer))])
         return batching.Sequence(ids, segments)
 
-    def fit(self, first, second=None, truncation=False, what="The text"):
-        """`first` (and `second`) cut to fit the model with its special tokens:
-        `truncation` False (refuse), True / "longest_first", "only_first" or
-        "only_second"."""
+    def fit(self, first, second=None, truncation=False, what="The text", max_length=None):
+        """`first` (and `second`) cut to fit `max_length` tokens (default: the model's) with
+        the special tokens: `truncation` False (refuse), True / "longest_first",
+        "only_first" or "only_second". What is still longer than the model is refused, as
+        transformers' model fails on it."""
+        if max_length is None or truncation is False or truncation == "do_not_truncate":
+            # Not truncating, transformers' tokenizer takes `max_length` for padding alone.
+            return self._fit(first, second, truncation, what, self.max_length)
         specials = self.special_count(second is not None)
-        budget = self.max_length - specials
+        if max_length <= specials:
+            raise ValueError(f"max_length={max_length} leaves no room for a text beside the "
+                             f"{specials} special tokens.")
+        first, second = self._fit(first, second, truncation, what, max_length)
+        return self._fit(first, second, False, what, self.max_length)
+
+    def _fit(self, first, second, truncation, what, max_length):
+        specials = self.special_count(second is not None)
+        budget = max_length - specials
         total = len(first) + (0 if second is None else len(second))
         if total <= budget:
             return first, second
         if truncation is False or truncation == "do_not_truncate":
             raise InputTooLongError(
                 f"{what} is {total + specials} tokens long; the model takes at most "
-                f"{self.max_length}. Pass truncation=True to cut it.")
+                f"{max_length}. Pass truncation=True to cut it.")
         if second is None:
             if truncation not in (True, "longest_first", "only_first"):
                 raise ValueError(f"truncation={truncation!r} needs a text pair.")
@@ -116,7 +178,7 @@ class Pipeline:
         if room <= 0:
             raise InputTooLongError(
                 f"{what}: the pair is {total + specials} tokens long and cutting only the "
-                f"{truncation[5:]} text cannot fit it into {self.max_length}.")
+                f"{truncation[5:]} text cannot fit it into {max_length}.")
         keep = keep[:room]
         return (keep, second) if truncation == "only_first" else (first, keep)
 

@@ -33,6 +33,21 @@ def _scored(scores, names, order, count):
     return tf.gather(tf.constant(names), index), scores
 
 
+def _fit(pipe, first, second, truncation, max_length):
+    """`Pipeline.fit` in the graph: cut to `max_length` (None: the model's), then refuse what
+    is still longer than the model. Returns (first, second, checks)."""
+    specials = pipe.special_count(second is not None)
+    checks = []
+    if max_length is not None and truncation is not False and truncation != "do_not_truncate":
+        if max_length <= specials:
+            raise ValueError(f"max_length={max_length} leaves no room for a text beside the "
+                             f"{specials} special tokens.")
+        first, second, checks = graph.fit(first, second, max_length - specials, truncation)
+        truncation = False
+    first, second, more = graph.fit(first, second, pipe.max_length - specials, truncation)
+    return first, second, checks + more
+
+
 def _activation(function):
     return {"softmax": tf.nn.softmax, "sigmoid": tf.sigmoid, "none": tf.identity}[function]
 
@@ -43,13 +58,11 @@ def text_classification(pipe, model, opts, given):
     count = len(names) if top_k is None else min(int(top_k), len(names))
     order = not (legacy and top_k is None)  # return_all_scores: label order
     function = _activation(pipe.function(opts))
-    budget = pipe.max_length
+    truncation, max_length = pipe.tokenization(opts)
     tokenizer = pipe.tokenizer
 
     def answer(first, second):
-        first, second, checks = graph.fit(first, second,
-                                          budget - pipe.special_count(second is not None),
-                                          opts["truncation"])
+        first, second, checks = _fit(pipe, first, second, truncation, max_length)
         with tf.control_dependencies(checks):
             logits = run_model(model, graph.pack(tokenizer, first, second))
         label, score = _scored(function(logits), names, order, count)
@@ -114,11 +127,11 @@ def zero_shot_classification(pipe, model, opts, given):
     return {"serving_default": (serve, [STRINGS, STRINGS])}
 
 
-def _single_texts(pipe, model, opts, truncation, outputs):
-    tokenizer, budget = pipe.tokenizer, pipe.max_length - 2
+def _single_texts(pipe, model, opts, truncation, outputs, max_length=None):
+    tokenizer = pipe.tokenizer
 
     def serve(text):
-        first, _, checks = graph.fit(graph.ids(tokenizer, text), None, budget, truncation)
+        first, _, checks = _fit(pipe, graph.ids(tokenizer, text), None, truncation, max_length)
         features = graph.pack(tokenizer, first)
         with tf.control_dependencies(checks):
             return outputs(run_model(model, features), features)
@@ -127,16 +140,14 @@ def _single_texts(pipe, model, opts, truncation, outputs):
 
 
 def feature_extraction(pipe, model, opts, given):
-    truncation = dict(opts["tokenize_kwargs"] or {}).get("truncation", False)
-    if opts["truncation"] is not None:
-        truncation = opts["truncation"]
+    truncation, max_length = pipe.tokenization(opts, "tokenize_kwargs")
 
     def outputs(result, features):
         mask = tf.cast(features["padding_mask"], tf.float32)[:, :, None]
         return {"features": result["sequence_output"] * mask,
                 "num_tokens": tf.reduce_sum(features["padding_mask"], axis=1)}
 
-    return _single_texts(pipe, model, opts, truncation, outputs)
+    return _single_texts(pipe, model, opts, truncation, outputs, max_length)
 
 
 def sentence_embeddings(pipe, model, opts, given):
@@ -156,12 +167,11 @@ def fill_mask(pipe, model, opts, given):
                                  for i in range(tokenizer.vocabulary_size)])
     special = tf.constant([i in encoder.special_ids for i in range(tokenizer.vocabulary_size)])
     mask_id, pad_id = tokenizer.mask_id, tokenizer.pad_id
-    budget = pipe.max_length - 2
+    truncation, max_length = pipe.tokenization(opts, "tokenizer_kwargs")
     mask_token = tokenizer.vocabulary[mask_id]
 
     def serve(text):
-        first, _, checks = graph.fit(graph.ids(tokenizer, text), None, budget,
-                                     opts["truncation"])
+        first, _, checks = _fit(pipe, graph.ids(tokenizer, text), None, truncation, max_length)
         features = graph.pack(tokenizer, first)
         token_ids = features["token_ids"]
         is_mask = tf.equal(token_ids, mask_id) & (features["padding_mask"] > 0)

@@ -25,7 +25,10 @@ class FeatureExtractionPipeline(Pipeline):
         return_tensors: numpy arrays [1, tokens, hidden] instead of lists.
         truncation: False (default: a text too long for the model is an error) or True
             (cut to the model's max_sequence_length).
-        tokenize_kwargs: a dict that may hold `truncation` (transformers' spelling).
+        tokenize_kwargs: transformers' tokenizer options, a dict of `truncation`,
+            `max_length` (the tokens to cut to; alone, it truncates, as transformers'
+            tokenizers do) and `padding` (any legal value: it changes no answer); a
+            `truncation` given twice is an error, as in transformers.
         batch_size, progress: see `kbert.pipeline`.
     """
 
@@ -34,11 +37,9 @@ class FeatureExtractionPipeline(Pipeline):
 
     def __call__(self, inputs, **options):
         opts, _ = self.options(options)
-        truncation = dict(opts["tokenize_kwargs"] or {}).get("truncation", False)
-        if opts["truncation"] is not None:
-            truncation = opts["truncation"]
+        truncation, max_length = self.tokenization(opts, "tokenize_kwargs")
         texts = _texts(inputs, self.task)
-        sequences = [self.pack(self.fit(ids, None, truncation, f"Text {i}")[0])
+        sequences = [self.pack(self.fit(ids, None, truncation, f"Text {i}", max_length)[0])
                      for i, ids in enumerate(self.encoder.ids(texts, self.specials))]
         rows = self.run(sequences, opts)
         out = []

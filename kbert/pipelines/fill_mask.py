@@ -63,13 +63,16 @@ class FillMaskPipeline(Pipeline):
         targets: a token or list of tokens to score instead of the whole vocabulary (a word
             that is no token is replaced by its first token).
         truncation: False (default: a text too long for the model is an error) or True.
+        tokenizer_kwargs: transformers' tokenizer options, a dict of `truncation`,
+            `max_length` (the tokens to cut to; alone, it truncates, as transformers'
+            tokenizers do) and `padding` (any legal value: it changes no answer).
         batch_size, progress: see `kbert.pipeline`.
     Each dict: `score` (probability), `token` (id), `token_str`, `sequence` (the text with
     the token filled in, decoded).
     """
 
     task = "fill-mask"
-    OPTIONS = {"top_k": 5, "targets": None, "truncation": False}
+    OPTIONS = {"top_k": 5, "targets": None, "truncation": None, "tokenizer_kwargs": None}
 
     def top_k_and_targets(self, opts):
         """`top_k` (checked) and the target ids (None: the whole vocabulary) of `opts`."""
@@ -90,13 +93,14 @@ class FillMaskPipeline(Pipeline):
         texts = [inputs] if isinstance(inputs, str) else inputs
         if not isinstance(texts, (list, tuple)) or not all(isinstance(t, str) for t in texts):
             raise ValueError(f"fill-mask takes a text or a list of texts; got {inputs!r:.80}.")
+        truncation, max_length = self.tokenization(opts, "tokenizer_kwargs")
         mask_id = self.tokenizer.mask_id
         sequences = []
         for i, text_ids in enumerate(self.encoder.ids(list(texts), self.specials)):
             # As transformers: a text without a mask is refused before its length is (and
             # one whose masks truncation cut off, after).
             self._check_mask(text_ids, texts[i])
-            ids, _ = self.fit(text_ids, None, opts["truncation"], f"Text {i}")
+            ids, _ = self.fit(text_ids, None, truncation, f"Text {i}", max_length)
             sequence = self.pack(ids)
             self._check_mask(sequence.token_ids, texts[i])
             positions = np.flatnonzero(sequence.token_ids == mask_id).astype(np.int32)

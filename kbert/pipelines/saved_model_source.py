@@ -8,6 +8,9 @@ the Keras model. What the directory does not state is read from what it holds:
 - the kind of model: the outputs of `serving_ids`;
 - a classifier's label names: the string constant of that many names in its signatures'
   graphs (the export writes them there), else transformers' "LABEL_<i>";
+- a one-output classifier's problem type: a regression, unless the export marked it as not
+  stated (`UNSTATED_ONE_OUTPUT`), which transformers' pipeline scores by a sigmoid, as a
+  checkpoint without `problem_type` is;
 - the longest input: the position-embedding table's rows.
 """
 
@@ -83,6 +86,14 @@ def _label_names(loaded, kind, count):
     return default_label_names(count)
 
 
+def _unstated(loaded):
+    """Whether the export marked its one-output classifier as having no stated problem type
+    (`kbert.export.task_signatures.UNSTATED_ONE_OUTPUT`)."""
+    from kbert.export.task_signatures import UNSTATED_ONE_OUTPUT
+
+    return list(UNSTATED_ONE_OUTPUT) in _string_constants(loaded.signatures["serving_ids"])
+
+
 def _max_length(loaded):
     for variable in getattr(loaded, "variables", ()):
         if "position" in variable.name and len(variable.shape) == 2:
@@ -116,6 +127,8 @@ def from_saved_model(path, tokenizer, task, trusted):
                         "multi_label" if "labels" in outputs else "single_label")
         count = 1 if problem_type == "regression" else int(outputs["logits"].shape[-1])
         label_names = _label_names(loaded, kind, count)
+        if problem_type == "regression" and _unstated(loaded):
+            problem_type = None  # as the checkpoint's: scored by a sigmoid (transformers')
     elif kind == "token_classifier":
         label_names = _label_names(loaded, kind, int(outputs["logits"].shape[-1]))
 

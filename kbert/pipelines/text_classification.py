@@ -71,21 +71,26 @@ class TextClassificationPipeline(Pipeline):
             problem type (none for regression, sigmoid for multi-label or one output).
         return_all_scores: deprecated in transformers (top_k=None): every label in label
             order.
-        truncation: False (default: a text too long for the model is an error), True or
-            "longest_first", "only_first", "only_second".
+        truncation, max_length, padding: transformers' tokenizer options. truncation:
+            False (default: a text too long for the model is an error), True or
+            "longest_first", "only_first", "only_second"; max_length: the tokens to cut to
+            (default: the model's; given without truncation it truncates "longest_first",
+            as transformers' tokenizers do); padding: any of transformers' values, which
+            change no answer (batches are padded and masked).
         batch_size, progress: see `kbert.pipeline`.
     Returns: per text a {"label", "score"} dict, or a list of them with `top_k`.
     """
 
     task = "text-classification"
     OPTIONS = {"top_k": 1, "function_to_apply": None, "return_all_scores": None,
-               "truncation": False}
+               "truncation": None, "max_length": None, "padding": None}
 
     def __call__(self, inputs, **options):
         wrap = isinstance(inputs, str) and "top_k" not in options
         opts, given = self.options(options)
         top_k, legacy = self.ranking(opts, given)
         function = self.function(opts)
+        truncation, max_length = self.tokenization(opts)
         items = inputs if isinstance(inputs, list) else [inputs]
         texts, pairs = zip(*[self._parts(item) for item in items]) if items else ((), ())
         encoded = self._encode(list(texts) + [p for p in pairs if p is not None])
@@ -93,7 +98,7 @@ class TextClassificationPipeline(Pipeline):
         sequences = []
         for i, (first, pair) in enumerate(zip(firsts, pairs)):
             second = next(seconds) if pair is not None else None
-            first, second = self.fit(first, second, opts["truncation"], f"Text {i}")
+            first, second = self.fit(first, second, truncation, f"Text {i}", max_length)
             sequences.append(self.pack(first, second))
         rows = self.run(sequences, opts)
         results = [classify(row, self.source.label_names, function, top_k, legacy)

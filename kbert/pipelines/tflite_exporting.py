@@ -37,8 +37,14 @@ def _truncating(pipe, truncation):
             f"texts longer than {pipe.max_length} tokens are cut.")
 
 
+def _length(pipe, max_length):
+    """The tokens a TFLite model cuts texts to: `max_length`, at most the model's."""
+    return pipe.max_length if max_length is None else min(max_length, pipe.max_length)
+
+
 def _text_classification(pipe, model, opts, given):
-    _truncating(pipe, opts["truncation"])
+    truncation, max_length = pipe.tokenization(opts)
+    _truncating(pipe, truncation)
     names = pipe.source.label_names
     top_k, legacy = pipe.ranking(opts, given)
     count = len(names) if top_k is None else min(int(top_k), len(names))
@@ -47,7 +53,7 @@ def _text_classification(pipe, model, opts, given):
     fast = text_tokenizer(pipe.tokenizer, split_literals=True)
 
     def serve(text):
-        features = pack_text(pipe.tokenizer, fast.tokenize(text), pipe.max_length)
+        features = pack_text(pipe.tokenizer, fast.tokenize(text), _length(pipe, max_length))
         label, score = _scored(function(run_model(model, features)), names, order, count)
         return {"label": label, "score": score}
 
@@ -99,21 +105,19 @@ def _zero_shot_classification(pipe, model, opts, given):
     return fast, serve
 
 
-def _single_texts(pipe, model, truncation, outputs):
+def _single_texts(pipe, model, truncation, outputs, max_length=None):
     _truncating(pipe, truncation)
     fast = text_tokenizer(pipe.tokenizer, split_literals=True)
 
     def serve(text):
-        features = pack_text(pipe.tokenizer, fast.tokenize(text), pipe.max_length)
+        features = pack_text(pipe.tokenizer, fast.tokenize(text), _length(pipe, max_length))
         return outputs(run_model(model, features), features)
 
     return fast, serve
 
 
 def _feature_extraction(pipe, model, opts, given):
-    truncation = dict(opts["tokenize_kwargs"] or {}).get("truncation", False)
-    if opts["truncation"] is not None:
-        truncation = opts["truncation"]
+    truncation, max_length = pipe.tokenization(opts, "tokenize_kwargs")
 
     def outputs(result, features):
         mask = features["padding_mask"]
@@ -121,7 +125,7 @@ def _feature_extraction(pipe, model, opts, given):
                 tf.cast(mask, tf.float32)[:, :, None],
                 "padding_mask": mask, "num_tokens": tf.reduce_sum(mask, axis=1)}
 
-    return _single_texts(pipe, model, truncation, outputs)
+    return _single_texts(pipe, model, truncation, outputs, max_length)
 
 
 def _sentence_embeddings(pipe, model, opts, given):
@@ -144,7 +148,8 @@ def _fill_mask(pipe, model, opts, given, max_masks=1):
     if isinstance(max_masks, bool) or not isinstance(max_masks, int) or max_masks < 1:
         raise ValueError(f"max_masks must be a positive integer (the masks per text the "
                          f"TFLite model fills), got {max_masks!r}.")
-    _truncating(pipe, opts["truncation"])
+    truncation, max_length = pipe.tokenization(opts, "tokenizer_kwargs")
+    _truncating(pipe, truncation)
     top_k, targets = pipe.top_k_and_targets(opts)
     if targets is not None:
         top_k = min(top_k, len(targets))
@@ -153,7 +158,8 @@ def _fill_mask(pipe, model, opts, given, max_masks=1):
     strings = [pipe.encoder.decode([i]) for i in range(pipe.tokenizer.vocabulary_size)]
     fast = text_tokenizer(pipe.tokenizer, split_literals=True)
     serve = fill_mask_serving(pipe.tokenizer, fast,
-                              lambda features: run_model(model, features), pipe.max_length,
+                              lambda features: run_model(model, features),
+                              _length(pipe, max_length),
                               max_masks, top_k, targets, strings)
     return fast, serve
 

@@ -144,8 +144,10 @@ class TokenClassificationPipeline(Pipeline):
         opts, _ = self.options(options)
         strategy, ignore = self.strategy_and_ignored(opts)
         texts = [inputs] if isinstance(inputs, str) else inputs
-        if not isinstance(texts, (list, tuple)) or not texts or \
-                not all(isinstance(t, str) for t in texts):
+        if isinstance(texts, (list, tuple)) and not texts:  # transformers' refusal
+            raise ValueError("At least one input is required. The token-classification "
+                             "pipeline takes a text or a non-empty list of texts.")
+        if not isinstance(texts, (list, tuple)) or not all(isinstance(t, str) for t in texts):
             raise ValueError("The token-classification pipeline takes a text or a non-empty "
                              f"list of texts; got {inputs!r:.80}.")
         encodings = self.encoder.encode(list(texts), self.specials)

@@ -36,6 +36,7 @@ SLOW = [
     ("text-classification", "hf_tasks/bert_seq_single",
      {"function_to_apply": "none", "top_k": None}),
     ("text-classification", "hf_tasks/bert_seq_single", {"truncation": True}),
+    ("text-classification", "hf_tasks/bert_seq_single", {"truncation": True, "max_length": 16}),
     ("text-classification", "hf_tasks/albert_seq_single", {}),
     ("text-classification", "hf_tasks/distil_bert_seq_multi", {}),
     ("text-classification", "hf_tasks/electra_seq_regression", {"top_k": None}),

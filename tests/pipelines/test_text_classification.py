@@ -67,3 +67,72 @@ def test_a_declared_regression_gives_the_raw_value(tmp_path):
     for other in (kbert.pipeline("text-classification", model=model, tokenizer=tokenizer),
                   kbert.pipeline("text-classification", model=str(tmp_path / "k"))):
         assert abs(other(text)[0]["score"] - value) < 1e-6
+
+
+@pytest.mark.slow
+def test_a_saved_model_scores_as_its_checkpoint_with_or_without_a_stated_problem_type(
+        pipelines, tmp_path):
+    """An exported SavedModel of the one-output model: a sigmoid where its checkpoint states
+    no problem type (transformers' pipeline), the raw value where it states "regression"."""
+    import kbert
+    from kbert.export import export_saved_model
+
+    text, squashed = _unstated_reference()
+    unstated = pipelines("text-classification", REGRESSION)
+    model, tokenizer = unstated.source.runner.model, unstated.tokenizer
+    export_saved_model(model, str(tmp_path / "unstated"), tokenizer)
+    pipe = kbert.pipeline("text-classification", model=str(tmp_path / "unstated"))
+    assert pipe.source.problem_type is None
+    assert abs(pipe(text)[0]["score"] - squashed) < reference.TOLERANCE
+
+    folder = tmp_path / "checkpoint"
+    shutil.copytree(reference.FIXTURES / REGRESSION, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "problem_type": "regression"}))
+    declared = kbert.pipeline("text-classification", model=str(folder)).source.runner.model
+    export_saved_model(declared, str(tmp_path / "declared"), tokenizer)
+    pipe = kbert.pipeline("text-classification", model=str(tmp_path / "declared"))
+    assert pipe.source.problem_type == "regression"
+    value = pipe(text)[0]["score"]
+    assert abs(1 / (1 + math.exp(-value)) - squashed) < reference.TOLERANCE
+    assert abs(value - squashed) > 1e-3  # the raw output, not its sigmoid
+
+
+@pytest.mark.parametrize("model", ["hf_tasks/bert_seq_single", "hf_tasks/roberta_seq_single"])
+def test_truncation_and_max_length_through_the_call_give_transformers_answer(pipelines,
+                                                                            model):
+    """`clf(text, truncation=True, max_length=N)` as transformers takes it: a text longer
+    than N tokens is cut to N (not to the model's length) and scored as transformers does."""
+    cases = [(i, c) for i, c in enumerate(reference.load(TASK)["cases"])
+             if c["model"] == model and c["options"] == {"truncation": True, "max_length": 16}
+             and c["inputs"] == "@long"]
+    assert len(cases) == 1
+    index, case = cases[0]
+    pipe = pipelines("text-classification", model)
+    text = reference.expand(TASK, case["inputs"])
+    assert len(ids_of(pipe)(text)) > 16
+    reference.check(TASK, index, lambda inputs, options: pipe(inputs, **options), ids_of(pipe))
+    # Cut to 16 tokens, not to the model's 128: another answer than truncation alone.
+    assert pipe(text, truncation=True)[0]["score"] != pytest.approx(
+        case["output"][0]["score"], abs=1e-6)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"truncation": "sometimes"}, "Unknown truncation 'sometimes'. Allowed: True, False"),
+    ({"padding": "everywhere"}, "Unknown padding 'everywhere'. Allowed: True, False"),
+    ({"max_length": 2, "truncation": True}, "max_length=2 leaves no room"),
+    ({"max_length": "16"}, "max_length"),
+])
+def test_tokenizer_options_that_kbert_does_not_run_are_named(pipelines, options, message):
+    pipe = pipelines("text-classification", "hf_tasks/bert_seq_single")
+    with pytest.raises(ValueError, match=message):
+        pipe("A text of some tokens, longer than two.", **options)
+    with pytest.raises(TypeError, match="takes no option 'stride'"):
+        pipe("A text.", stride=2)
+
+
+def test_tokenize_kwargs_refuse_an_option_kbert_does_not_run(pipelines):
+    pipe = pipelines("feature-extraction", "hf_tasks/bert_qa")
+    with pytest.raises(ValueError, match="no tokenizer option 'stride'.*truncation, "
+                                         "max_length, padding"):
+        pipe("A text.", tokenize_kwargs={"stride": 2})
