@@ -1,6 +1,7 @@
 """Fine-tuning task models on any kbert backbone (keras.ops only: any Keras backend), the
-official metrics of their benchmarks (`kbert.tasks.metrics`, numpy only), and the one table
-of task names (`kbert.tasks.registry`: a `TaskRecord` per task)."""
+official metrics of their benchmarks (`kbert.tasks.metrics`: scikit-learn, scipy and
+seqeval, no TensorFlow), and the one table of task names (`kbert.tasks.registry`: a
+`TaskRecord` per task)."""
 
 from kbert.tasks import metrics, registry
 from kbert.tasks._heads import ClassificationHead, SpanLogits, TokenPooling
