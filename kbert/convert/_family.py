@@ -11,7 +11,6 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Optional
 
-from kbert import models
 from kbert.tasks import registry
 
 # The kbert tasks that have a fine-tuned Hugging Face class (`*For<Task>`: a record's
@@ -86,12 +85,15 @@ class FamilyFormat:
             weights fix (ELECTRA's generator size); `None`: the config says everything.
 
         model_type: Hugging Face config.json's `model_type`.
+        hf_name: the start of transformers' class names of the family ("Bert", "DebertaV2"):
+            `<hf_name>Model`, `<hf_name>ForMaskedLM`, `<hf_name>Tokenizer`, and each task's
+            `<hf_name><the task record's hf_class>` (`BertForSequenceClassification`).
+        pretrainer_hf_class: the class of `head="pretrainer"` after `hf_name`:
+            "ForPreTraining", or "ForMaskedLM" where pretraining is the masked LM alone.
         prefix: the encoder's prefix in Hugging Face's head models (`bert.`).
         head_prefixes: the names outside the encoder (the heads), which keep no prefix.
-        architectures: `head` -> the Hugging Face class written in config.json.
         tied: names that repeat the token table (the MLM decoder); dropped on reading.
         aliases: old Hugging Face names -> the common ones.
-        tokenizer_class: tokenizer_config.json's `tokenizer_class`.
         config_fields: config.json field -> config field (`vocab_size` -> `vocabulary_size`),
             for messages that name the file's field.
         shapes: where the tensors show the config's sizes (a `Shapes`).
@@ -103,11 +105,6 @@ class FamilyFormat:
             outputs (MobileBERT: the pad id's token row, which transformers reads and kbert
             does not, written as zeros); `None`: the weights as they are.
         companion: a second Hugging Face model beside the main one, or `None`.
-        task_architectures: kbert task ("text_classifier", "token_classifier",
-            "question_answerer") -> the Hugging Face class of that fine-tuned model
-            (`BertForSequenceClassification`). The heads' weight names are the same in every
-            family (`kbert.convert.task_heads`); a family without a task here has no
-            fine-tuned Hugging Face form of it.
         task_dropout: kbert task -> the config.json field with its head's dropout rate
             (`classifier_dropout`); a task not named here uses the encoder's dropout.
         task_head_names: the names of kbert's head layers (`kbert.convert.task_heads`) that
@@ -154,12 +151,12 @@ class FamilyFormat:
     pretrainer_arguments: Optional[Callable] = None
 
     model_type: str
+    hf_name: str
+    pretrainer_hf_class: str = "ForPreTraining"
     prefix: str
     head_prefixes: tuple
-    architectures: Mapping
     tied: tuple = ()
     aliases: Mapping = dataclasses.field(default_factory=dict)
-    tokenizer_class: str
     config_fields: Mapping
     shapes: Shapes
     config_from_hf: Callable
@@ -167,7 +164,6 @@ class FamilyFormat:
     not_in_hf: tuple = ()
     to_hf_weights: Optional[Callable] = None
     companion: Optional[Companion] = None
-    task_architectures: Mapping = dataclasses.field(default_factory=dict)
     task_dropout: Mapping = dataclasses.field(default_factory=dict)
     task_head_names: Mapping = dataclasses.field(default_factory=dict)
     check_task_config: Optional[Callable] = None
@@ -190,22 +186,31 @@ class FamilyFormat:
     def __post_init__(self):
         # A record that breaks the contract fails when its module is imported, not when a
         # user first reads a checkpoint of that family.
-        if set(self.architectures) != set(models.HEADS):
-            raise TypeError(f"{self.name}: architectures must name a class for every head "
-                            f"(None, 'mlm', 'pretrainer'), not {list(self.architectures)}.")
-        unknown = set(self.task_architectures) - set(HF_TASKS)
-        unknown |= set(self.task_dropout) - set(self.task_architectures)
+        unknown = set(self.task_dropout) - set(HF_TASKS)
         if unknown:
-            raise TypeError(f"{self.name}: task_architectures and task_dropout take the tasks "
-                            f"{', '.join(HF_TASKS)} (dropout only for a task with a class), "
+            raise TypeError(f"{self.name}: task_dropout takes the tasks {', '.join(HF_TASKS)}, "
                             f"not {sorted(unknown)}.")
-        wrong = {task: cls for task, cls in self.task_architectures.items()
-                 if not cls.endswith(registry.RECORDS[task].hf_class)}
-        if wrong:
-            raise TypeError(f"{self.name}: task_architectures {wrong} do not end with their "
-                            "task's class name (kbert.tasks.registry's hf_class).")
         if self.tf1_name is None and (self.tf1_pattern or self.tf1_config_files
                                       or self.config_from_google or self.config_from_weights):
             raise TypeError(f"{self.name}: TF1 fields without tf1_name.")
         if self.tf1_name is not None and self.config_from_google is None:
             raise TypeError(f"{self.name}: tf1_name without config_from_google.")
+
+    @property
+    def architectures(self):
+        """`head` (None, "mlm", "pretrainer") -> the Hugging Face class in config.json."""
+        return {None: f"{self.hf_name}Model", "mlm": f"{self.hf_name}ForMaskedLM",
+                "pretrainer": f"{self.hf_name}{self.pretrainer_hf_class}"}
+
+    @property
+    def task_architectures(self):
+        """kbert task ("text_classifier") -> the Hugging Face class of that fine-tuned model
+        (`BertForSequenceClassification`), for every task with one (`kbert.tasks.registry`'s
+        `hf_class`). The heads' weight names are the same in every family
+        (`kbert.convert.task_heads`)."""
+        return {task: self.hf_name + registry.RECORDS[task].hf_class for task in HF_TASKS}
+
+    @property
+    def tokenizer_class(self):
+        """tokenizer_config.json's `tokenizer_class`."""
+        return f"{self.hf_name}Tokenizer"

@@ -37,9 +37,6 @@ SHAPES = Shapes(
     layers=r"encoder\.layer\.(\d+)\.",
 )
 _HEAD = "lm_predictions.lm_head."
-TASK_ARCHITECTURES = {"text_classifier": "DebertaV2ForSequenceClassification",
-                      "token_classifier": "DebertaV2ForTokenClassification",
-                      "question_answerer": "DebertaV2ForQuestionAnswering"}
 # The ContextPooler's activation that kbert's DeBERTa-v3 `ClassificationHead` computes.
 POOLER_ACTIVATION = "gelu"
 
@@ -94,7 +91,7 @@ def check_task_config(task, values, source="config.json"):
     encoder of such a checkpoint loads with task=None."""
     if task != "text_classifier":
         return
-    classifier = TASK_ARCHITECTURES["text_classifier"]
+    classifier = FAMILY.task_architectures["text_classifier"]
     size = values.get("pooler_hidden_size", values.get("hidden_size"))
     if size != values.get("hidden_size"):
         raise ValueError(
@@ -212,8 +209,8 @@ FAMILY = FamilyFormat(
     model_type=MODEL_TYPE,
     prefix="deberta.",
     head_prefixes=("lm_predictions.",),
-    architectures={None: "DebertaV2Model", "mlm": "DebertaV2ForMaskedLM",
-                   "pretrainer": "DebertaV2ForMaskedLM"},
+    hf_name="DebertaV2",
+    pretrainer_hf_class="ForMaskedLM",
     tied=("cls.predictions.decoder.weight",),  # the legacy head's copy of the token table
     aliases={"cls.predictions.transform.dense.weight": f"{_HEAD}dense.weight",
              "cls.predictions.transform.dense.bias": f"{_HEAD}dense.bias",
@@ -221,7 +218,6 @@ FAMILY = FamilyFormat(
              "cls.predictions.transform.LayerNorm.bias": f"{_HEAD}LayerNorm.bias",
              "cls.predictions.decoder.bias": f"{_HEAD}bias",
              "cls.predictions.bias": f"{_HEAD}bias"},
-    tokenizer_class="DebertaV2Tokenizer",
     sentencepiece_file="spm.model",
     # kbert.tokenizers' DEBERTA_SPECIAL_PIECES (that module imports TensorFlow); [MASK] is
     # transformers' added token after the pieces; the text goes to SentencePiece as it is.
@@ -237,7 +233,6 @@ FAMILY = FamilyFormat(
     shapes=SHAPES,
     config_from_hf=config_from_hf,
     config_to_hf=config_to_hf,
-    task_architectures=TASK_ARCHITECTURES,
     task_dropout={"text_classifier": "cls_dropout"},
     task_head_names={"classifier.dense": "pooler.dense", "classifier.out_proj": "classifier"},
     check_task_config=check_task_config,

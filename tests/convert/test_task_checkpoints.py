@@ -274,8 +274,8 @@ def test_an_encoder_checkpoint_serves_no_task_and_bad_arguments_are_named():
     with pytest.raises(ValueError, match="head='mlm' asks for a pretraining model and "
                                          "task='question_answerer'"):
         kbert.convert.load(FIXTURES / "bert_qa", head="mlm", task="question_answerer")
-    with pytest.raises(TypeError, match="take the tasks text_classifier, .* not \\['parser'"):
-        dataclasses.replace(bert_weights.FAMILY, task_architectures={"parser": "BertForParsing"})
+    with pytest.raises(TypeError, match="takes the tasks text_classifier, .* not \\['parser'"):
+        dataclasses.replace(bert_weights.FAMILY, task_dropout={"parser": "parser_dropout"})
 
 
 def test_task_none_gives_the_encoder_of_a_task_checkpoint():

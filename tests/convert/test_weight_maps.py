@@ -158,13 +158,24 @@ def test_every_family_has_one_complete_record():
     assert [f.name for f in records if f.tf1_name and f.tf1_pattern is None] == ["bert"]
 
 
+def test_transformers_class_names_follow_the_family_name():
+    assert bert.FAMILY.architectures == {None: "BertModel", "mlm": "BertForMaskedLM",
+                                         "pretrainer": "BertForPreTraining"}
+    assert roberta.FAMILY.architectures["pretrainer"] == "RobertaForMaskedLM"
+    assert deberta_v3.FAMILY.task_architectures == {
+        "text_classifier": "DebertaV2ForSequenceClassification",
+        "token_classifier": "DebertaV2ForTokenClassification",
+        "question_answerer": "DebertaV2ForQuestionAnswering"}
+    assert distil_bert.FAMILY.tokenizer_class == "DistilBertTokenizer"
+
+
 def test_records_that_break_the_contract_are_refused():
     fields = {f.name: getattr(bert.FAMILY, f.name) for f in dataclasses.fields(FamilyFormat)}
     del fields["model_type"]
     with pytest.raises(TypeError, match="model_type"):
         FamilyFormat(**fields)
-    with pytest.raises(TypeError, match="architectures must name a class for every head"):
-        dataclasses.replace(bert.FAMILY, architectures={None: "BertModel"})
+    with pytest.raises(TypeError, match="hf_name"):
+        FamilyFormat(**{k: v for k, v in fields.items() if k != "hf_name"}, model_type="bert")
     with pytest.raises(TypeError, match="TF1 fields without tf1_name"):
         dataclasses.replace(distil_bert.FAMILY, tf1_config_files=("config.json",))
     with pytest.raises(TypeError, match="tf1_name without config_from_google"):
