@@ -43,7 +43,7 @@ def kind_of(model):
     if isinstance(inputs, dict) and "mask_positions" in inputs and isinstance(outputs, dict) \
             and "mlm_logits" in outputs:
         return "masked_lm"
-    if isinstance(model, models.BertBackbone):
+    if isinstance(model, models.Backbone):
         return "backbone"
     raise TypeError(
         f"model={type(model).__name__} is no kbert model a pipeline can run: give a task "
@@ -75,7 +75,7 @@ def from_model(model, tokenizer, task):
 def _backbone(model):
     from kbert import models
 
-    return model if isinstance(model, models.BertBackbone) else model.backbone
+    return model if isinstance(model, models.Backbone) else model.backbone
 
 
 def from_checkpoint(path, tokenizer, task):
