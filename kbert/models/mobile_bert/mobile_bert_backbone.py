@@ -2,9 +2,11 @@
 
 import keras
 
-from kbert.layers import MobileBertEmbeddings, MobileBertEncoder, Pooler
+from kbert.layers import Pooler
 from kbert.models.backbone import Backbone
 from kbert.models.mobile_bert.mobile_bert_config import MobileBertConfig
+from kbert.models.mobile_bert.mobile_bert_embeddings import MobileBertEmbeddings
+from kbert.models.mobile_bert.mobile_bert_encoder import MobileBertEncoder
 
 
 @keras.saving.register_keras_serializable(package="kbert")
