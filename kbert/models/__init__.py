@@ -8,10 +8,8 @@ from kbert.models.bert import BertBackbone, BertConfig, BertPretrainer
 from kbert.models.deberta_v3 import (
     DebertaV3Backbone, DebertaV3Config, DebertaV3Pretrainer, DebertaV3RtdPretrainer,
 )
-from kbert.models.distil_bert import (
-    DistilBertBackbone, DistilBertConfig, DistilBertPretrainer, Distiller, TinyBertDistiller,
-    initialize_student,
-)
+from kbert.models.distil_bert import DistilBertBackbone, DistilBertConfig, DistilBertPretrainer
+from kbert.models.distillation import Distiller, TinyBertDistiller, initialize_student
 from kbert.models.electra import (
     ElectraBackbone, ElectraConfig, ElectraMaskedLM, ElectraPretrainer,
 )
