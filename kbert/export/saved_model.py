@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from kbert.data.task_features import pack_segments as pack
 from kbert.export.archive import write_archive
-from kbert.models.bert.bert_backbone import BertBackbone
+from kbert.models.backbone import Backbone
 from kbert.models.bert.bert_pretrainer import BertPretrainer
 from kbert.models.pretrainer import Pretrainer
 from kbert.tasks.task import Task
@@ -54,10 +54,10 @@ def tokenize_with_masks(tokenizer, text):
 
 
 def _backbone_of(model):
-    if isinstance(model, BertBackbone):
+    if isinstance(model, Backbone):
         return model
     if isinstance(model, Pretrainer) and isinstance(getattr(model, "backbone", None),
-                                                    BertBackbone):
+                                                    Backbone):
         return model.backbone
     raise TypeError(
         f"export_saved_model takes a backbone (BertBackbone, AlbertBackbone, ...) or a "

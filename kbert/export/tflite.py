@@ -20,7 +20,7 @@ from kbert.export.archive import write_archive
 from kbert.export.signature_helpers import STRINGS, label_names_of, run_model
 from kbert.export.tflite_ops import check_ops
 from kbert.export.tflite_packing import pack_pairs, pack_text  # noqa: F401 (re-exported)
-from kbert.models.bert.bert_backbone import BertBackbone
+from kbert.models.backbone import Backbone
 from kbert.models.pretrainer import Pretrainer
 from kbert.tasks import QuestionAnswerer, TextClassifier, TextEmbedder, TokenClassifier
 from kbert.tasks.task import Task
@@ -126,10 +126,10 @@ def convert(archive, path, quantize):
 def _backbone_of(model):
     if isinstance(model, Task):
         return model.backbone
-    if isinstance(model, BertBackbone):
+    if isinstance(model, Backbone):
         return model
     if isinstance(model, Pretrainer) and isinstance(getattr(model, "backbone", None),
-                                                    BertBackbone):
+                                                    Backbone):
         return model.backbone
     raise TypeError(f"export_tflite takes a backbone, a pretrainer (its backbone is exported), "
                     f"a TextClassifier, TextEmbedder, TokenClassifier or QuestionAnswerer, or a "

@@ -3,14 +3,13 @@
 import typing
 
 from kbert.models.albert import AlbertBackbone, AlbertConfig, AlbertPretrainer
+from kbert.models.backbone import Backbone
 from kbert.models.bert import BertBackbone, BertConfig, BertPretrainer
 from kbert.models.deberta_v3 import (
     DebertaV3Backbone, DebertaV3Config, DebertaV3Pretrainer, DebertaV3RtdPretrainer,
 )
-from kbert.models.distil_bert import (
-    DistilBertBackbone, DistilBertConfig, DistilBertPretrainer, Distiller, TinyBertDistiller,
-    initialize_student,
-)
+from kbert.models.distil_bert import DistilBertBackbone, DistilBertConfig, DistilBertPretrainer
+from kbert.models.distillation import Distiller, TinyBertDistiller, initialize_student
 from kbert.models.electra import (
     ElectraBackbone, ElectraConfig, ElectraMaskedLM, ElectraPretrainer,
 )
@@ -79,11 +78,11 @@ def build(family, config, head="pretrainer", dtype=None, name=None, **pretrainer
 
 
 __all__ = [
-    "AlbertBackbone", "AlbertConfig", "AlbertPretrainer", "BertBackbone", "BertConfig",
-    "BertPretrainer", "DebertaV3Backbone", "DebertaV3Config", "DebertaV3Pretrainer",
-    "DebertaV3RtdPretrainer", "DistilBertBackbone", "DistilBertConfig", "DistilBertPretrainer",
-    "Distiller", "ElectraBackbone", "ElectraConfig", "ElectraMaskedLM", "ElectraPretrainer",
-    "FAMILIES", "Family", "HEADS", "MobileBertBackbone", "MobileBertConfig",
-    "MobileBertPretrainer", "RobertaBackbone", "RobertaConfig", "RobertaPretrainer",
-    "TinyBertDistiller", "build", "initialize_student",
+    "AlbertBackbone", "AlbertConfig", "AlbertPretrainer", "Backbone", "BertBackbone",
+    "BertConfig", "BertPretrainer", "DebertaV3Backbone", "DebertaV3Config",
+    "DebertaV3Pretrainer", "DebertaV3RtdPretrainer", "DistilBertBackbone", "DistilBertConfig",
+    "DistilBertPretrainer", "Distiller", "ElectraBackbone", "ElectraConfig", "ElectraMaskedLM",
+    "ElectraPretrainer", "FAMILIES", "Family", "HEADS", "MobileBertBackbone",
+    "MobileBertConfig", "MobileBertPretrainer", "RobertaBackbone", "RobertaConfig",
+    "RobertaPretrainer", "TinyBertDistiller", "build", "initialize_student",
 ]

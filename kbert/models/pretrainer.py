@@ -24,8 +24,9 @@ def masked_lm_head(backbone, name="mlm_head", head_class=MaskedLMHead):
 
 
 class Pretrainer:
-    """Mixed into `BertPretrainer`, `ElectraPretrainer` and `Distiller` (before `keras.Model`):
-    they compute their own loss in `compute_loss`, so `compile` takes no `loss`.
+    """Mixed into `BertPretrainer`, `ReplacedTokenDetection` (ELECTRA's and DeBERTa-v3's RTD)
+    and the distillers (before `keras.Model`): they compute their own loss in `compute_loss`,
+    so `compile` takes no `loss`.
 
     A mixin and not a `keras.Model` subclass: Keras rewrites the bases of a class built as a
     functional model to `Functional`, which would then reach the subclassed `Distiller` too.

@@ -57,7 +57,7 @@ def from_model(model, tokenizer, task):
 def _backbone(model):
     from kbert import models
 
-    return model if isinstance(model, models.BertBackbone) else model.backbone
+    return model if isinstance(model, models.Backbone) else model.backbone
 
 
 def from_checkpoint(path, tokenizer, task):

@@ -115,7 +115,7 @@ class TaskRecord:
             outputs = getattr(model, "output", None)
             return isinstance(inputs, dict) and "mask_positions" in inputs and \
                 isinstance(outputs, dict) and "mlm_logits" in outputs
-        return isinstance(model, models.BertBackbone)  # every family's backbone is one
+        return isinstance(model, models.Backbone)
 
     def build(self, backbone, **kwargs):
         """The task model on `backbone`; `kwargs` go to its class (`num_classes=3`)."""

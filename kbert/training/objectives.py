@@ -16,7 +16,7 @@ import dataclasses
 from typing import Callable, Optional
 
 from kbert import models, presets
-from kbert.models.distil_bert.tiny_bert_distiller import TINY_BERT_FAMILIES
+from kbert.models.distillation.tiny_bert_distiller import TINY_BERT_FAMILIES
 from kbert.training.config_fields import ConfigError
 
 

@@ -12,7 +12,7 @@ from kbert.data.inputs import INPUT_HELP
 from kbert.data.masking import MASKINGS
 from kbert.tokenizers import tokenizer_types
 from kbert.training import config_fields
-from kbert.models.distil_bert.tiny_bert_distiller import STAGES
+from kbert.models.distillation.tiny_bert_distiller import STAGES
 from kbert.training.objectives import DISTILL_RECIPES, OBJECTIVES
 from kbert.training.config_fields import ConfigError, setting
 from kbert.training.run_settings import RunConfig

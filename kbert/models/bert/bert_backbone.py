@@ -1,16 +1,16 @@
 """BERT encoder: embeddings, post-LN transformer blocks, tanh pooler."""
 
-import dataclasses
-
 import keras
 
 from kbert.layers import Embeddings, Pooler, TransformerEncoder
+from kbert.models.backbone import Backbone
 from kbert.models.bert.bert_config import BertConfig
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class BertBackbone(keras.Model):
-    """BERT encoder: embeddings, `num_layers` post-LN transformer blocks, tanh pooler.
+class BertBackbone(Backbone):
+    """BERT encoder: embeddings, `num_layers` post-LN transformer blocks, tanh pooler. ALBERT,
+    DistilBERT, ELECTRA and RoBERTa are BERT's network with other settings (their subclasses).
 
     Args: the fields of `BertConfig` (validated there; its defaults apply), plus `dtype` (a
         dtype policy such as "mixed_bfloat16") and the usual `keras.Model` keyword arguments.
@@ -28,22 +28,10 @@ class BertBackbone(keras.Model):
     config_class = BertConfig
     has_pooler = True
     # RoBERTa: no `segment_ids` input (its one segment row is added to every token), and
-    # positions counted from an offset (see `Embeddings`).
+    # positions counted from an offset (`position_offset`, see `Embeddings`).
     has_segment_input = True
-    position_offset = 0
 
-    def __init__(self, vocabulary_size, num_layers, hidden_size, num_heads, intermediate_size,
-                 dtype=None, **kwargs):
-        fields = {f.name for f in dataclasses.fields(self.config_class)}
-        config = self.config_class(
-            vocabulary_size=vocabulary_size,
-            num_layers=num_layers,
-            hidden_size=hidden_size,
-            num_heads=num_heads,
-            intermediate_size=intermediate_size,
-            **{name: kwargs.pop(name) for name in list(kwargs) if name in fields},
-        )
-
+    def build_network(self, config, dtype):
         # === Layers ===
         embeddings = Embeddings(
             vocabulary_size=config.vocabulary_size,
@@ -92,35 +80,5 @@ class BertBackbone(keras.Model):
         outputs = {"sequence_output": x}  # [B, S, H]
         if pooler is not None:
             outputs["pooled_output"] = pooler(x)  # [B, H]
-        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
-
-        # === Config ===
-        if dtype is not None:
-            # A functional Model does not keep `dtype`; get_config must save the policy.
-            self.dtype_policy = keras.dtype_policies.get(dtype)
-        self.config = config  # the family's config (BertConfig, AlbertConfig, ...)
-        self.embeddings = embeddings
-        self.transformer_layers = blocks
-        self.pooler = pooler
-
-    @property
-    def token_embedding(self):
-        """The token `keras.layers.Embedding`; heads tie their output weights to it."""
-        return self.embeddings.token_embedding
-
-    def get_config(self):
-        config = {"name": self.name, "trainable": self.trainable}
-        config["dtype"] = keras.dtype_policies.serialize(self.dtype_policy)
-        config.update(self.config.to_dict())
-        return config
-
-    @classmethod
-    def from_config(cls, config, **kwargs):
-        """A backbone from its family's config object (`BertConfig`, `AlbertConfig`, ...;
-        `kwargs`: `dtype`, `name`) or from the dict of `get_config()` (Keras loading)."""
-        if not isinstance(config, dict):
-            return cls(**config.to_dict(), **kwargs)
-        config = dict(config)
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.get(config["dtype"])
-        return cls(**config)
+        layers = {"embeddings": embeddings, "transformer_layers": blocks, "pooler": pooler}
+        return inputs, outputs, layers

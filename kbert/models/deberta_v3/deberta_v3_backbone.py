@@ -1,18 +1,16 @@
 """DeBERTa-v3 encoder: token embeddings, relative position table, disentangled-attention
 blocks."""
 
-import dataclasses
-
 import keras
 
-from kbert.models.bert.bert_backbone import BertBackbone
+from kbert.models.backbone import Backbone
 from kbert.models.deberta_v3.deberta_v3_config import DebertaV3Config
 from kbert.models.deberta_v3.deberta_v3_embeddings import DebertaV3Embeddings, RelativeEmbedding
 from kbert.models.deberta_v3.disentangled_attention_encoder import DisentangledAttentionEncoder
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class DebertaV3Backbone(BertBackbone):
+class DebertaV3Backbone(Backbone):
     """DeBERTa-v3 encoder (He et al. 2021): token embeddings (no absolute positions, no
     segments), a layer-normalized table of `2 * position_buckets` relative-position embeddings
     shared by `num_layers` post-LN blocks of disentangled attention. No pooler. The outputs
@@ -30,17 +28,8 @@ class DebertaV3Backbone(BertBackbone):
     """
 
     config_class = DebertaV3Config
-    has_pooler = False
 
-    def __init__(self, vocabulary_size, num_layers, hidden_size, num_heads, intermediate_size,
-                 dtype=None, **kwargs):
-        fields = {f.name for f in dataclasses.fields(self.config_class)}
-        config = self.config_class(
-            vocabulary_size=vocabulary_size, num_layers=num_layers, hidden_size=hidden_size,
-            num_heads=num_heads, intermediate_size=intermediate_size,
-            **{name: kwargs.pop(name) for name in list(kwargs) if name in fields},
-        )
-
+    def build_network(self, config, dtype):
         # === Layers ===
         embeddings = DebertaV3Embeddings(
             vocabulary_size=config.vocabulary_size, hidden_size=config.hidden_size,
@@ -71,15 +60,6 @@ class DebertaV3Backbone(BertBackbone):
         relative = relative_embedding(x)  # [2P, H]
         for block in blocks:
             x = block(x, relative, padding_mask=inputs["padding_mask"])  # [B, S, H]
-        # BertBackbone's parent: keras.Model, which Keras rewrites to Functional.
-        super(BertBackbone, self).__init__(inputs=inputs, outputs={"sequence_output": x},
-                                           dtype=dtype, **kwargs)
-
-        # === Config ===
-        if dtype is not None:
-            self.dtype_policy = keras.dtype_policies.get(dtype)
-        self.config = config
-        self.embeddings = embeddings
-        self.relative_embedding = relative_embedding
-        self.transformer_layers = blocks
-        self.pooler = None
+        layers = {"embeddings": embeddings, "relative_embedding": relative_embedding,
+                  "transformer_layers": blocks, "pooler": None}
+        return inputs, {"sequence_output": x}, layers

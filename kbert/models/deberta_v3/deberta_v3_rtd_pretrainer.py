@@ -4,20 +4,21 @@ embedding sharing (GDES)."""
 import keras
 from keras import ops
 
-from kbert.layers import MaskedTokenSampler, ReplacedTokenHead, _utils
 from kbert.models.deberta_v3.deberta_v3_backbone import DebertaV3Backbone
-from kbert.models.electra.electra_pretrainer import ElectraPretrainer
+from kbert.models.electra.replaced_token_detection import (
+    ReplacedTokenDetection, check_loss_weights,
+)
 from kbert.models.pretrainer import masked_lm_head
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class DebertaV3RtdPretrainer(ElectraPretrainer):
+class DebertaV3RtdPretrainer(ReplacedTokenDetection):
     """Replaced-token detection on a `DebertaV3Backbone` with gradient-disentangled embedding
     sharing (He et al. 2021, DeBERTa-v3), trained by `fit`.
 
-    ELECTRA's objective and loss (`ElectraPretrainer.compute_loss`: the generator's
-    masked-LM loss + `rtd_loss_weight` x the discriminator's replaced-token loss), with
-    DeBERTa-v3's two models:
+    ELECTRA's objective and loss (`ReplacedTokenDetection`, as `ElectraPretrainer`: the
+    generator's masked-LM loss + `rtd_loss_weight` x the discriminator's replaced-token loss),
+    with DeBERTa-v3's two models:
 
     - the generator is a `DebertaV3Backbone` as wide as the discriminator and
       `generator_layers_fraction` as deep (1/2, as in the paper), with its own token table
@@ -48,10 +49,8 @@ class DebertaV3RtdPretrainer(ElectraPretrainer):
         if not isinstance(backbone, DebertaV3Backbone):
             raise ValueError(f"DebertaV3RtdPretrainer needs a DebertaV3Backbone, got "
                              f"{type(backbone).__name__}.")
-        mlm_loss_weight = _utils.check_positive_float("mlm_loss_weight", mlm_loss_weight,
-                                                      allow_zero=True)
-        rtd_loss_weight = _utils.check_positive_float("rtd_loss_weight", rtd_loss_weight,
-                                                      allow_zero=True)
+        # Checked before GDES changes the backbone (the base class checks them again).
+        check_loss_weights(mlm_loss_weight, rtd_loss_weight)
         fraction = generator_layers_fraction
         if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not (
                 0 < fraction <= 1):
@@ -64,46 +63,22 @@ class DebertaV3RtdPretrainer(ElectraPretrainer):
             config.replace(num_layers=max(1, int(round(config.num_layers * fraction)))),
             dtype=policy, name="generator")
         mlm_head = masked_lm_head(generator)
-        sampler = MaskedTokenSampler(seed=seed, dtype=policy, name="sampler")
-        rtd_head = ReplacedTokenHead(activation=config.activation,
-                                     initializer_range=config.initializer_range, dtype=policy,
-                                     name="rtd_head")
         # GDES: the discriminator's table is the delta on the generator's (no gradient).
         delta = backbone.embeddings.token_embedding.embeddings
         delta.assign(ops.zeros(delta.shape, delta.dtype))
         backbone.embeddings.share(generator.embeddings.token_embedding)
 
-        # === Functional model ===
-        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
-                  for name in ("token_ids", "padding_mask", "mask_positions")}
-        generated = generator({"token_ids": inputs["token_ids"],
-                               "padding_mask": inputs["padding_mask"]})["sequence_output"]
-        mlm_logits = mlm_head(generated, inputs["mask_positions"])  # [B, P, V]
-        replaced, _ = sampler(inputs["token_ids"], inputs["mask_positions"], mlm_logits)
-        features = backbone({"token_ids": replaced, "padding_mask": inputs["padding_mask"]})
-        outputs = {
-            "mlm_logits": mlm_logits,
-            "replaced_token_ids": replaced,  # [B, S]
-            "rtd_logits": rtd_head(features["sequence_output"]),  # [B, S]
-        }
-        # ElectraPretrainer's parent, keras.Model (Functional once Keras has rewritten it).
-        super(ElectraPretrainer, self).__init__(inputs=inputs, outputs=outputs, **kwargs)
+        def generate(inputs):
+            return generator({"token_ids": inputs["token_ids"],
+                              "padding_mask": inputs["padding_mask"]})["sequence_output"]
+
+        # The sampler, the discriminator, its head and the graph: ReplacedTokenDetection's.
+        super().__init__(backbone, generator, mlm_head, generate,
+                         mlm_loss_weight=mlm_loss_weight, rtd_loss_weight=rtd_loss_weight,
+                         seed=seed, **kwargs)
 
         # === Config ===
-        self.dtype_policy = policy
-        self.backbone = backbone
-        self.generator = generator
-        self.mlm_head = mlm_head
-        self.sampler = sampler
-        self.rtd_head = rtd_head
         self.generator_layers_fraction = generator_layers_fraction
-        self.mlm_loss_weight = mlm_loss_weight
-        self.rtd_loss_weight = rtd_loss_weight
-        self.seed = seed
-        self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
-        self.mlm_accuracy = keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")
-        self.rtd_loss_tracker = keras.metrics.Mean(name="rtd_loss")
-        self.rtd_accuracy = keras.metrics.BinaryAccuracy(name="rtd_accuracy", threshold=0.0)
 
     def discriminator(self, name=None):
         """The discriminator as a stand-alone `DebertaV3Backbone`: a copy of `backbone` whose
@@ -119,12 +94,5 @@ class DebertaV3RtdPretrainer(ElectraPretrainer):
         return result
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
-            "generator_layers_fraction": self.generator_layers_fraction,
-            "mlm_loss_weight": self.mlm_loss_weight,
-            "rtd_loss_weight": self.rtd_loss_weight,
-            "seed": self.seed,
-        }
+        return {**super().get_config(),
+                "generator_layers_fraction": self.generator_layers_fraction}

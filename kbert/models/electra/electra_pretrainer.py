@@ -2,13 +2,11 @@
 (the backbone) tells replaced tokens from original ones."""
 
 import keras
-from keras import ops
 
-from kbert.layers import MaskedTokenSampler, ReplacedTokenHead, _utils
-from kbert.layers.masked_token_sampler import scatter_positions
 from kbert.models.bert.bert_pretrainer import BertPretrainer
 from kbert.models.electra.electra_generator import ElectraGenerator, generator_size
-from kbert.models.pretrainer import Pretrainer, masked_lm_head
+from kbert.models.electra.replaced_token_detection import ReplacedTokenDetection
+from kbert.models.pretrainer import masked_lm_head
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -20,7 +18,7 @@ class ElectraMaskedLM(BertPretrainer):
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class ElectraPretrainer(Pretrainer, keras.Model):
+class ElectraPretrainer(ReplacedTokenDetection):
     """Replaced-token detection (Clark et al. 2020) on an `ElectraBackbone`, trained by `fit`.
 
     1. The generator, a narrower encoder (`generator_hidden_fraction` of the discriminator's
@@ -33,9 +31,10 @@ class ElectraPretrainer(Pretrainer, keras.Model):
        scores every token. The label is 1 where the token differs from the original; a
        sample that equals the original counts as original.
 
-    Loss: `mlm_loss_weight * L_MLM + rtd_loss_weight * L_RTD`, with `L_RTD` the sigmoid
-    cross-entropy averaged over the non-padding tokens (ELECTRA: 1 and 50). `fit` reports
-    `loss`, `mlm_loss`, `mlm_accuracy` (the generator's), `rtd_loss` and `rtd_accuracy`.
+    Loss (`ReplacedTokenDetection`, shared with DeBERTa-v3): `mlm_loss_weight * L_MLM +
+    rtd_loss_weight * L_RTD`, with `L_RTD` the sigmoid cross-entropy averaged over the
+    non-padding tokens (ELECTRA: 1 and 50). `fit` reports `loss`, `mlm_loss`, `mlm_accuracy`
+    (the generator's), `rtd_loss` and `rtd_accuracy`.
     After pretraining, `pretrainer.backbone` (also `discriminator()`) is the discriminator to
     fine-tune or export.
 
@@ -62,10 +61,6 @@ class ElectraPretrainer(Pretrainer, keras.Model):
 
     def __init__(self, backbone, generator_hidden_fraction=0.25, generator_layers_fraction=1.0,
                  mlm_loss_weight=1.0, rtd_loss_weight=50.0, seed=None, **kwargs):
-        mlm_loss_weight = _utils.check_positive_float("mlm_loss_weight", mlm_loss_weight,
-                                                      allow_zero=True)
-        rtd_loss_weight = _utils.check_positive_float("rtd_loss_weight", rtd_loss_weight,
-                                                      allow_zero=True)
         config = backbone.config
         hidden, layers, heads, intermediate = generator_size(
             config, generator_hidden_fraction, generator_layers_fraction)
@@ -80,60 +75,21 @@ class ElectraPretrainer(Pretrainer, keras.Model):
             initializer_range=config.initializer_range, dtype=policy, name="generator",
         )
         mlm_head = masked_lm_head(backbone)
-        sampler = MaskedTokenSampler(seed=seed, dtype=policy, name="sampler")
-        rtd_head = ReplacedTokenHead(
-            activation=config.activation, initializer_range=config.initializer_range,
-            dtype=policy, name="rtd_head",
-        )
 
-        # === Functional model ===
-        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
-                  for name in (*backbone.input, "mask_positions")}
-        # The generator reads the discriminator's embeddings before their projection.
-        shared = backbone.embeddings(inputs["token_ids"], inputs.get("segment_ids"),
-                                     project=False)  # [B, S, E]
-        generated = generator(shared, padding_mask=inputs["padding_mask"])  # [B, S, Hg]
-        mlm_logits = mlm_head(generated, inputs["mask_positions"])  # [B, P, V]
-        replaced, _ = sampler(inputs["token_ids"], inputs["mask_positions"], mlm_logits)
-        features = backbone({**{name: inputs[name] for name in backbone.input},
-                             "token_ids": replaced})
-        outputs = {
-            "mlm_logits": mlm_logits,
-            "replaced_token_ids": replaced,  # [B, S]
-            "rtd_logits": rtd_head(features["sequence_output"]),  # [B, S]
-        }
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        def generate(inputs):
+            # The generator reads the discriminator's embeddings before their projection.
+            shared = backbone.embeddings(inputs["token_ids"], inputs.get("segment_ids"),
+                                         project=False)  # [B, S, E]
+            return generator(shared, padding_mask=inputs["padding_mask"])  # [B, S, Hg]
+
+        # The sampler, the discriminator, its head and the graph: ReplacedTokenDetection's.
+        super().__init__(backbone, generator, mlm_head, generate,
+                         mlm_loss_weight=mlm_loss_weight, rtd_loss_weight=rtd_loss_weight,
+                         seed=seed, **kwargs)
 
         # === Config ===
-        self.dtype_policy = policy
-        self.backbone = backbone
-        self.generator = generator
-        self.mlm_head = mlm_head
-        self.sampler = sampler
-        self.rtd_head = rtd_head
         self.generator_hidden_fraction = generator_hidden_fraction
         self.generator_layers_fraction = generator_layers_fraction
-        self.mlm_loss_weight = mlm_loss_weight
-        self.rtd_loss_weight = rtd_loss_weight
-        self.seed = seed
-        self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
-        self.mlm_accuracy = keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")
-        self.rtd_loss_tracker = keras.metrics.Mean(name="rtd_loss")
-        self.rtd_accuracy = keras.metrics.BinaryAccuracy(name="rtd_accuracy", threshold=0.0)
-
-    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        y = self._check_labels(y, ("mask_ids",))
-        mlm_loss, _ = self.masked_lm_loss(y, y_pred["mlm_logits"])
-        original = scatter_positions(x["token_ids"], x["mask_positions"], y["mask_ids"])
-        labels = ops.cast(ops.not_equal(y_pred["replaced_token_ids"], original), "float32")
-        logits = ops.cast(y_pred["rtd_logits"], "float32")  # [B, S]
-        mask = ops.cast(x["padding_mask"], "float32")
-        token_losses = ops.binary_crossentropy(labels, logits, from_logits=True)  # [B, S]
-        rtd_loss = self.weighted_mean(token_losses, mask, self.rtd_loss_tracker)
-        # BinaryAccuracy with threshold 0 on the logits: positive logit = "replaced".
-        self.rtd_accuracy.update_state(labels, logits, sample_weight=mask)
-        loss = self.mlm_loss_weight * mlm_loss + self.rtd_loss_weight * rtd_loss
-        return self.add_regularization(loss)
 
     def discriminator(self):
         """The discriminator to fine-tune or export: `backbone` itself (it owns its
@@ -142,12 +98,7 @@ class ElectraPretrainer(Pretrainer, keras.Model):
 
     def get_config(self):
         return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
+            **super().get_config(),
             "generator_hidden_fraction": self.generator_hidden_fraction,
             "generator_layers_fraction": self.generator_layers_fraction,
-            "mlm_loss_weight": self.mlm_loss_weight,
-            "rtd_loss_weight": self.rtd_loss_weight,
-            "seed": self.seed,
         }

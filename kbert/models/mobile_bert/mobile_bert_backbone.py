@@ -1,12 +1,12 @@
 """MobileBERT encoder: trigram embeddings, bottlenecked blocks, first-token pooler."""
 
-import dataclasses
-
 import keras
 
-from kbert.layers import MobileBertEmbeddings, MobileBertEncoder, Pooler
-from kbert.models.bert.bert_backbone import BertBackbone
+from kbert.layers import Pooler
+from kbert.models.backbone import Backbone
 from kbert.models.mobile_bert.mobile_bert_config import MobileBertConfig
+from kbert.models.mobile_bert.mobile_bert_embeddings import MobileBertEmbeddings
+from kbert.models.mobile_bert.mobile_bert_encoder import MobileBertEncoder
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -21,7 +21,7 @@ class FirstTokenPooler(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class MobileBertBackbone(BertBackbone):
+class MobileBertBackbone(Backbone):
     """MobileBERT encoder (Sun et al. 2020), as transformers' `MobileBertModel`: a 128-wide
     token table over a 3-token window projected to `hidden_size` (512), `num_layers` blocks
     that narrow to `intra_bottleneck_size` (128) for attention and
@@ -39,16 +39,9 @@ class MobileBertBackbone(BertBackbone):
     """
 
     config_class = MobileBertConfig
+    has_pooler = True
 
-    def __init__(self, vocabulary_size, num_layers, hidden_size, num_heads, intermediate_size,
-                 dtype=None, **kwargs):
-        fields = {f.name for f in dataclasses.fields(self.config_class)}
-        config = self.config_class(
-            vocabulary_size=vocabulary_size, num_layers=num_layers, hidden_size=hidden_size,
-            num_heads=num_heads, intermediate_size=intermediate_size,
-            **{name: kwargs.pop(name) for name in list(kwargs) if name in fields},
-        )
-
+    def build_network(self, config, dtype):
         # === Layers ===
         embeddings = MobileBertEmbeddings(
             vocabulary_size=config.vocabulary_size,
@@ -94,14 +87,5 @@ class MobileBertBackbone(BertBackbone):
         for block in blocks:
             x = block(x, padding_mask=inputs["padding_mask"])  # [B, S, H]
         outputs = {"sequence_output": x, "pooled_output": pooler(x)}  # [B, S, H], [B, H]
-        # BertBackbone's own __init__ builds BERT's layers; MobileBERT skips to the Model's.
-        super(BertBackbone, self).__init__(inputs=inputs, outputs=outputs, dtype=dtype,
-                                           **kwargs)
-
-        # === Config ===
-        if dtype is not None:
-            self.dtype_policy = keras.dtype_policies.get(dtype)
-        self.config = config
-        self.embeddings = embeddings
-        self.transformer_layers = blocks
-        self.pooler = pooler
+        layers = {"embeddings": embeddings, "transformer_layers": blocks, "pooler": pooler}
+        return inputs, outputs, layers

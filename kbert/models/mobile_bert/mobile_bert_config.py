@@ -3,7 +3,7 @@
 import dataclasses
 
 from kbert.layers import _utils
-from kbert.layers.no_norm import NORMALIZATION_TYPES
+from kbert.models.mobile_bert.no_norm import NORMALIZATION_TYPES
 from kbert.models.bert.bert_config import BertConfig
 
 

@@ -2,8 +2,8 @@
 
 import keras
 
-from kbert.layers import MobileBertMaskedLMHead
 from kbert.models.bert.bert_pretrainer import BertPretrainer
+from kbert.models.mobile_bert.mobile_bert_masked_lm_head import MobileBertMaskedLMHead
 from kbert.models.pretrainer import masked_lm_head
 
 

@@ -5,8 +5,8 @@ from keras import ops
 
 from kbert.layers import _utils
 from kbert.layers.hash_dropout import HashDropout
-from kbert.layers.mobile_bert_embeddings import TORCH_LAYER_NORM_EPSILON
-from kbert.layers.no_norm import NORMALIZATION_TYPES, normalization
+from kbert.models.mobile_bert.mobile_bert_embeddings import TORCH_LAYER_NORM_EPSILON
+from kbert.models.mobile_bert.no_norm import NORMALIZATION_TYPES, normalization
 
 
 @keras.saving.register_keras_serializable(package="kbert")

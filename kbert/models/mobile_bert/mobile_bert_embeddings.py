@@ -5,7 +5,7 @@ from keras import ops
 
 from kbert.layers import _utils
 from kbert.layers.hash_dropout import HashDropout
-from kbert.layers.no_norm import NORMALIZATION_TYPES, normalization
+from kbert.models.mobile_bert.no_norm import NORMALIZATION_TYPES, normalization
 
 # torch.nn.LayerNorm's default epsilon: transformers builds MobileBERT's embedding norm
 # without the config's layer_norm_eps (it matters only with normalization_type="layer_norm").

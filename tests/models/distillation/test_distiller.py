@@ -9,7 +9,7 @@ from kbert.models import (
     BertBackbone, BertPretrainer, DistilBertBackbone, DistilBertPretrainer, Distiller,
     initialize_student,
 )
-from kbert.models.distil_bert import student_layers
+from kbert.models.distillation import student_layers
 from tests.helpers import TINY, random_batch
 from tests.models._family_checks import check_jax_train_step, randomize
 

@@ -6,7 +6,7 @@ import pytest
 from keras import ops
 
 from kbert.models import BertBackbone, BertPretrainer, TinyBertDistiller
-from kbert.models.distil_bert import backbone_states, tiny_bert_layers
+from kbert.models.distillation import backbone_states, tiny_bert_layers
 from tests.helpers import TINY, random_batch
 
 QUIET = {"dropout": 0.0, "attention_dropout": 0.0}

@@ -10,7 +10,7 @@ from keras import ops
 
 from kbert import models, presets
 from kbert.models import Distiller, TinyBertDistiller, initialize_student
-from kbert.models.distil_bert.tiny_bert_distiller import TINY_BERT_FAMILIES
+from kbert.models.distillation.tiny_bert_distiller import TINY_BERT_FAMILIES
 from tests.helpers import random_batch
 from tests.models._family_checks import randomize
 

@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from kbert.layers import TransformerEncoder, _utils
-from kbert.models.distil_bert.distiller import check_student_and_teacher
+from kbert.models.distillation.distiller import check_student_and_teacher
 from kbert.models.pretrainer import Pretrainer
 
 STAGES = ("intermediate", "prediction", "both")

@@ -5,7 +5,10 @@ import keras
 import numpy as np
 import pytest
 
-from kbert.layers import MobileBertEmbeddings, MobileBertEncoder, MobileBertMaskedLMHead, NoNorm
+from kbert.models.mobile_bert.mobile_bert_embeddings import MobileBertEmbeddings
+from kbert.models.mobile_bert.mobile_bert_encoder import MobileBertEncoder
+from kbert.models.mobile_bert.mobile_bert_masked_lm_head import MobileBertMaskedLMHead
+from kbert.models.mobile_bert.no_norm import NoNorm
 from tests.layers import _checks
 
 RNG = np.random.default_rng(0)
@@ -115,3 +118,15 @@ def test_bad_arguments_are_named():
         _encoder(normalization_type="batch_norm")
     with pytest.raises(ValueError, match="intra_bottleneck_size=8 is not divisible by num_heads=3"):
         MobileBertEncoder(num_heads=3, intermediate_size=12, intra_bottleneck_size=8)
+
+
+@pytest.mark.parametrize("make", [NoNorm, _embeddings, _encoder])
+def test_a_config_that_names_the_old_module_loads(make):
+    """These layers were in kbert.layers; a saved config naming that module finds them by
+    their registered name ("kbert>NoNorm", ...), which the move kept."""
+    layer = make()
+    config = keras.saving.serialize_keras_object(layer)
+    module = f"kbert.layers.{type(layer).__module__.rsplit('.', 1)[-1]}"
+    assert config["registered_name"] == f"kbert>{type(layer).__name__}"
+    restored = keras.saving.deserialize_keras_object({**config, "module": module})
+    assert type(restored) is type(layer) and restored.get_config() == layer.get_config()

@@ -1,0 +1,95 @@
+"""What every kbert backbone is: a functional Keras model from token ids to hidden states,
+made from its family's config and saved as that config."""
+
+import dataclasses
+
+import keras
+
+# The attributes every backbone has, which heads, converters and distillers read.
+LAYER_ATTRIBUTES = ("embeddings", "transformer_layers", "pooler")
+
+
+class Backbone(keras.Model):
+    """The base class of every family's backbone (`BertBackbone`, `AlbertBackbone`,
+    `DistilBertBackbone`, `ElectraBackbone`, `RobertaBackbone`, `DebertaV3Backbone`,
+    `MobileBertBackbone`): `isinstance(model, Backbone)` means "any kbert backbone".
+
+    A family sets `config_class`, a frozen dataclass whose fields are the constructor's
+    arguments (it validates them and holds their defaults), and writes
+    `build_network(config, dtype)`: its layers and functional graph, returned as
+    `(inputs, outputs, layers)`. `layers` maps attribute names to layers: `embeddings`,
+    `transformer_layers` (the blocks, a list), `pooler` (`None` without one) and any of the
+    family's own (DeBERTa-v3's `relative_embedding`). The base class makes the config, keeps
+    the dtype policy and saves and loads the config (`get_config`, `from_config`).
+
+    Args: the fields of the family's config class, plus `dtype` (a dtype policy such as
+        "mixed_bfloat16") and the usual `keras.Model` keyword arguments.
+
+    Inputs (a dict): `token_ids`, `padding_mask` and, where the family has segments,
+        `segment_ids`, each int [B, S].
+    Outputs (a dict): `sequence_output` [B, S, H] and, where `has_pooler`,
+        `pooled_output` [B, H].
+    """
+
+    config_class = None
+    # Whether the outputs hold `pooled_output`.
+    has_pooler = False
+    # Where the position table's row for the first token is (RoBERTa: 2; see `Embeddings`).
+    position_offset = 0
+
+    def __init__(self, vocabulary_size, num_layers, hidden_size, num_heads, intermediate_size,
+                 dtype=None, **kwargs):
+        if self.config_class is None:
+            raise TypeError(
+                f"{type(self).__name__} has no config_class: Backbone is the base class of "
+                "the families' backbones (BertBackbone, ...), which set it."
+            )
+        fields = {f.name for f in dataclasses.fields(self.config_class)}
+        config = self.config_class(
+            vocabulary_size=vocabulary_size,
+            num_layers=num_layers,
+            hidden_size=hidden_size,
+            num_heads=num_heads,
+            intermediate_size=intermediate_size,
+            **{name: kwargs.pop(name) for name in list(kwargs) if name in fields},
+        )
+        inputs, outputs, layers = self.build_network(config, dtype)
+        missing = [name for name in LAYER_ATTRIBUTES if name not in layers]
+        if missing:
+            raise TypeError(f"{type(self).__name__}.build_network returned no {missing}: "
+                            f"every backbone has {list(LAYER_ATTRIBUTES)}.")
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+
+        # === Config ===
+        if dtype is not None:
+            # A functional Model does not keep `dtype`; get_config must save the policy.
+            self.dtype_policy = keras.dtype_policies.get(dtype)
+        self.config = config  # the family's config (BertConfig, AlbertConfig, ...)
+        for name, layer in layers.items():
+            setattr(self, name, layer)
+
+    def build_network(self, config, dtype):
+        """The family's layers and graph: `(inputs, outputs, layers)` (see the class)."""
+        raise NotImplementedError(f"{type(self).__name__} must define build_network.")
+
+    @property
+    def token_embedding(self):
+        """The token `keras.layers.Embedding`; heads tie their output weights to it."""
+        return self.embeddings.token_embedding
+
+    def get_config(self):
+        config = {"name": self.name, "trainable": self.trainable}
+        config["dtype"] = keras.dtype_policies.serialize(self.dtype_policy)
+        config.update(self.config.to_dict())
+        return config
+
+    @classmethod
+    def from_config(cls, config, **kwargs):
+        """A backbone from its family's config object (`BertConfig`, `AlbertConfig`, ...;
+        `kwargs`: `dtype`, `name`) or from the dict of `get_config()` (Keras loading)."""
+        if not isinstance(config, dict):
+            return cls(**config.to_dict(), **kwargs)
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.get(config["dtype"])
+        return cls(**config)
