@@ -246,12 +246,11 @@ class SavedModelSource(ModelSource):
         return None
 
     def build(self, task=None, head="auto", dtype=None, **config_overrides):
-        given = {"task": task, "head": None if head == "auto" else head, "dtype": dtype,
-                 **config_overrides}
-        if any(v is not None for v in given.values()):
+        given = [name for name, value in (("task", task), ("dtype", dtype)) if value is not None]
+        given += ["head"] * (head != "auto") + list(config_overrides)
+        if given:
             raise ValueError(f"The {self.description} is loaded as it was exported: "
-                             f"{', '.join(k for k, v in given.items() if v is not None)} do "
-                             "not apply to it.")
+                             f"{', '.join(given)} do not apply to it.")
         from kbert.untrusted import load_saved_model
 
         self._loaded = load_saved_model(self.path, trusted=self.trusted)
