@@ -9,7 +9,7 @@ import importlib
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("layers", "models", "presets", "tasks", "tokenizers")
+_SUBMODULES = ("layers", "loading", "models", "presets", "tasks", "tokenizers")
 
 
 def __getattr__(name):
@@ -17,8 +17,10 @@ def __getattr__(name):
         return importlib.import_module(f"kbert.{name}")
     if name == "pipeline":  # kbert.pipeline(task, model=...): kbert.pipelines, on first use
         return importlib.import_module("kbert.pipelines").pipeline
+    if name == "load":  # kbert.load(spec, task=None, head="auto"): kbert.loading, on first use
+        return importlib.import_module("kbert.loading").load
     raise AttributeError(f"module 'kbert' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(list(globals()) + list(_SUBMODULES) + ["pipeline"])
+    return sorted(list(globals()) + list(_SUBMODULES) + ["load", "pipeline"])

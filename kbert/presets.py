@@ -2,6 +2,10 @@
 
 Each preset is a JSON file in the repository's `presets/` folder (data only): the model
 family, every architecture field, the tokenizer settings and the weight source.
+
+`kbert.load(name)` (`kbert.loading`) takes a preset name like any other spec and builds its
+model the way `load` here does, from the same `checkpoint(name, weights)`; `load` stays as the
+short form of it for a preset's model alone.
 """
 
 import json
@@ -60,11 +64,14 @@ def _check_pin(name, weights, sha256):
                          f"weights={PRETRAINED!r}.")
 
 
-def _checkpoint(name, preset, weights, sha256=None):
-    """The `kbert.convert.Checkpoint` that `weights` names for preset `name`."""
+def checkpoint(name, weights=PRETRAINED, sha256=None):
+    """The `kbert.convert.Checkpoint` that `weights` names for preset `name`: its release
+    ("pretrained", converted once into the cache) or a checkpoint directory of its
+    architecture."""
     from kbert import convert
     from kbert.convert import download
 
+    preset = get(name)
     _check_pin(name, weights, sha256)
     if weights == PRETRAINED:
         if not preset.get("weights"):
@@ -78,19 +85,19 @@ def _checkpoint(name, preset, weights, sha256=None):
             f"weights={weights!r}: expected {PRETRAINED!r} (the preset's release), None "
             "(random initialisation) or the path of a checkpoint directory."
         )
-    checkpoint = convert.read(weights)
+    found = convert.read(weights)
     expected = config(name)
     wrong = [f"{field}: preset {getattr(expected, field, None)}, checkpoint "
-             f"{getattr(checkpoint.config, field, None)}"
+             f"{getattr(found.config, field, None)}"
              for field in _SHAPE_FIELDS
-             if getattr(expected, field, None) != getattr(checkpoint.config, field, None)]
-    if checkpoint.family != preset["model"] or wrong:
+             if getattr(expected, field, None) != getattr(found.config, field, None)]
+    if found.family != preset["model"] or wrong:
         raise ValueError(
-            f"{weights} is not a {name} checkpoint ({checkpoint.family}; "
+            f"{weights} is not a {name} checkpoint ({found.family}; "
             f"{'; '.join(wrong) or 'family differs'}). Load it with "
             "kbert.convert.load(path) instead."
         )
-    return checkpoint
+    return found
 
 
 def load(name, head="pretrainer", weights=PRETRAINED, dtype=None, sha256=None,
@@ -127,15 +134,16 @@ def load(name, head="pretrainer", weights=PRETRAINED, dtype=None, sha256=None,
         _check_pin(name, weights, sha256)
         return models.build(preset["model"], config(name, **config_overrides), head=head,
                             dtype=dtype, name=name)
-    return _checkpoint(name, preset, weights, sha256).build(head=head, dtype=dtype, name=name,
-                                                            **config_overrides)
+    return checkpoint(name, weights, sha256).build(head=head, dtype=dtype, name=name,
+                                                   **config_overrides)
 
 
 def load_tokenizer(name, weights=PRETRAINED, sha256=None):
     """The tokenizer of preset `name`'s release (or of the checkpoint at `weights`): a
     `WordPieceTokenizer`, for ALBERT a `SentencePieceTokenizer`, for RoBERTa a
     `BytePairTokenizer`. `sha256`: as in `load`."""
-    return _checkpoint(name, get(name), weights, sha256).tokenizer()
+    return checkpoint(name, weights, sha256).tokenizer()
 
 
-__all__ = ["HEADS", "PRETRAINED", "config", "get", "list", "load", "load_tokenizer"]
+__all__ = ["HEADS", "PRETRAINED", "checkpoint", "config", "get", "list", "load",
+           "load_tokenizer"]

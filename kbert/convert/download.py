@@ -5,9 +5,14 @@ Layout of the cache (`$KBERT_CACHE_DIR`, default `~/.cache/kbert`):
     downloads/<file name>          the release archive, kept only when its sha256 verified
     downloads/<preset>/<file>      the files of a release published as loose files (Hugging
                                    Face's config.json, model.safetensors, vocab.txt)
-    converted/<preset>-<key>/      the release converted to the Hugging Face format
-                                   (config.json, model.safetensors, vocab.txt); the key
-                                   comes from the sha256 of the bytes it was converted from
+    converted/<LAYOUT>/<preset>-<key>/
+                                   the release converted once into kbert's own format
+                                   (`kbert_format`: model.keras + its tokenizer files); the
+                                   key comes from the sha256 of the bytes it was converted
+                                   from. `LAYOUT` names the format of the folders under it:
+                                   a cache written by an older kbert (converted/<preset>-<key>/,
+                                   Hugging Face files) is never read, the release is
+                                   converted again beside it
     known_sha256.json              URL -> sha256 of every download (trust on first use)
 
 Files appear under their final names only when complete: downloads land in a staging folder
@@ -35,11 +40,14 @@ import zlib
 from pathlib import Path
 
 from kbert._cache import CACHE_ENV, cache_dir
-from kbert.convert import hugging_face
+from kbert.convert import kbert_format
 from kbert.convert._checks import CheckpointError
 
 SOURCE_FIELDS = ("url", "sha256", "format", "path", "files")
 KNOWN_HASHES = "known_sha256.json"
+# The folder of converted/ whose releases are in kbert's format as this version writes it;
+# change it when that format changes, so that no older conversion is misread.
+LAYOUT = "kbert-v1"
 PIN_ENV = "KBERT_SHA256_"  # + the preset's name in capitals: KBERT_SHA256_BERT_BASE
 
 
@@ -267,7 +275,15 @@ def _converted(cache, name, source, sha256):
         key = sha256 or known.get(source["url"])
     if key is None:
         return None
-    return Path(cache) / "converted" / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return Path(cache) / "converted" / LAYOUT / f"{name}-{digest}"
+
+
+def _read_converted(folder):
+    """The converted release in `folder`, or `None` when it is not there (yet)."""
+    if not kbert_format.is_kbert(folder):
+        return None
+    return kbert_format.read(folder)
 
 
 def pretrained(name, source, cache=None, sha256=None):
@@ -296,8 +312,8 @@ def pretrained(name, source, cache=None, sha256=None):
     cache = Path(cache or cache_dir())
     sha256 = pinned(name, source, sha256)
     converted = _converted(cache, name, source, sha256)
-    if converted is not None and (converted / "config.json").is_file():
-        return hugging_face.read(converted)
+    if converted is not None and (found := _read_converted(converted)) is not None:
+        return found
     try:
         if "files" in source:
             folder = _fetch_files(name, {**source, "sha256": sha256}, cache)
@@ -317,12 +333,12 @@ def pretrained(name, source, cache=None, sha256=None):
             folder = _checkpoint_folder(unpacked, source.get("path"))
         checkpoint = convert.read(folder, format=source["format"])
     converted = _converted(cache, name, source, sha256)  # the downloads' hashes are known now
-    if (converted / "config.json").is_file():
-        return hugging_face.read(converted)
-    try:
-        hugging_face.write(checkpoint, converted)  # written aside, renamed into place
+    if (found := _read_converted(converted)) is not None:
+        return found
+    try:  # the richest model the release holds, written aside and renamed into place
+        kbert_format.write(checkpoint, converted, head="auto")
     except OSError:
-        if not (converted / "config.json").is_file():  # not a concurrent writer's result
+        if not kbert_format.is_kbert(converted):  # not a concurrent writer's result
             raise
     logging.info("Converted %s into %s.", source["url"], converted)
-    return hugging_face.read(converted)
+    return _read_converted(converted)

@@ -3,7 +3,8 @@
 A model is one of:
 - a kbert model object: a task model (`kbert.tasks`), a pretrainer with a masked-LM head,
   or a backbone (it needs `tokenizer=`);
-- a checkpoint directory of any format kbert reads (`kbert.convert`), its tokenizer inside;
+- a checkpoint directory of any format kbert reads (`kbert.convert`), its tokenizer inside,
+  a tools/finetune.py run or a tools/pretrain.py run (`kbert.loading`);
 - a preset name (`kbert.presets`): its pretrained backbone / masked-LM pretrainer;
 - an exported SavedModel directory (`kbert.export.export_saved_model`), run through its
   `serving_ids` signature, loaded by `kbert.untrusted.load_saved_model`, which refuses unsafe
@@ -15,6 +16,7 @@ the kind of model, which says the pipeline tasks it serves.
 
 import os
 
+from kbert import loading
 from kbert.pipelines.model_source import KerasRunner, Source
 from kbert.tasks import registry
 from kbert.tasks.task import default_label_names
@@ -60,43 +62,13 @@ def _backbone(model):
     return model if isinstance(model, models.Backbone) else model.backbone
 
 
-def from_checkpoint(path, tokenizer, task):
-    """A checkpoint directory, read once: `Checkpoint.build_task` builds the model the task
-    needs, and refuses a checkpoint whose heads cannot serve it; its tokenizer is the
-    checkpoint's unless `tokenizer` is given."""
-    from kbert import convert
-
-    checkpoint = convert.read(path)
-    record = registry.get(task)
-    if record.model is not None:
-        model = checkpoint.build_task(record.name)
-    else:  # fill-mask: the richest pretraining head, which must hold a masked LM;
-        # feature-extraction: the backbone alone.
-        model = checkpoint.build(head=None if record.model_head is None else "auto")
-        if not record.holds(model):
-            raise ValueError(f"{task} needs a masked-LM head, and the checkpoint {path} "
-                             f"has none (it gives a {type(model).__name__}).")
-    return from_model(model, checkpoint.tokenizer() if tokenizer is None else tokenizer, task)
-
-
-def from_preset(name, tokenizer, task):
-    """A preset's pretrained release: the tasks without a task model of their own only
-    (fill-mask, feature-extraction): a preset holds no fine-tuned task head."""
-    from kbert import presets
-
-    record = registry.get(task)
-    if record.model is not None:
-        served = [r.pipelines[0] for r in registry.RECORDS.values() if r.model is None]
-        raise ValueError(
-            f"Preset {name!r} is a pretrained model without a fine-tuned {task} head: it "
-            f"serves {' and '.join(served)}. Fine-tune a task model (kbert.tasks) "
-            "or pass a fine-tuned checkpoint directory.")
-    model = presets.load(name, head=record.model_head)
-    return from_model(model, tokenizer or presets.load_tokenizer(name), task)
-
-
-def is_saved_model(path):
-    return os.path.isfile(os.path.join(path, "saved_model.pb"))
+def from_spec(spec, tokenizer, task):
+    """A preset name, a run or a checkpoint directory, as `kbert.loading.source` finds it: the
+    model the task needs (`ModelSource.build(task=...)`, which refuses a source whose heads
+    cannot serve it); its tokenizer is the source's unless `tokenizer` is given."""
+    found = loading.source(spec)
+    model = found.build(task=task)
+    return from_model(model, found.tokenizer() if tokenizer is None else tokenizer, task)
 
 
 def resolve(task, model, tokenizer=None, trusted=False):
@@ -107,16 +79,16 @@ def resolve(task, model, tokenizer=None, trusted=False):
                          "(nothing is downloaded by default).")
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
-        if os.path.isdir(path):
-            if is_saved_model(path):
-                from kbert.pipelines.saved_model_source import from_saved_model
+        try:
+            kind = loading.kind_of(path)
+        except ValueError:
+            from kbert import presets
 
-                return from_saved_model(path, tokenizer, task, trusted)
-            return from_checkpoint(path, tokenizer, task)
-        from kbert import presets
+            raise ValueError(f"model={path!r} is neither a directory nor a preset name "
+                             f"(presets: {', '.join(presets.list())}).") from None
+        if kind == "saved_model":
+            from kbert.pipelines.saved_model_source import from_saved_model
 
-        if path in presets.list():
-            return from_preset(path, tokenizer, task)
-        raise ValueError(f"model={path!r} is neither a directory nor a preset name "
-                         f"(presets: {', '.join(presets.list())}).")
+            return from_saved_model(path, tokenizer, task, trusted)
+        return from_spec(path, tokenizer, task)
     return from_model(model, tokenizer, task)

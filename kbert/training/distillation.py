@@ -2,8 +2,7 @@
 
 import dataclasses
 
-from kbert import presets
-from kbert.training import runs
+from kbert import loading, presets
 from kbert.training.objectives import OBJECTIVES
 from kbert.training.config_fields import ConfigError
 
@@ -32,39 +31,44 @@ def tokenizer_type_of(tokenizer):
     return "wordpiece"
 
 
-def _from_run(path):
+def _from_run(spec, found):
     """A kbert pretraining run's model_dir: its config.json, vocabulary and newest checkpoint."""
-    run = runs.read_run(path)
-    if run.objective.families or run.objective.needs_teacher:
+    run = found.run
+    objective = OBJECTIVES[run.config.objective]
+    if objective.families or objective.needs_teacher:
         masked_lm = [o.name for o in OBJECTIVES.values()
                      if not (o.families or o.needs_teacher)]
-        raise ConfigError(f"--teacher={path}: that run trained --objective={run.config.objective}"
+        raise ConfigError(f"--teacher={spec}: that run trained --objective={run.config.objective}"
                           f"; a teacher must be a masked-LM run ({', '.join(masked_lm)}).")
     if run.checkpoint is None:
-        raise ConfigError(f"--teacher={path} has no checkpoint in {path}/checkpoints.")
-    return TeacherSource(run.description, run.tokenizer(), run.config.resolved_lowercase,
-                         run.build)
+        raise ConfigError(f"--teacher={spec} has no checkpoint in {spec}/checkpoints.")
+    return TeacherSource(found.description, found.tokenizer(), run.config.resolved_lowercase,
+                         lambda dtype: found.build(dtype=dtype))
 
 
 def teacher_source(spec):
     """The `TeacherSource` of `--teacher`: a kbert run's model_dir, a preset name (its
-    pretrained release) or a checkpoint directory (Hugging Face, TF1, keras-hub, kbert)."""
-    from kbert import convert
+    pretrained release) or a checkpoint directory (Hugging Face, TF1, keras-hub, kbert), as
+    `kbert.loading.source` finds it."""
     from kbert.convert import families
 
-    if runs.is_run(spec):
-        return _from_run(spec)
-    if spec in presets.list():
-        tokenizer = presets.load_tokenizer(spec)
-        return TeacherSource(f"preset {spec}", tokenizer, tokenizer.lowercase,
-                             lambda dtype: presets.load(spec, head="mlm", dtype=dtype))
     try:
-        checkpoint = convert.read(spec)
+        found = loading.source(spec)
     except (FileNotFoundError, ValueError) as e:
         raise ConfigError(
             f"--teacher={spec!r}: not a kbert run (model_dir with config.json and "
             f"checkpoints/), a preset ({', '.join(presets.list())}) or a checkpoint: {e}"
         ) from None
+    if found.kind == "pretraining_run":
+        return _from_run(spec, found)
+    if found.kind == "preset":
+        tokenizer = found.tokenizer()
+        return TeacherSource(found.description, tokenizer, tokenizer.lowercase,
+                             lambda dtype: found.build(head="mlm", dtype=dtype))
+    if found.kind == "saved_model":
+        raise ConfigError(f"--teacher={spec}: a SavedModel runs as it was exported; a teacher "
+                          "is trained beside its student: give its checkpoint directory.")
+    checkpoint = found.checkpoint
     if checkpoint.vocabulary is None and checkpoint.sentencepiece_model is None:
         raise ConfigError(f"--teacher={spec}: the checkpoint has no tokenizer files (vocab.txt"
                           ", spiece.model or vocab.json + merges.txt).")
@@ -75,6 +79,6 @@ def teacher_source(spec):
         raise ConfigError(
             f"--teacher={spec}: the checkpoint has no masked-LM head on its encoder (it has "
             f"{checkpoint.head or 'no head'}); a teacher must predict the masked tokens.")
-    tokenizer = checkpoint.tokenizer()
+    tokenizer = found.tokenizer()
     return TeacherSource(f"checkpoint {spec}", tokenizer, tokenizer.lowercase,
-                         lambda dtype: checkpoint.build(head="mlm", dtype=dtype))
+                         lambda dtype: found.build(head="mlm", dtype=dtype))

@@ -16,9 +16,9 @@ import os
 import keras
 import tensorflow as tf
 
-from kbert import presets
+from kbert import loading
 from kbert.training import callbacks as kbert_callbacks
-from kbert.training import layer_wise, multi_worker, runs
+from kbert.training import layer_wise, multi_worker
 from kbert.training.finetuning_config import FinetuningConfig  # noqa: F401 - public name
 from kbert.training.finetuning_tasks import FINETUNING_TASKS
 from kbert.training.config_fields import ConfigError
@@ -37,31 +37,25 @@ class PretrainedEncoder:
 
 
 def encoder_source(config):
-    """The `PretrainedEncoder` of `--preset` or `--checkpoint`."""
+    """The `PretrainedEncoder` of `--preset` or `--checkpoint` (a tools/pretrain.py or
+    tools/finetune.py run, or any checkpoint kbert reads), as `kbert.loading.source` finds
+    it."""
     overrides = config.config_overrides
-    if config.preset is not None:
-        return PretrainedEncoder(f"preset {config.preset}", presets.load_tokenizer(config.preset),
-                       presets.config(config.preset).max_sequence_length,
-                       lambda dtype: presets.load(config.preset, head=None, dtype=dtype,
-                                                  **overrides))
-    if runs.is_run(config.checkpoint):
-        run = runs.read_run(config.checkpoint)
-        if overrides:
-            raise ConfigError("--config_override: a tools/pretrain.py run is rebuilt from its "
-                              "own config.json; it takes no overrides.")
-        positions = presets.config(run.config.preset,
-                                   **run.config.config_overrides).max_sequence_length
-        return PretrainedEncoder(run.description, run.tokenizer(), positions,
-                       lambda dtype: run.objective.encoder(run.build(dtype)))
-    from kbert import convert
-
+    spec = config.preset if config.preset is not None else config.checkpoint
     try:
-        checkpoint = convert.read(config.checkpoint)
+        found = loading.source(spec)
     except (FileNotFoundError, ValueError) as e:
+        if config.preset is not None:  # the preset's own errors, as presets.load raises them
+            raise
         raise ConfigError(f"--checkpoint={config.checkpoint!r}: {e}") from None
-    return PretrainedEncoder(f"checkpoint {config.checkpoint}", checkpoint.tokenizer(),
-                   checkpoint.config.max_sequence_length,
-                   lambda dtype: checkpoint.build(head=None, dtype=dtype, **overrides))
+    if found.kind == "saved_model":
+        raise ConfigError(f"--checkpoint={spec}: a SavedModel runs as it was exported; "
+                          "fine-tuning starts from a checkpoint directory or a run.")
+    if found.kind == "pretraining_run" and overrides:
+        raise ConfigError("--config_override: a tools/pretrain.py run is rebuilt from its "
+                          "own config.json; it takes no overrides.")
+    return PretrainedEncoder(found.description, found.tokenizer(), found.max_sequence_length,
+                             lambda dtype: found.build(head=None, dtype=dtype, **overrides))
 
 
 def _validation_spec(config):

@@ -16,34 +16,21 @@ import dataclasses
 from typing import Callable, Optional
 
 from kbert import models, presets
+from kbert.loading.runs import RTD_FAMILIES, pretraining_model
 from kbert.models.distillation.tiny_bert_distiller import TINY_BERT_FAMILIES
 from kbert.training.config_fields import ConfigError
 
 
 def _from_preset(head):
     def build(config, overrides, teacher=None):
-        return presets.load(config.preset, head=head, weights=None, dtype=config.dtype(),
-                            **overrides)
+        return pretraining_model(config, head, overrides)
 
     return build
 
 
-RTD_FAMILIES = ("electra", "deberta_v3")
-
-
 def _replaced_token_detection(config, overrides, teacher=None):
     """ELECTRA's pretrainer on an electra preset, DeBERTa-v3's (GDES) on a deberta_v3 one."""
-    backbone = presets.load(config.preset, head=None, weights=None, dtype=config.dtype(),
-                            **overrides)
-    losses = dict(mlm_loss_weight=config.mlm_loss_weight,
-                  rtd_loss_weight=config.rtd_loss_weight, seed=config.seed, name=config.preset)
-    if config.family == "deberta_v3":
-        return models.DebertaV3RtdPretrainer(
-            backbone, generator_layers_fraction=config.resolved_generator_layers_fraction,
-            **losses)
-    return models.ElectraPretrainer(
-        backbone, generator_hidden_fraction=config.generator_hidden_fraction,
-        generator_layers_fraction=config.resolved_generator_layers_fraction, **losses)
+    return pretraining_model(config, "rtd", overrides)
 
 
 DISTILL_RECIPES = ("distil_bert", "tiny_bert")

@@ -76,11 +76,49 @@ def test_download_verify_convert_then_cache_hit(served):
     assert presets.load_tokenizer(NAME).vocabulary == _checkpoints.VOCABULARY
     files = _files(cache)
     assert "downloads/uncased_test.zip" in files
-    assert any(f.startswith("converted/") and f.endswith("model.safetensors") for f in files)
+    assert any(f.startswith(f"converted/{download.LAYOUT}/") and f.endswith("model.keras")
+               for f in files)
     # A cache hit: no request, the same weights, any head.
     backbone = presets.load(NAME, head=None, max_sequence_length=16)
     _checkpoints.assert_same_outputs(original.backbone, backbone, _checkpoints.inputs())
     assert len(_Handler.requests) == 1
+
+
+def test_a_second_load_reads_the_converted_cache_without_converting(served, monkeypatch):
+    """The release is converted once, into kbert's own format (model.keras + vocab.txt); a
+    later load reads that folder: neither the release's reader nor a writer runs again."""
+    original, _, _, cache = served
+    presets.load(NAME, head=None)
+    (converted,) = (cache / "converted" / download.LAYOUT).iterdir()
+    assert sorted(p.name for p in converted.iterdir()) == [
+        "model.keras", "tokenizer_config.json", "vocab.txt"]
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("converted again")
+
+    for module, name in [(kbert.convert, "read"), (kbert.convert.kbert_format, "write"),
+                         (kbert.convert.tf1, "read"), (kbert.convert.hugging_face, "read")]:
+        monkeypatch.setattr(module, name, refuse)
+    model = presets.load(NAME)
+    _checkpoints.assert_same_outputs(original, model, _checkpoints.inputs())
+    assert presets.load_tokenizer(NAME).vocabulary == _checkpoints.VOCABULARY
+    assert len(_Handler.requests) == 1
+
+
+def test_an_older_cache_layout_is_not_read(served):
+    """A Hugging Face folder that an older kbert left under converted/ (same key) is ignored:
+    the release is converted again into the current layout, beside it."""
+    original, _, _, cache = served
+    presets.load(NAME, head=None)
+    (converted,) = (cache / "converted" / download.LAYOUT).iterdir()
+    old = cache / "converted" / converted.name
+    kbert.convert.save_hugging_face(_checkpoints.random_pretrainer(seed=7), old,
+                                    vocabulary=_checkpoints.VOCABULARY)
+    shutil.rmtree(converted)
+    model = presets.load(NAME)
+    _checkpoints.assert_same_outputs(original, model, _checkpoints.inputs())  # not seed 7's
+    assert kbert.convert.kbert_format.is_kbert(converted)
+    assert (old / "config.json").is_file()  # left alone
 
 
 def test_hash_mismatch_leaves_nothing_in_the_cache(served):

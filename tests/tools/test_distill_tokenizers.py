@@ -45,7 +45,8 @@ def test_a_roberta_teacher_distils_into_a_roberta_student(tmp_path):
     + merges.txt (the teacher's), a resume and `runs.read_run` read them back as bpe, and the
     exported SavedModel fills a mask with the teacher's tokens."""
     from kbert import convert
-    from kbert.training import PretrainingConfig, run_pretraining, runs
+    from kbert.loading import runs
+    from kbert.training import PretrainingConfig, run_pretraining
 
     model_dir, export_dir = tmp_path / "student", tmp_path / "export"
     logs = run_pretraining(PretrainingConfig(model_dir=str(model_dir), train_steps=2,

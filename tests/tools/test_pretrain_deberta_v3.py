@@ -137,7 +137,7 @@ def test_deberta_v3_rtd_learns_from_raw_text_and_serves_the_discriminator(tmp_pa
 
     from kbert.data import corpora, pretraining_dataset
     from kbert.tokenizers import SentencePieceTokenizer
-    from kbert.training import runs
+    from kbert.loading import runs
 
     corpus = tmp_path / "corpus.txt"
     documents = corpora.stdlib_docstrings().take(300).as_numpy_iterator()
@@ -180,7 +180,7 @@ def test_deberta_v3_rtd_learns_from_raw_text_and_serves_the_discriminator(tmp_pa
 
     # The discriminator of the last checkpoint, rebuilt from the run as fine-tuning does.
     run = runs.read_run(str(model_dir))
-    discriminator = run.objective.encoder(run.build())
+    discriminator = run.encoder(run.build())
     texts = ["Return the value of the Attribute.", "The  file is opened in binary mode!"]
     ids = np.full((2, 64), tokenizer.pad_id, "int32")
     for row, pieces in enumerate(tokenizer.tokenize(texts).to_list()):

@@ -235,7 +235,7 @@ def test_a_run_reads_back_its_own_kind_of_tokenizer(tmp_path):
     SentencePiece tokenizer back (as a teacher, too); a config.json from
     before --tokenizer_type existed is a WordPiece run."""
     from kbert.tokenizers import SentencePieceTokenizer, WordPieceTokenizer
-    from kbert.training import runs
+    from kbert.loading import runs
 
     run_dir = tmp_path / "albert_run"
     (run_dir / "checkpoints").mkdir(parents=True)
