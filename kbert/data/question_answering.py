@@ -3,9 +3,11 @@
 Encoding follows google-research/bert's run_squad.py: `[CLS] question [SEP] window [SEP]`
 (RoBERTa's `<s> question </s></s> window </s>`, as transformers packs it), the question cut
 to `max_question_length` pieces, the context cut into windows of what is left, each window
-starting `doc_stride` pieces after the one before (never more than a window's length, so the
-windows cover every piece). A training window carries the answer's
-first and last piece when it holds the whole answer, else 0 ([CLS]).
+repeating the last `doc_stride` pieces of the one before: transformers' `doc_stride` (the
+tokenizer's overflow `stride`, as its run_qa.py and question-answering pipeline use it), not
+run_squad.py's step between window starts (`window_starts`, which the pipeline and the
+SavedModels' windows follow too). A training window carries the answer's first and last
+piece when it holds the whole answer, else 0 ([CLS]).
 
 Decoding searches the `n_best` start and end pieces of every window for spans of at most
 `max_answer_length` pieces, merges all windows of a question, and cuts the answer from the
@@ -81,15 +83,35 @@ class EncodedQuestions:
         return decode_answers(start_logits, end_logits, self.windows, **kwargs)
 
 
-def window_starts(num_pieces, window_length, doc_stride):
-    """[(start, length)] of the windows over `num_pieces` (run_squad.py's doc spans)."""
-    spans, start = [], 0
-    while True:
-        length = min(num_pieces - start, window_length)
-        spans.append((start, length))
-        if start + length >= num_pieces:
-            return spans
-        start += min(length, doc_stride)
+def window_starts(context_length, window_length, doc_stride):
+    """[(start, length)] of the windows over `context_length` pieces: at most `window_length`
+    pieces each, each repeating the last `doc_stride` pieces of the one before (so starting
+    `window_length - doc_stride` after it), the last ending at the context's end, as the
+    tokenizers library's overflowing truncation with `stride=doc_stride` cuts them.
+
+    A context that fits is one window, whatever `doc_stride`; one that does not needs
+    0 <= doc_stride < window_length (else no window would move on).
+    """
+    if context_length <= window_length:
+        return [(0, context_length)]
+    if window_length < 1:
+        raise ValueError(f"A window of {window_length} context pieces cannot hold a context of "
+                         f"{context_length}: there must be room for at least one piece.")
+    if not 0 <= doc_stride < window_length:
+        raise ValueError(f"doc_stride={doc_stride} (the pieces a window repeats from the one "
+                         f"before) must be at least 0 and smaller than the window's context "
+                         f"length, {window_length} pieces.")
+    step = window_length - doc_stride
+    count = 1 + -(-(context_length - window_length) // step)
+    return [(k * step, min(window_length, context_length - k * step)) for k in range(count)]
+
+
+def default_doc_stride(sequence_length, question_length, specials):
+    """transformers' question-answering pipeline default, min(sequence_length // 2, 128),
+    lowered where needed to stay under the context's room in a window after a question of
+    `question_length` pieces and `specials` special tokens (0 when there is no room)."""
+    room = sequence_length - question_length - specials
+    return max(0, min(sequence_length // 2, 128, room - 1))
 
 
 def _answer_pieces(example, spans):
@@ -105,7 +127,7 @@ def _answer_pieces(example, spans):
     return int(inside[0]), int(inside[-1])
 
 
-def encode_questions(data, tokenizer, sequence_length=384, doc_stride=128,
+def encode_questions(data, tokenizer, sequence_length=384, doc_stride=None,
                      max_question_length=64):
     """Questions and contexts -> `EncodedQuestions` (one row per window).
 
@@ -114,12 +136,15 @@ def encode_questions(data, tokenizer, sequence_length=384, doc_stride=128,
             of `QuestionExample`.
         tokenizer: a kbert tokenizer.
         sequence_length: the static length S of every window.
-        doc_stride: pieces between the starts of consecutive windows (run_squad.py's
-            `doc_stride`; the overlap is the window length minus it).
+        doc_stride: context pieces a window repeats from the one before (transformers'
+            `doc_stride`, `window_starts`); under the context's room in a window after each
+            question whose context needs several windows. Unset: `default_doc_stride` for
+            the longest question kept (128 for sequence_length 384).
         max_question_length: questions keep their first this many pieces.
     """
     check_int("sequence_length", sequence_length, special_count(tokenizer, True) + 1)
-    check_int("doc_stride", doc_stride, 1)
+    if doc_stride is not None:
+        check_int("doc_stride", doc_stride, 0)
     check_int("max_question_length", max_question_length, 1)
     version_2 = False
     if isinstance(data, QuestionAnsweringData):
@@ -131,6 +156,10 @@ def encode_questions(data, tokenizer, sequence_length=384, doc_stride=128,
     questions = tokenize_words(tokenizer, [e.question for e in examples])
     contexts = list(dict.fromkeys(e.context for e in examples))
     alignments = dict(zip(contexts, align_texts(contexts, tokenizer)))
+    if doc_stride is None:
+        longest = max(min(len(questions[e.question]), max_question_length) for e in examples)
+        doc_stride = default_doc_stride(sequence_length, longest,
+                                        special_count(tokenizer, True))
     labelled = any(e.answers or e.is_impossible for e in examples)
     rows, windows, starts, ends = [], [], [], []
     special = (tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
@@ -144,6 +173,14 @@ def encode_questions(data, tokenizer, sequence_length=384, doc_stride=128,
                              f"or lower max_question_length={max_question_length}.")
         alignment = alignments[example.context]
         answer = _answer_pieces(example, alignment.piece_spans) if labelled else None
+        if doc_stride >= window_length and len(alignment.piece_ids) > window_length:
+            raise ValueError(
+                f"doc_stride={doc_stride} must be smaller than the window's context length, "
+                f"{window_length} pieces (sequence_length={sequence_length} minus "
+                f"{len(question)} question pieces and {special_count(tokenizer, True)} "
+                f"special tokens), for question {example.id!r}, whose context of "
+                f"{len(alignment.piece_ids)} pieces needs several windows. Lower doc_stride "
+                f"or max_question_length={max_question_length}, or raise sequence_length.")
         for doc_start, doc_length in window_starts(len(alignment.piece_ids), window_length,
                                                    doc_stride):
             piece_ids = alignment.piece_ids[doc_start : doc_start + doc_length]
@@ -166,7 +203,7 @@ def encode_questions(data, tokenizer, sequence_length=384, doc_stride=128,
     return EncodedQuestions(features, labels, windows, examples, version_2)
 
 
-def question_answering_dataset(data, tokenizer, sequence_length=384, doc_stride=128,
+def question_answering_dataset(data, tokenizer, sequence_length=384, doc_stride=None,
                                max_question_length=64, batch_size=32, training=False,
                                shuffle_buffer=10_000, seed=0, drop_remainder=None,
                                repeat=False):

@@ -3,8 +3,9 @@ original context out, as `kbert.data.question_answering` encodes and decodes in 
 
 In the graph: the context is split into words and tokenized word by word (`word_alignment`,
 each piece with its characters), cut into windows of `[CLS] question [SEP] window [SEP]`
-(RoBERTa's `<s> question </s></s> window </s>`) every `doc_stride` pieces
-(`encode_questions`), and the model runs on all windows at once.
+(RoBERTa's `<s> question </s></s> window </s>`), each repeating the last `doc_stride` pieces
+of the one before (`window_starts`, as `encode_questions` and the pipeline cut them), and the
+model runs on all windows at once.
 The best span of every window is read off a dense [S, S] matrix of start + end scores under
 a band mask (end >= start, at most `max_answer_length` pieces, both in the window's context,
 among its `n_best` starts and ends as `decode_answers`), then the best over the windows of
@@ -14,6 +15,7 @@ context. SQuAD 2.0 models answer "" when the null score wins by more than the th
 
 import tensorflow as tf
 
+from kbert.data.question_answering import default_doc_stride
 from kbert.data.task_features import (
     check_int,
     pair_separators,
@@ -24,21 +26,20 @@ from kbert.export.signature_helpers import (STRINGS, add_ids_endpoint, refuse_by
                                             run_model)
 from kbert.export.word_alignment import piece_spans, split_words, substrings, valid_utf8
 
-# kbert.data.question_answering's defaults.
-DEFAULTS = {"version_2": False, "null_threshold": 0.0, "doc_stride": 128,
+# kbert.data.question_answering's defaults (doc_stride None: `default_doc_stride`).
+DEFAULTS = {"version_2": False, "null_threshold": 0.0, "doc_stride": None,
             "max_answer_length": 30, "max_question_length": 64, "n_best": 20}
 _FAR = 2 ** 30  # past any character offset
 
 
-def windows(question_ids, context_ids, sequence_length, doc_stride, overlap=False,
-            separators=1):
-    """`encode_questions`' windows of every question, in the graph.
+def windows(question_ids, context_ids, sequence_length, doc_stride, separators=1):
+    """`kbert.data.question_answering.window_starts` of every question, in the graph.
 
     Args:
         question_ids, context_ids: ragged int32 [B, (pieces)].
-        doc_stride: the step from one window's start to the next (at most the window);
-            with `overlap`, the pieces a window repeats from the one before, as the
-            tokenizers library's `stride` (transformers' question-answering pipeline).
+        doc_stride: the pieces a window repeats from the one before (the tokenizers
+            library's `stride`, transformers' `doc_stride`). The caller makes sure that it is
+            under the context's room of every question whose context needs several windows.
         separators: the separators between the question and the window (2 for RoBERTa).
     Returns:
         `example` (the question of each window), `doc_start`, `doc_length` and `offset` (the
@@ -47,7 +48,7 @@ def windows(question_ids, context_ids, sequence_length, doc_stride, overlap=Fals
     questions = tf.cast(question_ids.row_lengths(), tf.int32)
     pieces = tf.cast(context_ids.row_lengths(), tf.int32)
     length = sequence_length - questions - 2 - separators  # the context's room in a window
-    step = length - doc_stride if overlap else tf.minimum(length, doc_stride)
+    step = length - doc_stride
     # A context that fits needs no step; one that does not was refused where the step is
     # not positive (tf.where computes both branches: no division by zero).
     step = tf.maximum(step, 1)
@@ -59,7 +60,7 @@ def windows(question_ids, context_ids, sequence_length, doc_stride, overlap=Fals
 
 
 def window_features(tokenizer, question_ids, context_ids, sequence_length, doc_stride,
-                    overlap=False, padded_to=None):
+                    padded_to=None):
     """Every window of `windows` as model inputs `[CLS] question [SEP] window [SEP]`, packed
     as `kbert.data.task_features.packed_row` packs them (RoBERTa: two separators, segment
     ids all 0).
@@ -71,8 +72,7 @@ def window_features(tokenizer, question_ids, context_ids, sequence_length, doc_s
     """
     separators = pair_separators(tokenizer)
     example, doc_start, doc_length, offset = windows(question_ids, context_ids,
-                                                     sequence_length, doc_stride, overlap,
-                                                     separators)
+                                                     sequence_length, doc_stride, separators)
     first_piece = tf.gather(tf.cast(context_ids.row_starts(), tf.int32), example) + doc_start
     window_ids = tf.gather(context_ids.flat_values,
                            tf.ragged.range(first_piece, first_piece + doc_length))
@@ -101,13 +101,27 @@ def add_question_answerer_endpoints(archive, model, tokenizer, sequence_length, 
                  max_answer_length=max_answer_length, max_question_length=max_question_length,
                  n_best=n_best)
     options = {k: DEFAULTS[k] if v is None else v for k, v in given.items()}
-    for name in ("doc_stride", "max_answer_length", "max_question_length", "n_best"):
+    for name in ("max_answer_length", "max_question_length", "n_best"):
         check_int(name, options[name], 1)
-    most = sequence_length - special_count(tokenizer, True) - 1
+    specials = special_count(tokenizer, True)
+    most = sequence_length - specials - 1
     if options["max_question_length"] > most:
         raise ValueError(
             f"max_question_length={options['max_question_length']} leaves no room for the "
             f"context in sequence_length={sequence_length}: it must be at most {most}.")
+    # Questions are cut to max_question_length pieces: every window has at least this room.
+    room = sequence_length - options["max_question_length"] - specials
+    if options["doc_stride"] is None:
+        options["doc_stride"] = default_doc_stride(sequence_length,
+                                                   options["max_question_length"], specials)
+    check_int("doc_stride", options["doc_stride"], 0)
+    if options["doc_stride"] >= room:
+        raise ValueError(
+            f"doc_stride={options['doc_stride']} (the pieces a window repeats from the one "
+            f"before) must be smaller than the window's context length after the longest "
+            f"question, {room} pieces (sequence_length={sequence_length} minus "
+            f"max_question_length={options['max_question_length']} and {specials} special "
+            "tokens). Lower doc_stride or max_question_length, or raise sequence_length.")
     version_2 = bool(options["version_2"])
     threshold = float(options["null_threshold"])
     length, stride = sequence_length, options["doc_stride"]

@@ -77,7 +77,7 @@ def question_answering(pipe, model, opts, given):
                                        [overlap, tf.reduce_max(questions)])]
         with tf.control_dependencies(checks):
             window = window_features(tokenizer, question_ids, context_ids, max_seq_len,
-                                     doc_stride, overlap=True)
+                                     doc_stride)
         outputs = run_model(model, window["features"])
         example, offset = window["example"], window["offset"]
         position = window["position"]  # [1, S]

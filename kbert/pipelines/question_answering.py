@@ -8,6 +8,7 @@ and [CLS], spans score start x end, and each span is widened to whole words."""
 
 import numpy as np
 
+from kbert.data.question_answering import window_starts
 from kbert.data.task_features import pair_separators
 from kbert.pipelines.base import InputTooLongError, Pipeline, check_int
 from kbert.pipelines.text_classification import softmax
@@ -17,8 +18,9 @@ _MASKED = -10000.0
 
 def windows(num_context, question_length, max_seq_len, doc_stride, specials=3):
     """(start, stop) of each window's context tokens, as the tokenizers library's
-    overflowing truncation ("only_second", `stride`) cuts them. `specials`: the special
-    tokens of a pair (3: [CLS] question [SEP] window [SEP]; RoBERTa's 4:
+    overflowing truncation ("only_second", `stride`) cuts them: `kbert.data`'s
+    `window_starts`, which fine-tuning and the SavedModels follow too. `specials`: the
+    special tokens of a pair (3: [CLS] question [SEP] window [SEP]; RoBERTa's 4:
     <s> question </s></s> window </s>)."""
     room = max_seq_len - question_length - specials
     if num_context <= room:  # it fits: nothing is cut
@@ -34,13 +36,8 @@ def windows(num_context, question_length, max_seq_len, doc_stride, specials=3):
             f"({room} tokens: max_seq_len={max_seq_len} minus the question's "
             f"{question_length} and {specials} special tokens). Lower doc_stride or raise "
             "max_seq_len.")
-    out = []
-    for start in range(0, num_context, room - doc_stride):
-        stop = min(start + room, num_context)
-        out.append((start, stop))
-        if stop == num_context:
-            break
-    return out
+    return [(start, start + length)
+            for start, length in window_starts(num_context, room, doc_stride)]
 
 
 def decode_spans(start, end, top_k, max_answer_len, allowed):

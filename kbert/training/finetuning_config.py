@@ -1,10 +1,12 @@
 """`FinetuningConfig`: every setting of a fine-tuning run, each one flag of tools/finetune.py."""
 
 import dataclasses
+import json
 import os
 from typing import Optional
 
 from kbert import presets
+from kbert.data.question_answering import default_doc_stride
 from kbert.tasks import registry
 from kbert.training import config_fields
 from kbert.training.config_fields import ConfigError, setting
@@ -14,6 +16,10 @@ from kbert.training.run_settings import RunConfig
 TASKS = tuple(record.name for record in registry.finetuning_tasks())
 TAG_SCHEMES = ("IOB2", "BIO", "IOB1", "BIOES", "IOBES", "BILOU")
 UNFREEZE_UNITS = ("step", "epoch")
+# Written into a run's config.json beside its fields: --doc_stride counts the pieces a window
+# repeats from the one before. A question_answerer run recorded without it counted the pieces
+# between window starts (run_squad.py's meaning, before kbert took transformers').
+DOC_STRIDE_RECORD = {"doc_stride_meaning": "overlap"}
 DATA_HELP = ("'tfds:NAME' (glue/sst2, glue/mrpc, glue/mnli, glue/stsb, glue/cola, squad/v1.1, "
              "squad/v2.0, conll2003) or a file: CSV/TSV/JSONL (text_classifier), CoNLL "
              "columns (token_classifier), SQuAD JSON (question_answerer)")
@@ -66,9 +72,12 @@ class FinetuningConfig(RunConfig):
                               group="Data", choices=TAG_SCHEMES)
     sequence_length: int = setting(128, "Tokens per example (an integer >= 8; 384 is usual "
                                    "for question_answerer).", group="Data", minimum=8)
-    doc_stride: int = setting(128, "question_answerer: context pieces between the starts of "
-                              "consecutive windows (an integer >= 1).", group="Data",
-                              minimum=1)
+    doc_stride: Optional[int] = setting(
+        None, "question_answerer: context pieces a window repeats from the one before, as "
+              "transformers' doc_stride (an integer >= 0, smaller than --sequence_length "
+              "minus --max_question_length minus 4); unset: min(--sequence_length // 2, "
+              "128), as transformers' pipeline, lowered under that bound.", group="Data",
+        minimum=0)
     max_question_length: int = setting(64, "question_answerer: question pieces kept (an "
                                        "integer >= 1).", group="Data", minimum=1)
     max_answer_length: int = setting(30, "question_answerer: longest answer in pieces (an "
@@ -134,5 +143,47 @@ class FinetuningConfig(RunConfig):
                 f"--max_question_length={self.max_question_length} leaves no room for the "
                 f"context in --sequence_length={self.sequence_length}: it must be at most "
                 f"{self.sequence_length - 4} ([CLS], two [SEP] and one context piece).")
+        if self.task == "question_answerer" and self.doc_stride is not None:
+            room = max(1, self.sequence_length - self.max_question_length - 4)
+            if self.doc_stride >= room:
+                raise ConfigError(
+                    f"--doc_stride={self.doc_stride} (the context pieces a window repeats "
+                    f"from the one before) must be smaller than the window's context length "
+                    f"after a question of --max_question_length={self.max_question_length} "
+                    f"pieces, {room} (--sequence_length={self.sequence_length} minus the "
+                    "question and up to four special tokens). Lower --doc_stride or "
+                    "--max_question_length, or raise --sequence_length.")
         if self.learning_rate <= 0:
             raise ConfigError(f"--learning_rate must be > 0, got {self.learning_rate!r}.")
+
+    def qa_doc_stride(self):
+        """--doc_stride, or its default for --sequence_length and --max_question_length:
+        what the run's windows and its SavedModel use."""
+        if self.doc_stride is not None:
+            return self.doc_stride
+        return default_doc_stride(self.sequence_length, self.max_question_length, 4)
+
+
+def check_recorded_doc_stride(config, work_dir):
+    """Refuses to resume a question_answerer run whose config.json was written when
+    --doc_stride was the step between window starts: the same flags would now cut other
+    windows (and another number of steps) than its checkpoints were trained on."""
+    import tensorflow as tf  # a run's model_dir may be on a remote file system
+
+    path = os.path.join(work_dir, "config.json")
+    if config.task != "question_answerer" or not tf.io.gfile.exists(path) or not (
+            tf.io.gfile.exists(os.path.join(config.model_dir, "checkpoints"))):
+        return
+    with tf.io.gfile.GFile(path) as f:
+        recorded = json.load(f)
+    if recorded.get("task") != "question_answerer" or all(
+            recorded.get(k) == v for k, v in DOC_STRIDE_RECORD.items()):
+        return
+    raise ConfigError(
+        f"{path} records a question_answerer run started when --doc_stride was the number "
+        f"of pieces between the starts of consecutive windows (google-research/bert's "
+        f"run_squad.py; it recorded --doc_stride={recorded.get('doc_stride')!r}); "
+        "--doc_stride is now the number of pieces a window repeats from the one before "
+        "(transformers'), so its checkpoints cannot be resumed on the same windows. Start "
+        "over in a new --model_dir (the old step s is --doc_stride=W - s for a window of W "
+        "context pieces), or finish the run with the kbert version that started it.")

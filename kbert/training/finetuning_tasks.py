@@ -192,7 +192,7 @@ _HOOKS = {task.name: task for task in (
                    _tagger_model, _tagger_scores, lambda config, train: "f1"),
     FinetuningTask("question_answerer",
                    lambda config, data, tokenizer: kdata.encode_questions(
-                       data, tokenizer, config.sequence_length, config.doc_stride,
+                       data, tokenizer, config.sequence_length, config.qa_doc_stride(),
                        config.max_question_length),
                    _array_batches(lambda y: ({"start_logits": y["start_positions"],
                                               "end_logits": y["end_positions"]},)),

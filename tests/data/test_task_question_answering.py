@@ -1,4 +1,6 @@
-"""Extractive QA: windows with a stride, answer positions, and decoding to exact text."""
+"""Extractive QA: windows that repeat `doc_stride` pieces (transformers' meaning, checked
+against the tokenizers library and the SavedModels' graph), answer positions, and decoding to
+exact text."""
 
 import functools
 import os
@@ -81,7 +83,8 @@ def word_answers(context, qid_prefix):
 def test_decoded_answers_are_exact_original_substrings(tokenizer_name):
     tokenizer = TOKENIZERS[tokenizer_name]()
     examples = [e for i, c in enumerate(CONTEXTS) for e in word_answers(c, f"c{i}")]
-    encoded = encode_questions(examples, tokenizer, sequence_length=32, doc_stride=5,
+    # Windows of about 25 pieces repeating 20: a new window every 5 pieces or so.
+    encoded = encode_questions(examples, tokenizer, sequence_length=32, doc_stride=20,
                                max_question_length=6)
     assert len(encoded.windows) >= 2 * len(examples)  # several windows per question
     answers = decode_answers(*perfect_logits(encoded), encoded.windows, max_answer_length=64)
@@ -102,13 +105,14 @@ def test_answers_inside_a_word_at_piece_boundaries():
     context = "In the 1990s, café\u200bbar"
     answers = [("1990", 7), ("s", 11), ("bar", 19), ("café", 14)]
     examples = [QuestionExample(str(i), "when?", context, (a,)) for i, a in enumerate(answers)]
-    encoded = encode_questions(examples, tokenizer, sequence_length=16, doc_stride=2)
+    # Windows of 11 pieces ("when?" is 2) repeating 9: one every 2 pieces.
+    encoded = encode_questions(examples, tokenizer, sequence_length=16, doc_stride=9)
     decoded = decode_answers(*perfect_logits(encoded), encoded.windows)
     assert [decoded[str(i)]["text"] for i in range(4)] == ["1990", "s", "bar", "café\u200b"]
 
 
 @pytest.mark.parametrize("sequence_length, doc_stride, question_length", [
-    (16, 1, 4), (16, 3, 2), (20, 7, 8), (24, 16, 4), (32, 64, 6), (12, 100, 1)])
+    (16, 8, 4), (16, 8, 2), (20, 2, 8), (24, 1, 4), (32, 0, 6), (12, 0, 1), (12, 7, 1)])
 def test_windows_cover_every_character(sequence_length, doc_stride, question_length):
     tokenizer = tiny_tokenizer()
     examples = [QuestionExample(f"q{i}", "what is where who " * 3, c, ())
@@ -134,8 +138,11 @@ def test_windows_cover_every_character(sequence_length, doc_stride, question_len
                 covered[start:end] = True
         total = len(windows[0][1].piece_spans)
         assert pieces == list(range(total))  # every piece is in some window
-        starts = [w.doc_start for _, w in windows]
-        assert starts[0] == 0 and all(0 < b - a <= doc_stride for a, b in zip(starts, starts[1:]))
+        # Each window repeats exactly the last doc_stride pieces of the one before.
+        room = sequence_length - question_length - 3
+        spans = [(w.doc_start, w.doc_length) for _, w in windows]
+        assert spans[0][0] == 0 and all(length == room for _, length in spans[:-1])
+        assert all(a + length - b == doc_stride for (a, length), (b, _) in zip(spans, spans[1:]))
         # Every character is in a window, but whitespace, deleted characters (zero-width
         # space) and the lone combining accent, which has no wordpiece.
         for position, char in enumerate(example.context):
@@ -143,11 +150,77 @@ def test_windows_cover_every_character(sequence_length, doc_stride, question_len
                 assert char.isspace() or char in "\u200b\u0301", (position, char)
 
 
-def test_window_starts_follow_run_squad():
-    assert window_starts(10, 4, 2) == [(0, 4), (2, 4), (4, 4), (6, 4)]
-    assert window_starts(10, 4, 9) == [(0, 4), (4, 4), (8, 2)]  # never a gap
+def test_window_starts_repeat_doc_stride_pieces():
+    assert window_starts(10, 4, 3) == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4), (5, 4), (6, 4)]
+    assert window_starts(10, 4, 1) == [(0, 4), (3, 4), (6, 4)]
+    assert window_starts(10, 4, 0) == [(0, 4), (4, 4), (8, 2)]  # no overlap, never a gap
+    assert window_starts(11, 4, 1) == [(0, 4), (3, 4), (6, 4), (9, 2)]
     assert window_starts(3, 4, 2) == [(0, 3)]
+    assert window_starts(4, 4, 9) == [(0, 4)]  # a context that fits: one window
     assert window_starts(0, 4, 2) == [(0, 0)]
+    with pytest.raises(ValueError, match=r"doc_stride=4 .*smaller than the window's context "
+                                         r"length, 4 pieces"):
+        window_starts(5, 4, 4)
+    with pytest.raises(ValueError, match="doc_stride=-1"):
+        window_starts(5, 4, -1)
+
+
+def tokenizers_windows(context_length, question_length, max_length, stride):
+    """The windows the tokenizers library (what transformers' run_qa.py and pipeline call
+    with `stride=doc_stride`) cuts: its overflowing "only_second" truncation of a pair whose
+    context token ids are their positions (no special tokens: `max_length` is the question
+    and the window)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocabulary = {f"t{i}": i for i in range(context_length)}
+    tokenizer = Tokenizer(models.WordLevel({**vocabulary, "[UNK]": len(vocabulary)},
+                                           unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.enable_truncation(max_length=max_length, stride=stride, strategy="only_second")
+    encoding = tokenizer.encode(" ".join(["t0"] * question_length), " ".join(vocabulary))
+    windows = []
+    for part in [encoding, *encoding.overflowing]:
+        context = part.ids[question_length:]  # (overflows carry no sequence ids)
+        windows.append((context[0], len(context)))
+        assert context == list(range(context[0], context[0] + len(context)))
+    return windows
+
+
+def test_window_starts_are_the_windows_of_the_tokenizers_library():
+    """transformers' doc_stride is the tokenizer's `stride`: the pieces a window repeats."""
+    checked = 0
+    for room in range(1, 9):
+        for stride in range(room):
+            for context_length in range(1, 3 * room + 2):
+                expected = tokenizers_windows(context_length, 2, room + 2, stride)
+                assert window_starts(context_length, room, stride) == expected, (
+                    context_length, room, stride)
+                checked += 1
+    assert checked > 500
+
+
+def test_graph_windows_are_window_starts():
+    """The SavedModels' windows (answer_signatures.windows, in the graph) are `window_starts`
+    for every question and context length, with one or two separators."""
+    import tensorflow as tf
+
+    from kbert.export.answer_signatures import windows
+
+    for sequence_length, doc_stride in ((8, 0), (8, 2), (12, 1), (12, 5), (16, 7)):
+        for separators in (1, 2):
+            pairs = [(q, n) for q in range(1, sequence_length - 2 - separators)
+                     for n in range(3 * sequence_length)
+                     if n <= sequence_length - q - 2 - separators
+                     or doc_stride < sequence_length - q - 2 - separators]
+            questions = tf.ragged.constant([[5] * q for q, _ in pairs], tf.int32)
+            contexts = tf.ragged.constant([[7] * n for _, n in pairs], tf.int32)
+            example, doc_start, doc_length, offset = (t.numpy().tolist() for t in windows(
+                questions, contexts, sequence_length, doc_stride, separators))
+            expected = [(i, start, length, q + 1 + separators)
+                        for i, (q, n) in enumerate(pairs)
+                        for start, length in window_starts(
+                            n, sequence_length - q - 2 - separators, doc_stride)]
+            assert list(zip(example, doc_start, doc_length, offset)) == expected
 
 
 def test_an_answer_straddling_two_windows_is_found_in_the_one_holding_it_whole():
@@ -155,7 +228,7 @@ def test_an_answer_straddling_two_windows_is_found_in_the_one_holding_it_whole()
     context = "a b c d e f new york city g h i j k l m n o p"
     answer = ("new york city", context.index("new"))  # pieces 6 to 8
     example = QuestionExample("q", "who", context, (answer,))
-    # One question piece: windows of 8 pieces, starting every 4.
+    # One question piece: windows of 8 pieces, each repeating 4 of the one before.
     encoded = encode_questions([example], tokenizer, sequence_length=12, doc_stride=4)
     windows = encoded.windows
     assert [(w.doc_start, w.doc_length) for w in windows] == [(0, 8), (4, 8), (8, 8),
@@ -207,7 +280,8 @@ def test_version_2_null_threshold():
     tokenizer = tiny_tokenizer()
     context = "new york is a big city"
     examples = [QuestionExample("q", "where", context, ())]
-    encoded = encode_questions(examples, tokenizer, sequence_length=7, doc_stride=2)
+    # Windows of 3 pieces repeating 1: one every 2 pieces.
+    encoded = encode_questions(examples, tokenizer, sequence_length=7, doc_stride=1)
     assert [(w.doc_start, w.doc_length) for w in encoded.windows] == [(0, 3), (2, 3), (4, 2)]
     shape = encoded.features["token_ids"].shape
     start, end = np.zeros(shape, np.float32), np.zeros(shape, np.float32)
@@ -256,7 +330,16 @@ def test_errors():
     with pytest.raises(DataError, match="f.json: q3.*no wordpiece"):
         encode_questions([lone], tokenizer, sequence_length=16)
     with pytest.raises(ValueError, match="doc_stride"):
-        encode_questions([example], tokenizer, doc_stride=0)
+        encode_questions([example], tokenizer, doc_stride=-1)
+    # Windows of 8 - 1 - 3 = 4 pieces cannot repeat 4; "new york" fits in one: no error.
+    long = QuestionExample("q1", "who", "a b c d e f", ())
+    with pytest.raises(ValueError, match=r"doc_stride=4 must be smaller than the window's "
+                                         r"context length, 4 pieces \(sequence_length=8 "
+                                         r"minus 1 question pieces and 3 special "
+                                         r"tokens\), for question 'q1'"):
+        encode_questions([long], tokenizer, sequence_length=8, doc_stride=4)
+    short = QuestionExample("q2", "who", "new york", ())
+    assert len(encode_questions([short], tokenizer, sequence_length=8, doc_stride=4).windows) == 1
 
 
 def test_squad_file_to_answers(tmp_path):
@@ -270,7 +353,7 @@ def test_squad_file_to_answers(tmp_path):
         {"id": "2", "question": "Wer?", "answers": [], "is_impossible": True}]}]}]}
     path = tmp_path / "dev.json"
     path.write_text(json.dumps(squad, ensure_ascii=False), encoding="utf-8")
-    encoded = encode_questions(read_squad(str(path)), tiny_tokenizer(), 16, doc_stride=3)
+    encoded = encode_questions(read_squad(str(path)), tiny_tokenizer(), 16, doc_stride=7)
     start, end = perfect_logits(encoded)
     impossible = [w.question_id == "2" for w in encoded.windows]
     start[impossible, 0] = end[impossible, 0] = 10.0

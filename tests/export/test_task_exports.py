@@ -35,7 +35,8 @@ TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG"]
 QUESTIONS = ["Where is Tokyo?", "Who is the big café owner in the city of Paris at 1990?",
              "what?", "where is the city", "Is it?", "new york"]
 ANSWER_CONTEXTS = [TRICKY_TEXT, *CONTEXTS[1:], "", "tokyo"]
-QA = dict(doc_stride=8, max_question_length=8)
+# Windows of 21 to 25 pieces (questions of at most 8) repeating 13: a new one every 8 to 12.
+QA = dict(doc_stride=13, max_question_length=8)
 QA_V2 = dict(QA, n_best=3, max_answer_length=4, version_2=True)
 
 FRESH = """
@@ -371,6 +372,13 @@ def test_bad_arguments(tmp_path):
     with pytest.raises(ValueError, match="max_question_length=64 leaves no room"):
         export_saved_model(tasks.QuestionAnswerer(backbone), path, tokenizer,
                            sequence_length=32)
+    with pytest.raises(ValueError, match=r"doc_stride=21 \(the pieces a window repeats from "
+                                         r"the one before\) must be smaller than the window's "
+                                         r"context length after the longest question, 21 "
+                                         r"pieces \(sequence_length=32 minus "
+                                         r"max_question_length=8 and 3 special tokens\)"):
+        export_saved_model(tasks.QuestionAnswerer(backbone), path, tokenizer,
+                           sequence_length=32, max_question_length=8, doc_stride=21)
     with pytest.raises(ValueError, match="version_2: for task models"):
         export_saved_model(backbone, path, tokenizer, version_2=True)
     with pytest.raises(ValueError, match="2 label_names for a model of 3 classes"):

@@ -64,6 +64,10 @@ def write_csv(path, rows):
     ([f"--checkpoint={TINY}", "--task=parser"], "--task='parser' is not one of"),
     ([f"--checkpoint={TINY}", "--epochs=0"], "--epochs must be an integer >= 1, got 0."),
     ([f"--checkpoint={TINY}", "--warmup_proportion=2"], "--warmup_proportion must be in [0, 1]"),
+    ([f"--checkpoint={TINY}", "--task=question_answerer", "--doc_stride=60"],
+     "--doc_stride=60 (the context pieces a window repeats from the one before) must be "
+     "smaller than the window's context length after a question of --max_question_length=64 "
+     "pieces, 60 (--sequence_length=128 minus"),
 ])
 def test_bad_flags_fail_fast(tmp_path, args, message):
     from absl.flags import IllegalFlagValueError
@@ -89,6 +93,41 @@ def test_flagfiles_are_valid(flagfile, tmp_path):
     config = parse_flags([f"--flagfile={flagfile}", f"--model_dir={tmp_path}/run"])
     config.validate()
     assert config.train_data.startswith("tfds:") and config.preset == "bert_base"
+
+
+def test_doc_stride_default_and_runs_recorded_with_the_old_meaning(tmp_path):
+    """--doc_stride unset: the pipeline's min(sequence_length // 2, 128), under the room a
+    question of --max_question_length pieces leaves; a question_answerer run whose
+    config.json was written when --doc_stride was the step between window starts is not
+    resumed."""
+    from kbert.training import FinetuningConfig
+    from kbert.training.config_fields import ConfigError
+    from kbert.training.finetuning_config import DOC_STRIDE_RECORD, check_recorded_doc_stride
+
+    def config(**kwargs):
+        config = FinetuningConfig(model_dir=str(tmp_path / "run"), checkpoint=str(TINY),
+                                  task="question_answerer", train_data="tfds:squad/v1.1",
+                                  **kwargs)
+        config.validate()
+        return config
+
+    assert config().qa_doc_stride() == 59  # 128 - 64 - 4 = 60 pieces of room
+    assert config(sequence_length=384).qa_doc_stride() == 128
+    assert config(sequence_length=64, max_question_length=16).qa_doc_stride() == 32
+    assert config(doc_stride=0).qa_doc_stride() == 0
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"task": "question_answerer",
+                                                 "doc_stride": 128}))
+    check_recorded_doc_stride(config(), str(run))  # no checkpoint: nothing to resume
+    (run / "checkpoints").mkdir()
+    with pytest.raises(ConfigError, match=r"config.json records a question_answerer run "
+                                          r"started when --doc_stride was the number of "
+                                          r"pieces between the starts .* --doc_stride=128"):
+        check_recorded_doc_stride(config(), str(run))
+    (run / "config.json").write_text(json.dumps({"task": "question_answerer",
+                                                 "doc_stride": 128, **DOC_STRIDE_RECORD}))
+    check_recorded_doc_stride(config(), str(run))
 
 
 def test_a_run_reads_its_encoder_and_its_data(tmp_path):
