@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from kbert.data import text_spans
-from kbert.tokenizers import normalization
+from kbert.tokenizers import normalization, words as tokenizer_words
 
 WORD, SPACE, DELETED, SINGLE = 0, 1, 2, 3
 _KINDS = {"": WORD, "space": SPACE, "deleted": DELETED, "single": SINGLE}
@@ -33,14 +33,14 @@ def kind_runs():
             firsts.append(code)
             kinds.append(kind)
 
-    blocks = [(a, b, True) for a, b in text_spans._SCANNED]
-    blocks += [(a, b, False) for a, b in text_spans._UNSCANNED_DELETED]
+    blocks = [(a, b, True) for a, b in tokenizer_words._SCANNED]
+    blocks += [(a, b, False) for a, b in tokenizer_words._UNSCANNED_DELETED]
     for first, last, scanned in sorted(blocks):
         if not scanned:
             add(first, DELETED)
             continue
         for code in range(first, last + 1):
-            add(code, _KINDS[text_spans._kind(code)])
+            add(code, _KINDS[tokenizer_words._kind(code)])
     return np.array(firsts, np.int32), np.array(kinds, np.int32)
 
 
