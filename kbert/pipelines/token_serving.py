@@ -6,8 +6,9 @@ type grouped ("simple" and the word strategies), the ignored labels left out.
 Tokens and their characters come, as `Encoder.encode` makes them, from
 `kbert.export.word_alignment` for WordPiece models (words by BERT's rule, each tokenized
 alone), and from the tokenizer's `graph_encode` for SentencePiece ones (ALBERT:
-whitespace-separated chunks) and byte-level BPE ones (RoBERTa: GPT-2's pieces). A special-token literal typed in a text ("[SEP]") is its token,
-as in the pipeline: it counts in the model's length and is no entity.
+whitespace-separated chunks) and byte-level BPE ones (RoBERTa: GPT-2's pieces). A
+special-token literal typed in a text ("[SEP]") is its token, as in the pipeline: it counts
+in the model's length and is no entity.
 """
 
 import tensorflow as tf

@@ -39,6 +39,7 @@ Fields:
         its last token's end).
 """
 
+
 def _python_class(re2_class):
     """An RE2 character class with \\x{...} escapes (`Tokenizer.left_strip_class`) in Python's
     `re` syntax."""

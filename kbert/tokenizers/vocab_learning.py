@@ -4,9 +4,7 @@ SentencePiece (ALBERT's kind) on the `sentencepiece` package's trainer, byte-lev
 
 import io
 import json
-import os
 
-import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
 
 from kbert.tokenizers import sentence_piece_tokenizer
