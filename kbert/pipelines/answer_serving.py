@@ -1,7 +1,7 @@
 """`pipeline.export` of question answering: transformers' (4.57) answers in the graph, as
 `question_answering.answer` makes them in Python.
 
-The context is tokenized word by word with each token's characters (`word_alignment`, as
+The context is tokenized word by word with each token's characters (`words_graph`, as
 token classification's export), cut into windows of `[CLS] question [SEP] window [SEP]` that
 repeat `doc_stride` tokens of the one before (`answer_signatures.window_features`), and the
 model runs on every window of the batch at once. Per window: softmax of the start and end
@@ -13,7 +13,7 @@ widened to its words' characters inside the window. Per question: equal answers
 `top_k` best kept (of equal scores, the earlier).
 
 The context's tokens, characters and words come, as `Encoder.encode` makes them, from
-`kbert.export.word_alignment` for WordPiece models (words by BERT's rule) and from
+`kbert.tokenizers.words_graph` for WordPiece models (words by BERT's rule) and from
 `kbert.tokenizers.sentence_piece_graph` for SentencePiece ones (ALBERT: words are the
 whitespace-separated chunks; a special-token literal typed in the context is its token, of
 no word, as in the pipeline), and from `kbert.tokenizers.byte_pair_graph` for byte-level BPE
@@ -26,9 +26,8 @@ import tensorflow as tf
 
 from kbert.export.answer_signatures import window_features
 from kbert.export.signature_helpers import STRINGS, dense_rows, run_model
-from kbert.export.word_alignment import align, substrings, valid_utf8
+from kbert.tokenizers.words_graph import align, substrings, trimmed_ends, valid_utf8
 from kbert.pipelines import graph
-from kbert.pipelines.token_serving import trimmed_ends
 from kbert.tokenizers import normalization
 
 

@@ -4,7 +4,7 @@ of a token and its subword tokens ("first" / "average" / "max"), adjacent entiti
 type grouped ("simple" and the word strategies), the ignored labels left out.
 
 Tokens and their characters come, as `Encoder.encode` makes them, from
-`kbert.export.word_alignment` for WordPiece models (words by BERT's rule, each tokenized
+`kbert.tokenizers.words_graph` for WordPiece models (words by BERT's rule, each tokenized
 alone), and from the tokenizer's `graph_encode` for SentencePiece ones (ALBERT:
 whitespace-separated chunks) and byte-level BPE ones (RoBERTa: GPT-2's pieces). A
 special-token literal typed in a text ("[SEP]") is its token, as in the pipeline: it counts
@@ -14,11 +14,8 @@ in the model's length and is no entity.
 import tensorflow as tf
 
 from kbert.export.signature_helpers import STRINGS, dense_rows, run_model
-from kbert.export.word_alignment import (
-    DELETED, _normalization, align, substrings, valid_utf8,
-)
+from kbert.tokenizers.words_graph import align, substrings, trimmed_ends, valid_utf8
 from kbert.pipelines import graph
-from kbert.tokenizers import normalization
 from kbert.tokenizers.literals_graph import split_at_literals
 
 
@@ -44,28 +41,6 @@ def _by_group(values, group, starts):
                                              nrows=tf.cast(tf.reduce_sum(
                                                  tf.cast(starts, tf.int32)), tf.int64),
                                              validate=False)
-
-
-def trimmed_ends(aligned, tokenizer):
-    """Each piece's end with the characters that normalise to nothing at its end left out
-    (a control or zero-width character, a stripped accent), as transformers' offsets have
-    them: `word_alignment` gives a piece the characters up to the next one."""
-    words, pieces = aligned["words"], aligned["pieces"]
-    chars = tf.strings.unicode_encode(words["codes"][:, None], "UTF-8")
-    lowercase, strip = _normalization(tokenizer)
-    if lowercase:
-        chars = normalization.lower(chars, nul_free=True)
-    if strip:
-        chars = normalization.strip_accents(chars)
-    vanish = tf.equal(words["kinds"], DELETED) | tf.equal(tf.strings.length(chars), 0)
-    kept = tf.boolean_mask(tf.range(tf.size(vanish)), ~vanish)  # sorted flat indices
-    word = tf.cast(pieces.value_rowids(), tf.int32)
-    base = tf.gather(words["first_char"] - words["start"], word)  # the text's first char
-    starts, ends = aligned["piece_starts"], aligned["piece_ends"]
-    last = tf.searchsorted(kept, base + ends - 1, side="right") - 1
-    trimmed = tf.gather(tf.concat([kept, [-1]], 0),
-                        tf.where(last < 0, tf.size(kept), last)) - base + 1
-    return tf.where(trimmed > starts, tf.minimum(trimmed, ends), ends)
 
 
 def _word_piece_tokens(text, tokenizer, specials):

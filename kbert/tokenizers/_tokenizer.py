@@ -44,7 +44,7 @@ class Tokenizer(tf.Module):
     # valid UTF-8 strings [B] -> ragged [B, (tokens)] `ids`, `starts` / `ends` in code
     # points, `literal`, `words`, and the texts' `codes`), where the tokenizer has one of its
     # own (SentencePiece, byte-level BPE); None where the exports align its tokens by BERT's
-    # words (WordPiece: `kbert.export.word_alignment`).
+    # words (WordPiece: `kbert.tokenizers.words_graph`).
     graph_encode = None
 
     @property

@@ -4,7 +4,7 @@ transformers' fast tokenizers (`return_offsets_mapping=True`), for kbert's token
 
 A token covers the original characters its normalised characters came from, and no more:
 an accent stripped off the end of a word, or a deleted control character between two
-pieces, belongs to no token. (`kbert.data.text_spans.piece_spans` answers another question:
+pieces, belongs to no token. (`kbert.tokenizers.word_pieces.piece_spans` answers another question:
 it tiles each word with its pieces, as NER training and SQuAD answers need.) Pipeline
 outputs (`start`, `end`, answers) must be transformers' to the character, so this module
 keeps transformers' rule.
