@@ -43,7 +43,7 @@ def write_tokenizer_files(folder, checkpoint, sentencepiece_file=SENTENCEPIECE_M
     tokenizer_config.json has no `do_lower_case`."""
     if checkpoint.sentencepiece_model is None and checkpoint.vocabulary is None:
         return
-    if getattr(checkpoint, "merges", None) is not None:
+    if checkpoint.merges is not None:
         from kbert.tokenizers.vocab_learning import write_byte_pair_files
 
         write_byte_pair_files(checkpoint.vocabulary, checkpoint.merges, str(folder))

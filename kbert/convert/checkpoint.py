@@ -185,14 +185,8 @@ class Checkpoint:
         family = families.of_model(model)
         backbone = getattr(model, "backbone", model)
         sentencepiece = merges = None
-        if hasattr(vocabulary, "merges") and hasattr(vocabulary, "vocabulary"):
-            merges, lowercase = list(vocabulary.merges), False
-            vocabulary = vocabulary.vocabulary
-        elif hasattr(vocabulary, "model") and hasattr(vocabulary, "vocabulary"):
-            sentencepiece, lowercase, vocabulary = vocabulary.model, vocabulary.lowercase, None
-        elif hasattr(vocabulary, "vocabulary"):  # a WordPieceTokenizer
-            lowercase = vocabulary.lowercase
-            vocabulary = vocabulary.vocabulary
+        if hasattr(vocabulary, "checkpoint_assets"):  # a kbert tokenizer
+            vocabulary, lowercase, sentencepiece, merges = vocabulary.checkpoint_assets()
         elif vocabulary is not None and not isinstance(vocabulary, (list, tuple)):
             from kbert.tokenizers import read_vocabulary
 

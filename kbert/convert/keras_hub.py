@@ -163,6 +163,7 @@ def read(path):
 
     from kbert import models
     from kbert.convert.checkpoint import Checkpoint
+    from kbert.tokenizers import tokenizer_types
     from kbert.tokenizers.byte_pair_tokenizer import merge_pairs
 
     path = Path(path)
@@ -190,17 +191,8 @@ def read(path):
         logging.info("%s: task.json is not read; only the backbone is imported.", path)
     vocabulary, lowercase, sentencepiece, merges = None, True, None, None
     if (path / "tokenizer.json").is_file():
-        tokenizer = keras_hub.models.Tokenizer.from_preset(str(path))
-        lowercase = bool(getattr(tokenizer, "lowercase", family.lowercase))
-        if getattr(tokenizer, "merges", None) is not None:  # byte-level BPE (RoBERTa)
-            vocabulary = sorted(tokenizer.vocabulary, key=tokenizer.vocabulary.get)  # {token: id}
-            merges, lowercase = tokenizer.merges, False
-        elif getattr(tokenizer, "proto", None) is not None:  # SentencePiece (ALBERT, DeBERTa)
-            sentencepiece = tokenizer.proto
-            if not isinstance(sentencepiece, bytes):
-                sentencepiece = Path(sentencepiece).read_bytes()
-        else:
-            vocabulary = list(tokenizer.get_vocabulary())
+        vocabulary, lowercase, sentencepiece, merges = tokenizer_types.keras_hub_assets(
+            keras_hub.models.Tokenizer.from_preset(str(path)), family.lowercase)
     return Checkpoint(family.name, config, weights, vocabulary, lowercase, source=str(path),
                       sentencepiece_model=sentencepiece,
                       merges=None if merges is None else merge_pairs(merges, str(path)))

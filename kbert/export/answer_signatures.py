@@ -1,7 +1,7 @@
 """A question answerer's serving signature: questions and contexts in, answers cut from the
 original context out, as `kbert.data.question_answering` encodes and decodes in Python.
 
-In the graph: the context is split into words and tokenized word by word (`word_alignment`,
+In the graph: the context is split into words and tokenized word by word (`words_graph`,
 each piece with its characters), cut into windows of `[CLS] question [SEP] window [SEP]`
 (RoBERTa's `<s> question </s></s> window </s>`), each repeating the last `doc_stride` pieces
 of the one before (`window_starts`, as `encode_questions` and the pipeline cut them), and the
@@ -24,7 +24,7 @@ from kbert.data.task_features import (
 )
 from kbert.export.signature_helpers import (STRINGS, add_ids_endpoint, refuse_byte_pair_words,
                                             run_model)
-from kbert.export.word_alignment import piece_spans, split_words, substrings, valid_utf8
+from kbert.tokenizers.words_graph import piece_spans, split_words, substrings, valid_utf8
 
 # kbert.data.question_answering's defaults (doc_stride None: `default_doc_stride`).
 DEFAULTS = {"version_2": False, "null_threshold": 0.0, "doc_stride": None,

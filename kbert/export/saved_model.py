@@ -5,7 +5,6 @@ registers the tokenizer's ops); not kbert, not Keras, not keras-hub. Tokenizatio
 into [CLS] A [SEP] (B [SEP]), truncation and padding all run inside the graph.
 """
 
-import os
 import re
 
 import keras
@@ -243,14 +242,4 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
 def write_tokenizer_files(tokenizer, directory):
     """The tokenizer's vocab.txt (WordPiece), spiece.model (SentencePiece) or vocab.json and
     merges.txt (byte-level BPE) in `directory`."""
-    if getattr(tokenizer, "model", None) is not None:  # SentencePiece
-        with tf.io.gfile.GFile(os.path.join(directory, "spiece.model"), "wb") as f:
-            f.write(tokenizer.model)
-        return
-    from kbert.tokenizers.vocab_learning import write_byte_pair_files, write_vocabulary
-
-    if getattr(tokenizer, "merges", None) is not None:  # byte-level BPE
-        write_byte_pair_files(tokenizer.vocabulary, tokenizer.merges, directory)
-        return
-
-    write_vocabulary(tokenizer.vocabulary, os.path.join(directory, "vocab.txt"))
+    tokenizer.write_files(directory)

@@ -56,10 +56,8 @@ def label_names_of(model, label_names):
 def refuse_byte_pair_words(tokenizer, model_name):
     """A task export whose graph aligns words (token classification, question answering)
     follows WordPiece and SentencePiece words; RoBERTa's byte-level BPE words are the
-    pipelines' (`kbert.pipelines.byte_pair_graph`): a ValueError saying where to go."""
-    from kbert.tokenizers import BytePairTokenizer
-
-    if isinstance(tokenizer, BytePairTokenizer):
+    pipelines' (`kbert.tokenizers.byte_pair_graph`): a ValueError saying where to go."""
+    if not tokenizer.bert_words:
         task = ("token-classification" if model_name == "TokenClassifier"
                 else "question-answering")
         raise ValueError(

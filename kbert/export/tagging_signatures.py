@@ -1,7 +1,7 @@
 """A token classifier's serving signature: texts in, words with tags and entities with
 character offsets out, as `kbert.data.tagging` decodes them in Python.
 
-Words are split by BERT's rule and tokenized one by one (`word_alignment`), packed as
+Words are split by BERT's rule and tokenized one by one (`words_graph`), packed as
 `[CLS] pieces [SEP]` (the last words cut at `sequence_length`, as `encode_tagging`), and each
 word's tag is read at its first piece. Entities are decoded from the word tags with the
 lenient rule of `tagging.decode_entities` by vectorised run logic: no Python, no loop.
@@ -19,7 +19,7 @@ from kbert.export.signature_helpers import (
     refuse_byte_pair_words,
     run_model,
 )
-from kbert.export.word_alignment import align, substrings, valid_utf8
+from kbert.tokenizers.words_graph import align, substrings, valid_utf8
 
 OUTSIDE, BEGIN, INSIDE, END, SINGLE = range(5)
 _PREFIXES = {"O": OUTSIDE, "B": BEGIN, "I": INSIDE, "E": END, "S": SINGLE}

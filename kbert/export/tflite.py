@@ -14,7 +14,7 @@ import tempfile
 
 import keras
 import tensorflow as tf
-import tensorflow_text as tf_text
+import tensorflow_text as tf_text  # noqa: F401 (registers its ops for the converter)
 
 from kbert.export.archive import write_archive
 from kbert.export.signature_helpers import STRINGS, label_names_of, run_model
@@ -27,18 +27,6 @@ from kbert.tasks.task import Task
 
 QUANTIZE = (None, "dynamic", "float16")
 IDS = tf.TensorSpec([None, None], tf.int32)
-
-
-class _FastSentencePiece(tf.Module):
-    """`tensorflow_text.FastSentencepieceTokenizer` (its kernel `FastSentencepieceTokenize`
-    runs in TFLite) as a trackable module for an ExportArchive; ids int32."""
-
-    def __init__(self, model):
-        super().__init__()
-        self._tokenizer = tf_text.FastSentencepieceTokenizer(model)
-
-    def tokenize(self, text):
-        return tf.cast(self._tokenizer.tokenize(text), tf.int32)
 
 
 def text_tokenizer(tokenizer, split_literals=False):
@@ -54,48 +42,16 @@ def text_tokenizer(tokenizer, split_literals=False):
     `split_literals`: a tokenizer with `split_special_tokens=False` is taken too, and literals
     are split as text (for a caller that documents it); else such a tokenizer is refused.
     """
-    from kbert.tokenizers import BytePairTokenizer
-
-    if isinstance(tokenizer, BytePairTokenizer):
-        raise ValueError(
-            "A BytePairTokenizer (RoBERTa) cannot go inside a TFLite model: its byte-level "
-            "pre-tokenization (a regex split and the byte-to-unicode map) has no TFLite "
-            "kernel. Export with tokenizer=None (token ids in) and tokenize on the host.")
-    sentence_piece = getattr(tokenizer, "model", None) is not None
-    if sentence_piece and (tokenizer.albert_preprocess or tokenizer.lowercase):
-        # Measured (tests/export/test_tflite_pipelines.py): tensorflow-text's
-        # FastBertNormalizer (lower_case_nfd_strip_accents, a TFLite kernel) before
-        # FastSentencepieceTokenizer differs from ALBERT's preprocessing on 390 of 12,267
-        # characters U+0020-U+2FFF: it deletes every mark of category Mn, where ALBERT
-        # deletes those of nonzero combining class only (Indic and Thai vowel signs are
-        # kept), and it drops control and format characters and folds "ß".
-        raise ValueError(
-            "A SentencePieceTokenizer (ALBERT) cannot go inside a TFLite model: ALBERT's "
-            "preprocessing (lower-casing, accent stripping by combining class, `` and '' to "
-            "\", the digit-comma split) has no TFLite kernel, and tensorflow-text's "
-            "FastBertNormalizer, the nearest one, gives other ids on Indic and Thai text "
-            "(it deletes their vowel signs), control and format characters. Export with "
-            "tokenizer=None (token ids in) and tokenize on the host. (A SentencePiece model "
-            "whose normalisation is its own, as DeBERTa-v3's, goes in.)")
+    # The tokenizer's own twin, or its ValueError (a byte-level BPE's split, ALBERT's
+    # preprocessing: no TFLite kernel).
+    fast = tokenizer.tflite_tokenizer()
     if not (tokenizer.split_special_tokens or split_literals):
         raise ValueError(
             "The tokenizer has split_special_tokens=False (a literal \"[SEP]\" in a text gives "
             "the [SEP] id), which needs a regex split that TFLite has no kernel for. Make the "
             "tokenizer with split_special_tokens=True (literals are split as text) to export "
             "it, or export with tokenizer=None (token ids in).")
-    if sentence_piece:
-        # The normalisation (DeBERTa-v3's nmt_nfkc) is inside the SentencePiece model, which
-        # FastSentencepieceTokenizer runs as kbert's SentencePiece does (same ids, tested).
-        return _FastSentencePiece(tokenizer.model)
-    return tf_text.FastBertTokenizer(
-        vocab=tokenizer.vocabulary,
-        token_out_type=tf.int32,
-        unknown_token=tokenizer.vocabulary[tokenizer.unk_id],
-        # kbert's limit is in characters, FastBertTokenizer's in bytes: equal for ASCII; a
-        # longer word of multi-byte characters can become [UNK] earlier here.
-        max_bytes_per_word=tokenizer.max_chars_per_word,
-        lower_case_nfd_strip_accents=tokenizer.lowercase,
-    )
+    return fast
 
 
 def convert(archive, path, quantize):
@@ -286,8 +242,7 @@ def export_tflite(model, path, tokenizer=None, quantize=None, sequence_length=No
     fast = text_tokenizer(tokenizer)
     archive.track(fast)
 
-    if isinstance(model, (TokenClassifier, QuestionAnswerer)) and \
-            getattr(tokenizer, "model", None) is not None:
+    if isinstance(model, (TokenClassifier, QuestionAnswerer)) and not tokenizer.tflite_offsets:
         raise ValueError(f"A {type(model).__name__} goes into TFLite with a WordPiece "
                          f"tokenizer only (its spans come from FastBertTokenizer's offsets); "
                          f"export it with tokenizer=None (token ids in).")

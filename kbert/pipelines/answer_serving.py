@@ -1,7 +1,7 @@
 """`pipeline.export` of question answering: transformers' (4.57) answers in the graph, as
 `question_answering.answer` makes them in Python.
 
-The context is tokenized word by word with each token's characters (`word_alignment`, as
+The context is tokenized word by word with each token's characters (`words_graph`, as
 token classification's export), cut into windows of `[CLS] question [SEP] window [SEP]` that
 repeat `doc_stride` tokens of the one before (`answer_signatures.window_features`), and the
 model runs on every window of the batch at once. Per window: softmax of the start and end
@@ -13,10 +13,10 @@ widened to its words' characters inside the window. Per question: equal answers
 `top_k` best kept (of equal scores, the earlier).
 
 The context's tokens, characters and words come, as `Encoder.encode` makes them, from
-`kbert.export.word_alignment` for WordPiece models (words by BERT's rule) and from
-`kbert.pipelines.sentence_piece_graph` for SentencePiece ones (ALBERT: words are the
+`kbert.tokenizers.words_graph` for WordPiece models (words by BERT's rule) and from
+`kbert.tokenizers.sentence_piece_graph` for SentencePiece ones (ALBERT: words are the
 whitespace-separated chunks; a special-token literal typed in the context is its token, of
-no word, as in the pipeline), and from `kbert.pipelines.byte_pair_graph` for byte-level BPE
+no word, as in the pipeline), and from `kbert.tokenizers.byte_pair_graph` for byte-level BPE
 ones (RoBERTa: words are GPT-2's pieces, literals as ALBERT's; its windows are
 `<s> question </s></s> window </s>`). With WordPiece a special-token literal typed in a context is
 text here, where the pipeline makes it its token.
@@ -26,14 +26,12 @@ import tensorflow as tf
 
 from kbert.export.answer_signatures import window_features
 from kbert.export.signature_helpers import STRINGS, dense_rows, run_model
-from kbert.export.word_alignment import align, substrings, valid_utf8
-from kbert.pipelines import byte_pair_graph, graph, sentence_piece_graph
-from kbert.pipelines.token_serving import trimmed_ends
+from kbert.tokenizers.words_graph import align, substrings, trimmed_ends, valid_utf8
+from kbert.pipelines import graph
 from kbert.tokenizers import normalization
 
 
 def question_answering(pipe, model, opts, given):
-    sentence_piece, byte_pair = pipe.encoder.sentence_piece, pipe.encoder.byte_pair
     # window_features packs <s> question </s></s> window </s> for RoBERTa (the tokenizer's
     # pair_separators); `specials` counts all four.
     specials = pipe.special_count(True)
@@ -61,10 +59,7 @@ def question_answering(pipe, model, opts, given):
             tf.debugging.Assert(tf.reduce_all(tf.strings.length(context) > 0),
                                 ["`context` cannot be empty"])]
         question_ids = graph.ids(tokenizer, question)
-        if byte_pair:
-            context_ids, tokens = _sentence_piece_context(context, tokenizer, pipe.specials,
-                                                          byte_pair_graph.encode)
-        elif sentence_piece:
+        if tokenizer.graph_encode is not None:
             context_ids, tokens = _sentence_piece_context(context, tokenizer, pipe.specials)
         else:
             context_ids, tokens = _word_piece_context(context, tokenizer)
@@ -135,11 +130,11 @@ def _word_piece_context(context, tokenizer):
         "has_word": tf.ones_like(word, tf.bool)}
 
 
-def _sentence_piece_context(context, tokenizer, specials, encode=sentence_piece_graph.encode):
+def _sentence_piece_context(context, tokenizer, specials):
     """SentencePiece, as `_word_piece_context`: a word is a whitespace-separated chunk (its
     tokens in a row), a special literal typed in the context is its token and of no word.
-    Byte-level BPE (`encode` is `byte_pair_graph.encode`): a word is a GPT-2 piece."""
-    encoded = encode(context, tokenizer, specials)
+    Byte-level BPE: a word is a GPT-2 piece (both: the tokenizer's `graph_encode`)."""
+    encoded = tokenizer.graph_encode(context, specials)
     word = encoded["words"].flat_values
     index = tf.range(tf.size(word))
     has_word = word >= 0

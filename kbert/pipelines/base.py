@@ -3,7 +3,7 @@ into model inputs (with transformers' truncation rules), and the batched model r
 
 A pipeline is three steps, kept apart so that the first and last can later move into a
 graph (`pipeline.export`): texts -> `batching.Sequence`s (tokenization, in
-`kbert.pipelines.encoding`), the model on length-grouped batches (`batching.run`), and
+`kbert.tokenizers.encoding`), the model on length-grouped batches (`batching.run`), and
 numpy post-processing of each sequence's output arrays into transformers' dicts.
 """
 
@@ -12,7 +12,7 @@ import numpy as np
 from kbert.data import task_features
 from kbert.data.task_features import check_int  # noqa: F401 - the pipelines' check too
 from kbert.pipelines import batching
-from kbert.pipelines.encoding import Encoder
+from kbert.tokenizers.encoding import Encoder
 
 # Options every pipeline takes, at construction and per call.
 RUN_OPTIONS = {"batch_size": batching.DEFAULT_BATCH_SIZE, "progress": None}

@@ -161,8 +161,6 @@ def fill_mask(pipe, model, opts, given):
     if targets is not None:
         top_k = min(top_k, len(targets))
     top_k = min(top_k, tokenizer.vocabulary_size)
-    vocabulary = tf.constant(encoder.token_bytes if encoder.byte_pair
-                             else tokenizer.vocabulary)
     token_strings = tf.constant([encoder.decode([i])
                                  for i in range(tokenizer.vocabulary_size)])
     special = tf.constant([i in encoder.special_ids for i in range(tokenizer.vocabulary_size)])
@@ -200,9 +198,7 @@ def fill_mask(pipe, model, opts, given):
         keep &= tf.range(masks)[None, :, None, None] < num_masks[:, None, None, None]
         flat = tf.reshape(filled, [-1, length])
         kept = tf.ragged.boolean_mask(flat, tf.reshape(keep, [-1, length]))
-        sequences = tf.reshape(graph.decode_bytes(vocabulary, kept) if encoder.byte_pair
-                               else graph.decode(vocabulary, kept, encoder.sentence_piece),
-                               tf.shape(scores))
+        sequences = tf.reshape(tokenizer.graph_decode(kept), tf.shape(scores))
         present = tf.range(masks)[None, :, None] < num_masks[:, None, None]
         return {"score": tf.where(present, scores, 0.0),
                 "token": tf.where(present, tokens, -1),

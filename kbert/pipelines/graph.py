@@ -1,42 +1,18 @@
 """The pipelines' steps in the TensorFlow graph, for `pipeline.export`: texts -> ids (special
 literals as their tokens, as `Encoder.ids`), transformers' truncation, packing into model
-inputs padded to the batch's longest, and tokens -> text (`Encoder.tokens_to_string` and
-`decode`). Each is the graph twin of the Python step it names; the export tests hold them
-equal on the reference inputs."""
-
-import re
+inputs padded to the batch's longest (tokens -> text is the tokenizer's
+`graph_tokens_to_string` and `graph_decode`). Each is the graph twin of the Python step it
+names; the export tests hold them equal on the reference inputs."""
 
 import tensorflow as tf
 
 from kbert.data.task_features import pair_separators, second_segment_id
-from kbert.pipelines.encoding import _CLEAN_UP, _DECODER_CLEAN_UP
-from kbert.pipelines.offsets import SENTENCE_PIECE_MARK, WORD_PIECE_PREFIX
-
-_FENCE = b"\xff"  # never in UTF-8
-
 
 def ids(tokenizer, text):
     """Strings [B] -> int32 ids ragged [B, (tokens)]: `Encoder.ids(texts, specials)` with
     every special-token literal typed in a text as its token."""
     text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")
     return tf.cast(tokenizer._tokenize_keeping_special_tokens(text), tf.int32)
-
-
-def split_at_literals(text, specials):
-    """Strings [B] -> ragged [B, (parts)] strings cut before and after every special-token
-    literal of `specials` ({literal: id}, the pipeline's: exact matches, the longest first,
-    as `Encoder.encode`), and int32 [parts]: each part's special id, -1 for text."""
-    if not specials:
-        parts = tf.RaggedTensor.from_tensor(text[:, None])
-        return parts, -tf.ones_like(parts.flat_values, tf.int32)
-    literals = "|".join(re.escape(s) for s in sorted(specials, key=len, reverse=True))
-    # Fenced with a byte that valid UTF-8 never holds, then split on it.
-    fenced = tf.strings.regex_replace(text, f"({literals})", _FENCE + rb"\1" + _FENCE)
-    parts = tf.strings.split(fenced, _FENCE)
-    special = -tf.ones_like(parts.flat_values, tf.int32)
-    for literal, token_id in specials.items():
-        special = tf.where(tf.equal(parts.flat_values, literal), token_id, special)
-    return parts, special
 
 
 def lengths(ragged):
@@ -114,42 +90,3 @@ def pack(tokenizer, first, second=None):
     return {"token_ids": token_ids.to_tensor(tokenizer.pad_id),
             "segment_ids": segment_ids.to_tensor(0),
             "padding_mask": tf.ones_like(token_ids).to_tensor(0)}
-
-
-def _replace_all(strings, pairs):
-    for old, new in pairs:
-        strings = tf.strings.regex_replace(strings, re.escape(old), new.replace("\\", "\\\\"))
-    return strings
-
-
-def tokens_to_string(tokens, sentence_piece):
-    """`Encoder.tokens_to_string` of each row of ragged strings [N, (tokens)] -> [N]."""
-    first = tf.equal(tf.ragged.range(tokens.row_lengths()).flat_values, 0)
-    flat = tokens.flat_values
-    if sentence_piece:
-        text = tf.strings.regex_replace(flat, SENTENCE_PIECE_MARK, " ")
-        leading = first & tf.strings.regex_full_match(flat, f"(?s){SENTENCE_PIECE_MARK}.*")
-        text = tf.where(leading, tf.strings.regex_replace(text, "^ ", "", replace_global=False),
-                        text)
-    else:
-        continued = tf.strings.regex_full_match(flat, f"(?s){re.escape(WORD_PIECE_PREFIX)}.*")
-        later = tf.where(continued, tf.strings.regex_replace(
-            flat, "^" + re.escape(WORD_PIECE_PREFIX), "", replace_global=False),
-                         tf.strings.join([" ", flat]))
-        text = _replace_all(tf.where(first, flat, later), _DECODER_CLEAN_UP)
-    return tf.strings.reduce_join(tokens.with_flat_values(text), axis=1)
-
-
-def decode(vocabulary, token_ids, sentence_piece):
-    """`Encoder.decode` of each row of ragged ids [N, (tokens)] -> strings [N]
-    (`vocabulary`: a string tensor, the tokens by id)."""
-    text = tokens_to_string(tf.gather(vocabulary, token_ids), sentence_piece)
-    return text if sentence_piece else _replace_all(text, _CLEAN_UP)
-
-
-def decode_bytes(token_bytes, token_ids):
-    """`Encoder.decode` of a byte-level BPE: each row of ragged ids [N, (tokens)] -> its
-    tokens' bytes joined, a broken character as U+FFFD (`token_bytes`: a string tensor, the
-    tokens' bytes by id)."""
-    text = tf.strings.reduce_join(tf.gather(token_bytes, token_ids), axis=1)
-    return tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")

@@ -8,7 +8,8 @@ segment reductions, ragged rows), which TFLite has no kernels for."""
 
 import numpy as np
 
-from kbert.pipelines.encoding import _DECODER_CLEAN_UP, _replace_all
+from kbert.tokenizers.decoding import DECODER_CLEAN_UP as _DECODER_CLEAN_UP
+from kbert.tokenizers.decoding import replace_all as _replace_all
 from kbert.pipelines.token_classification import STRATEGIES, decode
 
 

@@ -135,7 +135,7 @@ def _sentence_embeddings(pipe, model, opts, given):
 
 def _word_piece_only(pipe, what, why):
     """The tasks whose TFLite graph reads FastBertTokenizer's offsets take WordPiece alone."""
-    if pipe.encoder.sentence_piece or pipe.encoder.byte_pair:
+    if not pipe.tokenizer.tflite_offsets:
         raise ValueError(f"pipeline.export_tflite: only a WordPiece {what} goes into TFLite "
                          f"({why}); pipeline.export writes a SavedModel.")
 

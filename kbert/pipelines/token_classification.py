@@ -188,5 +188,5 @@ class TokenClassificationPipeline(Pipeline):
         tokens = [None if literal[k] else self.encoder.token(i) for k, i in enumerate(ids)]
         return decode(text, tokens, [int(i) for i in ids], logits[:len(ids)], offsets,
                       self.source.label_names, strategy, ignore, self.tokenizer.unk_id,
-                      not (self.encoder.sentence_piece or self.encoder.byte_pair),
+                      self.tokenizer.continuation_prefix is not None,
                       self.encoder.tokens_to_string)

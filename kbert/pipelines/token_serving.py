@@ -4,21 +4,19 @@ of a token and its subword tokens ("first" / "average" / "max"), adjacent entiti
 type grouped ("simple" and the word strategies), the ignored labels left out.
 
 Tokens and their characters come, as `Encoder.encode` makes them, from
-`kbert.export.word_alignment` for WordPiece models (words by BERT's rule, each tokenized
-alone), from `kbert.pipelines.sentence_piece_graph` for SentencePiece ones (ALBERT:
-whitespace-separated chunks) and from `kbert.pipelines.byte_pair_graph` for byte-level BPE
-ones (RoBERTa: GPT-2's pieces). A special-token literal typed in a text ("[SEP]") is its token,
-as in the pipeline: it counts in the model's length and is no entity.
+`kbert.tokenizers.words_graph` for WordPiece models (words by BERT's rule, each tokenized
+alone), and from the tokenizer's `graph_encode` for SentencePiece ones (ALBERT:
+whitespace-separated chunks) and byte-level BPE ones (RoBERTa: GPT-2's pieces). A
+special-token literal typed in a text ("[SEP]") is its token, as in the pipeline: it counts
+in the model's length and is no entity.
 """
 
 import tensorflow as tf
 
 from kbert.export.signature_helpers import STRINGS, dense_rows, run_model
-from kbert.export.word_alignment import (
-    DELETED, _normalization, align, substrings, valid_utf8,
-)
-from kbert.pipelines import byte_pair_graph, graph, sentence_piece_graph
-from kbert.tokenizers import normalization
+from kbert.tokenizers.words_graph import align, substrings, trimmed_ends, valid_utf8
+from kbert.pipelines import graph
+from kbert.tokenizers.literals_graph import split_at_literals
 
 
 def _label_tables(pipe, names):
@@ -45,33 +43,11 @@ def _by_group(values, group, starts):
                                              validate=False)
 
 
-def trimmed_ends(aligned, tokenizer):
-    """Each piece's end with the characters that normalise to nothing at its end left out
-    (a control or zero-width character, a stripped accent), as transformers' offsets have
-    them: `word_alignment` gives a piece the characters up to the next one."""
-    words, pieces = aligned["words"], aligned["pieces"]
-    chars = tf.strings.unicode_encode(words["codes"][:, None], "UTF-8")
-    lowercase, strip = _normalization(tokenizer)
-    if lowercase:
-        chars = normalization.lower(chars, nul_free=True)
-    if strip:
-        chars = normalization.strip_accents(chars)
-    vanish = tf.equal(words["kinds"], DELETED) | tf.equal(tf.strings.length(chars), 0)
-    kept = tf.boolean_mask(tf.range(tf.size(vanish)), ~vanish)  # sorted flat indices
-    word = tf.cast(pieces.value_rowids(), tf.int32)
-    base = tf.gather(words["first_char"] - words["start"], word)  # the text's first char
-    starts, ends = aligned["piece_starts"], aligned["piece_ends"]
-    last = tf.searchsorted(kept, base + ends - 1, side="right") - 1
-    trimmed = tf.gather(tf.concat([kept, [-1]], 0),
-                        tf.where(last < 0, tf.size(kept), last)) - base + 1
-    return tf.where(trimmed > starts, tf.minimum(trimmed, ends), ends)
-
-
 def _word_piece_tokens(text, tokenizer, specials):
     """WordPiece: ragged [B, (tokens)] flat indices, and flat per-token `ids`, `starts`,
     `ends`, `word`, `subword`, `entity` (False for a special literal typed in the text).
     The text between the literals is aligned part by part, as `Encoder.encode` does."""
-    parts, special = graph.split_at_literals(text, specials)  # [B, (parts)]
+    parts, special = split_at_literals(text, specials)  # [B, (parts)]
     is_special = special >= 0
     flat_parts = tf.where(is_special, "", parts.flat_values)
     aligned = align(flat_parts, tokenizer)
@@ -115,12 +91,12 @@ def _word_piece_tokens(text, tokenizer, specials):
                              tf.zeros_like(literal_ids, tf.bool)], 0)}
 
 
-def _sentence_piece_tokens(text, tokenizer, specials, encode=sentence_piece_graph.encode):
-    """SentencePiece (and byte-level BPE: `encode` is `byte_pair_graph.encode`), as
+def _sentence_piece_tokens(text, tokenizer, specials):
+    """SentencePiece and byte-level BPE (the tokenizer's `graph_encode`), as
     `_word_piece_tokens`: a special literal is no entity, and a token is a subword unless it
     starts the text or a space (" ") is before or at its start (transformers' rule for
     tokenizers without a continuing-subword prefix)."""
-    encoded = encode(text, tokenizer, specials)
+    encoded = tokenizer.graph_encode(text, specials)
     ids = encoded["ids"].flat_values
     tokens = encoded["ids"].with_flat_values(tf.range(tf.size(ids)))
     rows = tf.cast(encoded["ids"].value_rowids(), tf.int32)
@@ -146,13 +122,7 @@ def _sentence_piece_tokens(text, tokenizer, specials, encode=sentence_piece_grap
 
 def token_classification(pipe, model, opts, given):
     strategy, ignore = pipe.strategy_and_ignored(opts)
-    sentence_piece, byte_pair = pipe.encoder.sentence_piece, pipe.encoder.byte_pair
-    if byte_pair:
-        def to_string(tokens):
-            return byte_pair_graph.tokens_to_string(tokens)
-    else:
-        def to_string(tokens):
-            return graph.tokens_to_string(tokens, sentence_piece)
+    to_string = pipe.tokenizer.graph_tokens_to_string
     names = list(pipe.source.label_names)
     tokenizer = pipe.tokenizer
     budget = pipe.max_length - 2
@@ -162,10 +132,7 @@ def token_classification(pipe, model, opts, given):
     def serve(text):
         text = valid_utf8(text)
         batch = tf.shape(text)[0]
-        if byte_pair:
-            tokens, per_token = _sentence_piece_tokens(text, tokenizer, pipe.specials,
-                                                       byte_pair_graph.encode)
-        elif sentence_piece:
+        if tokenizer.graph_encode is not None:
             tokens, per_token = _sentence_piece_tokens(text, tokenizer, pipe.specials)
         else:
             tokens, per_token = _word_piece_tokens(text, tokenizer, pipe.specials)

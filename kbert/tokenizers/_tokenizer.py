@@ -11,7 +11,7 @@ _FENCE = b"\xff"  # never in UTF-8
 
 
 class Tokenizer(tf.Module):
-    """Base of `WordPieceTokenizer` and `SentencePieceTokenizer`.
+    """Base of `WordPieceTokenizer`, `SentencePieceTokenizer` and `BytePairTokenizer`.
 
     Subclasses set `vocabulary` (the tokens, index = id), `_index` (token -> id), `unk_id`,
     `special_tokens` (the special tokens' literals), `split_special_tokens`, `_tokenizer` (a
@@ -26,6 +26,26 @@ class Tokenizer(tf.Module):
     # How many separators stand between the two texts of a pair: 1 for BERT's
     # [CLS] a [SEP] b [SEP], 2 for RoBERTa's <s> a </s></s> b </s>.
     pair_separators = 1
+    # What each kind says of itself, so that no code outside `kbert.tokenizers` needs to ask
+    # which kind it holds:
+    # its `kbert.tokenizers.tokenizer_types` name ("wordpiece", "sentencepiece", "bpe");
+    tokenizer_type = None
+    # whether `kbert.data.text_spans` and the task exports' word alignment find its words by
+    # BERT's basic split (WordPiece, SentencePiece), not by GPT-2's pieces (byte-level BPE);
+    bert_words = True
+    # whether its TFLite twin (`tflite_tokenizer`) gives each token's characters
+    # (FastBertTokenizer's `tokenize_with_offsets`), which the TFLite span tasks read;
+    tflite_offsets = False
+    # the mark of a token that continues the word before it (WordPiece's "##"); None where
+    # a word's first token carries the mark instead (transformers then tells subwords by
+    # the spaces around them).
+    continuation_prefix = None
+    # The graph twin of `tokenize_with_offsets` (a method `graph_encode(text, specials)`:
+    # valid UTF-8 strings [B] -> ragged [B, (tokens)] `ids`, `starts` / `ends` in code
+    # points, `literal`, `words`, and the texts' `codes`), where the tokenizer has one of its
+    # own (SentencePiece, byte-level BPE); None where the exports align its tokens by BERT's
+    # words (WordPiece: `kbert.tokenizers.words_graph`).
+    graph_encode = None
 
     @property
     def vocabulary_size(self):
@@ -91,6 +111,90 @@ class Tokenizer(tf.Module):
                                                     tf.cast(is_special, tf.int64))
         ids = tf.concat([ids, tf.cast(specials, ids.dtype)], axis=1)  # [pieces, (tokens)]
         return pieces.with_flat_values(ids).merge_dims(1, 2)
+
+    def write_files(self, directory):
+        """Writes the files the tokenizer is read back from into `directory` (vocab.txt,
+        spiece.model, or vocab.json and merges.txt)."""
+        raise NotImplementedError(f"{type(self).__name__} does not say how to write its "
+                                  "files; it needs a `write_files(directory)` method.")
+
+    def identity(self):
+        """What makes the vocabulary (its tokens, a byte-level BPE's merges, a SentencePiece
+        model's bytes): two tokenizers of the same kind with equal identities give the same
+        ids for the same settings."""
+        return (tuple(self.vocabulary),)
+
+    def checkpoint_assets(self):
+        """(vocabulary, lowercase, sentencepiece_model, merges) as `kbert.convert.Checkpoint`
+        holds a tokenizer: a token list or None, the lower-casing, a SentencePiece model's
+        bytes or None, a byte-level BPE's merge pairs or None."""
+        return list(self.vocabulary), bool(getattr(self, "lowercase", False)), None, None
+
+    def tflite_tokenizer(self):
+        """The tokenizer's twin made of TFLite kernels (a module with `tokenize`: strings
+        [N] -> int32 ids ragged [N, (tokens)]), or a ValueError saying why there is none."""
+        raise ValueError(f"A {type(self).__name__} has no TFLite twin: export with "
+                         "tokenizer=None (token ids in) and tokenize on the host.")
+
+    # === Tokens with their characters in the original text (`kbert.tokenizers.encoding`) ===
+
+    def tokenize_with_offsets(self, texts, specials=None):
+        """Python strings -> one `kbert.tokenizers.encoding.Encoding` each: int32 `ids`, their
+        (start, end) characters in the text as given (`offsets`, transformers' fast
+        tokenizers' `offset_mapping`), each token's word and the words' characters.
+
+        specials: {literal: id} of the special-token literals typed in a text that are
+            tokens of their own (e.g. {"[MASK]": mask_id}); other literals are text.
+        """
+        from kbert.tokenizers.encoding import Encoder
+
+        return Encoder(self).encode(texts, specials)
+
+    def offset_words(self, texts):
+        """Per text (a Python string), its words [(word, start)] in order: the pieces this
+        tokenizer tokenizes one by one, as transformers' pre-tokenizer splits the text."""
+        raise NotImplementedError(f"{type(self).__name__} does not say how it splits text "
+                                  "into words; it needs an `offset_words(texts)` method.")
+
+    def word_offsets(self, word, ids, start, text):
+        """int32 [tokens, 2]: the (start, end) characters in `text` of the tokens `ids` of
+        `word`, which starts at `start` (`kbert.tokenizers.offsets.word_offsets`: a token
+        covers the characters its normalised characters came from)."""
+        from kbert.tokenizers import offsets
+
+        rule = self.__dict__.get("_offsets_rule")
+        if rule is None:  # (kept out of tf.Module's attribute tracking)
+            rule = self.__dict__["_offsets_rule"] = offsets.Rule(self)
+        return offsets.word_offsets(word, ids, rule, start, text)
+
+    # === Tokens -> text, as transformers' fast tokenizers (`kbert.tokenizers.decoding`) ===
+
+    def tokens_to_string(self, tokens):
+        """transformers' `convert_tokens_to_string` of a fast tokenizer: its decoder on a
+        list of tokens (strings)."""
+        raise NotImplementedError(f"{type(self).__name__} has no decoder; it needs a "
+                                  "`tokens_to_string(tokens)` method.")
+
+    def decode(self, ids, skip_special_tokens=False):
+        """transformers' `tokenizer.decode(ids)` (Python ints or an array): the decoder, then
+        the kind's cleanup (WordPiece's `clean_up_tokenization`)."""
+        special = frozenset(int(i) for i in self.special_ids)
+        return self._decode([int(i) for i in ids
+                             if not (skip_special_tokens and int(i) in special)])
+
+    def _decode(self, ids):
+        return self.tokens_to_string([self.vocabulary[i] for i in ids])
+
+    def graph_tokens_to_string(self, tokens):
+        """`tokens_to_string` of each row of ragged strings [N, (tokens)] -> strings [N], in
+        the graph."""
+        raise NotImplementedError(f"{type(self).__name__} has no graph decoder; it needs a "
+                                  "`graph_tokens_to_string(tokens)` method.")
+
+    def graph_decode(self, token_ids):
+        """`decode` of each row of ragged ids [N, (tokens)] -> strings [N], in the graph."""
+        raise NotImplementedError(f"{type(self).__name__} has no graph decoder; it needs a "
+                                  "`graph_decode(token_ids)` method.")
 
     def starts_word(self, token):
         """Whether `token` begins a word, or continues the word before it: each tokenizer's

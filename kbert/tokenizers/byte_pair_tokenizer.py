@@ -18,6 +18,7 @@ keras-hub's `BytePairTokenizer` is not the core: its RE2 split marks word starts
 (which then vanishes from the text), and it has no look-ahead rule for tabs and newlines.
 """
 
+import functools
 import json
 import os
 
@@ -25,6 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 from kbert.tokenizers._tokenizer import Tokenizer
+from kbert.tokenizers.byte_level import SPACE, WORD_START, bytes_to_unicode, pre_tokenize
 from kbert.tokenizers.normalization import lower
 
 # RoBERTa's special tokens (fairseq's dictionary order: <s>=0, <pad>=1, </s>=2, <unk>=3; <mask>
@@ -36,36 +38,6 @@ SPECIAL_TOKENS = {
     "unk": "<unk>",
     "mask": "<mask>",
 }
-WORD_START = "\u0120"  # "Ġ": the byte symbol of a space, which starts a word
-
-# The character classes of `tokenizers`' regex engine: `\s` is Unicode's White_Space property
-# (not Python's `str.isspace`, which adds \x1c-\x1f); letters and numbers are RE2's \p{L} and
-# \p{N} (Unicode 15 in TensorFlow 2.21; `tokenizers` 0.23 knows Unicode 16, whose new letters
-# are split here as "other" characters).
-SPACE = (r"[\x{9}-\x{d}\x{20}\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}"
-         r"\x{205f}\x{3000}]")
-_NOT_SPACE_LETTER_NUMBER = SPACE[:1] + r"^\p{L}\p{N}" + SPACE[1:]
-# GPT-2's pattern without its two whitespace alternatives (step 1 handles those).
-WORD_PATTERN = ("'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?" + _NOT_SPACE_LETTER_NUMBER
-                + "+")
-_FENCE = b"\xff"  # never in UTF-8
-
-
-def bytes_to_unicode():
-    """GPT-2's byte -> symbol table: printable Latin-1 bytes are themselves, the others
-    (space, controls, ...) are shifted to U+0100 and up. A list of 256 characters."""
-    printable = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
-                 + list(range(ord("®"), ord("ÿ") + 1)))
-    table, shifted = {}, 0
-    for byte in range(256):
-        if byte in printable:
-            table[byte] = chr(byte)
-        else:
-            table[byte] = chr(256 + shifted)
-            shifted += 1
-    return [table[byte] for byte in range(256)]
-
-
 def read_vocabulary(path):
     """A vocab.json: {token: id} -> the token list (index = id)."""
     with tf.io.gfile.GFile(os.fspath(path), "r") as f:
@@ -111,39 +83,6 @@ def merge_pairs(merges, source="merges"):
     return pairs
 
 
-def pre_tokenize(text):
-    """GPT-2's split of valid UTF-8 strings [N] -> ragged [N, (pieces)], in the graph."""
-    # Whitespace runs apart from the text between them.
-    fenced = tf.strings.regex_replace(text, f"({SPACE}+)", _FENCE + rb"\1" + _FENCE)
-    runs = tf.strings.split(fenced, _FENCE)
-    runs = tf.ragged.boolean_mask(runs, tf.strings.length(runs) > 0)  # [N, (runs)]
-    values = runs.flat_values
-    is_space = tf.strings.regex_full_match(values, f"{SPACE}+")
-    # A run is followed by text when the next run of the same string is not whitespace.
-    row_limits = tf.repeat(runs.row_limits(), runs.row_lengths())
-    index = tf.range(tf.size(values, out_type=tf.int64))
-    has_next = index + 1 < row_limits
-    # (Shifts written so that a batch with no runs at all, all texts empty, stays empty.)
-    next_is_text = has_next & tf.concat([~is_space, [False]], 0)[1:]
-    cut = is_space & next_is_text
-    length = tf.strings.length(values, unit="UTF8_CHAR")
-    end = tf.maximum(length - 1, 0)
-    head = tf.strings.substr(values, tf.zeros_like(end), end, unit="UTF8_CHAR")
-    last = tf.strings.substr(values, end, tf.ones_like(end), unit="UTF8_CHAR")
-    gives_space = cut & tf.equal(last, " ")  # the space goes to the next word
-    prefix = tf.where(tf.concat([[False], gives_space], 0)[:-1], " ", "")
-    first = tf.where(cut, head, tf.strings.join([prefix, values]))
-    second = tf.where(cut & ~gives_space, last, "")
-    pieces = tf.reshape(tf.stack([first, second], axis=1), [-1])
-    pieces = runs.with_flat_values(tf.reshape(pieces, [-1, 2])).merge_dims(1, 2)
-    pieces = tf.ragged.boolean_mask(pieces, tf.strings.length(pieces) > 0)
-    # The text between runs (with its leading space) by the rest of GPT-2's pattern.
-    fenced = tf.strings.regex_replace(pieces.flat_values, f"({WORD_PATTERN})", _FENCE + rb"\1")
-    words = tf.strings.split(fenced, _FENCE)  # [pieces, (words)]
-    words = pieces.with_flat_values(words).merge_dims(1, 2)
-    return tf.ragged.boolean_mask(words, tf.strings.length(words) > 0)
-
-
 class BytePairTokenizer(Tokenizer):
     """GPT-2 / RoBERTa byte-level BPE: text -> GPT-2's split -> bytes -> BPE ids, in the graph.
 
@@ -174,6 +113,8 @@ class BytePairTokenizer(Tokenizer):
 
     left_strip_class = SPACE
     pair_separators = 2  # RoBERTa's pairs: <s> a </s></s> b </s>
+    tokenizer_type = "bpe"
+    bert_words = False  # its words are GPT-2's pieces
 
     def __init__(self, vocabulary, merges, add_prefix_space=False, split_special_tokens=True,
                  special_tokens=None, lstrip_mask=True, lowercase=False, name=None):
@@ -239,6 +180,67 @@ class BytePairTokenizer(Tokenizer):
         to_byte = {symbol: bytes([byte]) for byte, symbol in enumerate(bytes_to_unicode())}
         return [b"".join(to_byte[c] for c in token) if all(c in to_byte for c in token)
                 else token.encode("utf-8") for token in vocabulary]
+
+    def write_files(self, directory):
+        from kbert.tokenizers.files import write_byte_pair_files
+
+        write_byte_pair_files(self.vocabulary, self.merges, directory)
+
+    def identity(self):
+        return (tuple(self.vocabulary), tuple(tuple(m) for m in self.merges))
+
+    def checkpoint_assets(self):
+        return list(self.vocabulary), False, None, list(self.merges)
+
+    def tflite_tokenizer(self):
+        raise ValueError(
+            "A BytePairTokenizer (RoBERTa) cannot go inside a TFLite model: its byte-level "
+            "pre-tokenization (a regex split and the byte-to-unicode map) has no TFLite "
+            "kernel. Export with tokenizer=None (token ids in) and tokenize on the host.")
+
+    @functools.cached_property
+    def token_bytes(self):
+        """The tokens as bytes (index = id; special tokens: their literal)."""
+        return self._token_bytes(self.vocabulary)
+
+    def offset_words(self, texts):
+        """GPT-2's pieces (`pre_tokenize`, the tokenizer's own split, " word" with its
+        space), which BPE merges one by one."""
+        from kbert.tokenizers.words import byte_pair_words
+
+        return byte_pair_words(list(texts))
+
+    def word_offsets(self, word, ids, start, text):
+        """`kbert.tokenizers.offsets.byte_pair_offsets`: a token covers the characters its
+        bytes came from (transformers' ByteLevel offsets with trim_offsets=True)."""
+        from kbert.tokenizers.offsets import byte_pair_offsets
+
+        return byte_pair_offsets(word, [self.vocabulary[i] for i in ids],
+                                 [self.token_bytes[i] for i in ids], start, self.lowercase)
+
+    def graph_encode(self, text, specials):
+        """`kbert.tokenizers.byte_pair_graph.encode`."""
+        from kbert.tokenizers import byte_pair_graph
+
+        return byte_pair_graph.encode(text, self, specials)
+
+    def tokens_to_string(self, tokens):
+        from kbert.tokenizers import decoding
+
+        return decoding.byte_level_string(tokens)
+
+    def _decode(self, ids):
+        return b"".join(self.token_bytes[i] for i in ids).decode("utf-8", errors="replace")
+
+    def graph_tokens_to_string(self, tokens):
+        from kbert.tokenizers import decoding
+
+        return decoding.graph_byte_level_string(tokens)
+
+    def graph_decode(self, token_ids):
+        from kbert.tokenizers import decoding
+
+        return decoding.graph_bytes_decode(tf.constant(self.token_bytes), token_ids)
 
     def starts_word(self, token):
         """A token starts a word when it starts with "Ġ" (GPT-2's symbol of the space byte:

@@ -1,15 +1,17 @@
 """ALBERT's SentencePiece tokenizer on tensorflow-text, usable in tf.data and SavedModel graphs."""
 
 import hashlib
+import re
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow_text.python.ops.sentencepiece_tokenizer import gen_sentencepiece_tokenizer
 
 from kbert.tokenizers._tokenizer import Tokenizer
+from kbert.tokenizers.decoding import UNDERLINE  # SentencePiece's word start
 from kbert.tokenizers.normalization import collapse_whitespace, lower, strip_combining_marks
 
-UNDERLINE = "\u2581"  # SentencePiece's word start
+_CHUNK = re.compile(r"\S+")
 
 # ALBERT's spiece.model names its specials so; the keys are those of WordPieceTokenizer.
 SPECIAL_PIECES = {
@@ -59,6 +61,18 @@ class _SharedModelResource(tf.saved_model.experimental.TrackableResource):
     def _create_resource(self):
         return gen_sentencepiece_tokenizer.sentencepiece_op(model=self._model,
                                                            shared_name=self._shared_name)
+
+
+class _FastSentencePiece(tf.Module):
+    """`tensorflow_text.FastSentencepieceTokenizer` (its kernel `FastSentencepieceTokenize`
+    runs in TFLite) as a trackable module for an ExportArchive; ids int32."""
+
+    def __init__(self, model):
+        super().__init__()
+        self._tokenizer = tf_text.FastSentencepieceTokenizer(model)
+
+    def tokenize(self, text):
+        return tf.cast(self._tokenizer.tokenize(text), tf.int32)
 
 
 class SentencePieceTokenizer(Tokenizer):
@@ -125,6 +139,69 @@ class SentencePieceTokenizer(Tokenizer):
         self.special_ids = sorted(self._index[piece] for piece in special_pieces.values())
         self._replacements = (self._digit_comma_replacements() if self.albert_preprocess
                               else None)
+
+    tokenizer_type = "sentencepiece"
+
+    def write_files(self, directory):
+        import os
+
+        from kbert.tokenizers.files import write_sentence_piece_model
+
+        write_sentence_piece_model(self.model, os.path.join(directory, "spiece.model"))
+
+    def identity(self):
+        return (tuple(self.vocabulary), self.model)
+
+    def checkpoint_assets(self):
+        return None, self.lowercase, self.model, None
+
+    def tflite_tokenizer(self):
+        """tensorflow-text's `FastSentencepieceTokenizer` on the same model, for a model
+        whose normalisation is its own (DeBERTa-v3's nmt_nfkc: the same ids, tested); a
+        ValueError with ALBERT's preprocessing or lower-casing."""
+        if self.albert_preprocess or self.lowercase:
+            # Measured (tests/export/test_tflite_pipelines.py): tensorflow-text's
+            # FastBertNormalizer (lower_case_nfd_strip_accents, a TFLite kernel) before
+            # FastSentencepieceTokenizer differs from ALBERT's preprocessing on 390 of 12,267
+            # characters U+0020-U+2FFF: it deletes every mark of category Mn, where ALBERT
+            # deletes those of nonzero combining class only (Indic and Thai vowel signs are
+            # kept), and it drops control and format characters and folds "ß".
+            raise ValueError(
+                "A SentencePieceTokenizer (ALBERT) cannot go inside a TFLite model: ALBERT's "
+                "preprocessing (lower-casing, accent stripping by combining class, `` and '' "
+                "to \", the digit-comma split) has no TFLite kernel, and tensorflow-text's "
+                "FastBertNormalizer, the nearest one, gives other ids on Indic and Thai text "
+                "(it deletes their vowel signs), control and format characters. Export with "
+                "tokenizer=None (token ids in) and tokenize on the host. (A SentencePiece "
+                "model whose normalisation is its own, as DeBERTa-v3's, goes in.)")
+        return _FastSentencePiece(self.model)
+
+    def offset_words(self, texts):
+        """The whitespace-separated chunks, which SentencePiece segments one by one, each
+        with its "▁" (the words of transformers' Metaspace pre-tokenizer)."""
+        return [[(m.group(), m.start()) for m in _CHUNK.finditer(text)] for text in texts]
+
+    def graph_encode(self, text, specials):
+        """`kbert.tokenizers.sentence_piece_graph.encode`."""
+        from kbert.tokenizers import sentence_piece_graph
+
+        return sentence_piece_graph.encode(text, self, specials)
+
+    def tokens_to_string(self, tokens):
+        from kbert.tokenizers import decoding
+
+        return decoding.metaspace_string(tokens)
+
+    def graph_tokens_to_string(self, tokens):
+        from kbert.tokenizers import decoding
+
+        return decoding.graph_pieces_string(tokens, metaspace=True)
+
+    def graph_decode(self, token_ids):
+        from kbert.tokenizers import decoding
+
+        return decoding.graph_pieces_decode(tf.constant(self.vocabulary), token_ids,
+                                            metaspace=True)
 
     def starts_word(self, token):
         """A piece starts a word when it starts with "▁" (SentencePiece's space mark: the

@@ -40,6 +40,8 @@ class TokenizerType:
     lowercase: bool = True
     # (path) -> raises a ValueError when the kind is not written under that name
     check_path: Callable = lambda path: None
+    # How many separators its pairs have between the texts (the tokenizer's own).
+    pair_separators: int = 1
 
 
 def _load_word_piece(path, lowercase):
@@ -96,7 +98,8 @@ TOKENIZER_TYPES = {
         "bpe", "byte-level BPE vocab.json + merges.txt beside it (RoBERTa), learned with the "
         "tokenizers package", "vocab.json", (".json",), _learn_byte_pair, _write_byte_pair,
         _load_byte_pair, other_files=lambda path: [merges_path(path)],
-        check_path=_check_json_name, lowercase=False),
+        check_path=_check_json_name, lowercase=False,
+        pair_separators=BytePairTokenizer.pair_separators),
 }
 
 
@@ -147,6 +150,24 @@ def learn(name, documents, path, vocab_size, lowercase=True, max_sentences=None)
                             max_sentences=max_sentences)
     kind.write(vocabulary, path)
     return vocabulary
+
+
+def keras_hub_assets(tokenizer, lowercase):
+    """(vocabulary, lowercase, sentencepiece_model, merges) of a keras-hub tokenizer, as
+    `kbert.convert.Checkpoint` holds them: a byte-level BPE's (RoBERTa's, cased) token list
+    and merges, a SentencePiece model's bytes (ALBERT, DeBERTa), or a WordPiece token list.
+    `lowercase`: the family's, where the tokenizer does not say."""
+    lowercase = bool(getattr(tokenizer, "lowercase", lowercase))
+    if getattr(tokenizer, "merges", None) is not None:  # byte-level BPE: {token: id}
+        vocabulary = sorted(tokenizer.vocabulary, key=tokenizer.vocabulary.get)
+        return vocabulary, False, None, tokenizer.merges
+    if getattr(tokenizer, "proto", None) is not None:  # SentencePiece
+        model = tokenizer.proto
+        if not isinstance(model, bytes):
+            with tf.io.gfile.GFile(os.fspath(model), "rb") as f:
+                model = f.read()
+        return None, lowercase, model, None
+    return list(tokenizer.get_vocabulary()), lowercase, None, None
 
 
 def load(path, name=None, lowercase=True):

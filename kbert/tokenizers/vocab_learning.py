@@ -4,16 +4,20 @@ SentencePiece (ALBERT's kind) on the `sentencepiece` package's trainer, byte-lev
 
 import io
 import json
-import os
 
-import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
 
 from kbert.tokenizers import sentence_piece_tokenizer
+# The writers are part of this module's interface (what it learns, they write).
+from kbert.tokenizers.files import (  # noqa: F401
+    MERGES_FILE,
+    write_byte_pair_files,
+    write_sentence_piece_model,
+    write_vocabulary,
+)
 from kbert.tokenizers.word_piece_tokenizer import SPECIAL_TOKENS, normalize
 
 RESERVED_TOKENS = list(SPECIAL_TOKENS.values())  # [PAD]=0, [UNK], [CLS], [SEP], [MASK]
-MERGES_FILE = "merges.txt"  # a byte-level BPE's merges, beside its vocab.json
 
 
 def learn_vocabulary(documents, vocab_size, lowercase=True, max_sentences=None, batch_size=1024):
@@ -121,24 +125,6 @@ def learn_sentence_piece_model(documents, vocab_size, lowercase=True, max_senten
     return model.getvalue()
 
 
-def write_sentence_piece_model(model, path):
-    """Writes a serialized SentencePiece model (bytes) as a .model file."""
-    folder = os.path.dirname(path)
-    if folder:
-        tf.io.gfile.makedirs(folder)
-    with tf.io.gfile.GFile(path, "wb") as f:
-        f.write(model)
-
-
-def write_vocabulary(vocabulary, path):
-    """Writes one token per line (the line number is the id)."""
-    folder = os.path.dirname(path)
-    if folder:
-        tf.io.gfile.makedirs(folder)
-    with tf.io.gfile.GFile(path, "w") as f:
-        f.write("".join(token + "\n" for token in vocabulary))
-
-
 def learn_byte_pair_vocabulary(documents, vocab_size, min_frequency=2, special_tokens=None,
                                add_prefix_space=False, max_sentences=None, batch_size=1024,
                                lowercase=False):
@@ -194,18 +180,3 @@ def learn_byte_pair_vocabulary(documents, vocab_size, min_frequency=2, special_t
     if len(vocabulary) <= len(special_tokens) + 256 and not merges:
         raise ValueError("The corpus gave no merges: is it empty?")
     return vocabulary, merges
-
-
-def write_byte_pair_files(vocabulary, merges, folder, vocab_name="vocab.json"):
-    """Writes vocab.json ({token: id}, or `vocab_name`) and merges.txt (GPT-2's "#version"
-    line, then one pair a line) into `folder`; returns their paths. The merges go first: a
-    run that finds the vocab.json takes the vocabulary as written (and learns none), so a
-    run killed between the two files must leave no vocab.json."""
-    tf.io.gfile.makedirs(folder)
-    vocab_path = os.path.join(folder, vocab_name)
-    merges_path = os.path.join(folder, MERGES_FILE)
-    with tf.io.gfile.GFile(merges_path, "w") as f:
-        f.write("#version: 0.2\n" + "".join(f"{left} {right}\n" for left, right in merges))
-    with tf.io.gfile.GFile(vocab_path, "w") as f:
-        json.dump({token: i for i, token in enumerate(vocabulary)}, f, ensure_ascii=False)
-    return vocab_path, merges_path

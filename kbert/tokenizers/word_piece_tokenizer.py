@@ -120,6 +120,56 @@ class WordPieceTokenizer(Tokenizer):
             support_detokenization=True,
         )
 
+    tokenizer_type = "wordpiece"
+    tflite_offsets = True
+    continuation_prefix = "##"
+
+    def write_files(self, directory):
+        from kbert.tokenizers.files import write_vocabulary
+
+        write_vocabulary(self.vocabulary, os.path.join(directory, "vocab.txt"))
+
+    def tflite_tokenizer(self):
+        """tensorflow-text's `FastBertTokenizer` on the same vocabulary (see
+        `kbert.export.tflite.text_tokenizer` for where the two differ)."""
+        return tf_text.FastBertTokenizer(
+            vocab=self.vocabulary,
+            token_out_type=tf.int32,
+            unknown_token=self.vocabulary[self.unk_id],
+            # kbert's limit is in characters, FastBertTokenizer's in bytes: equal for ASCII;
+            # a longer word of multi-byte characters can become [UNK] earlier here.
+            max_bytes_per_word=self.max_chars_per_word,
+            lower_case_nfd_strip_accents=self.lowercase,
+        )
+
+    def offset_words(self, texts):
+        """BERT's basic split (`kbert.tokenizers.words.split_words`): whitespace separates,
+        each punctuation and CJK character is a word, where BERT's tokenizer splits too."""
+        from kbert.tokenizers.words import split_words
+
+        return [[(w.text, w.start) for w in split_words(text)] for text in texts]
+
+    def tokens_to_string(self, tokens):
+        from kbert.tokenizers import decoding
+
+        return decoding.word_piece_string(tokens)
+
+    def _decode(self, ids):
+        from kbert.tokenizers import decoding
+
+        return decoding.replace_all(super()._decode(ids), decoding.CLEAN_UP)
+
+    def graph_tokens_to_string(self, tokens):
+        from kbert.tokenizers import decoding
+
+        return decoding.graph_pieces_string(tokens, metaspace=False)
+
+    def graph_decode(self, token_ids):
+        from kbert.tokenizers import decoding
+
+        return decoding.graph_pieces_decode(tf.constant(self.vocabulary), token_ids,
+                                            metaspace=False)
+
     def starts_word(self, token):
         """A WordPiece continues the word before it when it starts with "##"."""
         return not token.startswith("##")

@@ -24,11 +24,7 @@ class TeacherSource:
 
 def tokenizer_type_of(tokenizer):
     """The `kbert.tokenizers.tokenizer_types` name of a kbert tokenizer object."""
-    if getattr(tokenizer, "model", None) is not None:
-        return "sentencepiece"
-    if getattr(tokenizer, "merges", None) is not None:
-        return "bpe"
-    return "wordpiece"
+    return tokenizer.tokenizer_type
 
 
 def _from_run(spec, found):

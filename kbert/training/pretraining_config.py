@@ -195,7 +195,8 @@ class PretrainingConfig(RunConfig):
             distill = next(o.name for o in OBJECTIVES.values() if o.needs_teacher)
             raise ConfigError(f"--objective={distill} and --teacher go together: give both or "
                               "neither.")
-        if objective.sentence_task != "none" and self.resolved_tokenizer_type == "bpe":
+        if objective.sentence_task != "none" and tokenizer_types.get(
+                self.resolved_tokenizer_type).pair_separators > 1:
             raise ConfigError(
                 f"--objective={self.objective} trains a sentence task on BERT's pairs "
                 "([CLS] A [SEP] B [SEP], segment ids 0 and 1), but a byte-level BPE vocabulary "

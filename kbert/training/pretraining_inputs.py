@@ -54,9 +54,7 @@ def _teacher_tokenizer(config, model_dir, teacher):
 
 def _contents(tokenizer):
     """What makes a tokenizer's vocabulary: its tokens, merges and SentencePiece model."""
-    merges = getattr(tokenizer, "merges", None)
-    return (list(tokenizer.vocabulary), merges and [tuple(m) for m in merges],
-            getattr(tokenizer, "model", None))
+    return tokenizer.identity()
 
 
 def dataset(config, tokenizer, repeat):

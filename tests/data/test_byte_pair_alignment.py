@@ -9,7 +9,7 @@ from kbert.convert import load_tokenizer
 from kbert.data import encode_questions, encode_tagging
 from kbert.data.task_records import QuestionExample, TaggingExample
 from kbert.data.text_spans import align_texts, align_words
-from kbert.pipelines.encoding import Encoder
+from kbert.tokenizers.encoding import Encoder
 
 ROBERTA = "tests/fixtures/hf_tasks/roberta_token"
 TEXTS = ["Hello world, don't stop!", "Café résumé naïve Zürich", "東京 is in 日本 😀 ok",

@@ -9,6 +9,7 @@ import pytest
 
 from kbert.data import text_spans
 from kbert.data.text_spans import Word, align_texts, align_words, join_words, split_words
+from kbert.tokenizers import words as tokenizer_words
 
 _LETTERS = list(string.ascii_lowercase) + list(string.digits)
 TINY_VOCABULARY = (
@@ -59,7 +60,7 @@ def test_split_words_whitespace_and_deleted_characters():
 
 def test_split_words_character_classes_match_unicodedata():
     # Sampled over the whole code space, the skipped planes included.
-    pattern, deleted = text_spans._patterns()
+    pattern, deleted = tokenizer_words._patterns()
     for code in range(0, 0x110000, 251):
         char = chr(code)
         category = unicodedata.category(char)

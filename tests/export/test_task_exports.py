@@ -21,7 +21,8 @@ from kbert.data.task_features import pack_segments
 from kbert.data.task_records import QuestionExample
 from kbert.data.text_spans import Word, align_texts
 from kbert.export import export_saved_model
-from kbert.export import tagging_signatures, word_alignment
+from kbert.export import tagging_signatures
+from kbert.tokenizers import words_graph as word_alignment
 from tests.data.test_task_question_answering import CONTEXTS, sentence_piece_tokenizer
 from tests.data.test_task_text_spans import TRICKY_TEXT, tiny_tokenizer
 from tests.helpers import TINY

@@ -23,7 +23,7 @@ def ids_of(pipe):
     tokenizer = pipe.tokenizer
 
     def ids(text):
-        if pipe.encoder.byte_pair:  # RoBERTa: ids without character offsets (`encode`'s)
+        if not pipe.tokenizer.bert_words:  # RoBERTa: ids without character offsets (`encode`'s)
             tokens = pipe.encoder.ids([text], pipe.specials)[0].tolist()
         else:
             tokens = pipe.encoder.encode([text], pipe.specials)[0].ids.tolist()

@@ -27,7 +27,7 @@ def load(task):
 # DeBERTa-v3's SentencePiece model with the releases' nmt_nfkc normalization: kbert gives the
 # same ids as transformers, but other character offsets in one text of these cases,
 # "e\u0301tude ab\u200bcd soft\u00adhyphen tab\u0000null": nmt_nfkc makes U+200B a space
-# inside the word "ab\u200bcd", which kbert.pipelines.offsets.Rule does not know (its pieces
+# inside the word "ab\u200bcd", which kbert.tokenizers.offsets.Rule does not know (its pieces
 # get the whole word's span, 6-12, for transformers' 6-8 and 11-12), and an accent composed
 # with the letter before it ("e\u0301" -> "é") spans both characters in kbert (0-2) and the
 # first in transformers (0-1). (Accented words, "café", "Résumé", are right: the rule strips

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kbert.pipelines import question_answering
-from kbert.pipelines.encoding import Encoder
+from kbert.tokenizers.encoding import Encoder
 from tests.pipelines import reference
 from tests.pipelines.conftest import load_pipeline
 from tests.pipelines.reference import FIXTURES
@@ -195,7 +195,7 @@ def test_the_graph_encodes_as_the_pipeline(byte_pair):
     hostile texts of the reference, with special literals typed in them."""
     import tensorflow as tf
 
-    from kbert.pipelines import byte_pair_graph
+    from kbert.tokenizers import byte_pair_graph
 
     tokenizer = byte_pair.tokenizer
     specials = {tokenizer.vocabulary[i]: int(i) for i in tokenizer.special_ids}
@@ -214,6 +214,6 @@ def test_the_graph_encodes_as_the_pipeline(byte_pair):
     assert literals == 8
     tokens = [[byte_pair.token(i) for i in e.ids] for e in byte_pair.encode(texts)]
     tokens += [["café", "東京", "é東"]]  # words joined again, as the grouped entities are
-    decoded = byte_pair_graph.tokens_to_string(tf.ragged.constant(tokens, tf.string))
+    decoded = tokenizer.graph_tokens_to_string(tf.ragged.constant(tokens, tf.string))
     assert [d.decode() for d in decoded.numpy()] == [byte_pair.tokens_to_string(t)
                                                      for t in tokens]

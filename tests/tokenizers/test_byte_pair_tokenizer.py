@@ -11,7 +11,7 @@ import tensorflow as tf
 from tokenizers import ByteLevelBPETokenizer, pre_tokenizers
 
 from kbert.tokenizers import BytePairTokenizer
-from kbert.tokenizers.byte_pair_tokenizer import SPACE, WORD_PATTERN, bytes_to_unicode
+from kbert.tokenizers.byte_level import SPACE, WORD_PATTERN, bytes_to_unicode
 from kbert.tokenizers.vocab_learning import learn_byte_pair_vocabulary, write_byte_pair_files
 from tests.helpers import as_dataset
 

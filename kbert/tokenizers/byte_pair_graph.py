@@ -1,11 +1,10 @@
 """`Encoder.encode` of a byte-level BPE (RoBERTa) tokenizer in the TensorFlow graph, for
 `pipeline.export`: each text's ids with the characters of each token in the text as given
-(`encoding.byte_pair_offsets`' rule), special-token literals as their tokens; and the
-ByteLevel decoder (`Encoder.tokens_to_string`).
+(`offsets.byte_pair_offsets`' rule), special-token literals as their tokens.
 
 As in Python: the text is cut at the special-token literals the pipeline keeps (longest
 first; a left-stripped one, RoBERTa's "<mask>", with the whitespace before it), the rest into
-GPT-2's pieces (`byte_pair_tokenizer.pre_tokenize`), and each piece is tokenized alone. A
+GPT-2's pieces (`byte_level.pre_tokenize`), and each piece is tokenized alone. A
 token covers the characters whose UTF-8 bytes it holds, less its leading and trailing "Ġ".
 """
 
@@ -13,8 +12,8 @@ import re
 
 import tensorflow as tf
 
-from kbert.pipelines import graph
-from kbert.tokenizers.byte_pair_tokenizer import WORD_START, bytes_to_unicode, pre_tokenize
+from kbert.tokenizers.byte_level import WORD_START, pre_tokenize
+from kbert.tokenizers.literals_graph import FENCE
 
 
 def _split(text, tokenizer, specials):
@@ -30,8 +29,8 @@ def _split(text, tokenizer, specials):
     alternatives = "|".join(patterns[literal] for literal in
                             sorted(specials, key=len, reverse=True))
     fenced = tf.strings.regex_replace(text, f"({alternatives})",
-                                      graph._FENCE + rb"\1" + graph._FENCE)
-    parts = tf.strings.split(fenced, graph._FENCE)
+                                      FENCE + rb"\1" + FENCE)
+    parts = tf.strings.split(fenced, FENCE)
     special = -tf.ones_like(parts.flat_values, tf.int32)
     for literal, token_id in specials.items():
         special = tf.where(tf.strings.regex_full_match(parts.flat_values, patterns[literal]),
@@ -82,7 +81,7 @@ def encode(text, tokenizer, specials):
     owner = tf.repeat(char_in_piece, _utf8_lengths(codes))
     owner = tf.concat([owner, [0]], 0)  # (no pieces: stays in range)
     vocabulary = tokenizer.vocabulary
-    byte_lengths = tf.constant([len(b) for b in tokenizer._token_bytes(vocabulary)], tf.int32)
+    byte_lengths = tf.constant([len(b) for b in tokenizer.token_bytes], tf.int32)
     lengths = tf.gather(byte_lengths, flat_ids)
     first_byte = tf.cumsum(lengths, exclusive=True)
     base = tf.gather(piece_start, token_piece)
@@ -114,28 +113,3 @@ def encode(text, tokenizer, specials):
            for name, value in values.items()}
     out["codes"] = tf.strings.unicode_decode(text, "UTF-8")
     return out
-
-
-def tokens_to_string(tokens):
-    """The ByteLevel decoder (`Encoder.tokens_to_string`) of each row of ragged strings
-    [N, (tokens)] -> [N]: a token of byte symbols only is their bytes, any other its UTF-8;
-    the row's bytes as UTF-8, a broken character as U+FFFD."""
-    symbols = [ord(s) for s in bytes_to_unicode()]
-    order = sorted(range(256), key=lambda b: symbols[b])
-    sorted_codes = tf.constant([symbols[b] for b in order] + [0x7FFFFFFF], tf.int32)
-    sorted_bytes = tf.constant([bytes([b]) for b in order] + [b""])
-    codes = tf.strings.unicode_decode(tokens.flat_values, "UTF-8")  # [T, (chars)]
-    flat = codes.flat_values
-    at = tf.searchsorted(sorted_codes, flat, side="left")
-    is_symbol = tf.equal(tf.gather(sorted_codes, at), flat)
-    # reduce_all of a ragged tensor is an UnsortedSegmentProd, which check_saved_model does
-    # not allow; the least of 0/1 per token (an empty token: the dtype's max, True) is the same.
-    all_symbols = tf.reduce_min(codes.with_flat_values(tf.cast(is_symbol, tf.int32)),
-                                axis=1) > 0  # [T]
-    by_symbol = tf.gather(sorted_bytes, at)
-    own = tf.strings.unicode_encode(flat[:, None], "UTF-8")
-    chars = tf.where(tf.gather(all_symbols, tf.cast(codes.value_rowids(), tf.int32)),
-                     by_symbol, own)
-    token_text = tf.strings.reduce_join(codes.with_flat_values(chars), axis=1)
-    text = tf.strings.reduce_join(tokens.with_flat_values(token_text), axis=1)
-    return tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")

@@ -1,10 +1,12 @@
 """In the graph: words of the original text with their character spans, each word's
-wordpieces, and the characters of each piece (the graph twin of `kbert.data.text_spans`).
+wordpieces, and the characters of each piece (the graph twin of `kbert.tokenizers.words`,
+`kbert.tokenizers.word_pieces` and `kbert.data.text_spans.align_texts`); and the pieces' ends
+as transformers' offsets have them (`trimmed_ends`).
 
 Offsets are in Unicode code points (Python `str` indices) of the text as given: the text is
 decoded to code points, each code point is classified by a table built from
-`text_spans`' own rule (space, deleted, a word of its own, or a word character), and words
-are cut by vectorised run logic. (tensorflow-text's `regex_split_with_offsets` cannot do it:
+`words.split_words`' own rule (space, deleted, a word of its own, or a word character), and
+words are cut by vectorised run logic. (tensorflow-text's `regex_split_with_offsets` cannot do it:
 RE2 has no look-around to keep the deleted characters off a word's ends, and the op drops
 everything after a NUL.) Every word is then tokenized alone, as `text_spans.align_texts`
 does, so the first piece of each word is where its prediction is read.
@@ -15,8 +17,8 @@ import functools
 import numpy as np
 import tensorflow as tf
 
-from kbert.data import text_spans
-from kbert.tokenizers import normalization
+from kbert.tokenizers import normalization, words as tokenizer_words
+from kbert.tokenizers.word_pieces import _piece_text
 
 WORD, SPACE, DELETED, SINGLE = 0, 1, 2, 3
 _KINDS = {"": WORD, "space": SPACE, "deleted": DELETED, "single": SINGLE}
@@ -25,7 +27,7 @@ _KINDS = {"": WORD, "space": SPACE, "deleted": DELETED, "single": SINGLE}
 @functools.lru_cache(maxsize=None)
 def kind_runs():
     """(first code point, kind) of each run of one kind over the code space, as two int32
-    arrays, by `text_spans`' classification (the same Unicode tables as `split_words`)."""
+    arrays, by `words`' classification (the same Unicode tables as `split_words`)."""
     firsts, kinds = [], []
 
     def add(code, kind):
@@ -33,14 +35,14 @@ def kind_runs():
             firsts.append(code)
             kinds.append(kind)
 
-    blocks = [(a, b, True) for a, b in text_spans._SCANNED]
-    blocks += [(a, b, False) for a, b in text_spans._UNSCANNED_DELETED]
+    blocks = [(a, b, True) for a, b in tokenizer_words._SCANNED]
+    blocks += [(a, b, False) for a, b in tokenizer_words._UNSCANNED_DELETED]
     for first, last, scanned in sorted(blocks):
         if not scanned:
             add(first, DELETED)
             continue
         for code in range(first, last + 1):
-            add(code, _KINDS[text_spans._kind(code)])
+            add(code, _KINDS[tokenizer_words._kind(code)])
     return np.array(firsts, np.int32), np.array(kinds, np.int32)
 
 
@@ -55,7 +57,7 @@ def substrings(text, rows, starts, ends):
 
 
 def split_words(text):
-    """`text_spans.split_words` on a batch: valid UTF-8 strings [B] ->
+    """`words.split_words` on a batch: valid UTF-8 strings [B] ->
 
     a dict of flat vectors over all words of the batch, in order: `row` (the text), `start`,
     `end` (code points), `text`, and `first_char` / `last_char` (indices into `codes` and
@@ -95,18 +97,18 @@ def split_words(text):
 
 
 def _normalization(tokenizer):
-    """(lower-case, strip accents) as `text_spans` reads them from the tokenizer."""
+    """(lower-case, strip accents) as `kbert.data.text_spans` reads them from the tokenizer."""
     lowercase = bool(getattr(tokenizer, "lowercase", False))
     return lowercase, lowercase or not getattr(tokenizer, "keep_accents", True)
 
 
 def _piece_tables(tokenizer):
-    texts = [text_spans._piece_text(piece) for piece in tokenizer.vocabulary]
+    texts = [_piece_text(piece) for piece in tokenizer.vocabulary]
     return tf.constant(texts), tf.constant([len(t) for t in texts], tf.int32)
 
 
 def piece_spans(words, pieces, tokenizer):
-    """`text_spans.piece_spans` of every word: the (start, end) code points of each piece in
+    """`word_pieces.piece_spans` of every word: the (start, end) code points of each piece in
     its text (flat int32 vectors over `pieces.flat_values`).
 
     Where the pieces (without "##" / "▁") spell the word normalised character by character
@@ -185,3 +187,25 @@ def align(text, tokenizer, spans=True):
     if spans:
         out["piece_starts"], out["piece_ends"] = piece_spans(words, pieces, tokenizer)
     return out
+
+
+def trimmed_ends(aligned, tokenizer):
+    """Each piece's end with the characters that normalise to nothing at its end left out
+    (a control or zero-width character, a stripped accent), as transformers' offsets have
+    them: `align` gives a piece the characters up to the next one."""
+    words, pieces = aligned["words"], aligned["pieces"]
+    chars = tf.strings.unicode_encode(words["codes"][:, None], "UTF-8")
+    lowercase, strip = _normalization(tokenizer)
+    if lowercase:
+        chars = normalization.lower(chars, nul_free=True)
+    if strip:
+        chars = normalization.strip_accents(chars)
+    vanish = tf.equal(words["kinds"], DELETED) | tf.equal(tf.strings.length(chars), 0)
+    kept = tf.boolean_mask(tf.range(tf.size(vanish)), ~vanish)  # sorted flat indices
+    word = tf.cast(pieces.value_rowids(), tf.int32)
+    base = tf.gather(words["first_char"] - words["start"], word)  # the text's first char
+    starts, ends = aligned["piece_starts"], aligned["piece_ends"]
+    last = tf.searchsorted(kept, base + ends - 1, side="right") - 1
+    trimmed = tf.gather(tf.concat([kept, [-1]], 0),
+                        tf.where(last < 0, tf.size(kept), last)) - base + 1
+    return tf.where(trimmed > starts, tf.minimum(trimmed, ends), ends)

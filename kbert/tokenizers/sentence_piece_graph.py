@@ -1,6 +1,6 @@
 """`Encoder.encode` of a SentencePiece (ALBERT, DeBERTa-v3) tokenizer in the TensorFlow graph,
 for `pipeline.export`: each text's ids with the characters of each token in the text as given
-(`kbert.pipelines.offsets`' rule), special-token literals as their tokens.
+(`kbert.tokenizers.offsets`' rule), special-token literals as their tokens.
 
 As in Python: the text is cut at the special-token literals the pipeline keeps (exact
 matches, longest first), the rest into whitespace-separated chunks (Python's `str.isspace`),
@@ -18,9 +18,9 @@ the whitespace before the chunk.
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from kbert.pipelines import graph
-from kbert.pipelines.offsets import PREFIX_LIMIT, SENTENCE_PIECE_MARK
 from kbert.tokenizers import normalization
+from kbert.tokenizers.literals_graph import split_at_literals
+from kbert.tokenizers.offsets import PREFIX_LIMIT, SENTENCE_PIECE_MARK
 
 
 def _member(codes, ranges):
@@ -64,7 +64,7 @@ def encode(text, tokenizer, specials):
     order; -1 for a special literal) and `codes` (ragged [B, (chars)] int32: the texts'
     code points)."""
     batch = tf.size(text, out_type=tf.int64)
-    parts, part_special = graph.split_at_literals(text, specials)
+    parts, part_special = split_at_literals(text, specials)
     part_codes = tf.strings.unicode_decode(parts.flat_values, "UTF-8")  # [P, (chars)]
     codes = part_codes.flat_values  # every text's code points, in order
     count = tf.size(codes)

@@ -1,9 +1,10 @@
 """Character offsets of the tokens of one word in the ORIGINAL text, by the rule of
-transformers' fast tokenizers (`return_offsets_mapping=True`), for kbert's tokenizers.
+transformers' fast tokenizers (`return_offsets_mapping=True`), for kbert's tokenizers:
+`word_offsets` for WordPiece and SentencePiece, `byte_pair_offsets` for a byte-level BPE.
 
 A token covers the original characters its normalised characters came from, and no more:
 an accent stripped off the end of a word, or a deleted control character between two
-pieces, belongs to no token. (`kbert.data.text_spans.piece_spans` answers another question:
+pieces, belongs to no token. (`kbert.tokenizers.word_pieces.piece_spans` answers another question:
 it tiles each word with its pieces, as NER training and SQuAD answers need.) Pipeline
 outputs (`start`, `end`, answers) must be transformers' to the character, so this module
 keeps transformers' rule.
@@ -20,11 +21,11 @@ import unicodedata
 
 import numpy as np
 
-from kbert.tokenizers import SentencePieceTokenizer
+from kbert.tokenizers.byte_level import WORD_START
+from kbert.tokenizers.decoding import UNDERLINE as SENTENCE_PIECE_MARK
+from kbert.tokenizers.decoding import WORD_PIECE_PREFIX
 from kbert.tokenizers.normalization import character_ranges
-from kbert.tokenizers.sentence_piece_tokenizer import UNDERLINE as SENTENCE_PIECE_MARK
 
-WORD_PIECE_PREFIX = "##"
 # Longer words are mapped by prefixes only up to here (the cost grows with the square).
 PREFIX_LIMIT = 64
 
@@ -55,7 +56,7 @@ class Rule:
     """How `tokenizer` normalises text, in Python, and how its pieces spell text."""
 
     def __init__(self, tokenizer):
-        self.sentence_piece = isinstance(tokenizer, SentencePieceTokenizer)
+        self.sentence_piece = tokenizer.tokenizer_type == "sentencepiece"
         self.lowercase = bool(getattr(tokenizer, "lowercase", False))
         self.keep_accents = bool(getattr(tokenizer, "keep_accents", False))
         # ALBERT's preprocessing (accents stripped, `` and '' to ") before SentencePiece;
@@ -192,3 +193,30 @@ def word_offsets(word, ids, rule, start, text):
         if empty:
             spans[0, 1] = mark + 1
     return spans
+
+
+def byte_pair_offsets(word, tokens, token_bytes, start, lowercase=False):
+    """int32 [tokens, 2]: the characters in the text of the byte-level BPE tokens of `word`
+    (a GPT-2 piece starting at `start`), as the tokenizers library's ByteLevel offsets with
+    `trim_offsets=True` (RoBERTa's): a token covers the characters whose UTF-8 bytes it holds
+    (every token holding a byte of a multi-byte character covers that whole character),
+    less its leading and trailing "Ġ" (space) symbols; a token of spaces only is an empty
+    span at its end."""
+    owner = [k for k, char in enumerate(word)
+             for _ in (char.lower() if lowercase else char).encode("utf-8", "replace")]
+    spans = []
+    if sum(len(b) for b in token_bytes) != len(owner):  # (a lower-casing that changed bytes)
+        return np.array([(start, start + len(word))] * len(tokens), np.int32).reshape(-1, 2)
+    position = 0
+    for token, data in zip(tokens, token_bytes):
+        first = start + owner[position]
+        last = start + owner[position + len(data) - 1] + 1
+        position += len(data)
+        leading = len(token) - len(token.lstrip(WORD_START))
+        trailing = len(token) - len(token.rstrip(WORD_START))
+        if leading:
+            first = min(first + leading, last)
+        if trailing and last >= trailing:
+            last = max(last - trailing, first)
+        spans.append((first, last))
+    return np.array(spans, np.int32).reshape(-1, 2)

@@ -1,18 +1,20 @@
 """Texts -> wordpiece ids with each token's characters in the original text, and tokens ->
 text, as transformers' fast tokenizers give them to its pipelines.
 
-Texts are split into words first and every distinct word is tokenized once, in a few
-tokenizer calls for a whole list of texts (`kbert.data.text_spans.tokenize_words`):
-- WordPiece: words by BERT's rule (`text_spans.split_words`: whitespace separates, each
+Texts are split into words first (the tokenizer's `offset_words`) and every distinct word is
+tokenized once, in a few tokenizer calls for a whole list of texts
+(`kbert.tokenizers.words.tokenize_words`):
+- WordPiece: words by BERT's rule (`words.split_words`: whitespace separates, each
   punctuation and CJK character is a word), which is where BERT's tokenizer splits too;
 - SentencePiece (ALBERT): the whitespace-separated chunks, which SentencePiece segments
   one by one, each with its "▁" word-start mark; these are the words of transformers'
   Metaspace pre-tokenizer.
-- byte-level BPE (RoBERTa): GPT-2's pieces (`byte_pair_tokenizer.pre_tokenize`, the
+- byte-level BPE (RoBERTa): GPT-2's pieces (`byte_level.pre_tokenize`, the
   tokenizer's own split, " word" with its space), which BPE merges one by one.
 So the ids equal those of the whole text, and each token's characters come from its word
-(`kbert.pipelines.offsets`; for a byte-level BPE `byte_pair_offsets`: a token covers the
-characters its bytes came from, as transformers' fast RobertaTokenizer reports them).
+(the tokenizer's `word_offsets`: `kbert.tokenizers.offsets`; for a byte-level BPE
+`byte_pair_offsets`: a token covers the characters its bytes came from, as transformers' fast
+RobertaTokenizer reports them).
 
 Special-token literals ("[MASK]" in a fill-mask prompt) are tokens of their own when the
 caller asks, as transformers' tokenizers match their special tokens in the raw text; a
@@ -24,11 +26,7 @@ import re
 
 import numpy as np
 
-from kbert.data import text_spans
-from kbert.data.text_spans import byte_pair_offsets, byte_pair_words
-from kbert.pipelines.offsets import SENTENCE_PIECE_MARK, WORD_PIECE_PREFIX, Rule, word_offsets
-from kbert.tokenizers import BytePairTokenizer
-from kbert.tokenizers import byte_pair_tokenizer
+from kbert.tokenizers.words import tokenize_words
 
 Encoding = collections.namedtuple("Encoding", ["ids", "offsets", "words", "word_spans"])
 Encoding.__doc__ = """One text, tokenized (no [CLS] / [SEP]).
@@ -40,21 +38,6 @@ Fields:
     word_spans: int32 [words, 2]: each word's characters (from its first token's start to
         its last token's end).
 """
-
-_CHUNK = re.compile(r"\S+")
-# transformers' `clean_up_tokenization` (decode with clean_up_tokenization_spaces=True).
-_CLEAN_UP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
-             (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
-# The per-token cleanup of the tokenizers library's WordPiece decoder.
-_DECODER_CLEAN_UP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"),
-                     (" n't", "n't"), (" 'm", "'m"), (" do not", " don't"), (" 's", "'s"),
-                     (" 've", "'ve"), (" 're", "'re"))
-
-
-def _replace_all(text, pairs):
-    for old, new in pairs:
-        text = text.replace(old, new)
-    return text
 
 
 def _python_class(re2_class):
@@ -70,30 +53,19 @@ class Encoder:
 
     def __init__(self, tokenizer):
         self.tokenizer = tokenizer
-        self.rule = Rule(tokenizer)
-        self.sentence_piece = self.rule.sentence_piece
-        self.byte_pair = isinstance(tokenizer, BytePairTokenizer)
-        if self.byte_pair and tokenizer.add_prefix_space:
+        if getattr(tokenizer, "add_prefix_space", False):
             raise ValueError("The pipelines take a BytePairTokenizer with RoBERTa's "
                              "add_prefix_space=False (its checkpoints' setting), not True.")
         self.vocabulary = tokenizer.vocabulary
         self.special_ids = frozenset(int(i) for i in tokenizer.special_ids)
         self._left_stripped = frozenset(getattr(tokenizer, "left_stripped", ()))
         self._left_strip = _python_class(getattr(tokenizer, "left_strip_class", r"\s"))
-        self._bytes = None  # a byte-level BPE's tokens as bytes, made on first use
-        self._byte_of = None  # its symbol -> byte table, made on first use
 
     def _words(self, segments):
         """Per (text, start, end), the (word, start) of the words of text[start:end]."""
-        if self.byte_pair:
-            split = byte_pair_words([text[start:end] for text, start, end in segments])
-            return [[(w, s + start) for w, s in words]
-                    for (_, start, _), words in zip(segments, split)]
-        if self.sentence_piece:
-            return [[(m.group(), m.start() + start) for m in _CHUNK.finditer(text[start:end])]
-                    for text, start, end in segments]
-        return [[(w.text, w.start + start) for w in text_spans.split_words(text[start:end])]
-                for text, start, end in segments]
+        split = self.tokenizer.offset_words([text[start:end] for text, start, end in segments])
+        return [[(w, s + start) for w, s in words]
+                for (_, start, _), words in zip(segments, split)]
 
     def _pattern(self, specials):
         """The regex of the special literals (longest first); a left-stripped one (RoBERTa's
@@ -137,7 +109,7 @@ class Encoder:
 
     def _layouts(self, texts, specials):
         """Per text, [(word or None, start, end, special id or None)] in order; and the
-        wordpiece ids of every word (`text_spans.tokenize_words`, one call for all)."""
+        wordpiece ids of every word (`words.tokenize_words`, one call for all)."""
         specials = dict(specials or {})
         pattern = self._pattern(specials) if specials else None
         cut = [self._pieces(text, pattern, specials) for text in texts]
@@ -152,7 +124,7 @@ class Encoder:
                 else:
                     layout.extend((w, s, s + len(w), None) for w, s in next(words))
             layouts.append(layout)
-        pieces = text_spans.tokenize_words(
+        pieces = tokenize_words(
             self.tokenizer, [w for layout in layouts for w, *_ in layout if w is not None])
         return layouts, pieces
 
@@ -167,12 +139,7 @@ class Encoder:
             word_ids = pieces[word]
             if not len(word_ids):
                 continue  # only deleted characters or a lone accent: no token
-            if self.byte_pair:
-                spans = byte_pair_offsets(word, [self.vocabulary[i] for i in word_ids],
-                                          [self.token_bytes[i] for i in word_ids], start,
-                                          self.tokenizer.lowercase)
-            else:
-                spans = word_offsets(word, word_ids, self.rule, start, text)
+            spans = self.tokenizer.word_offsets(word, word_ids, start, text)
             ids.append(word_ids)
             offsets.append(spans)
             words.append(np.full([len(word_ids)], len(word_spans), np.int32))
@@ -183,49 +150,15 @@ class Encoder:
         return Encoding(np.concatenate(ids).astype(np.int32), np.concatenate(offsets),
                         np.concatenate(words), np.array(word_spans, np.int32).reshape(-1, 2))
 
-    @property
-    def token_bytes(self):
-        """A byte-level BPE's tokens as bytes (index = id; special tokens: their literal)."""
-        if self._bytes is None:
-            self._bytes = BytePairTokenizer._token_bytes(self.vocabulary)
-        return self._bytes
-
-    # === Tokens -> text ===
+    # === Tokens -> text: the tokenizer's decoder (`kbert.tokenizers.decoding`) ===
 
     def token(self, token_id):
         return self.vocabulary[int(token_id)]
 
     def tokens_to_string(self, tokens):
-        """transformers' `convert_tokens_to_string` of a fast tokenizer: its decoder
-        (WordPiece: "##" pieces joined, a space before the others, " ," -> ","; Metaspace:
-        "▁" -> " ", the first one dropped; ByteLevel: the tokens' bytes joined, a broken
-        character as U+FFFD)."""
-        if self.byte_pair:
-            if self._byte_of is None:
-                self._byte_of = {symbol: bytes([byte]) for byte, symbol
-                                 in enumerate(byte_pair_tokenizer.bytes_to_unicode())}
-            return b"".join(b"".join(self._byte_of[c] for c in token)
-                            if all(c in self._byte_of for c in token)
-                            else token.encode("utf-8") for token in tokens).decode(
-                                "utf-8", errors="replace")
-        if self.sentence_piece:
-            text = "".join(tokens).replace(SENTENCE_PIECE_MARK, " ")
-            return text[1:] if tokens and tokens[0].startswith(SENTENCE_PIECE_MARK) else text
-        out = []
-        for i, token in enumerate(tokens):
-            if i:
-                token = (token[len(WORD_PIECE_PREFIX):] if token.startswith(WORD_PIECE_PREFIX)
-                         else " " + token)
-            out.append(_replace_all(token, _DECODER_CLEAN_UP))
-        return "".join(out)
+        """transformers' `convert_tokens_to_string` of a fast tokenizer."""
+        return self.tokenizer.tokens_to_string(tokens)
 
     def decode(self, ids, skip_special_tokens=False):
-        """transformers' `tokenizer.decode(ids)`: the decoder, then (WordPiece, whose
-        tokenizers clean up by default) `clean_up_tokenization`. A byte-level BPE (RoBERTa,
-        which does not clean up) joins its tokens' bytes, a broken character as U+FFFD."""
-        ids = [int(i) for i in ids if not (skip_special_tokens and int(i) in self.special_ids)]
-        if self.byte_pair:
-            return b"".join(self.token_bytes[i] for i in ids).decode("utf-8", errors="replace")
-        tokens = [self.token(i) for i in ids]
-        text = self.tokens_to_string(tokens)
-        return text if self.sentence_piece else _replace_all(text, _CLEAN_UP)
+        """transformers' `tokenizer.decode(ids)`."""
+        return self.tokenizer.decode(ids, skip_special_tokens)

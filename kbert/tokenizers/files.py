@@ -1,0 +1,43 @@
+"""Writing a tokenizer's files: a WordPiece vocab.txt, a SentencePiece model, a byte-level
+BPE's vocab.json and merges.txt (`kbert.tokenizers.vocab_learning` learns them; each
+tokenizer's `write_files` writes its own)."""
+
+import json
+import os
+
+import tensorflow as tf
+
+MERGES_FILE = "merges.txt"  # a byte-level BPE's merges, beside its vocab.json
+
+
+def write_sentence_piece_model(model, path):
+    """Writes a serialized SentencePiece model (bytes) as a .model file."""
+    folder = os.path.dirname(path)
+    if folder:
+        tf.io.gfile.makedirs(folder)
+    with tf.io.gfile.GFile(path, "wb") as f:
+        f.write(model)
+
+
+def write_vocabulary(vocabulary, path):
+    """Writes one token per line (the line number is the id)."""
+    folder = os.path.dirname(path)
+    if folder:
+        tf.io.gfile.makedirs(folder)
+    with tf.io.gfile.GFile(path, "w") as f:
+        f.write("".join(token + "\n" for token in vocabulary))
+
+
+def write_byte_pair_files(vocabulary, merges, folder, vocab_name="vocab.json"):
+    """Writes vocab.json ({token: id}, or `vocab_name`) and merges.txt (GPT-2's "#version"
+    line, then one pair a line) into `folder`; returns their paths. The merges go first: a
+    run that finds the vocab.json takes the vocabulary as written (and learns none), so a
+    run killed between the two files must leave no vocab.json."""
+    tf.io.gfile.makedirs(folder)
+    vocab_path = os.path.join(folder, vocab_name)
+    merges_path = os.path.join(folder, MERGES_FILE)
+    with tf.io.gfile.GFile(merges_path, "w") as f:
+        f.write("#version: 0.2\n" + "".join(f"{left} {right}\n" for left, right in merges))
+    with tf.io.gfile.GFile(vocab_path, "w") as f:
+        json.dump({token: i for i, token in enumerate(vocabulary)}, f, ensure_ascii=False)
+    return vocab_path, merges_path

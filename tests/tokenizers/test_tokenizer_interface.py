@@ -1,0 +1,66 @@
+"""What every kind of kbert tokenizer answers for itself (`kbert.tokenizers._tokenizer`): its
+files, its name, its words with their characters, its decoders in Python and in the graph.
+On the three checkpoints' tokenizers of the pipeline fixtures: WordPiece (BERT), SentencePiece
+(ALBERT) and byte-level BPE (RoBERTa)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kbert import convert
+from kbert.tokenizers import tokenizer_types
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_tasks"
+TEXTS = ["Hello, World! Café déjà-vu.", "  two  spaces\tand a tab ", "東京 is big; ok?", "",
+         "naïve résumé 1,000 don't"]
+
+
+@pytest.fixture(scope="module", params=["bert_token", "albert_token", "roberta_token"])
+def tokenizer(request):
+    return convert.load_tokenizer(str(FIXTURES / request.param))
+
+
+def test_the_files_it_writes_read_back_as_the_same_vocabulary(tokenizer, tmp_path):
+    kind = tokenizer_types.get(tokenizer.tokenizer_type)
+    tokenizer.write_files(str(tmp_path))
+    path = tmp_path / kind.file_name
+    assert all(Path(p).is_file() for p in tokenizer_types.files(path, kind.name))
+    again = tokenizer_types.load(path, kind.name, lowercase=tokenizer.lowercase)
+    assert type(again) is type(tokenizer)
+    assert again.identity() == tokenizer.identity()
+    assert kind.pair_separators == tokenizer.pair_separators
+
+
+def test_tokens_with_offsets_have_the_ids_of_the_whole_text(tokenizer):
+    encodings = tokenizer.tokenize_with_offsets(TEXTS)
+    whole = tokenizer.tokenize(tf.constant([t.encode() for t in TEXTS]))
+    for text, encoding, ids in zip(TEXTS, encodings, whole.to_list()):
+        assert encoding.ids.tolist() == ids, text
+        starts, ends = encoding.offsets[:, 0], encoding.offsets[:, 1]
+        assert np.all((0 <= starts) & (starts <= ends) & (ends <= len(text))), text
+        assert np.all(np.diff(starts) >= 0), text
+
+
+def test_the_graph_decoders_are_the_python_ones(tokenizer):
+    ids = [e.ids.tolist() for e in tokenizer.tokenize_with_offsets(TEXTS)]
+    ids.append([tokenizer.cls_id] + ids[0] + [tokenizer.sep_id])
+    graph = tokenizer.graph_decode(tf.ragged.constant(ids, tf.int32))
+    assert [g.decode() for g in graph.numpy()] == [tokenizer.decode(i) for i in ids]
+    tokens = [[tokenizer.vocabulary[i] for i in row] for row in ids]
+    graph = tokenizer.graph_tokens_to_string(tf.ragged.constant(tokens, tf.string))
+    assert [g.decode() for g in graph.numpy()] == [tokenizer.tokens_to_string(t)
+                                                   for t in tokens]
+    # [CLS] / [SEP] (and [UNK]: a special id too) are left out when asked.
+    assert tokenizer.decode(ids[-1], skip_special_tokens=True) == tokenizer.decode(
+        [i for i in ids[0] if i not in tokenizer.special_ids])
+
+
+def test_a_tokenizer_without_a_twin_says_why():
+    bpe = convert.load_tokenizer(str(FIXTURES / "roberta_token"))
+    with pytest.raises(ValueError, match="BytePairTokenizer .* cannot go inside a TFLite"):
+        bpe.tflite_tokenizer()
+    assert not bpe.tflite_offsets and not bpe.bert_words
+    bert = convert.load_tokenizer(str(FIXTURES / "bert_token"))
+    assert bert.tflite_offsets and bert.bert_words and bert.continuation_prefix == "##"
