@@ -28,7 +28,7 @@ from kbert.convert import _mapping, families
 from kbert.convert._family import HF_TASKS
 from kbert.tasks import registry
 from kbert.tasks.task import default_label_names
-from kbert.tasks.text_classifier import family_head, inferred_problem_type
+from kbert.tasks.text_classification.model import family_head, inferred_problem_type
 
 # The names of the head weights, outside the encoder's prefix (`bert.`) in Hugging Face files
 # (the task records' `hf_head_prefixes`); a family's own names add theirs (`head_prefixes`).

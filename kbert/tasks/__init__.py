@@ -5,12 +5,12 @@ seqeval, no TensorFlow), and the one table of task names (`kbert.tasks.registry`
 
 from kbert.tasks import metrics, registry
 from kbert.tasks._heads import ClassificationHead, SpanLogits, TokenPooling
-from kbert.tasks.question_answerer import QuestionAnswerer
-from kbert.tasks.registry import TaskRecord
+from kbert.tasks.question_answering import QuestionAnswerer
+from kbert.tasks.record import TaskRecord
 from kbert.tasks.task import Task, family_of
-from kbert.tasks.text_classifier import TextClassifier
-from kbert.tasks.text_embedder import TextEmbedder, cosine_similarity, semantic_search
-from kbert.tasks.token_classifier import TokenClassifier
+from kbert.tasks.text_classification import TextClassifier
+from kbert.tasks.text_embedding import TextEmbedder, cosine_similarity, semantic_search
+from kbert.tasks.token_classification import TokenClassifier
 
 # The task models by kbert's name, and every other name of theirs (transformers' pipeline names
 # and aliases) -> kbert's name: views of the one table, `kbert.tasks.registry`.
