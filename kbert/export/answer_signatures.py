@@ -22,7 +22,7 @@ from kbert.data.task_features import (
     second_segment_id,
     special_count,
 )
-from kbert.export.signature_helpers import (STRINGS, add_ids_endpoint, refuse_byte_pair_words,
+from kbert.tasks.graph.signatures import (STRINGS, add_ids_endpoint, refuse_byte_pair_words,
                                             run_model)
 from kbert.tokenizers.words_graph import piece_spans, split_words, substrings, valid_utf8
 

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from kbert.data import tagging
 from kbert.data.task_features import pack_segments
-from kbert.export.signature_helpers import (
+from kbert.tasks.graph.signatures import (
     STRINGS,
     add_ids_endpoint,
     dense_rows,

@@ -17,9 +17,9 @@ import tensorflow as tf
 import tensorflow_text as tf_text  # noqa: F401 (registers its ops for the converter)
 
 from kbert.export.archive import write_archive
-from kbert.export.signature_helpers import STRINGS, label_names_of, run_model
+from kbert.tasks.graph.signatures import STRINGS, label_names_of, run_model
 from kbert.export.tflite_ops import check_ops
-from kbert.export.tflite_packing import pack_pairs, pack_text  # noqa: F401 (re-exported)
+from kbert.tasks.graph.tflite_packing import pack_pairs, pack_text  # noqa: F401 (re-exported)
 from kbert.models.backbone import Backbone
 from kbert.models.pretrainer import Pretrainer
 from kbert.tasks import QuestionAnswerer, TextClassifier, TextEmbedder, TokenClassifier

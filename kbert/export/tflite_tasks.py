@@ -20,7 +20,7 @@ reductions and ragged rows, without TFLite kernels), so the model returns every 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from kbert.export.tflite_packing import pack_dense, pack_dense_pairs, pack_text
+from kbert.tasks.graph.tflite_packing import pack_dense, pack_dense_pairs, pack_text
 
 
 def _dense(ragged, width, default):

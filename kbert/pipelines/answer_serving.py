@@ -25,9 +25,9 @@ text here, where the pipeline makes it its token.
 import tensorflow as tf
 
 from kbert.export.answer_signatures import window_features
-from kbert.export.signature_helpers import STRINGS, dense_rows, run_model
+from kbert.tasks.graph.signatures import STRINGS, dense_rows, run_model
 from kbert.tokenizers.words_graph import align, substrings, trimmed_ends, valid_utf8
-from kbert.pipelines import graph
+from kbert.tasks.graph import packing as graph
 from kbert.tokenizers import normalization
 
 

@@ -16,8 +16,8 @@ import keras
 import tensorflow as tf
 
 from kbert.export.archive import write_archive
-from kbert.export.signature_helpers import STRINGS, run_model
-from kbert.pipelines import graph
+from kbert.tasks.graph.signatures import STRINGS, run_model
+from kbert.tasks.graph import packing as graph
 from kbert.pipelines.answer_serving import question_answering
 from kbert.pipelines.model_source import KerasRunner
 from kbert.pipelines.token_serving import token_classification

@@ -20,7 +20,7 @@ tensorflow-text's normaliser (see `kbert.export.export_tflite`).
 import keras
 import tensorflow as tf
 
-from kbert.export.signature_helpers import STRINGS, run_model
+from kbert.tasks.graph.signatures import STRINGS, run_model
 from kbert.export.tflite import convert, pack_text, text_tokenizer
 from kbert.pipelines.exporting import _activation, _scored
 from kbert.pipelines.model_source import KerasRunner
@@ -61,7 +61,7 @@ def _text_classification(pipe, model, opts, given):
 
 
 def _zero_shot_classification(pipe, model, opts, given):
-    from kbert.export.tflite_packing import pack_premises
+    from kbert.tasks.graph.tflite_packing import pack_premises
     from kbert.pipelines.exporting import _template_parts
     labels = opts["candidate_labels"] or []
     if isinstance(labels, str):  # "a, b": comma-separated, as the pipeline takes it

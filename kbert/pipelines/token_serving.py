@@ -13,9 +13,9 @@ in the model's length and is no entity.
 
 import tensorflow as tf
 
-from kbert.export.signature_helpers import STRINGS, dense_rows, run_model
+from kbert.tasks.graph.signatures import STRINGS, dense_rows, run_model
 from kbert.tokenizers.words_graph import align, substrings, trimmed_ends, valid_utf8
-from kbert.pipelines import graph
+from kbert.tasks.graph import packing as graph
 from kbert.tokenizers.literals_graph import split_at_literals
 
 

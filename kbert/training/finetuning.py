@@ -92,7 +92,7 @@ def run_finetuning(config):
                           f"encoder's max_sequence_length={encoder.max_sequence_length}.")
     tokenizer = encoder.tokenizer
     if config.export_dir and task.name in ("token_classifier", "question_answerer"):
-        from kbert.export.signature_helpers import refuse_byte_pair_words
+        from kbert.tasks.graph.signatures import refuse_byte_pair_words
 
         try:  # before any training: the SavedModel at the end could not be written
             refuse_byte_pair_words(tokenizer, {"token_classifier": "TokenClassifier",
