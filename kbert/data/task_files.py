@@ -1,7 +1,6 @@
 """Fine-tuning data from local files, as the records every task pipeline takes.
 
 - `read_classification_file`: CSV, TSV (GLUE's format) or JSON Lines, one example per row;
-- `read_conll`: CoNLL column files (a word per line, a blank line between sentences);
 - `read_squad`: SQuAD v1.1 / v2.0 JSON.
 
 Every problem in the data raises `DataError` (a `ValueError`) naming the file, the line (or
@@ -18,8 +17,6 @@ from kbert.data.task_records import (
     ClassificationExample,
     QuestionAnsweringData,
     QuestionExample,
-    TaggingData,
-    TaggingExample,
     check_question,
     label_indices,
 )
@@ -136,67 +133,6 @@ def read_classification_file(path, text_a_column, text_b_column=None, label_colu
     examples = [ClassificationExample(a, b, label, origin)
                 for (a, b), label, origin in zip(texts, labels, origins)]
     return ClassificationData(examples, label_names, bool(regression), path)
-
-
-def read_conll(path, word_column=0, tag_column=-1, *, label_names=None, separator=None,
-               encoding="utf-8"):
-    """Reads a CoNLL column file: a word per line, a blank line between sentences.
-
-    `-DOCSTART-` lines are skipped. Every line has the first word line's number of columns
-    (fields split on `separator`, default any whitespace). `tag_column=None` reads words
-    only. Tags become indices into `label_names` (default: the distinct tags, sorted).
-    Returns `TaggingData`.
-    """
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"No such file: {path!r}.")
-    sentences, columns, first_line = [], None, None
-    words, tags, start = [], [], None
-
-    def close():
-        nonlocal words, tags
-        if words:
-            sentences.append((words, tags, start))
-        words, tags = [], []
-
-    with open(path, encoding=encoding) as f:
-        for number, line in enumerate(f, 1):
-            fields = line.rstrip("\r\n").split(separator)
-            if not line.strip() or fields[0] == "-DOCSTART-":
-                close()
-                continue
-            if columns is None:
-                columns, first_line = len(fields), number
-                for column in (word_column, tag_column):
-                    if column is not None and not -columns <= column < columns:
-                        raise DataError(f"{path}: line {number} has {columns} columns; there "
-                                        f"is no column {column}.")
-            elif len(fields) != columns:
-                raise DataError(f"{path}: line {number} has {len(fields)} columns; expected "
-                                f"{columns} (as line {first_line}): {line.rstrip()!r}.")
-            if not words:
-                start = number
-            words.append(fields[word_column])
-            tags.append(None if tag_column is None else fields[tag_column].strip())
-            if not words[-1].strip():
-                raise DataError(f"{path}: line {number}: empty word in column {word_column}.")
-    close()
-    if not sentences:
-        raise DataError(f"{path}: no sentences.")
-    origins = [f"{path}: line {start}" for _, _, start in sentences]
-    if tag_column is None:
-        return TaggingData([TaggingExample(tuple(w), None, o)
-                            for (w, _, _), o in zip(sentences, origins)], label_names, path)
-    flat_origins = [f"{path}: line {start + i}" for _, t, start in sentences
-                    for i in range(len(t))]
-    flat, label_names, _ = label_indices([t for _, ts, _ in sentences for t in ts],
-                                         flat_origins, label_names, regression=False)
-    examples, position = [], 0
-    for (w, _, _), origin in zip(sentences, origins):
-        examples.append(TaggingExample(tuple(w), tuple(flat[position : position + len(w)]),
-                                       origin))
-        position += len(w)
-    return TaggingData(examples, label_names, path)
 
 
 def read_squad(path, version_2=None, encoding="utf-8"):

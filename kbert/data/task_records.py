@@ -32,21 +32,6 @@ class ClassificationData:
 
 
 @dataclasses.dataclass(frozen=True)
-class TaggingExample:
-    """A sentence as words; `tags` holds an index into `label_names` per word (or None)."""
-    words: tuple
-    tags: Optional[tuple] = None
-    origin: str = ""
-
-
-@dataclasses.dataclass
-class TaggingData:
-    examples: list
-    label_names: Optional[list] = None
-    source: str = ""
-
-
-@dataclasses.dataclass(frozen=True)
 class QuestionExample:
     """A SQuAD question: `answers` are (text, char_start) pairs into `context`, checked to
     match it; `is_impossible` (SQuAD 2.0) means no answer."""

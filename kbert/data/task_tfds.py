@@ -1,4 +1,5 @@
-"""Fine-tuning data from tensorflow-datasets, as the records of `kbert.data.task_records`.
+"""Fine-tuning data from tensorflow-datasets, as the records of `kbert.data.task_records`
+(tagging: `kbert.tasks.token_classification.data.read_tfds`).
 
 `tfds_task(name, split)` knows the feature names of each builder it supports:
 
@@ -7,7 +8,8 @@
 - glue/mnli: premise, hypothesis, label; the split "validation" means validation_matched;
 - squad/v1.1, squad/v2.0: id, question, context, answers {text, answer_start},
   is_impossible (v2) -> `QuestionAnsweringData`;
-- conll2003: tokens, ner (or pos, chunks: `tag_feature`) -> `TaggingData`.
+- conll2003: tokens, ner (or pos, chunks: `tag_feature`) -> `TaggingData`
+  (`kbert.tasks.token_classification.data.read_tfds`).
 
 Label names come from the builders' ClassLabel features. GLUE's test splits have no labels
 (-1): their records have `label=None`.
@@ -21,8 +23,6 @@ from kbert.data.task_records import (
     ClassificationExample,
     QuestionAnsweringData,
     QuestionExample,
-    TaggingData,
-    TaggingExample,
     check_question,
 )
 
@@ -53,23 +53,25 @@ def _text(value):
     return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
 
 
-def tfds_task(name, split="train", data_dir=None, download=True, tag_feature=None):
-    """Reads a fine-tuning dataset from tensorflow-datasets (see the table above).
+def tfds_rows(name, split="train", data_dir=None, download=True, tag_feature=None):
+    """A TFDS builder's rows for `name` (one of `TFDS_TASKS`), its features checked against
+    the table: (its `TfdsTask`, with `label` = `tag_feature` where given, the builder's
+    features, the rows as numpy, "name (split)" for errors).
 
     Args:
         name: one of `TFDS_TASKS` ("glue/sst2", "squad/v2.0", "conll2003", ...).
         split: a TFDS split; for glue/mnli, "validation" and "test" mean the matched ones.
         data_dir, download: as `tfds.builder` / `download_and_prepare`.
         tag_feature: conll2003's tag sequence: "ner" (default), "pos" or "chunks".
-    Returns:
-        `ClassificationData`, `TaggingData` or `QuestionAnsweringData`.
     """
     if name not in TFDS_TASKS:
         raise ValueError(f"Unknown TFDS task {name!r}; kbert reads {sorted(TFDS_TASKS)}.")
     import tensorflow_datasets as tfds
 
-    kind, text_a, text_b, label = TFDS_TASKS[name]
+    task = TFDS_TASKS[name]
+    kind, text_a, text_b, label = task
     if kind == "tagging" and tag_feature is not None:
+        task = task._replace(label=tag_feature)
         label = tag_feature
     split = _SPLIT_ALIASES.get(name, {}).get(split, split)
     builder = tfds.builder(name, data_dir=data_dir)
@@ -84,12 +86,24 @@ def tfds_task(name, split="train", data_dir=None, download=True, tag_feature=Non
     if download:
         builder.download_and_prepare()
     rows = builder.as_dataset(split=split).as_numpy_iterator()
-    where = f"{name} ({split})"
+    return task, features, rows, f"{name} ({split})"
+
+
+def tfds_task(name, split="train", data_dir=None, download=True):
+    """Reads a fine-tuning dataset from tensorflow-datasets (see the table above; the
+    arguments are `tfds_rows`'). A tagging dataset (conll2003) is read by
+    `kbert.tasks.token_classification.data.read_tfds`.
+
+    Returns:
+        `ClassificationData` or `QuestionAnsweringData`.
+    """
+    if name in TFDS_TASKS and TFDS_TASKS[name].kind == "tagging":
+        raise ValueError(f"{name!r} is a tagging dataset: read it with "
+                         f"kbert.tasks.token_classification.data.read_tfds({name!r}, split).")
+    (kind, text_a, text_b, label), features, rows, where = tfds_rows(name, split, data_dir,
+                                                                     download)
     if kind == "question_answering":
         return _questions(rows, where, name == "squad/v2.0")
-    if kind == "tagging":
-        names = list(features[label].feature.names)
-        return _sentences(rows, where, text_a, label, names)
     names = None if kind == "regression" else list(features[label].names)
     return _classification(rows, where, text_a, text_b, label, names)
 
@@ -118,29 +132,6 @@ def _classification(rows, where, text_a, text_b, label, names):
     if not examples:
         raise DataError(f"{where}: no examples.")
     return ClassificationData(examples, names, names is None, where)
-
-
-def _sentences(rows, where, words_key, tags_key, names):
-    examples = []
-    for i, row in enumerate(rows):
-        origin = f"{where} example {i}"
-        words = tuple(_text(w) for w in row[words_key])
-        tags = tuple(int(t) for t in row[tags_key])
-        if len(words) != len(tags):
-            raise DataError(f"{origin}: {len(words)} words but {len(tags)} tags.")
-        if not words:
-            continue
-        for j, word in enumerate(words):
-            if not word.strip():
-                raise DataError(f"{origin}: word {j} is empty.")
-        for j, tag in enumerate(tags):
-            if not 0 <= tag < len(names):
-                raise DataError(f"{origin}: tag {tag} of word {j} is outside the "
-                                f"{len(names)} tags {names}.")
-        examples.append(TaggingExample(words, tags, origin))
-    if not examples:
-        raise DataError(f"{where}: no sentences.")
-    return TaggingData(examples, names, where)
 
 
 def _questions(rows, where, version_2):

@@ -144,3 +144,10 @@ def align_words(word_lists, tokenizer):
                                  spans_of) for text, ws in joined]
     pieces, spans_of = _aligner(tokenizer, [w for ws in word_lists for w in ws])
     return [_align(text, ws, pieces, spans_of) for text, ws in joined]
+
+
+def char_offset(text, byte_offset):
+    """A UTF-8 byte offset into `text` -> its character (code point) offset; -1 stays -1."""
+    if byte_offset < 0:
+        return -1
+    return len(text.encode("utf-8")[:byte_offset].decode("utf-8", errors="ignore"))

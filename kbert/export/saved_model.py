@@ -133,7 +133,7 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
         label_names: `TextClassifier` and `TokenClassifier`: the class / tag names (default:
             the model's `label_names`; a classifier without them says "LABEL_<i>").
         tag_scheme: `TokenClassifier`: "IOB2" (the default), "BIO", "IOB1", "BIOES",
-            "IOBES" or "BILOU", as `kbert.data.decode_entities`.
+            "IOBES" or "BILOU", as `kbert.tasks.token_classification.decode.decode_entities`.
         version_2, null_threshold, doc_stride, max_answer_length, max_question_length,
             n_best: `QuestionAnswerer`: as `kbert.data.encode_questions` and
             `decode_answers` (defaults False, 0.0, 128, 30, 64, 20).

@@ -13,7 +13,7 @@ import tensorflow as tf
 from kbert.data.task_features import pack_segments
 from kbert.export.answer_signatures import add_question_answerer_endpoints
 from kbert.tasks.graph.signatures import STRINGS, add_ids_endpoint, label_names_of, run_model
-from kbert.export.tagging_signatures import add_token_classifier_endpoints
+from kbert.tasks.token_classification.serving import add_token_classifier_endpoints
 from kbert.tasks import QuestionAnswerer, TextClassifier, TextEmbedder, TokenClassifier
 
 # Arguments of export_saved_model that only some tasks take; None: not given.

@@ -247,7 +247,7 @@ def export_tflite(model, path, tokenizer=None, quantize=None, sequence_length=No
                          f"tokenizer only (its spans come from FastBertTokenizer's offsets); "
                          f"export it with tokenizer=None (token ids in).")
     if isinstance(model, TokenClassifier):
-        from kbert.export.tflite_tasks import token_classifier_serving
+        from kbert.tasks.token_classification.tflite import token_classifier_serving
 
         names = label_names_of(model, label_names)
         archive.add_endpoint("serving_default", token_classifier_serving(

@@ -1,79 +1,23 @@
 """TFLite graphs of the span tasks, on TFLite's built-in ops and tensorflow-text's kernels:
-a token classifier (text in, a tag per token with its character span out) and a question
-answerer (question and context in, the best span's characters out).
+a question answerer (question and context in, the best span's characters out; a token
+classifier's is `kbert.tasks.token_classification.tflite`).
 
 Offsets are UTF-8 byte offsets into the text as given (`text.encode("utf-8")[start:end]`):
 what tensorflow-text's `FastBertNormalize` and `FastWordpieceTokenizeWithOffsets` give,
 with TFLite kernels; the host turns bytes into characters
-(`kbert.pipelines.tflite_entities.char_offset`). The text must be valid UTF-8 (TFLite has
+(`kbert.data.text_spans.char_offset`). The text must be valid UTF-8 (TFLite has
 no kernel to repair it). A fill-mask model finds the literal "[MASK]" in the text's bytes
 (`ByteSplitter`, converted to `TFText>ByteSplitWithOffsets`, which tensorflow-text's
 registrar runs in TFLite) and merges the pieces FastBertTokenizer split it into.
-
-What TFLite cannot do is left to the host: grouping tokens into entities
-(`aggregation_strategy`) needs variable-length outputs per text (boolean masks, segment
-reductions and ragged rows, without TFLite kernels), so the model returns every token and
-`kbert.pipelines.tflite_entities.entities` applies the pipeline's rule
-(`kbert.pipelines.token_classification.decode`, numpy only) to one row of its outputs.
 """
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from kbert.tasks.graph.tflite_packing import pack_dense, pack_dense_pairs, pack_text
-
-
-def _dense(ragged, width, default):
-    """A ragged [B, (n)] -> [B, width] (cut and padded), by `RaggedTensorToTensor`."""
-    return ragged.to_tensor(default_value=default, shape=[None, width])
-
-
-def pieces_with_offsets(fast, text):
-    """`FastBertTokenizer.tokenize_with_offsets` without ragged gathers (TFLite has no
-    kernel for the `RaggedRange` they add): ragged ids [B, (pieces)], and each piece's
-    UTF-8 byte start and end in `text`, dense [B, >= pieces]."""
-    normalized, offsets = fast._fast_bert_normalizer.normalize_with_offsets(text)
-    ids, starts, ends = fast._fast_wordpiece_tokenizer.tokenize_with_offsets(normalized)
-    # Normalized byte -> input byte (`offsets` has one more entry per text: its end).
-    table = offsets.to_tensor(default_value=0)
-    to_bytes = lambda post: tf.gather(  # noqa: E731
-        table, _dense(tf.cast(post, tf.int32), None, 0), batch_dims=1)
-    return ids, to_bytes(starts), to_bytes(ends)
-
-
-def _placed(values, first, count, sequence_length):
-    """Per-piece values [B, >= count] -> [B, sequence_length] with piece i at position
-    `first + i` for i < count, -1 elsewhere."""
-    position = tf.range(sequence_length)[None, :]
-    index = tf.clip_by_value(position - first + tf.zeros_like(count), 0,
-                             tf.shape(values)[1] - 1)  # [B, S]
-    moved = tf.gather(values, index, batch_dims=1)
-    return tf.where((position >= first) & (position < first + count), moved, -1)
-
-
-def token_classifier_serving(tokenizer, fast, run, names, sequence_length):
-    """`text` string [B] -> every position's tag and its characters: `token_ids`,
-    `tokens` (the vocabulary's pieces), `logits`, `probabilities` [B, S, tags], `label_id`,
-    `label` [B, S], `starts`, `ends` (UTF-8 bytes of the text; -1 at [CLS], [SEP] and padding),
-    `padding_mask` [B, S]."""
-    vocabulary = tf.constant(list(tokenizer.vocabulary))
-    budget = sequence_length - 2
-
-    def serve(text):
-        ids, starts, ends = pieces_with_offsets(fast, text)
-        features = pack_text(tokenizer, ids, sequence_length)
-        count = tf.minimum(tf.cast(ids.row_lengths(), tf.int32), budget)[:, None]
-        logits = run(features)
-        label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
-        return {"token_ids": features["token_ids"],
-                "tokens": tf.gather(vocabulary, features["token_ids"]),
-                "logits": logits, "probabilities": tf.nn.softmax(logits),
-                "label_id": label_id, "label": tf.gather(tf.constant(names), label_id),
-                "starts": _placed(starts, 1, count, sequence_length),
-                "ends": _placed(ends, 1, count, sequence_length),
-                "padding_mask": features["padding_mask"]}
-
-    return serve
+from kbert.tasks.graph.tflite_offsets import dense as _dense
+from kbert.tasks.graph.tflite_offsets import pieces_with_offsets
+from kbert.tasks.graph.tflite_offsets import placed as _placed
+from kbert.tasks.graph.tflite_packing import pack_dense, pack_dense_pairs
 
 
 def pack_question(tokenizer, question, context, sequence_length):

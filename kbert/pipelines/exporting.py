@@ -1,7 +1,7 @@
 """`pipeline.export(path, **options)`: a SavedModel whose `serving_default` takes raw strings
 and returns the pipeline's answers, every step in the graph (tokenization, truncation, the
 model, and the post-processing: softmax / sigmoid and ranking, NLI-to-label scoring, the
-masked-token search and decoding, entities (`token_serving`), answer spans over a context's
+masked-token search and decoding, entities (`pipeline_serving`), answer spans over a context's
 windows (`answer_serving`)), so that TensorFlow Serving answers what the pipeline
 answers. It loads with TensorFlow and tensorflow-text alone.
 
@@ -20,7 +20,7 @@ from kbert.tasks.graph.signatures import STRINGS, run_model
 from kbert.tasks.graph import packing as graph
 from kbert.pipelines.answer_serving import question_answering
 from kbert.pipelines.model_source import KerasRunner
-from kbert.pipelines.token_serving import token_classification
+from kbert.tasks.token_classification.pipeline_serving import token_classification
 
 
 def _scored(scores, names, order, count):

@@ -1,55 +1,15 @@
-"""The host side of a TFLite token classifier (`pipe.export_tflite` of a token-classification
-pipeline, or `kbert.export.export_tflite` of a `TokenClassifier`): the model returns every
-token's tag, probabilities and UTF-8 byte span; `entities` turns one row of those outputs
-into the pipeline's answer for any `aggregation_strategy`, by the pipeline's own rule
-(`token_classification.decode`: Python and numpy only, about 60 lines an app can port).
-Grouping is not in the model: it needs variable-length outputs per text (boolean masks,
-segment reductions, ragged rows), which TFLite has no kernels for."""
+"""The host side of the TFLite span models: `entities` (a token classifier's,
+`kbert.tasks.token_classification.decode.entities`: the pipeline's answer for any
+`aggregation_strategy` from one row of the model's outputs), `answer` (a question
+answerer's) and `char_offset` (a UTF-8 byte offset, as the models give them, to a
+character offset; `kbert.data.text_spans.char_offset`)."""
 
 import numpy as np
 
-from kbert.tokenizers.decoding import DECODER_CLEAN_UP as _DECODER_CLEAN_UP
-from kbert.tokenizers.decoding import replace_all as _replace_all
-from kbert.pipelines.token_classification import STRATEGIES, decode
+from kbert.data.text_spans import char_offset
+from kbert.tasks.token_classification.decode import entities
 
-
-def char_offset(text, byte_offset):
-    """A UTF-8 byte offset into `text` -> its character (code point) offset; -1 stays -1."""
-    if byte_offset < 0:
-        return -1
-    return len(text.encode("utf-8")[:byte_offset].decode("utf-8", errors="ignore"))
-
-
-def entities(text, outputs, row=0, label_names=None, aggregation_strategy="none",
-             ignore_labels=("O",), unk_token="[UNK]"):
-    """The token-classification pipeline's answer for `text` from row `row` of a TFLite
-    token classifier's outputs (numpy; the rule is `kbert.pipelines.token_classification
-    .decode`, Python only, which an app can port): a list of dicts as `pipe(text,
-    aggregation_strategy=...)` gives (`entity`, `score`, `index`, `word`, `start`, `end`;
-    grouped: `entity_group` instead of `entity` and no `index`)."""
-    if aggregation_strategy not in STRATEGIES:
-        raise ValueError(f"Unknown aggregation_strategy {aggregation_strategy!r}. Allowed: "
-                         f"{', '.join(STRATEGIES)}.")
-    if label_names is None:
-        raise ValueError("entities needs the model's label_names (a name per tag).")
-    starts = np.array([char_offset(text, b) for b in outputs["starts"][row]])
-    ends = np.array([char_offset(text, b) for b in outputs["ends"][row]])
-    tokens = [None if s < 0 else t.decode("utf-8")
-              for s, t in zip(starts, outputs["tokens"][row])]
-    ids = [-1 if t != unk_token else 0 for t in tokens]  # only "is it [UNK]" is read
-    offsets = np.stack([np.maximum(starts, 0), np.maximum(ends, 0)], axis=1)
-
-    def to_string(pieces):
-        out = []
-        for i, piece in enumerate(pieces):
-            if i:
-                piece = piece[2:] if piece.startswith("##") else " " + piece
-            out.append(_replace_all(piece, _DECODER_CLEAN_UP))
-        return "".join(out)
-
-    return decode(text, tokens, ids, np.asarray(outputs["logits"][row]), offsets,
-                  list(label_names), aggregation_strategy, list(ignore_labels), 0, True,
-                  to_string)
+__all__ = ["answer", "char_offset", "entities"]
 
 
 def answer(context, outputs, row=0, top_k=1, handle_impossible_answer=False,

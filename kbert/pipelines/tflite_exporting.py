@@ -165,22 +165,12 @@ def _fill_mask(pipe, model, opts, given, max_masks=1):
 
 
 def _token_classification(pipe, model, opts, given):
-    from kbert.export.tflite_tasks import token_classifier_serving
+    from kbert.tasks.token_classification.tflite import pipeline_serving
 
     _word_piece_only(pipe, "token classifier",
                      "its character spans come from FastBertTokenizer")
-    strategy, ignore = pipe.strategy_and_ignored(opts)
-    if strategy != "none" or ignore != ["O"]:
-        raise ValueError(
-            f"aggregation_strategy={strategy!r}, ignore_labels={ignore!r}: a TFLite token "
-            f"classifier returns every token (grouping needs ops TFLite has no kernel for); "
-            f"export without them and group on the host with kbert.pipelines"
-            f".tflite_entities.entities(text, outputs, row, label_names, aggregation_strategy=...).")
-    fast = text_tokenizer(pipe.tokenizer, split_literals=True)
-    serve = token_classifier_serving(pipe.tokenizer, fast,
-                                     lambda features: run_model(model, features),
-                                     list(pipe.source.label_names), pipe.max_length)
-    return fast, serve
+    return pipeline_serving(pipe, model, opts,
+                            lambda: text_tokenizer(pipe.tokenizer, split_literals=True))
 
 
 def _question_answering(pipe, model, opts, given):

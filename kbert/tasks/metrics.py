@@ -3,7 +3,6 @@
 - GLUE (its evaluation code calls scikit-learn and scipy): `accuracy`, `f1_score` (binary,
   macro) and `matthews_corrcoef` (CoLA) from scikit-learn, `pearson` and `spearman` (STS-B)
   from scipy.stats; `glue_scores`.
-- `entity_scores`: entity-level precision / recall / F1 from seqeval.
 - `squad_scores`: SQuAD v1.1 / v2.0 exact match and F1 as the official evaluate scripts
   (their answer normalisation is theirs, written out here as they have it).
 
@@ -19,9 +18,6 @@ import warnings
 
 import numpy as np
 import scipy.stats
-from seqeval import scheme as seqeval_scheme
-from seqeval.metrics import sequence_labeling as seqeval_default
-from seqeval.metrics import v1 as seqeval_strict
 from sklearn import metrics as sklearn_metrics
 
 
@@ -115,78 +111,6 @@ def glue_scores(task, y_true, y_pred):
     if task not in GLUE_METRICS:
         raise ValueError(f"Unknown GLUE task {task!r}. Known: {', '.join(GLUE_METRICS)}.")
     return {name: _BY_NAME[name](y_true, y_pred) for name in GLUE_METRICS[task]}
-
-
-# --- Entity-level scores (seqeval) -------------------------------------------------------
-
-# The strict-mode schemes kbert takes, by name.
-_SCHEMES = {"IOB1": seqeval_scheme.IOB1, "IOB2": seqeval_scheme.IOB2,
-            "IOE2": seqeval_scheme.IOE2, "IOBES": seqeval_scheme.IOBES,
-            "BILOU": seqeval_scheme.BILOU}
-_PREFIXES = "IOBESUL"  # seqeval.scheme.Prefix's one-letter members
-
-
-def entity_scores(y_true, y_pred, scheme=None):
-    """Entity-level micro precision, recall and F1, and the same per entity type, from
-    seqeval's `precision_recall_fscore_support` (the numbers of its `classification_report`).
-
-    Args:
-        y_true, y_pred: tag sequences (lists of sentences, each a list of strings like
-            "B-PER"; or one flat list).
-        scheme: `None`: seqeval's default (conlleval) mode, lenient: an I- tag after O or
-            another type starts an entity (as in IOB1), E-/S- tags are read too.
-            "IOB1", "IOB2", "IOE2", "IOBES" or "BILOU": seqeval's `mode="strict"` with that
-            scheme: only well-formed entities count (in IOB2 an entity must open with B-),
-            and a tag prefix outside the scheme is an error.
-
-    Returns:
-        {"precision", "recall", "f1", "support" (gold entities),
-         "per_type": {type: {"precision", "recall", "f1", "support"}}}; 0.0 where a ratio
-        is undefined (seqeval's zero_division=0: its "warn" value, without the warning).
-    """
-    y_true, y_pred = _sentences(y_true), _sentences(y_pred)
-    if [len(s) for s in y_true] != [len(s) for s in y_pred]:
-        raise ValueError("y_true and y_pred need the same number of sentences and tags.")
-    if scheme is None:
-        types = {entity[0] for tags in (y_true, y_pred)
-                 for entity in seqeval_default.get_entities(tags)}
-
-        def scores(average):
-            return seqeval_default.precision_recall_fscore_support(
-                y_true, y_pred, average=average, zero_division=0)
-    else:
-        if scheme not in _SCHEMES:
-            raise ValueError(f"Unknown tag scheme {scheme!r}. Allowed: {', '.join(_SCHEMES)}.")
-        gold, found = _strict_entities(y_true, scheme), _strict_entities(y_pred, scheme)
-        types = gold.unique_tags | found.unique_tags
-
-        def scores(average):
-            return seqeval_strict.precision_recall_fscore_support(
-                y_true, y_pred, average=average, zero_division=0, scheme=_SCHEMES[scheme],
-                entities_true=gold, entities_pred=found)
-    # Per type, seqeval's rows are in the order of the sorted type names.
-    per_type = {t: _row(*row) for t, row in zip(sorted(types), zip(*scores(None)))}
-    return {**_row(*scores("micro")), "per_type": per_type}
-
-
-def _sentences(tags):
-    tags = list(tags)
-    return [list(s) for s in tags] if tags and not isinstance(tags[0], str) else [tags]
-
-
-def _strict_entities(sentences, scheme):
-    for sentence in sentences:
-        for tag in sentence:
-            # seqeval's strict reader fails with a bare KeyError (IndexError for "") here.
-            if not isinstance(tag, str) or tag[:1] not in _PREFIXES:
-                raise ValueError(f"{tag!r} is not a tag: it must start with one of "
-                                 f"{list(_PREFIXES)}.")
-    return seqeval_scheme.Entities(sentences, _SCHEMES[scheme])
-
-
-def _row(precision, recall, f1, support):
-    return {"precision": float(precision), "recall": float(recall), "f1": float(f1),
-            "support": int(support)}
 
 
 # --- SQuAD (the official evaluate-v1.1.py and evaluate-v2.0.py) --------------------------

@@ -15,19 +15,19 @@ import numpy as np
 from kbert import data as kdata
 from kbert.tasks import metrics as task_metrics
 from kbert.tasks import registry
+from kbert.tasks.token_classification import finetuning as tagger
 
 
 def _read(config, spec, split, label_names=None):
     """The task's records from 'tfds:NAME' (at `split`) or a file."""
+    if config.task == "token_classifier":
+        return tagger.read(config, spec, split, label_names)
     if spec.startswith("tfds:"):
         return kdata.tfds_task(spec.removeprefix("tfds:"), split=split)
     if config.task == "text_classifier":
         return kdata.read_classification_file(
             spec, _column(config.text_column), _column(config.text_pair_column),
             _column(config.label_column), label_names=label_names)
-    if config.task == "token_classifier":
-        return kdata.read_conll(spec, config.word_column, config.tag_column,
-                                label_names=label_names)
     return kdata.read_squad(spec)
 
 
@@ -108,25 +108,6 @@ def _classifier_metric(config, train):
     return {"cola": "matthews_corrcoef", "mrpc": "f1"}.get(name, "accuracy")
 
 
-# === token_classifier ===
-
-def _tagger_model(config, backbone, train):
-    return registry.TOKEN_CLASSIFIER.build(backbone, label_names=train.label_names)
-
-
-def _tagger_scores(config, model, split, tokenizer):
-    predicted = split.encoded.word_predictions(_predict(config, model, split))
-    names = split.label_names
-    gold, found = [], []
-    for example, tags in zip(split.data.examples, predicted):
-        gold.append([names[t] for t in example.tags])
-        found.append([tag if tag is not None else "O" for tag in tags])
-    scheme = None if config.tag_scheme in ("IOB1", "BIO") else config.tag_scheme
-    scheme = {"IOBES": "IOBES", "BIOES": "IOBES"}.get(scheme, scheme)
-    scores = task_metrics.entity_scores(gold, found, scheme=scheme)
-    return {"precision": scores["precision"], "recall": scores["recall"], "f1": scores["f1"]}
-
-
 # === question_answerer ===
 
 def _qa_model(config, backbone, train):
@@ -185,11 +166,11 @@ _HOOKS = {task.name: task for task in (
                        data, tokenizer, config.sequence_length),
                    _array_batches(lambda y: (y["labels"],)), _classifier_model,
                    _classifier_scores, _classifier_metric),
-    FinetuningTask("token_classifier",
-                   lambda config, data, tokenizer: kdata.encode_tagging(
-                       data, tokenizer, config.sequence_length),
-                   _array_batches(lambda y: (y["labels"], y["label_weights"])),
-                   _tagger_model, _tagger_scores, lambda config, train: "f1"),
+    FinetuningTask("token_classifier", tagger.encode, _array_batches(tagger.fit_labels),
+                   tagger.build,
+                   lambda config, model, split, tokenizer: tagger.scores(
+                       config, split, _predict(config, model, split)),
+                   tagger.metric),
     FinetuningTask("question_answerer",
                    lambda config, data, tokenizer: kdata.encode_questions(
                        data, tokenizer, config.sequence_length, config.qa_doc_stride(),

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from kbert.convert import load_tokenizer
-from kbert.data import encode_questions, encode_tagging
-from kbert.data.task_records import QuestionExample, TaggingExample
+from kbert.data import encode_questions
+from kbert.data.task_records import QuestionExample
 from kbert.data.text_spans import align_texts, align_words
+from kbert.tasks.token_classification.data import TaggingExample, encode_tagging
 from kbert.tokenizers.encoding import Encoder
 
 ROBERTA = "tests/fixtures/hf_tasks/roberta_token"

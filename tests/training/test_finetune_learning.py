@@ -26,6 +26,7 @@ import tensorflow as tf
 from kbert import convert, models
 from kbert.data import corpora
 from kbert.tasks import metrics
+from kbert.tasks.token_classification.metrics import entity_scores
 from kbert.tokenizers import WordPieceTokenizer
 from kbert.tokenizers.vocab_learning import learn_vocabulary
 
@@ -185,7 +186,7 @@ def test_a_token_classifier_finds_people_and_places_planted_in_sentences(
                       train_data=write_conll(tmp_path / "train.conll", train),
                       validation_data=write_conll(tmp_path / "test.conll", test),
                       sequence_length=40, epochs=3)
-    majority = metrics.entity_scores([t for _, t in test], [["O"] * len(t) for _, t in test])
+    majority = entity_scores([t for _, t in test], [["O"] * len(t) for _, t in test])
     print(f"{len(train)} training sentences; held-out entity F1 {result['logs']['val_f1']:.3f} "
           f"vs majority {majority['f1']:.3f}")
     assert majority["f1"] == 0.0

@@ -3,9 +3,14 @@
 import numpy as np
 import pytest
 
-from kbert.data.tagging import Entity, decode_entities, encode_tagging, tagging_dataset
 from kbert.data.task_features import FEATURE_KEYS, TAGGING_LABEL_KEYS, DataError
-from kbert.data.task_records import TaggingData, TaggingExample
+from kbert.tasks.token_classification.data import (
+    TaggingData,
+    TaggingExample,
+    encode_tagging,
+    tagging_dataset,
+)
+from kbert.tasks.token_classification.decode import Entity, decode_entities
 from kbert.data.text_spans import Word, join_words
 from tests.data.test_task_text_spans import tiny_tokenizer
 
@@ -142,7 +147,7 @@ def test_decode_entities_errors_and_text_without_original():
 
 
 def test_tagging_dataset_from_a_conll_file(tmp_path):
-    from kbert.data.task_files import read_conll
+    from kbert.tasks.token_classification.data import read_conll
 
     path = tmp_path / "train.txt"
     path.write_text("EU NNP B-ORG\nrejects VBZ O\n\nPeter NNP B-PER\nBlackburn NNP I-PER\n")

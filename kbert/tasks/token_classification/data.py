@@ -1,4 +1,5 @@
-"""Token classification (NER, POS): words in, labels on wordpieces, predictions per word out.
+"""Token classification (NER, POS) data: sentences as words and tags in (CoNLL files,
+TFDS's conll2003), labels on wordpieces for the model, predictions per word out.
 
 Each word's label sits on its first wordpiece (`label_weights` 1 there, 0 on its other
 pieces), as in the BERT paper; a prediction for a word is read from its first piece too.
@@ -6,10 +7,13 @@ Words are tokenized one by one (`kbert.data.text_spans`), so a word split into m
 a word the vocabulary does not know ([UNK]) and a word that gives no piece at all keep
 their place. Sentences longer than the sequence lose their last words (counted in
 `EncodedTagging.truncated_words`; those words get no prediction).
+
+Every problem in the data raises `DataError` (a `ValueError`) naming the file, the line (or
+the example) and what was expected; nothing is skipped silently.
 """
 
-import collections
 import dataclasses
+import os
 from typing import Optional
 
 import numpy as np
@@ -22,16 +26,123 @@ from kbert.data.task_features import (
     check_int,
     packed_row,
 )
-from kbert.data.task_records import TaggingData, TaggingExample
+from kbert.data.task_records import label_indices
+from kbert.data.task_tfds import TFDS_TASKS, _text, tfds_rows
 from kbert.data.text_spans import align_texts, align_words
+from kbert.tasks.token_classification.decode import decode_entities
 
-Entity = collections.namedtuple("Entity", ["type", "start", "end", "text"])
-Entity.__doc__ = "An entity: its type and `text == original[start:end]`."
 
-# scheme: the prefixes it allows; L(ast) and U(nit) are BILOU's names for E and S.
-SCHEMES = {"IOB2": "BI", "BIO": "BI", "IOB1": "BI", "BIOES": "BIES", "IOBES": "BIES",
-           "BILOU": "BIES"}
-_PREFIX_ALIASES = {"L": "E", "U": "S"}
+@dataclasses.dataclass(frozen=True)
+class TaggingExample:
+    """A sentence as words; `tags` holds an index into `label_names` per word (or None)."""
+    words: tuple
+    tags: Optional[tuple] = None
+    origin: str = ""
+
+
+@dataclasses.dataclass
+class TaggingData:
+    examples: list
+    label_names: Optional[list] = None
+    source: str = ""
+
+
+def read_conll(path, word_column=0, tag_column=-1, *, label_names=None, separator=None,
+               encoding="utf-8"):
+    """Reads a CoNLL column file: a word per line, a blank line between sentences.
+
+    `-DOCSTART-` lines are skipped. Every line has the first word line's number of columns
+    (fields split on `separator`, default any whitespace). `tag_column=None` reads words
+    only. Tags become indices into `label_names` (default: the distinct tags, sorted).
+    Returns `TaggingData`.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"No such file: {path!r}.")
+    sentences, columns, first_line = [], None, None
+    words, tags, start = [], [], None
+
+    def close():
+        nonlocal words, tags
+        if words:
+            sentences.append((words, tags, start))
+        words, tags = [], []
+
+    with open(path, encoding=encoding) as f:
+        for number, line in enumerate(f, 1):
+            fields = line.rstrip("\r\n").split(separator)
+            if not line.strip() or fields[0] == "-DOCSTART-":
+                close()
+                continue
+            if columns is None:
+                columns, first_line = len(fields), number
+                for column in (word_column, tag_column):
+                    if column is not None and not -columns <= column < columns:
+                        raise DataError(f"{path}: line {number} has {columns} columns; there "
+                                        f"is no column {column}.")
+            elif len(fields) != columns:
+                raise DataError(f"{path}: line {number} has {len(fields)} columns; expected "
+                                f"{columns} (as line {first_line}): {line.rstrip()!r}.")
+            if not words:
+                start = number
+            words.append(fields[word_column])
+            tags.append(None if tag_column is None else fields[tag_column].strip())
+            if not words[-1].strip():
+                raise DataError(f"{path}: line {number}: empty word in column {word_column}.")
+    close()
+    if not sentences:
+        raise DataError(f"{path}: no sentences.")
+    origins = [f"{path}: line {start}" for _, _, start in sentences]
+    if tag_column is None:
+        return TaggingData([TaggingExample(tuple(w), None, o)
+                            for (w, _, _), o in zip(sentences, origins)], label_names, path)
+    flat_origins = [f"{path}: line {start + i}" for _, t, start in sentences
+                    for i in range(len(t))]
+    flat, label_names, _ = label_indices([t for _, ts, _ in sentences for t in ts],
+                                         flat_origins, label_names, regression=False)
+    examples, position = [], 0
+    for (w, _, _), origin in zip(sentences, origins):
+        examples.append(TaggingExample(tuple(w), tuple(flat[position : position + len(w)]),
+                                       origin))
+        position += len(w)
+    return TaggingData(examples, label_names, path)
+
+
+def read_tfds(name="conll2003", split="train", data_dir=None, download=True,
+              tag_feature=None):
+    """Reads a tagging dataset from tensorflow-datasets (conll2003: tokens, and the tag
+    sequence `tag_feature`: "ner" (default), "pos" or "chunks"); the arguments are
+    `kbert.data.task_tfds.tfds_rows`'. Tag names come from the builder's ClassLabel feature.
+    Returns `TaggingData`."""
+    if name not in TFDS_TASKS or TFDS_TASKS[name].kind != "tagging":
+        raise ValueError(f"{name!r} is no TFDS tagging dataset; kbert reads "
+                         f"{sorted(n for n, t in TFDS_TASKS.items() if t.kind == 'tagging')}.")
+    task, features, rows, where = tfds_rows(name, split, data_dir, download, tag_feature)
+    names = list(features[task.label].feature.names)
+    return _sentences(rows, where, task.text_a, task.label, names)
+
+
+def _sentences(rows, where, words_key, tags_key, names):
+    examples = []
+    for i, row in enumerate(rows):
+        origin = f"{where} example {i}"
+        words = tuple(_text(w) for w in row[words_key])
+        tags = tuple(int(t) for t in row[tags_key])
+        if len(words) != len(tags):
+            raise DataError(f"{origin}: {len(words)} words but {len(tags)} tags.")
+        if not words:
+            continue
+        for j, word in enumerate(words):
+            if not word.strip():
+                raise DataError(f"{origin}: word {j} is empty.")
+        for j, tag in enumerate(tags):
+            if not 0 <= tag < len(names):
+                raise DataError(f"{origin}: tag {tag} of word {j} is outside the "
+                                f"{len(names)} tags {names}.")
+        examples.append(TaggingExample(words, tags, origin))
+    if not examples:
+        raise DataError(f"{where}: no sentences.")
+    return TaggingData(examples, names, where)
 
 
 @dataclasses.dataclass
@@ -147,70 +258,3 @@ def tagging_dataset(data, tokenizer, sequence_length=128, batch_size=32, trainin
     encoded = encode_tagging(data, tokenizer, sequence_length)
     return arrays_dataset(encoded.features, encoded.labels, batch_size, training,
                           shuffle_buffer, seed, drop_remainder, repeat)
-
-
-def _parse(tag, allowed, scheme):
-    if tag is None or tag == "O":
-        return "O", None
-    prefix, dash, kind = tag.partition("-")
-    if not dash or len(prefix) != 1:
-        return "I", tag  # IO tagging: a bare type continues its entity
-    prefix = _PREFIX_ALIASES.get(prefix, prefix)
-    if prefix not in allowed:
-        raise ValueError(f"Tag {tag!r} is not of the {scheme} scheme (prefixes "
-                         f"{', '.join(allowed)}, and O).")
-    return prefix, kind
-
-
-def decode_entities(tags_per_word, words_with_spans, scheme="IOB2", text=None):
-    """Entities from word tags: [(entity_type, char_start, char_end, text)].
-
-    Decoding is lenient, as seqeval's default mode: an entity starts at B- (and S-), and
-    at an I- (E-) that does not continue an entity of its type; it ends before O, B-, S-,
-    another type, and after E- / S-. So IOB1 and IOB2 (BIO) decode alike. A word with no
-    prediction (None) counts as O.
-
-    Args:
-        tags_per_word: tag strings ("B-PER", "O", ...), one per word.
-        words_with_spans: `Word`s (text, start, end) in the original text.
-        scheme: "IOB2" / "BIO" / "IOB1", or "BIOES" / "IOBES" / "BILOU".
-        text: the original text; the entities' text is cut from it. Without it, from the
-            words, with spaces between them (exact for `join_words`' texts).
-    """
-    if scheme not in SCHEMES:
-        raise ValueError(f"Unknown scheme {scheme!r}; use one of {sorted(SCHEMES)}.")
-    if len(tags_per_word) != len(words_with_spans):
-        raise ValueError(f"{len(tags_per_word)} tags for {len(words_with_spans)} words.")
-    allowed = SCHEMES[scheme]
-    entities, current = [], None  # current: [type, first word, last word]
-
-    def close():
-        nonlocal current
-        if current is not None:
-            kind, first, last = current
-            start, end = words_with_spans[first].start, words_with_spans[last].end
-            entities.append(Entity(kind, start, end, _cut(words_with_spans, first, last, text)))
-        current = None
-
-    for i, tag in enumerate(tags_per_word):
-        prefix, kind = _parse(tag, allowed, scheme)
-        if prefix == "O":
-            close()
-            continue
-        if prefix in "BS" or current is None or current[0] != kind:
-            close()
-            current = [kind, i, i]
-        current[2] = i
-        if prefix in "ES":
-            close()
-    close()
-    return entities
-
-
-def _cut(words, first, last, text):
-    if text is not None:
-        return text[words[first].start : words[last].end]
-    pieces = [words[first].text]
-    for before, word in zip(words[first:last], words[first + 1 : last + 1]):
-        pieces.append(" " * (word.start - before.end) + word.text)
-    return "".join(pieces)

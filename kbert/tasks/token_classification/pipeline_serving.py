@@ -1,7 +1,9 @@
-"""`pipeline.export` of token classification: transformers' entities in the graph, as
-`token_classification.decode` makes them in Python: each token's tag and characters, words
-of a token and its subword tokens ("first" / "average" / "max"), adjacent entities of one
-type grouped ("simple" and the word strategies), the ignored labels left out.
+"""`pipeline.export` of token classification (transformers' contract): transformers'
+entities in the graph, as `decode.decode` makes them in Python: each token's tag and
+characters, words of a token and its subword tokens ("first" / "average" / "max"), adjacent
+entities of one type grouped ("simple" and the word strategies), the ignored labels left
+out. The graph cannot call the Python rule; the labels' tables come from the one place
+(`decode.label_tables`).
 
 Tokens and their characters come, as `Encoder.encode` makes them, from
 `kbert.tokenizers.words_graph` for WordPiece models (words by BERT's rule, each tokenized
@@ -16,12 +18,13 @@ import tensorflow as tf
 from kbert.tasks.graph.signatures import STRINGS, dense_rows, run_model
 from kbert.tokenizers.words_graph import align, substrings, trimmed_ends, valid_utf8
 from kbert.tasks.graph import packing as graph
+from kbert.tasks.token_classification.decode import label_tables, strategy_and_ignored
 from kbert.tokenizers.literals_graph import split_at_literals
 
 
-def _label_tables(pipe, names):
+def _label_tables(names):
     """Per label id: begins a group (B-), its type id, its group name."""
-    begins, types, groups = pipe.label_tables(names)
+    begins, types, groups = label_tables(names)
     kinds = sorted(set(types))
     return (tf.constant(begins, tf.bool), tf.constant([kinds.index(t) for t in types], tf.int32),
             tf.constant(groups))
@@ -121,12 +124,14 @@ def _sentence_piece_tokens(text, tokenizer, specials):
 
 
 def token_classification(pipe, model, opts, given):
-    strategy, ignore = pipe.strategy_and_ignored(opts)
+    """`pipeline.export`'s endpoints for `pipe`, a token-classification pipeline (read for
+    its tokenizer, `specials`, `max_length` and its source's `label_names`)."""
+    strategy, ignore = strategy_and_ignored(opts)
     to_string = pipe.tokenizer.graph_tokens_to_string
     names = list(pipe.source.label_names)
     tokenizer = pipe.tokenizer
     budget = pipe.max_length - 2
-    begins, types, groups = _label_tables(pipe, names)
+    begins, types, groups = _label_tables(names)
     label_names = tf.constant(names)
 
     def serve(text):

@@ -1,15 +1,19 @@
-"""A token classifier's serving signature: texts in, words with tags and entities with
-character offsets out, as `kbert.data.tagging` decodes them in Python.
+"""A token classifier's serving signature (kbert's SavedModel contract, `export_saved_model`):
+texts in, words with tags and entities with character offsets out, as `data.EncodedTagging`
+and `decode.decode_entities` give them in Python.
 
 Words are split by BERT's rule and tokenized one by one (`words_graph`), packed as
 `[CLS] pieces [SEP]` (the last words cut at `sequence_length`, as `encode_tagging`), and each
 word's tag is read at its first piece. Entities are decoded from the word tags with the
-lenient rule of `tagging.decode_entities` by vectorised run logic: no Python, no loop.
+lenient rule of `decode.decode_entities` by vectorised run logic: no Python, no loop. One
+function cannot serve both: the graph's rule is TensorFlow ops over every text's words at
+once, the Python one runs where TensorFlow is not needed (fine-tuning's scores, an app).
+What they share, the reading of a tag (`decode.tag_tables`, by `decode._parse`), is written
+once, and tests/export/test_task_exports.py checks that the two agree on random tags.
 """
 
 import tensorflow as tf
 
-from kbert.data import tagging
 from kbert.data.task_features import pack_segments
 from kbert.tasks.graph.signatures import (
     STRINGS,
@@ -19,26 +23,14 @@ from kbert.tasks.graph.signatures import (
     refuse_byte_pair_words,
     run_model,
 )
+from kbert.tasks.token_classification.decode import (
+    BEGIN,
+    END,
+    OUTSIDE,
+    SINGLE,
+    tag_tables,
+)
 from kbert.tokenizers.words_graph import align, substrings, valid_utf8
-
-OUTSIDE, BEGIN, INSIDE, END, SINGLE = range(5)
-_PREFIXES = {"O": OUTSIDE, "B": BEGIN, "I": INSIDE, "E": END, "S": SINGLE}
-
-
-def tag_tables(names, scheme):
-    """Per tag id: its prefix code and entity type id, and the type names; by
-    `tagging._parse`, the one place the rule is written (a tag not of `scheme` fails here)."""
-    if scheme not in tagging.SCHEMES:
-        raise ValueError(f"Unknown tag_scheme {scheme!r}; use one of "
-                         f"{sorted(tagging.SCHEMES)}.")
-    prefixes, types, type_names = [], [], []
-    for name in names:
-        prefix, kind = tagging._parse(name, tagging.SCHEMES[scheme], scheme)
-        prefixes.append(_PREFIXES[prefix])
-        if kind is not None and kind not in type_names:
-            type_names.append(kind)
-        types.append(type_names.index(kind) if kind is not None else -1)
-    return prefixes, types, type_names or [""]
 
 
 def decode_entities(prefix, kind, word_rows, row_splits):
