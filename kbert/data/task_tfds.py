@@ -2,23 +2,18 @@
 
 `tfds_task(name, split)` knows the feature names of each builder it supports:
 
-- glue/sst2, glue/cola: sentence, label (ClassLabel) -> `ClassificationData`;
-- glue/mrpc, glue/stsb: sentence1, sentence2, label (stsb: float32, regression);
-- glue/mnli: premise, hypothesis, label; the split "validation" means validation_matched;
 - squad/v1.1, squad/v2.0: id, question, context, answers {text, answer_start},
   is_impossible (v2) -> `QuestionAnsweringData`;
 - conll2003: tokens, ner (or pos, chunks: `tag_feature`) -> `TaggingData`.
 
-Label names come from the builders' ClassLabel features. GLUE's test splits have no labels
-(-1): their records have `label=None`.
+GLUE (glue/sst2, glue/cola, glue/mrpc, glue/mnli, glue/stsb) is read by
+`kbert.tasks.text_classification.data.read_tfds`, through `builder_rows`.
 """
 
 import typing
 
 from kbert.data.task_features import DataError
 from kbert.data.task_records import (
-    ClassificationData,
-    ClassificationExample,
     QuestionAnsweringData,
     QuestionExample,
     TaggingData,
@@ -37,45 +32,26 @@ class TfdsTask(typing.NamedTuple):
 
 
 TFDS_TASKS = {
-    "glue/sst2": TfdsTask("classification", "sentence", None, "label"),
-    "glue/cola": TfdsTask("classification", "sentence", None, "label"),
-    "glue/mrpc": TfdsTask("classification", "sentence1", "sentence2", "label"),
-    "glue/mnli": TfdsTask("classification", "premise", "hypothesis", "label"),
-    "glue/stsb": TfdsTask("regression", "sentence1", "sentence2", "label"),
     "squad/v1.1": TfdsTask("question_answering", "question", "context", "answers"),
     "squad/v2.0": TfdsTask("question_answering", "question", "context", "answers"),
     "conll2003": TfdsTask("tagging", "tokens", None, "ner"),
 }
-_SPLIT_ALIASES = {"glue/mnli": {"validation": "validation_matched", "test": "test_matched"}}
 
 
 def _text(value):
     return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
 
 
-def tfds_task(name, split="train", data_dir=None, download=True, tag_feature=None):
-    """Reads a fine-tuning dataset from tensorflow-datasets (see the table above).
-
-    Args:
-        name: one of `TFDS_TASKS` ("glue/sst2", "squad/v2.0", "conll2003", ...).
-        split: a TFDS split; for glue/mnli, "validation" and "test" mean the matched ones.
-        data_dir, download: as `tfds.builder` / `download_and_prepare`.
-        tag_feature: conll2003's tag sequence: "ner" (default), "pos" or "chunks".
-    Returns:
-        `ClassificationData`, `TaggingData` or `QuestionAnsweringData`.
-    """
-    if name not in TFDS_TASKS:
-        raise ValueError(f"Unknown TFDS task {name!r}; kbert reads {sorted(TFDS_TASKS)}.")
+def builder_rows(name, task, split, data_dir=None, download=True):
+    """(rows, features, where): the rows (numpy) of the TFDS builder `name` at `split`, its
+    features, and "name (split)" for messages; `DataError` where the builder lacks a feature
+    that `task` (a `TfdsTask`) reads."""
     import tensorflow_datasets as tfds
 
-    kind, text_a, text_b, label = TFDS_TASKS[name]
-    if kind == "tagging" and tag_feature is not None:
-        label = tag_feature
-    split = _SPLIT_ALIASES.get(name, {}).get(split, split)
     builder = tfds.builder(name, data_dir=data_dir)
     features = builder.info.features
-    expected = [f for f in (text_a, text_b, label) if f is not None]
-    if kind == "question_answering":
+    expected = [f for f in (task.text_a, task.text_b, task.label) if f is not None]
+    if task.kind == "question_answering":
         expected.append("id")
     missing = [f for f in expected if f not in features]
     if missing:
@@ -84,40 +60,33 @@ def tfds_task(name, split="train", data_dir=None, download=True, tag_feature=Non
     if download:
         builder.download_and_prepare()
     rows = builder.as_dataset(split=split).as_numpy_iterator()
-    where = f"{name} ({split})"
+    return rows, features, f"{name} ({split})"
+
+
+def tfds_task(name, split="train", data_dir=None, download=True, tag_feature=None):
+    """Reads a fine-tuning dataset from tensorflow-datasets (see the table above).
+
+    Args:
+        name: one of `TFDS_TASKS` ("squad/v2.0", "conll2003", ...).
+        split: a TFDS split.
+        data_dir, download: as `tfds.builder` / `download_and_prepare`.
+        tag_feature: conll2003's tag sequence: "ner" (default), "pos" or "chunks".
+    Returns:
+        `TaggingData` or `QuestionAnsweringData`.
+    """
+    if name not in TFDS_TASKS:
+        raise ValueError(f"Unknown TFDS task {name!r}; kbert reads {sorted(TFDS_TASKS)} here "
+                         "(GLUE: kbert.tasks.text_classification.data.read_tfds).")
+    kind, text_a, text_b, label = TFDS_TASKS[name]
+    if kind == "tagging" and tag_feature is not None:
+        label = tag_feature
+    rows, features, where = builder_rows(name, TfdsTask(kind, text_a, text_b, label), split,
+                                         data_dir, download)
     if kind == "question_answering":
         return _questions(rows, where, name == "squad/v2.0")
     if kind == "tagging":
         names = list(features[label].feature.names)
         return _sentences(rows, where, text_a, label, names)
-    names = None if kind == "regression" else list(features[label].names)
-    return _classification(rows, where, text_a, text_b, label, names)
-
-
-def _classification(rows, where, text_a, text_b, label, names):
-    examples = []
-    for i, row in enumerate(rows):
-        origin = f"{where} example {i}"
-        texts = []
-        for key in (text_a, text_b):
-            text = None if key is None else _text(row[key])
-            if key is not None and not text.strip():
-                raise DataError(f"{origin}: empty text in feature {key!r}.")
-            texts.append(text)
-        value = row[label]
-        if names is None:
-            value = float(value)
-        else:
-            value = int(value)
-            if value == -1:  # GLUE's test splits
-                value = None
-            elif not 0 <= value < len(names):
-                raise DataError(f"{origin}: label {value} is outside the {len(names)} "
-                                f"labels {names}.")
-        examples.append(ClassificationExample(texts[0], texts[1], value, origin))
-    if not examples:
-        raise DataError(f"{where}: no examples.")
-    return ClassificationData(examples, names, names is None, where)
 
 
 def _sentences(rows, where, words_key, tags_key, names):

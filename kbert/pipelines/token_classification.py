@@ -5,7 +5,7 @@ grouped by `aggregation_strategy`, with character offsets into the original text
 import numpy as np
 
 from kbert.pipelines.base import Pipeline
-from kbert.pipelines.text_classification import softmax
+from kbert.tasks.text_classification.decode import softmax
 
 STRATEGIES = ("none", "simple", "first", "average", "max")
 
