@@ -7,28 +7,8 @@ that an error found later still names the row.
 """
 
 import dataclasses
-from typing import Optional
 
 from kbert.data.task_features import DataError
-
-
-@dataclasses.dataclass(frozen=True)
-class ClassificationExample:
-    """One text (or text pair); `label` is an index into `label_names`, a float for
-    regression, or None (unlabelled data); `origin` says where it came from."""
-    text_a: str
-    text_b: Optional[str] = None
-    label: object = None
-    origin: str = ""
-
-
-@dataclasses.dataclass
-class ClassificationData:
-    """Examples, `label_names` (None for regression or unlabelled data) and `regression`."""
-    examples: list
-    label_names: Optional[list] = None
-    regression: bool = False
-    source: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

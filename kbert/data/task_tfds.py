@@ -1,26 +1,20 @@
-"""Fine-tuning data from tensorflow-datasets, as the records of `kbert.data.task_records`
-(tagging: `kbert.tasks.token_classification.data.read_tfds`).
+"""Fine-tuning data from tensorflow-datasets, as the records of `kbert.data.task_records`.
 
 `tfds_task(name, split)` knows the feature names of each builder it supports:
 
-- glue/sst2, glue/cola: sentence, label (ClassLabel) -> `ClassificationData`;
-- glue/mrpc, glue/stsb: sentence1, sentence2, label (stsb: float32, regression);
-- glue/mnli: premise, hypothesis, label; the split "validation" means validation_matched;
 - squad/v1.1, squad/v2.0: id, question, context, answers {text, answer_start},
-  is_impossible (v2) -> `QuestionAnsweringData`;
-- conll2003: tokens, ner (or pos, chunks: `tag_feature`) -> `TaggingData`
-  (`kbert.tasks.token_classification.data.read_tfds`).
+  is_impossible (v2) -> `QuestionAnsweringData`.
 
-Label names come from the builders' ClassLabel features. GLUE's test splits have no labels
-(-1): their records have `label=None`.
+GLUE (glue/sst2, glue/cola, glue/mrpc, glue/mnli, glue/stsb) is read by
+`kbert.tasks.text_classification.data.read_tfds`, conll2003 by
+`kbert.tasks.token_classification.data.read_tfds`, each through `builder_rows` with a table
+of its own.
 """
 
 import typing
 
 from kbert.data.task_features import DataError
 from kbert.data.task_records import (
-    ClassificationData,
-    ClassificationExample,
     QuestionAnsweringData,
     QuestionExample,
     check_question,
@@ -37,47 +31,25 @@ class TfdsTask(typing.NamedTuple):
 
 
 TFDS_TASKS = {
-    "glue/sst2": TfdsTask("classification", "sentence", None, "label"),
-    "glue/cola": TfdsTask("classification", "sentence", None, "label"),
-    "glue/mrpc": TfdsTask("classification", "sentence1", "sentence2", "label"),
-    "glue/mnli": TfdsTask("classification", "premise", "hypothesis", "label"),
-    "glue/stsb": TfdsTask("regression", "sentence1", "sentence2", "label"),
     "squad/v1.1": TfdsTask("question_answering", "question", "context", "answers"),
     "squad/v2.0": TfdsTask("question_answering", "question", "context", "answers"),
-    "conll2003": TfdsTask("tagging", "tokens", None, "ner"),
 }
-_SPLIT_ALIASES = {"glue/mnli": {"validation": "validation_matched", "test": "test_matched"}}
 
 
 def _text(value):
     return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
 
 
-def tfds_rows(name, split="train", data_dir=None, download=True, tag_feature=None):
-    """A TFDS builder's rows for `name` (one of `TFDS_TASKS`), its features checked against
-    the table: (its `TfdsTask`, with `label` = `tag_feature` where given, the builder's
-    features, the rows as numpy, "name (split)" for errors).
-
-    Args:
-        name: one of `TFDS_TASKS` ("glue/sst2", "squad/v2.0", "conll2003", ...).
-        split: a TFDS split; for glue/mnli, "validation" and "test" mean the matched ones.
-        data_dir, download: as `tfds.builder` / `download_and_prepare`.
-        tag_feature: conll2003's tag sequence: "ner" (default), "pos" or "chunks".
-    """
-    if name not in TFDS_TASKS:
-        raise ValueError(f"Unknown TFDS task {name!r}; kbert reads {sorted(TFDS_TASKS)}.")
+def builder_rows(name, task, split, data_dir=None, download=True):
+    """(rows, features, where): the rows (numpy) of the TFDS builder `name` at `split`, its
+    features, and "name (split)" for messages; `DataError` where the builder lacks a feature
+    that `task` (a `TfdsTask`) reads."""
     import tensorflow_datasets as tfds
 
-    task = TFDS_TASKS[name]
-    kind, text_a, text_b, label = task
-    if kind == "tagging" and tag_feature is not None:
-        task = task._replace(label=tag_feature)
-        label = tag_feature
-    split = _SPLIT_ALIASES.get(name, {}).get(split, split)
     builder = tfds.builder(name, data_dir=data_dir)
     features = builder.info.features
-    expected = [f for f in (text_a, text_b, label) if f is not None]
-    if kind == "question_answering":
+    expected = [f for f in (task.text_a, task.text_b, task.label) if f is not None]
+    if task.kind == "question_answering":
         expected.append("id")
     missing = [f for f in expected if f not in features]
     if missing:
@@ -86,52 +58,25 @@ def tfds_rows(name, split="train", data_dir=None, download=True, tag_feature=Non
     if download:
         builder.download_and_prepare()
     rows = builder.as_dataset(split=split).as_numpy_iterator()
-    return task, features, rows, f"{name} ({split})"
+    return rows, features, f"{name} ({split})"
 
 
 def tfds_task(name, split="train", data_dir=None, download=True):
-    """Reads a fine-tuning dataset from tensorflow-datasets (see the table above; the
-    arguments are `tfds_rows`'). A tagging dataset (conll2003) is read by
-    `kbert.tasks.token_classification.data.read_tfds`.
+    """Reads a fine-tuning dataset from tensorflow-datasets (see the table above).
 
+    Args:
+        name: one of `TFDS_TASKS` ("squad/v1.1", "squad/v2.0").
+        split: a TFDS split.
+        data_dir, download: as `tfds.builder` / `download_and_prepare`.
     Returns:
-        `ClassificationData` or `QuestionAnsweringData`.
+        `QuestionAnsweringData`.
     """
-    if name in TFDS_TASKS and TFDS_TASKS[name].kind == "tagging":
-        raise ValueError(f"{name!r} is a tagging dataset: read it with "
-                         f"kbert.tasks.token_classification.data.read_tfds({name!r}, split).")
-    (kind, text_a, text_b, label), features, rows, where = tfds_rows(name, split, data_dir,
-                                                                     download)
-    if kind == "question_answering":
-        return _questions(rows, where, name == "squad/v2.0")
-    names = None if kind == "regression" else list(features[label].names)
-    return _classification(rows, where, text_a, text_b, label, names)
-
-
-def _classification(rows, where, text_a, text_b, label, names):
-    examples = []
-    for i, row in enumerate(rows):
-        origin = f"{where} example {i}"
-        texts = []
-        for key in (text_a, text_b):
-            text = None if key is None else _text(row[key])
-            if key is not None and not text.strip():
-                raise DataError(f"{origin}: empty text in feature {key!r}.")
-            texts.append(text)
-        value = row[label]
-        if names is None:
-            value = float(value)
-        else:
-            value = int(value)
-            if value == -1:  # GLUE's test splits
-                value = None
-            elif not 0 <= value < len(names):
-                raise DataError(f"{origin}: label {value} is outside the {len(names)} "
-                                f"labels {names}.")
-        examples.append(ClassificationExample(texts[0], texts[1], value, origin))
-    if not examples:
-        raise DataError(f"{where}: no examples.")
-    return ClassificationData(examples, names, names is None, where)
+    if name not in TFDS_TASKS:
+        raise ValueError(f"Unknown TFDS task {name!r}; kbert reads {sorted(TFDS_TASKS)} here "
+                         "(GLUE: kbert.tasks.text_classification.data.read_tfds; conll2003: "
+                         "kbert.tasks.token_classification.data.read_tfds).")
+    rows, _, where = builder_rows(name, TFDS_TASKS[name], split, data_dir, download)
+    return _questions(rows, where, name == "squad/v2.0")
 
 
 def _questions(rows, where, version_2):

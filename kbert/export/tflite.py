@@ -24,6 +24,7 @@ from kbert.models.backbone import Backbone
 from kbert.models.pretrainer import Pretrainer
 from kbert.tasks import QuestionAnswerer, TextClassifier, TextEmbedder, TokenClassifier
 from kbert.tasks.task import Task
+from kbert.tasks.text_classification import tflite as text_classification_tflite
 
 QUANTIZE = (None, "dynamic", "float16")
 IDS = tf.TensorSpec([None, None], tf.int32)
@@ -96,22 +97,7 @@ def _backbone_of(model):
 def _outputs(model, backbone, label_names):
     """features -> the model's named outputs, and what the archive must track."""
     if isinstance(model, TextClassifier):
-        from kbert.export.task_signatures import classification_outputs
-
-        names = label_names_of(model, label_names) if model.problem_type != "regression" \
-            else None
-
-        def classify(features):
-            outputs = classification_outputs(model, run_model(model, features), names)
-            if "labels" in outputs:
-                # TFLite selects no strings: every class name, the chosen (the first
-                # `num_labels`) first, where the SavedModel has "" after the chosen.
-                chosen = outputs["probabilities"] > 0.5
-                order = tf.argsort(tf.where(chosen, 0, 1), axis=-1, stable=True)
-                outputs["labels"] = tf.gather(tf.constant(names), order)
-            return outputs
-
-        return model, classify
+        return model, text_classification_tflite.classifier_outputs(model, label_names)
     if isinstance(model, TokenClassifier):
         names = label_names_of(model, label_names)
 

@@ -10,8 +10,6 @@ leading batch dimension, padded where rows differ in length (a `num_*` output sa
 entries of a row are real). The signatures of each task are in `export`'s docstring.
 """
 
-import string
-
 import keras
 import tensorflow as tf
 
@@ -21,117 +19,15 @@ from kbert.tasks.graph import packing as graph
 from kbert.pipelines.answer_serving import question_answering
 from kbert.pipelines.model_source import KerasRunner
 from kbert.tasks.token_classification.pipeline_serving import token_classification
-
-
-def _scored(scores, names, order, count):
-    """(label names, scores) [B, count] of `scores` [B, N], in label order or best first
-    (ties: the lower index first, as Python's stable sort)."""
-    if order:
-        scores, index = tf.math.top_k(scores, k=count)
-    else:
-        index = tf.broadcast_to(tf.range(count), tf.shape(scores))
-    return tf.gather(tf.constant(names), index), scores
-
-
-def _fit(pipe, first, second, truncation, max_length):
-    """`Pipeline.fit` in the graph: cut to `max_length` (None: the model's), then refuse what
-    is still longer than the model. Returns (first, second, checks)."""
-    specials = pipe.special_count(second is not None)
-    checks = []
-    if max_length is not None and truncation is not False and truncation != "do_not_truncate":
-        if max_length <= specials:
-            raise ValueError(f"max_length={max_length} leaves no room for a text beside the "
-                             f"{specials} special tokens.")
-        first, second, checks = graph.fit(first, second, max_length - specials, truncation)
-        truncation = False
-    first, second, more = graph.fit(first, second, pipe.max_length - specials, truncation)
-    return first, second, checks + more
-
-
-def _activation(function):
-    return {"softmax": tf.nn.softmax, "sigmoid": tf.sigmoid, "none": tf.identity}[function]
-
-
-def text_classification(pipe, model, opts, given):
-    names = pipe.source.label_names
-    top_k, legacy = pipe.ranking(opts, given)
-    count = len(names) if top_k is None else min(int(top_k), len(names))
-    order = not (legacy and top_k is None)  # return_all_scores: label order
-    function = _activation(pipe.function(opts))
-    truncation, max_length = pipe.tokenization(opts)
-    tokenizer = pipe.tokenizer
-
-    def answer(first, second):
-        first, second, checks = _fit(pipe, first, second, truncation, max_length)
-        with tf.control_dependencies(checks):
-            logits = run_model(model, graph.pack(tokenizer, first, second))
-        label, score = _scored(function(logits), names, order, count)
-        return {"label": label, "score": score}
-
-    def serve(text):
-        return answer(graph.ids(tokenizer, text), None)
-
-    def serve_pairs(text, text_pair):
-        ids = graph.ids(tokenizer, tf.concat([text, text_pair], 0))
-        rows = tf.shape(text, out_type=tf.int64)[0]
-        return answer(ids[:rows], ids[rows:])
-
-    return {"serving_default": (serve, [STRINGS]),
-            "serving_pairs": (serve_pairs, [STRINGS, STRINGS])}
-
-
-def _template_parts(template):
-    """(prefix, suffix) with `template.format(label) == prefix + label + suffix`."""
-    fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None] \
-        if isinstance(template, str) else []
-    if len(fields) != 1 or fields[0] not in ("", "0"):
-        raise ValueError(
-            f'The provided hypothesis_template "{template}" was not able to be formatted '
-            "with the target labels: an export needs exactly one {} where the label goes.")
-    mark = "\x00label\x00"
-    prefix, suffix = template.format(mark).split(mark)
-    return prefix, suffix
-
-
-def zero_shot_classification(pipe, model, opts, given):
-    prefix, suffix = _template_parts(opts["hypothesis_template"])
-    multi_label = pipe.multi_label(opts)
-    entailment, contradiction = pipe.entailment, pipe.contradiction
-    tokenizer, budget = pipe.tokenizer, pipe.max_length - pipe.special_count(True)
-
-    def serve(sequences, candidate_labels):
-        batch, count = tf.shape(sequences)[0], tf.shape(candidate_labels)[0]
-        check = tf.debugging.Assert(
-            (count > 0) & tf.reduce_all(tf.strings.length(sequences) > 0),
-            ["You must include at least one label and at least one sequence."])
-        hypotheses = tf.strings.join([prefix, candidate_labels, suffix])
-        ids = graph.ids(tokenizer, tf.concat([sequences, hypotheses], 0))
-        premises, hypothesis_ids = ids[:batch], ids[batch:]
-        premise = tf.repeat(tf.range(batch), count)
-        hypothesis = tf.tile(tf.range(count), [batch])
-        first, second, checks = graph.fit(tf.gather(premises, premise),
-                                          tf.gather(hypothesis_ids, hypothesis), budget,
-                                          "only_first")
-        with tf.control_dependencies([check, *checks]):
-            logits = run_model(model, graph.pack(tokenizer, first, second))
-        logits = tf.reshape(logits, [batch, count, -1])
-        # Each label alone: entailment against contradiction (multi_label, or one label).
-        alone = tf.nn.softmax(tf.gather(logits, [contradiction, entailment], axis=-1))[..., 1]
-        scores = alone if multi_label else tf.where(
-            count == 1, alone, tf.nn.softmax(logits[..., entailment]))
-        # reversed(argsort): of equal scores, the later label first.
-        order = tf.reverse(tf.argsort(scores, axis=-1, stable=True), axis=[-1])
-        return {"sequence": sequences, "labels": tf.gather(candidate_labels, order),
-                "scores": tf.gather(scores, order, batch_dims=1)}
-
-    return {"serving_default": (serve, [STRINGS, STRINGS])}
+from kbert.tasks.text_classification import serving as text_classification_serving
 
 
 def _single_texts(pipe, model, opts, truncation, outputs, max_length=None):
     tokenizer = pipe.tokenizer
 
     def serve(text):
-        first, _, checks = _fit(pipe, graph.ids(tokenizer, text), None, truncation, max_length)
+        first, _, checks = graph.fit_call(pipe, graph.ids(tokenizer, text), None, truncation,
+                                          max_length)
         features = graph.pack(tokenizer, first)
         with tf.control_dependencies(checks):
             return outputs(run_model(model, features), features)
@@ -169,7 +65,8 @@ def fill_mask(pipe, model, opts, given):
     mask_token = tokenizer.vocabulary[mask_id]
 
     def serve(text):
-        first, _, checks = _fit(pipe, graph.ids(tokenizer, text), None, truncation, max_length)
+        first, _, checks = graph.fit_call(pipe, graph.ids(tokenizer, text), None, truncation,
+                                          max_length)
         features = graph.pack(tokenizer, first)
         token_ids = features["token_ids"]
         is_mask = tf.equal(token_ids, mask_id) & (features["padding_mask"] > 0)
@@ -210,8 +107,8 @@ def fill_mask(pipe, model, opts, given):
 
 
 SERVINGS = {
-    "text-classification": text_classification,
-    "zero-shot-classification": zero_shot_classification,
+    "text-classification": text_classification_serving.text_classification,
+    "zero-shot-classification": text_classification_serving.zero_shot_classification,
     "feature-extraction": feature_extraction,
     "sentence-embeddings": sentence_embeddings,
     "fill-mask": fill_mask,

@@ -5,7 +5,7 @@ generator): the likeliest tokens for each "[MASK]" of a text."""
 import numpy as np
 
 from kbert.pipelines.base import Pipeline, check_int
-from kbert.pipelines.text_classification import softmax
+from kbert.tasks.text_classification.decode import softmax
 
 
 def target_ids(targets, encoder):

@@ -11,7 +11,7 @@ import numpy as np
 from kbert.data.question_answering import window_starts
 from kbert.data.task_features import pair_separators
 from kbert.pipelines.base import InputTooLongError, Pipeline, check_int
-from kbert.pipelines.text_classification import softmax
+from kbert.tasks.text_classification.decode import softmax
 
 _MASKED = -10000.0
 

@@ -88,8 +88,8 @@ def _label_names(loaded, kind, count):
 
 def _unstated(loaded):
     """Whether the export marked its one-output classifier as having no stated problem type
-    (`kbert.export.task_signatures.UNSTATED_ONE_OUTPUT`)."""
-    from kbert.export.task_signatures import UNSTATED_ONE_OUTPUT
+    (`kbert.tasks.text_classification.serving.UNSTATED_ONE_OUTPUT`)."""
+    from kbert.tasks.text_classification.serving import UNSTATED_ONE_OUTPUT
 
     return list(UNSTATED_ONE_OUTPUT) in _string_constants(loaded.signatures["serving_ids"])
 

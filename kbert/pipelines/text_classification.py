@@ -1,63 +1,9 @@
 """`kbert.pipeline("text-classification")`: transformers' TextClassificationPipeline on a
-kbert `TextClassifier` (single texts and `{"text", "text_pair"}` pairs)."""
-
-import numpy as np
+kbert `TextClassifier` (single texts and `{"text", "text_pair"}` pairs); its rules (score
+function, ranking) are `kbert.tasks.text_classification.decode`."""
 
 from kbert.pipelines.base import Pipeline
-
-FUNCTIONS = ("softmax", "sigmoid", "none")
-
-
-def softmax(x):
-    shifted = np.exp(x - np.max(x, axis=-1, keepdims=True))
-    return shifted / shifted.sum(axis=-1, keepdims=True)
-
-
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
-def default_function(problem_type, num_labels):
-    """transformers' choice: none for regression, a sigmoid per class for multi-label (or a
-    single output), else softmax."""
-    if problem_type == "regression":
-        return "none"
-    if problem_type == "multi_label" or num_labels == 1:
-        return "sigmoid"
-    return "softmax"
-
-
-def check_function(function):
-    if function is None:
-        return None
-    if not isinstance(function, str) or function.lower() not in FUNCTIONS:
-        raise ValueError(f"Unknown function_to_apply {function!r}. Allowed: "
-                         f"{', '.join(FUNCTIONS)} (or None: from the problem type).")
-    return function.lower()
-
-
-def apply(function, logits):
-    if function == "softmax":
-        return softmax(logits)
-    if function == "sigmoid":
-        return sigmoid(logits)
-    return logits
-
-
-def classify(logits, label_names, function, top_k, legacy):
-    """One text's logits [N] -> transformers' output: with `legacy` (no `top_k` given) and
-    top_k 1, the best {"label", "score"}; else a {"label", "score"} per label, best first
-    unless legacy, the first `top_k` (None: all)."""
-    scores = apply(function, np.asarray(logits, np.float32))
-    if top_k == 1 and legacy:
-        best = int(scores.argmax())
-        return {"label": label_names[best], "score": float(scores[best])}
-    out = [{"label": label_names[i], "score": float(s)} for i, s in enumerate(scores)]
-    if not legacy:
-        out.sort(key=lambda x: x["score"], reverse=True)
-        if top_k is not None:
-            out = out[:top_k]
-    return out
+from kbert.tasks.text_classification import decode
 
 
 class TextClassificationPipeline(Pipeline):
@@ -101,28 +47,17 @@ class TextClassificationPipeline(Pipeline):
             first, second = self.fit(first, second, truncation, f"Text {i}", max_length)
             sequences.append(self.pack(first, second))
         rows = self.run(sequences, opts)
-        results = [classify(row, self.source.label_names, function, top_k, legacy)
+        results = [decode.classify(row, self.source.label_names, function, top_k, legacy)
                    for row in rows]
         if not isinstance(inputs, list):
             return [results[0]] if wrap else results[0]
         return results
 
-    @staticmethod
-    def ranking(opts, given):
-        """(`top_k`, `legacy`): the labels per text (None: all), and whether `top_k` was not
-        given (transformers' legacy form; `return_all_scores` then picks all or one)."""
-        legacy = "top_k" not in given
-        top_k = opts["top_k"]
-        if legacy and given.get("return_all_scores") is not None:
-            top_k = None if given["return_all_scores"] else 1
-        if top_k is not None and not legacy:
-            top_k = int(top_k)
-        return top_k, legacy
+    ranking = staticmethod(decode.ranking)
 
     def function(self, opts):
         """The function `opts` name, else the one of the model's problem type."""
-        return check_function(opts["function_to_apply"]) or default_function(
-            self.source.problem_type, len(self.source.label_names))
+        return decode.function_of(opts, self.source.problem_type, len(self.source.label_names))
 
     @staticmethod
     def _parts(item):

@@ -22,9 +22,9 @@ import tensorflow as tf
 
 from kbert.tasks.graph.signatures import STRINGS, run_model
 from kbert.export.tflite import convert, pack_text, text_tokenizer
-from kbert.pipelines.exporting import _activation, _scored
 from kbert.pipelines.model_source import KerasRunner
 from kbert.tasks import registry
+from kbert.tasks.text_classification import tflite as text_classification_tflite
 
 TASKS = registry.pipeline_names(export="tflite")
 
@@ -45,64 +45,14 @@ def _length(pipe, max_length):
 def _text_classification(pipe, model, opts, given):
     truncation, max_length = pipe.tokenization(opts)
     _truncating(pipe, truncation)
-    names = pipe.source.label_names
-    top_k, legacy = pipe.ranking(opts, given)
-    count = len(names) if top_k is None else min(int(top_k), len(names))
-    order = not (legacy and top_k is None)  # return_all_scores: label order
-    function = _activation(pipe.function(opts))
-    fast = text_tokenizer(pipe.tokenizer, split_literals=True)
-
-    def serve(text):
-        features = pack_text(pipe.tokenizer, fast.tokenize(text), _length(pipe, max_length))
-        label, score = _scored(function(run_model(model, features)), names, order, count)
-        return {"label": label, "score": score}
-
-    return fast, serve
+    return text_classification_tflite.text_classification(
+        pipe, model, opts, given, lambda: text_tokenizer(pipe.tokenizer, split_literals=True),
+        _length(pipe, max_length))
 
 
 def _zero_shot_classification(pipe, model, opts, given):
-    from kbert.tasks.graph.tflite_packing import pack_premises
-    from kbert.pipelines.exporting import _template_parts
-    labels = opts["candidate_labels"] or []
-    if isinstance(labels, str):  # "a, b": comma-separated, as the pipeline takes it
-        labels = [label.strip() for label in labels.split(",") if label.strip()]
-    if not labels or not all(isinstance(label, str) and label for label in labels):
-        raise ValueError(
-            f"candidate_labels={opts['candidate_labels']!r}: a TFLite zero-shot classifier "
-            f"fixes its labels at export (TFLite joins no strings); pass "
-            f"candidate_labels=[...] (one or more non-empty strings) to export_tflite.")
-    prefix, suffix = _template_parts(opts["hypothesis_template"])
-    multi_label = pipe.multi_label(opts) or len(labels) == 1
-    entailment, contradiction = pipe.entailment, pipe.contradiction
-    # The hypotheses are fixed: tokenized here by kbert's tokenizer, as the pipeline does.
-    hypotheses = pipe.encoder.ids([prefix + label + suffix for label in labels], pipe.specials)
-    budget = pipe.max_length - pipe.special_count(True)
-    for label, ids in zip(labels, hypotheses):
-        if len(ids) >= budget:
-            raise ValueError(f"The hypothesis of candidate label {label!r} is {len(ids)} "
-                             f"tokens long: no room for the text in {pipe.max_length}.")
-    names = tf.constant(labels)
-    count = len(labels)
-    fast = text_tokenizer(pipe.tokenizer, split_literals=True)
-
-    def serve(text):
-        features = pack_premises(pipe.tokenizer, fast.tokenize(text),
-                                 [ids.tolist() for ids in hypotheses], pipe.max_length)
-        logits = tf.reshape(tf.cast(run_model(model, features), tf.float32),
-                            [-1, count, model.num_classes])
-        if multi_label:  # each label alone: entailment against contradiction
-            scores = tf.nn.softmax(tf.gather(logits, [contradiction, entailment],
-                                             axis=-1))[..., 1]
-        else:
-            scores = tf.nn.softmax(logits[..., entailment])
-        # Best first; of equal scores the later label first (the pipeline's reversed
-        # argsort): top_k on the labels reversed, which puts the lower index first.
-        best, index = tf.math.top_k(tf.reverse(scores, axis=[-1]), k=count)
-        order = count - 1 - index
-        return {"labels": tf.gather(names, order), "scores": best,
-                "label_scores": scores}
-
-    return fast, serve
+    return text_classification_tflite.zero_shot_classification(
+        pipe, model, opts, given, lambda: text_tokenizer(pipe.tokenizer, split_literals=True))
 
 
 def _single_texts(pipe, model, truncation, outputs, max_length=None):

@@ -10,32 +10,22 @@ metrics (GLUE, seqeval's entity F1, the SQuAD script's exact match and F1).
 import dataclasses
 from typing import Callable
 
-import numpy as np
-
 from kbert import data as kdata
 from kbert.tasks import metrics as task_metrics
 from kbert.tasks import registry
+from kbert.tasks.text_classification import finetuning as text_classification
 from kbert.tasks.token_classification import finetuning as tagger
 
 
 def _read(config, spec, split, label_names=None):
     """The task's records from 'tfds:NAME' (at `split`) or a file."""
+    if config.task == "text_classifier":
+        return text_classification.read(config, spec, split, label_names)
     if config.task == "token_classifier":
         return tagger.read(config, spec, split, label_names)
     if spec.startswith("tfds:"):
         return kdata.tfds_task(spec.removeprefix("tfds:"), split=split)
-    if config.task == "text_classifier":
-        return kdata.read_classification_file(
-            spec, _column(config.text_column), _column(config.text_pair_column),
-            _column(config.label_column), label_names=label_names)
     return kdata.read_squad(spec)
-
-
-def _column(value):
-    """A CSV/TSV column given as a 0-based index ("0") or a header name / JSONL key."""
-    if value is None:
-        return None
-    return int(value) if value.lstrip("-").isdigit() else value
 
 
 def model_inputs(model, features):
@@ -74,38 +64,6 @@ def _predict(config, model, split):
                          batch_size=config.global_batch_size, verbose=0)
 
 
-# === text_classifier ===
-
-def _classifier_model(config, backbone, train):
-    regression = train.data.regression
-    return registry.TEXT_CLASSIFIER.build(
-        backbone, problem_type="regression" if regression else "single_label",
-        head=config.head, label_names=None if regression else train.label_names)
-
-
-def _classifier_scores(config, model, split, tokenizer):
-    logits = _predict(config, model, split)
-    truth = np.array([example.label for example in split.data.examples])
-    if split.data.regression:
-        predicted = np.asarray(logits).reshape(-1)
-        return {"pearson": task_metrics.pearson(truth, predicted),
-                "spearman": task_metrics.spearman(truth, predicted)}
-    predicted = np.asarray(logits).argmax(-1)
-    scores = {"accuracy": task_metrics.accuracy(truth, predicted),
-              "matthews_corrcoef": task_metrics.matthews_corrcoef(truth, predicted),
-              "macro_f1": task_metrics.f1_score(truth, predicted, average="macro")}
-    if len(split.label_names) == 2:
-        scores["f1"] = task_metrics.f1_score(truth, predicted)
-    return scores
-
-
-def _classifier_metric(config, train):
-    """The metric GLUE ranks the task by: MCC (CoLA), F1 (MRPC), Pearson (STS-B, any
-    regression), else accuracy."""
-    if train.data.regression:
-        return "pearson"
-    name = config.train_data.removeprefix("tfds:glue/")
-    return {"cola": "matthews_corrcoef", "mrpc": "f1"}.get(name, "accuracy")
 
 
 # === question_answerer ===
@@ -161,11 +119,11 @@ class FinetuningTask:
 _HOOKS = {task.name: task for task in (
     # Encoded once, like the other tasks: the evaluation after every epoch then neither
     # builds nor traces the tokenizing pipeline again.
-    FinetuningTask("text_classifier",
-                   lambda config, data, tokenizer: kdata.encode_classification(
-                       data, tokenizer, config.sequence_length),
-                   _array_batches(lambda y: (y["labels"],)), _classifier_model,
-                   _classifier_scores, _classifier_metric),
+    FinetuningTask("text_classifier", text_classification.encode,
+                   _array_batches(text_classification.fit_labels), text_classification.build,
+                   lambda config, model, split, tokenizer: text_classification.scores(
+                       config, split, _predict(config, model, split)),
+                   text_classification.metric),
     FinetuningTask("token_classifier", tagger.encode, _array_batches(tagger.fit_labels),
                    tagger.build,
                    lambda config, model, split, tokenizer: tagger.scores(

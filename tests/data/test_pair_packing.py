@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kbert.data import classification_dataset, encode_classification, encode_questions
+from kbert.data import encode_questions
 from kbert.data.task_features import (
     pack_segments,
     packed_row,
@@ -20,6 +20,10 @@ from kbert.data.task_features import (
 )
 from kbert.data.task_records import QuestionExample
 from kbert.data.text_spans import tokenize_words
+from kbert.tasks.text_classification.features import (
+    classification_dataset,
+    encode_classification,
+)
 from tests.pipelines.reference import FIXTURES
 
 FAMILIES = {"bert": "hf_tasks/bert_seq_single", "roberta": "hf_tasks/roberta_seq_single"}

@@ -15,11 +15,12 @@ import tensorflow as tf
 
 import kbert.models
 from kbert import tasks
-from kbert.data import classification_dataset, encode_questions, split_words
+from kbert.data import encode_questions, split_words
 from kbert.data.task_features import pack_segments
 from kbert.data.task_records import QuestionExample
 from kbert.data.text_spans import Word, align_texts
 from kbert.export import export_saved_model
+from kbert.tasks.text_classification.features import classification_dataset
 from kbert.tasks.token_classification import decode as tagging
 from kbert.tasks.token_classification import serving as tagging_signatures
 from kbert.tasks.token_classification.data import encode_tagging

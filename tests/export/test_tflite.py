@@ -88,7 +88,7 @@ def centred_classifier(tokenizer, texts, seed=0):
     """A tiny classifier with random weights whose output bias is centred on `texts`: the
     [CLS] vectors of a random model differ little, and uncentred every text would get the
     same label. (Near ties everywhere: fine for float32, not for int8.)"""
-    from kbert.data import classification_dataset
+    from kbert.tasks.text_classification.features import classification_dataset
 
     model = randomized(tasks.TextClassifier(backbone("bert", tokenizer), num_classes=3,
                                             label_names=["a", "b", "c"]), seed)
@@ -105,7 +105,7 @@ def classifier(tokenizer, seed=0, max_sequence_length=64, epochs=12):
     labels vary and its probabilities are mostly far from a tie, as a fine-tuned model's."""
     import keras
 
-    from kbert.data import classification_dataset
+    from kbert.tasks.text_classification.features import classification_dataset
 
     keras.utils.set_random_seed(seed)
     model = tasks.TextClassifier(backbone("bert", tokenizer, max_sequence_length),

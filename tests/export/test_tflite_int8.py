@@ -76,7 +76,7 @@ def trained_nli(tokenizer, seed=0, epochs=10):
     for 12 epochs."""
     import keras
 
-    from kbert.data import classification_dataset
+    from kbert.tasks.text_classification.features import classification_dataset
 
     model = tiny_model("TextClassifier", tokenizer, NLI_LENGTH, seed, hidden=64,
                        initializer_range=0.1, label_names=NLI_LABELS)

@@ -151,7 +151,7 @@ def trained_tagger(tokenizer, seed=0, epochs=12):
     import keras
 
     from kbert import tasks
-    from kbert.data import classification_dataset
+    from kbert.tasks.text_classification.features import classification_dataset
     from tests.export.test_tflite import KEYWORDS, backbone, topics
 
     keras.utils.set_random_seed(seed)

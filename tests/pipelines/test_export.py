@@ -140,7 +140,7 @@ def _calls(task, inputs, options):
     """(signature, inputs) calls for a pipeline input, and how to put their rows back in
     the input's order: [(call, row)] per item."""
     if task == "zero-shot-classification":
-        from kbert.pipelines.zero_shot import parse_labels
+        from kbert.tasks.text_classification.decode import parse_labels
 
         texts = [inputs] if isinstance(inputs, str) else list(inputs)
         labels = parse_labels(options.get("candidate_labels") or [])

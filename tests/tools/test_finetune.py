@@ -179,7 +179,8 @@ def test_a_classifier_run_keeps_the_best_epoch_and_saves_a_loadable_model(tmp_pa
     model = load_model(str(tmp_path / "run" / "model.keras"))
     assert model.label_names == ["no", "yes"]
     tokenizer = convert.load_tokenizer(str(TINY))
-    from kbert.data import classification_dataset, read_classification_file
+    from kbert.tasks.text_classification.data import read_classification_file
+    from kbert.tasks.text_classification.features import classification_dataset
 
     data = read_classification_file(dev, "sentence", label_column="label",
                                     label_names=["no", "yes"])

@@ -90,3 +90,19 @@ def pack(tokenizer, first, second=None):
     return {"token_ids": token_ids.to_tensor(tokenizer.pad_id),
             "segment_ids": segment_ids.to_tensor(0),
             "padding_mask": tf.ones_like(token_ids).to_tensor(0)}
+
+
+def fit_call(pipe, first, second, truncation, max_length):
+    """`Pipeline.fit` in the graph with a call's options: cut to `max_length` (None: the
+    model's), then refuse what is still longer than the model. `pipe`: a pipeline (its
+    `special_count` and `max_length`). Returns (first, second, checks)."""
+    specials = pipe.special_count(second is not None)
+    checks = []
+    if max_length is not None and truncation is not False and truncation != "do_not_truncate":
+        if max_length <= specials:
+            raise ValueError(f"max_length={max_length} leaves no room for a text beside the "
+                             f"{specials} special tokens.")
+        first, second, checks = fit(first, second, max_length - specials, truncation)
+        truncation = False
+    first, second, more = fit(first, second, pipe.max_length - specials, truncation)
+    return first, second, checks + more

@@ -27,7 +27,7 @@ from kbert.data.task_features import (
     packed_row,
 )
 from kbert.data.task_records import label_indices
-from kbert.data.task_tfds import TFDS_TASKS, _text, tfds_rows
+from kbert.data.task_tfds import TfdsTask, _text, builder_rows
 from kbert.data.text_spans import align_texts, align_words
 from kbert.tasks.token_classification.decode import decode_entities
 
@@ -108,16 +108,23 @@ def read_conll(path, word_column=0, tag_column=-1, *, label_names=None, separato
     return TaggingData(examples, label_names, path)
 
 
+# The TFDS builders of tagged sentences: their words and default tag sequence.
+TFDS_TASKS = {"conll2003": TfdsTask("tagging", "tokens", None, "ner")}
+
+
 def read_tfds(name="conll2003", split="train", data_dir=None, download=True,
               tag_feature=None):
     """Reads a tagging dataset from tensorflow-datasets (conll2003: tokens, and the tag
-    sequence `tag_feature`: "ner" (default), "pos" or "chunks"); the arguments are
-    `kbert.data.task_tfds.tfds_rows`'. Tag names come from the builder's ClassLabel feature.
-    Returns `TaggingData`."""
-    if name not in TFDS_TASKS or TFDS_TASKS[name].kind != "tagging":
+    sequence `tag_feature`: "ner" (default), "pos" or "chunks"); `data_dir` and `download`
+    as `tfds.builder` / `download_and_prepare`. Tag names come from the builder's ClassLabel
+    feature. Returns `TaggingData`."""
+    if name not in TFDS_TASKS:
         raise ValueError(f"{name!r} is no TFDS tagging dataset; kbert reads "
-                         f"{sorted(n for n, t in TFDS_TASKS.items() if t.kind == 'tagging')}.")
-    task, features, rows, where = tfds_rows(name, split, data_dir, download, tag_feature)
+                         f"{sorted(TFDS_TASKS)}.")
+    task = TFDS_TASKS[name]
+    if tag_feature is not None:
+        task = task._replace(label=tag_feature)
+    rows, features, where = builder_rows(name, task, split, data_dir, download)
     names = list(features[task.label].feature.names)
     return _sentences(rows, where, task.text_a, task.label, names)
 

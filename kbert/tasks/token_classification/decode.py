@@ -21,6 +21,7 @@ import collections
 import numpy as np
 
 from kbert.data.text_spans import char_offset
+from kbert.tasks.text_classification.decode import softmax
 from kbert.tokenizers.decoding import DECODER_CLEAN_UP as _DECODER_CLEAN_UP
 from kbert.tokenizers.decoding import replace_all as _replace_all
 
@@ -121,11 +122,6 @@ def tag_tables(names, scheme):
 
 
 # --- transformers' TokenClassificationPipeline -------------------------------------------
-
-def softmax(x):
-    shifted = np.exp(x - np.max(x, axis=-1, keepdims=True))
-    return shifted / shifted.sum(axis=-1, keepdims=True)
-
 
 STRATEGIES = ("none", "simple", "first", "average", "max")
 

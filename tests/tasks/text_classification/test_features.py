@@ -5,14 +5,14 @@ import types
 import numpy as np
 import pytest
 
-from kbert.data.classification import classification_dataset
 from kbert.data.task_features import (
     CLASSIFICATION_LABEL_KEYS,
     FEATURE_KEYS,
     DataError,
     pack_segments,
 )
-from kbert.data.task_records import ClassificationData, ClassificationExample
+from kbert.tasks.text_classification.data import ClassificationData, ClassificationExample
+from kbert.tasks.text_classification.features import classification_dataset
 from tests.data.test_task_text_spans import tiny_tokenizer
 
 
@@ -127,7 +127,7 @@ def test_bad_examples_are_named():
 
 @pytest.mark.slow
 def test_files_to_batches(tmp_path):
-    from kbert.data.task_files import read_classification_file
+    from kbert.tasks.text_classification.data import read_classification_file
 
     path = tmp_path / "train.tsv"
     path.write_text("sentence\tlabel\nthe big city\tpositive\nparis\tnegative\n")
@@ -141,7 +141,7 @@ def test_files_to_batches(tmp_path):
 def test_encode_classification_is_the_dataset_as_arrays_in_order():
     """What run_finetuning fits and predicts on: the same rows as `classification_dataset`,
     unshuffled and concatenated, labels included (None without labels)."""
-    from kbert.data.classification import encode_classification
+    from kbert.tasks.text_classification.features import encode_classification
 
     tokenizer = tiny_tokenizer()
     # 1,030 rows: more than one of its batches of 1,024; pairs whose lengths all differ.

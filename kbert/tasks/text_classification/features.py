@@ -1,4 +1,4 @@
-"""Text classification and regression inputs: texts and text pairs -> `(features, labels)`.
+"""Text classification and regression features: texts and text pairs -> `(features, labels)`.
 
 Tokenization and packing run in the graph (`tf.data.Dataset.map` on batches), as in the
 exported SavedModels (`task_features.pack_segments`): `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`
@@ -21,8 +21,8 @@ from kbert.data.task_features import (
     pack_segments,
     special_count,
 )
-from kbert.data.task_records import ClassificationData, ClassificationExample
 from kbert.data.text_spans import utf8
+from kbert.tasks.text_classification.data import ClassificationData, ClassificationExample
 
 
 def as_classification_data(data, label_names=None, regression=False):
@@ -110,7 +110,7 @@ def classification_dataset(data, tokenizer, sequence_length=128, batch_size=32,
     data has no labels.
 
     Args:
-        data: `ClassificationData` (`read_classification_file`, `tfds_task`), or a list of
+        data: `ClassificationData` (`data.read_classification_file`, `data.read_tfds`), or a list of
             texts or of (text_a, text_b) pairs.
         tokenizer: a kbert tokenizer (`tokenize`, `cls_id`, `sep_id`, `pad_id`,
             `pair_separators`: RoBERTa's pairs get two separators and segment ids all 0).

@@ -1,0 +1,68 @@
+"""Text classification's fine-tuning hooks (`tools/finetune.py --task=text_classifier`): its
+data, its model, its scores and the metric that picks the best epoch. `config` is a
+`kbert.training.FinetuningConfig` (read by its fields: this module does not import
+`kbert.training`)."""
+
+import numpy as np
+
+from kbert.tasks.text_classification import data, features, metrics
+from kbert.tasks.text_classification.model import TextClassifier
+
+
+def _column(value):
+    """A CSV/TSV column given as a 0-based index ("0") or a header name / JSONL key."""
+    if value is None:
+        return None
+    return int(value) if value.lstrip("-").isdigit() else value
+
+
+def read(config, spec, split, label_names=None):
+    """The records of 'tfds:NAME' (GLUE, at `split`) or of a file (`config`'s columns)."""
+    if spec.startswith("tfds:"):
+        return data.read_tfds(spec.removeprefix("tfds:"), split=split)
+    return data.read_classification_file(
+        spec, _column(config.text_column), _column(config.text_pair_column),
+        _column(config.label_column), label_names=label_names)
+
+
+def encode(config, records, tokenizer):
+    """Encoded once, like the other tasks: the evaluation after every epoch then neither
+    builds nor traces the tokenizing pipeline again."""
+    return features.encode_classification(records, tokenizer, config.sequence_length)
+
+
+def fit_labels(labels):
+    """What follows the features in `fit`: the labels."""
+    return (labels["labels"],)
+
+
+def build(config, backbone, train):
+    regression = train.data.regression
+    return TextClassifier(
+        backbone, problem_type="regression" if regression else "single_label",
+        head=config.head, label_names=None if regression else train.label_names)
+
+
+def scores(config, split, logits):
+    """{metric: value} of the predictions `logits` of the prepared `split`."""
+    truth = np.array([example.label for example in split.data.examples])
+    if split.data.regression:
+        predicted = np.asarray(logits).reshape(-1)
+        return {"pearson": metrics.pearson(truth, predicted),
+                "spearman": metrics.spearman(truth, predicted)}
+    predicted = np.asarray(logits).argmax(-1)
+    scores = {"accuracy": metrics.accuracy(truth, predicted),
+              "matthews_corrcoef": metrics.matthews_corrcoef(truth, predicted),
+              "macro_f1": metrics.f1_score(truth, predicted, average="macro")}
+    if len(split.label_names) == 2:
+        scores["f1"] = metrics.f1_score(truth, predicted)
+    return scores
+
+
+def metric(config, train):
+    """The metric GLUE ranks the task by: MCC (CoLA), F1 (MRPC), Pearson (STS-B, any
+    regression), else accuracy."""
+    if train.data.regression:
+        return "pearson"
+    name = config.train_data.removeprefix("tfds:glue/")
+    return {"cola": "matthews_corrcoef", "mrpc": "f1"}.get(name, "accuracy")

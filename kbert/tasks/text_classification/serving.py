@@ -1,0 +1,153 @@
+"""Text classification's SavedModel signatures, of both contracts: raw strings in, every step in
+the graph (tokenization, packing, the model, the scores), so that the SavedModel loads with
+TensorFlow and tensorflow-text alone.
+
+- kbert's (`kbert.export.export_saved_model` of a `TextClassifier`):
+  `add_classifier_endpoints`: `serving_default` (text), `serving_pairs`, `serving_ids`, with
+  `classification_outputs` (label, label_id, probabilities, logits; regression: score;
+  multi-label: labels, num_labels).
+- transformers' (`pipeline.export`): `text_classification` ({"label", "score"} per text, as
+  the pipeline ranks them) and `zero_shot_classification` (NLI entailment over the candidate
+  labels given at the call).
+
+The rules on options are `decode`'s, the same the Python pipelines call.
+"""
+
+import tensorflow as tf
+
+from kbert.data.task_features import pack_segments
+from kbert.tasks.graph import packing as graph
+from kbert.tasks.graph.signatures import STRINGS, add_ids_endpoint, label_names_of, run_model
+from kbert.tasks.text_classification import decode
+
+# A string constant in a classifier's serve graph where its one output has no stated
+# problem type (see `add_classifier_endpoints`).
+UNSTATED_ONE_OUTPUT = ("kbert", "problem_type not stated")
+
+
+def classification_outputs(model, logits, names):
+    """Logits [B, N] -> the classifier's named outputs (see `export_saved_model`)."""
+    if model.problem_type == "regression":
+        return {"score": logits[:, 0]}
+    names = tf.constant(names)
+    multi_label = model.problem_type == "multi_label"
+    probabilities = tf.sigmoid(logits) if multi_label else tf.nn.softmax(logits)
+    label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+    outputs = {"label": tf.gather(names, label_id), "label_id": label_id,
+               "probabilities": probabilities, "logits": logits}
+    if multi_label:
+        chosen = probabilities > 0.5  # [B, N]
+        # The chosen classes first, in class order; "" after them.
+        order = tf.argsort(tf.cast(~chosen, tf.int32), axis=-1, stable=True)
+        outputs["labels"] = tf.where(tf.gather(chosen, order, batch_dims=1),
+                                     tf.gather(names, order), "")
+        outputs["num_labels"] = tf.reduce_sum(tf.cast(chosen, tf.int32), axis=-1)
+    return outputs
+
+
+def add_classifier_endpoints(archive, model, tokenizer, sequence_length, label_names):
+    """A `TextClassifier`'s `serving_default`, `serving_pairs` and `serving_ids` on the
+    ExportArchive `archive` (kbert's contract)."""
+    names = label_names_of(model, label_names) if model.problem_type != "regression" else None
+
+    def serve(features):
+        if model.problem_type == "regression" and not model.problem_type_declared:
+            # A mark read by kbert.pipelines.saved_model_source: one output and no stated
+            # problem type, which transformers' pipeline scores by a sigmoid.
+            tf.constant(UNSTATED_ONE_OUTPUT, name="unstated_problem_type")
+        return classification_outputs(model, run_model(model, features), names)
+
+    def serve_text(text):
+        return serve(pack_segments(tokenizer, [tokenizer.tokenize(text)], sequence_length))
+
+    def serve_pairs(text_a, text_b):
+        # One tokenizer call for both segments: half the graph to build.
+        ids = tokenizer.tokenize(tf.concat([text_a, text_b], 0))
+        rows = tf.shape(text_a, out_type=tf.int64)[0]
+        return serve(pack_segments(tokenizer, [ids[:rows], ids[rows:]], sequence_length))
+
+    archive.add_endpoint("serving_default", serve_text, [STRINGS])
+    archive.add_endpoint("serving_pairs", serve_pairs, [STRINGS, STRINGS])
+    add_ids_endpoint(archive, model, serve)
+
+
+# --- transformers' pipelines (`pipeline.export`) -----------------------------------------
+
+def scored(scores, names, order, count):
+    """(label names, scores) [B, count] of `scores` [B, N], in label order or best first
+    (ties: the lower index first, as Python's stable sort)."""
+    if order:
+        scores, index = tf.math.top_k(scores, k=count)
+    else:
+        index = tf.broadcast_to(tf.range(count), tf.shape(scores))
+    return tf.gather(tf.constant(names), index), scores
+
+
+def activation(function):
+    """The graph's twin of `decode.apply(function, ...)`."""
+    return {"softmax": tf.nn.softmax, "sigmoid": tf.sigmoid, "none": tf.identity}[function]
+
+
+def text_classification(pipe, model, opts, given):
+    """`pipeline.export`'s endpoints of a text-classification pipeline `pipe` (its options
+    `opts`, `given` the ones the call named): {name: (function, input specs)}."""
+    names = pipe.source.label_names
+    top_k, legacy = pipe.ranking(opts, given)
+    count, order = decode.ranked_count(top_k, legacy, len(names))
+    function = activation(pipe.function(opts))
+    truncation, max_length = pipe.tokenization(opts)
+    tokenizer = pipe.tokenizer
+
+    def answer(first, second):
+        first, second, checks = graph.fit_call(pipe, first, second, truncation, max_length)
+        with tf.control_dependencies(checks):
+            logits = run_model(model, graph.pack(tokenizer, first, second))
+        label, score = scored(function(logits), names, order, count)
+        return {"label": label, "score": score}
+
+    def serve(text):
+        return answer(graph.ids(tokenizer, text), None)
+
+    def serve_pairs(text, text_pair):
+        ids = graph.ids(tokenizer, tf.concat([text, text_pair], 0))
+        rows = tf.shape(text, out_type=tf.int64)[0]
+        return answer(ids[:rows], ids[rows:])
+
+    return {"serving_default": (serve, [STRINGS]),
+            "serving_pairs": (serve_pairs, [STRINGS, STRINGS])}
+
+
+def zero_shot_classification(pipe, model, opts, given):
+    """`pipeline.export`'s endpoint of a zero-shot pipeline: the texts and the candidate
+    labels in, {"sequence", "labels", "scores"} out, best first."""
+    prefix, suffix = decode.template_parts(opts["hypothesis_template"])
+    multi_label = pipe.multi_label(opts)
+    entailment, contradiction = pipe.entailment, pipe.contradiction
+    tokenizer, budget = pipe.tokenizer, pipe.max_length - pipe.special_count(True)
+
+    def serve(sequences, candidate_labels):
+        batch, count = tf.shape(sequences)[0], tf.shape(candidate_labels)[0]
+        check = tf.debugging.Assert(
+            (count > 0) & tf.reduce_all(tf.strings.length(sequences) > 0),
+            ["You must include at least one label and at least one sequence."])
+        hypotheses = tf.strings.join([prefix, candidate_labels, suffix])
+        ids = graph.ids(tokenizer, tf.concat([sequences, hypotheses], 0))
+        premises, hypothesis_ids = ids[:batch], ids[batch:]
+        premise = tf.repeat(tf.range(batch), count)
+        hypothesis = tf.tile(tf.range(count), [batch])
+        first, second, checks = graph.fit(tf.gather(premises, premise),
+                                          tf.gather(hypothesis_ids, hypothesis), budget,
+                                          "only_first")
+        with tf.control_dependencies([check, *checks]):
+            logits = run_model(model, graph.pack(tokenizer, first, second))
+        logits = tf.reshape(logits, [batch, count, -1])
+        # Each label alone: entailment against contradiction (multi_label, or one label).
+        alone = tf.nn.softmax(tf.gather(logits, [contradiction, entailment], axis=-1))[..., 1]
+        scores = alone if multi_label else tf.where(
+            count == 1, alone, tf.nn.softmax(logits[..., entailment]))
+        # reversed(argsort): of equal scores, the later label first.
+        order = tf.reverse(tf.argsort(scores, axis=-1, stable=True), axis=[-1])
+        return {"sequence": sequences, "labels": tf.gather(candidate_labels, order),
+                "scores": tf.gather(scores, order, batch_dims=1)}
+
+    return {"serving_default": (serve, [STRINGS, STRINGS])}

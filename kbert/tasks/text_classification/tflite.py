@@ -1,0 +1,99 @@
+"""Text classification's TFLite graphs (TFLite's built-in ops and tensorflow-text's kernels
+only), of both contracts:
+
+- kbert's (`kbert.export.export_tflite` of a `TextClassifier`): `classifier_outputs`, what
+  its SavedModel gives, with every class name in `labels` (the chosen first);
+- transformers' (`pipeline.export_tflite`): `text_classification` ({"label", "score"} as the
+  pipeline ranks them) and `zero_shot_classification` (the candidate labels and template fixed
+  at export: `labels`, `scores` best first and `label_scores` in the labels' order).
+
+The caller (`kbert.export` / `kbert.pipelines`) gives the TFLite tokenizer (`fast_tokenizer`:
+a function making it, called where the options are checked) and writes the model.
+"""
+
+import tensorflow as tf
+
+from kbert.tasks.graph.signatures import label_names_of, run_model
+from kbert.tasks.graph.tflite_packing import pack_premises, pack_text
+from kbert.tasks.text_classification import decode
+from kbert.tasks.text_classification.serving import activation, classification_outputs, scored
+
+
+def classifier_outputs(model, label_names):
+    """features -> a `TextClassifier`'s named outputs in TFLite."""
+    names = label_names_of(model, label_names) if model.problem_type != "regression" \
+        else None
+
+    def classify(features):
+        outputs = classification_outputs(model, run_model(model, features), names)
+        if "labels" in outputs:
+            # TFLite selects no strings: every class name, the chosen (the first
+            # `num_labels`) first, where the SavedModel has "" after the chosen.
+            chosen = outputs["probabilities"] > 0.5
+            order = tf.argsort(tf.where(chosen, 0, 1), axis=-1, stable=True)
+            outputs["labels"] = tf.gather(tf.constant(names), order)
+        return outputs
+
+    return classify
+
+
+def text_classification(pipe, model, opts, given, fast_tokenizer, length):
+    """(fast, serve): a text-classification pipeline's TFLite tokenizer and its
+    `serving_default` (texts cut to `length` tokens)."""
+    names = pipe.source.label_names
+    top_k, legacy = pipe.ranking(opts, given)
+    count, order = decode.ranked_count(top_k, legacy, len(names))
+    function = activation(pipe.function(opts))
+    fast = fast_tokenizer()
+
+    def serve(text):
+        features = pack_text(pipe.tokenizer, fast.tokenize(text), length)
+        label, score = scored(function(run_model(model, features)), names, order, count)
+        return {"label": label, "score": score}
+
+    return fast, serve
+
+
+def zero_shot_classification(pipe, model, opts, given, fast_tokenizer):
+    """(fast, serve): a zero-shot pipeline's TFLite tokenizer and its `serving_default`, the
+    candidate labels and the template fixed at export."""
+    labels = opts["candidate_labels"] or []
+    if isinstance(labels, str):  # "a, b": comma-separated, as the pipeline takes it
+        labels = [label.strip() for label in labels.split(",") if label.strip()]
+    if not labels or not all(isinstance(label, str) and label for label in labels):
+        raise ValueError(
+            f"candidate_labels={opts['candidate_labels']!r}: a TFLite zero-shot classifier "
+            f"fixes its labels at export (TFLite joins no strings); pass "
+            f"candidate_labels=[...] (one or more non-empty strings) to export_tflite.")
+    prefix, suffix = decode.template_parts(opts["hypothesis_template"])
+    multi_label = pipe.multi_label(opts) or len(labels) == 1
+    entailment, contradiction = pipe.entailment, pipe.contradiction
+    # The hypotheses are fixed: tokenized here by kbert's tokenizer, as the pipeline does.
+    hypotheses = pipe.encoder.ids([prefix + label + suffix for label in labels], pipe.specials)
+    budget = pipe.max_length - pipe.special_count(True)
+    for label, ids in zip(labels, hypotheses):
+        if len(ids) >= budget:
+            raise ValueError(f"The hypothesis of candidate label {label!r} is {len(ids)} "
+                             f"tokens long: no room for the text in {pipe.max_length}.")
+    names = tf.constant(labels)
+    count = len(labels)
+    fast = fast_tokenizer()
+
+    def serve(text):
+        features = pack_premises(pipe.tokenizer, fast.tokenize(text),
+                                 [ids.tolist() for ids in hypotheses], pipe.max_length)
+        logits = tf.reshape(tf.cast(run_model(model, features), tf.float32),
+                            [-1, count, model.num_classes])
+        if multi_label:  # each label alone: entailment against contradiction
+            scores = tf.nn.softmax(tf.gather(logits, [contradiction, entailment],
+                                             axis=-1))[..., 1]
+        else:
+            scores = tf.nn.softmax(logits[..., entailment])
+        # Best first; of equal scores the later label first (the pipeline's reversed
+        # argsort): top_k on the labels reversed, which puts the lower index first.
+        best, index = tf.math.top_k(tf.reverse(scores, axis=[-1]), k=count)
+        order = count - 1 - index
+        return {"labels": tf.gather(names, order), "scores": best,
+                "label_scores": scores}
+
+    return fast, serve
