@@ -6,7 +6,8 @@
 - glue/mrpc, glue/stsb: sentence1, sentence2, label (stsb: float32, regression);
 - glue/mnli: premise, hypothesis, label; the split "validation" means validation_matched;
 - squad/v1.1, squad/v2.0: id, question, context, answers {text, answer_start},
-  is_impossible (v2) -> `QuestionAnsweringData`;
+  is_impossible (v2): read by `kbert.tasks.question_answering.data.tfds_squad`, on
+  `tfds_rows`;
 - conll2003: tokens, ner (or pos, chunks: `tag_feature`) -> `TaggingData`.
 
 Label names come from the builders' ClassLabel features. GLUE's test splits have no labels
@@ -19,11 +20,8 @@ from kbert.data.task_features import DataError
 from kbert.data.task_records import (
     ClassificationData,
     ClassificationExample,
-    QuestionAnsweringData,
-    QuestionExample,
     TaggingData,
     TaggingExample,
-    check_question,
 )
 
 
@@ -57,26 +55,40 @@ def tfds_task(name, split="train", data_dir=None, download=True, tag_feature=Non
     """Reads a fine-tuning dataset from tensorflow-datasets (see the table above).
 
     Args:
-        name: one of `TFDS_TASKS` ("glue/sst2", "squad/v2.0", "conll2003", ...).
+        name: one of `TFDS_TASKS` ("glue/sst2", "glue/stsb", "conll2003", ...; SQuAD's are
+            `kbert.tasks.question_answering.data.tfds_squad`'s).
         split: a TFDS split; for glue/mnli, "validation" and "test" mean the matched ones.
         data_dir, download: as `tfds.builder` / `download_and_prepare`.
         tag_feature: conll2003's tag sequence: "ner" (default), "pos" or "chunks".
     Returns:
-        `ClassificationData`, `TaggingData` or `QuestionAnsweringData`.
+        `ClassificationData` or `TaggingData`.
     """
     if name not in TFDS_TASKS:
         raise ValueError(f"Unknown TFDS task {name!r}; kbert reads {sorted(TFDS_TASKS)}.")
-    import tensorflow_datasets as tfds
-
     kind, text_a, text_b, label = TFDS_TASKS[name]
+    if kind == "question_answering":
+        raise ValueError(f"{name} is read by kbert.tasks.question_answering.data.tfds_squad "
+                         f"(its records live with the task).")
     if kind == "tagging" and tag_feature is not None:
         label = tag_feature
+    rows, features, where = tfds_rows(name, split, data_dir, download,
+                                      [f for f in (text_a, text_b, label) if f is not None])
+    if kind == "tagging":
+        names = list(features[label].feature.names)
+        return _sentences(rows, where, text_a, label, names)
+    names = None if kind == "regression" else list(features[label].names)
+    return _classification(rows, where, text_a, text_b, label, names)
+
+
+def tfds_rows(name, split, data_dir, download, expected):
+    """The rows (numpy) of TFDS dataset `name` at `split` (glue/mnli's "validation" and
+    "test": the matched ones), checked to have the features `expected`; returns (rows, the
+    builder's features, "name (split)" for errors)."""
+    import tensorflow_datasets as tfds
+
     split = _SPLIT_ALIASES.get(name, {}).get(split, split)
     builder = tfds.builder(name, data_dir=data_dir)
     features = builder.info.features
-    expected = [f for f in (text_a, text_b, label) if f is not None]
-    if kind == "question_answering":
-        expected.append("id")
     missing = [f for f in expected if f not in features]
     if missing:
         raise DataError(f"{name}: the builder has no feature {missing}; its features: "
@@ -84,14 +96,7 @@ def tfds_task(name, split="train", data_dir=None, download=True, tag_feature=Non
     if download:
         builder.download_and_prepare()
     rows = builder.as_dataset(split=split).as_numpy_iterator()
-    where = f"{name} ({split})"
-    if kind == "question_answering":
-        return _questions(rows, where, name == "squad/v2.0")
-    if kind == "tagging":
-        names = list(features[label].feature.names)
-        return _sentences(rows, where, text_a, label, names)
-    names = None if kind == "regression" else list(features[label].names)
-    return _classification(rows, where, text_a, text_b, label, names)
+    return rows, features, f"{name} ({split})"
 
 
 def _classification(rows, where, text_a, text_b, label, names):
@@ -142,20 +147,3 @@ def _sentences(rows, where, words_key, tags_key, names):
         raise DataError(f"{where}: no sentences.")
     return TaggingData(examples, names, where)
 
-
-def _questions(rows, where, version_2):
-    examples = []
-    for row in rows:
-        answers = row["answers"]
-        pairs = tuple((_text(t), int(s)) for t, s in zip(answers["text"],
-                                                          answers["answer_start"]))
-        impossible = bool(row.get("is_impossible", False))
-        qid = _text(row["id"])
-        example = QuestionExample(qid, _text(row["question"]), _text(row["context"]),
-                                  () if impossible else pairs, impossible,
-                                  f"{where} question id {qid!r}")
-        check_question(example, where)
-        examples.append(example)
-    if not examples:
-        raise DataError(f"{where}: no questions.")
-    return QuestionAnsweringData(examples, version_2, where)

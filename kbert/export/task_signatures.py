@@ -11,7 +11,7 @@ import keras
 import tensorflow as tf
 
 from kbert.data.task_features import pack_segments
-from kbert.export.answer_signatures import add_question_answerer_endpoints
+from kbert.tasks.question_answering.serving import add_question_answerer_endpoints
 from kbert.tasks.graph.signatures import STRINGS, add_ids_endpoint, label_names_of, run_model
 from kbert.export.tagging_signatures import add_token_classifier_endpoints
 from kbert.tasks import QuestionAnswerer, TextClassifier, TextEmbedder, TokenClassifier

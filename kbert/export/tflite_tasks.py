@@ -1,6 +1,7 @@
 """TFLite graphs of the span tasks, on TFLite's built-in ops and tensorflow-text's kernels:
-a token classifier (text in, a tag per token with its character span out) and a question
-answerer (question and context in, the best span's characters out).
+a token classifier (text in, a tag per token with its character span out); a question
+answerer's (question and context in, the best span's characters out) is the task's,
+`kbert.tasks.question_answering.tflite`.
 
 Offsets are UTF-8 byte offsets into the text as given (`text.encode("utf-8")[start:end]`):
 what tensorflow-text's `FastBertNormalize` and `FastWordpieceTokenizeWithOffsets` give,
@@ -20,35 +21,9 @@ reductions and ragged rows, without TFLite kernels), so the model returns every 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from kbert.tasks.graph.tflite_packing import pack_dense, pack_dense_pairs, pack_text
-
-
-def _dense(ragged, width, default):
-    """A ragged [B, (n)] -> [B, width] (cut and padded), by `RaggedTensorToTensor`."""
-    return ragged.to_tensor(default_value=default, shape=[None, width])
-
-
-def pieces_with_offsets(fast, text):
-    """`FastBertTokenizer.tokenize_with_offsets` without ragged gathers (TFLite has no
-    kernel for the `RaggedRange` they add): ragged ids [B, (pieces)], and each piece's
-    UTF-8 byte start and end in `text`, dense [B, >= pieces]."""
-    normalized, offsets = fast._fast_bert_normalizer.normalize_with_offsets(text)
-    ids, starts, ends = fast._fast_wordpiece_tokenizer.tokenize_with_offsets(normalized)
-    # Normalized byte -> input byte (`offsets` has one more entry per text: its end).
-    table = offsets.to_tensor(default_value=0)
-    to_bytes = lambda post: tf.gather(  # noqa: E731
-        table, _dense(tf.cast(post, tf.int32), None, 0), batch_dims=1)
-    return ids, to_bytes(starts), to_bytes(ends)
-
-
-def _placed(values, first, count, sequence_length):
-    """Per-piece values [B, >= count] -> [B, sequence_length] with piece i at position
-    `first + i` for i < count, -1 elsewhere."""
-    position = tf.range(sequence_length)[None, :]
-    index = tf.clip_by_value(position - first + tf.zeros_like(count), 0,
-                             tf.shape(values)[1] - 1)  # [B, S]
-    moved = tf.gather(values, index, batch_dims=1)
-    return tf.where((position >= first) & (position < first + count), moved, -1)
+from kbert.tasks.graph.tflite_packing import dense as _dense
+from kbert.tasks.graph.tflite_packing import pack_dense, pack_text, pieces_with_offsets
+from kbert.tasks.graph.tflite_packing import placed as _placed
 
 
 def token_classifier_serving(tokenizer, fast, run, names, sequence_length):
@@ -72,63 +47,6 @@ def token_classifier_serving(tokenizer, fast, run, names, sequence_length):
                 "starts": _placed(starts, 1, count, sequence_length),
                 "ends": _placed(ends, 1, count, sequence_length),
                 "padding_mask": features["padding_mask"]}
-
-    return serve
-
-
-def pack_question(tokenizer, question, context, sequence_length):
-    """Ragged ids of questions and contexts -> [CLS] question [SEP] context [SEP], as the
-    question-answering pipeline's first window: the question is kept whole (cut only past
-    `sequence_length - 3` pieces), the context cut to what is left. Returns the features
-    and the question's and the context's piece counts [B, 1]."""
-    budget = sequence_length - 3
-    a = tf.minimum(tf.cast(question.row_lengths(), tf.int32)[:, None], budget)  # [B, 1]
-    b = tf.minimum(tf.cast(context.row_lengths(), tf.int32)[:, None], budget - a)
-    features = pack_dense_pairs(tokenizer, _dense(question, budget, tokenizer.pad_id), a,
-                                _dense(context, budget, tokenizer.pad_id), b,
-                                sequence_length)
-    return features, a, b
-
-
-def question_answerer_serving(tokenizer, fast, run, sequence_length, max_answer_length):
-    """`question`, `context` string [B] -> the first window's logits and the best span:
-    `start_logits`, `end_logits` [B, S]; `tokens` [B, S]; `starts`, `ends` int32 [B, S]
-    (UTF-8 bytes of the context; -1 off the context); `answer_start`, `answer_end` (bytes of
-    the context) and `score` [B]: the best span of at most `max_answer_length` pieces by
-    start x end probability (softmax over [CLS] and the context), as the pipeline with
-    top_k=1, align_to_words=False, on one window."""
-    vocabulary = tf.constant(list(tokenizer.vocabulary))
-
-    def serve(question, context):
-        question_ids = fast.tokenize(question)
-        ids, starts, ends = pieces_with_offsets(fast, context)
-        features, a, b = pack_question(tokenizer, question_ids, ids, sequence_length)
-        outputs = run(features)
-        start_logits = tf.cast(outputs["start_logits"], tf.float32)
-        end_logits = tf.cast(outputs["end_logits"], tf.float32)
-        starts = _placed(starts, a + 2, b, sequence_length)
-        ends = _placed(ends, a + 2, b, sequence_length)
-        position = tf.range(sequence_length)[None, :]
-        allowed = (starts >= 0) | (position == 0)
-        probability = lambda logits: tf.nn.softmax(  # noqa: E731
-            tf.where(allowed, logits, -10000.0))
-        on_context = tf.cast(starts >= 0, tf.float32)  # [CLS] is no answer here
-        start_p = probability(start_logits) * on_context
-        end_p = probability(end_logits) * on_context
-        span = tf.range(sequence_length)
-        gap = span[None, :] - span[:, None]  # end - start
-        band = tf.cast((gap >= 0) & (gap < max_answer_length), tf.float32)
-        scores = start_p[:, :, None] * end_p[:, None, :] * band[None]  # [B, S, S]
-        best = tf.argmax(tf.reshape(scores, [-1, sequence_length * sequence_length]),
-                         axis=-1, output_type=tf.int32)
-        first, last = best // sequence_length, best % sequence_length
-        pick = lambda values, at: tf.gather(values, at[:, None], batch_dims=1)[:, 0]  # noqa
-        return {"start_logits": start_logits, "end_logits": end_logits,
-                "token_ids": features["token_ids"],
-                "tokens": tf.gather(vocabulary, features["token_ids"]),
-                "starts": starts, "ends": ends,
-                "answer_start": pick(starts, first), "answer_end": pick(ends, last),
-                "score": tf.reduce_max(tf.reshape(scores, [-1, sequence_length ** 2]), -1)}
 
     return serve
 

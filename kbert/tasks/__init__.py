@@ -4,8 +4,9 @@ seqeval, no TensorFlow), and the one table of task names (`kbert.tasks.registry`
 `TaskRecord` per task)."""
 
 from kbert.tasks import metrics, registry
-from kbert.tasks._heads import ClassificationHead, SpanLogits, TokenPooling
+from kbert.tasks._heads import ClassificationHead, TokenPooling
 from kbert.tasks.question_answering import QuestionAnswerer
+from kbert.tasks.question_answering.model import SpanLogits
 from kbert.tasks.record import TaskRecord
 from kbert.tasks.task import Task, family_of
 from kbert.tasks.text_classification import TextClassifier

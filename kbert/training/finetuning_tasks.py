@@ -15,10 +15,13 @@ import numpy as np
 from kbert import data as kdata
 from kbert.tasks import metrics as task_metrics
 from kbert.tasks import registry
+from kbert.tasks.question_answering import finetuning as qa_hooks
 
 
 def _read(config, spec, split, label_names=None):
     """The task's records from 'tfds:NAME' (at `split`) or a file."""
+    if config.task == "question_answerer":
+        return qa_hooks.read(config, spec, split, label_names)
     if spec.startswith("tfds:"):
         return kdata.tfds_task(spec.removeprefix("tfds:"), split=split)
     if config.task == "text_classifier":
@@ -28,7 +31,6 @@ def _read(config, spec, split, label_names=None):
     if config.task == "token_classifier":
         return kdata.read_conll(spec, config.word_column, config.tag_column,
                                 label_names=label_names)
-    return kdata.read_squad(spec)
 
 
 def _column(value):
@@ -127,24 +129,6 @@ def _tagger_scores(config, model, split, tokenizer):
     return {"precision": scores["precision"], "recall": scores["recall"], "f1": scores["f1"]}
 
 
-# === question_answerer ===
-
-def _qa_model(config, backbone, train):
-    return registry.QUESTION_ANSWERER.build(backbone)
-
-
-def _qa_scores(config, model, split, tokenizer):
-    outputs = _predict(config, model, split)
-    answers = split.encoded.decode(
-        outputs["start_logits"], outputs["end_logits"], n_best=config.n_best,
-        max_answer_length=config.max_answer_length, null_threshold=config.null_threshold)
-    version = "v2.0" if split.data.version_2 else "v1.1"
-    predictions = {qid: answer["text"] for qid, answer in answers.items()}
-    references = {example.id: [] if example.is_impossible else [a[0] for a in example.answers]
-                  for example in split.data.examples}
-    return task_metrics.squad_scores(predictions, references, version=version)
-
-
 @dataclasses.dataclass(frozen=True)
 class FinetuningTask:
     """What a fine-tuning task reads, trains and is scored by.
@@ -190,13 +174,11 @@ _HOOKS = {task.name: task for task in (
                        data, tokenizer, config.sequence_length),
                    _array_batches(lambda y: (y["labels"], y["label_weights"])),
                    _tagger_model, _tagger_scores, lambda config, train: "f1"),
-    FinetuningTask("question_answerer",
-                   lambda config, data, tokenizer: kdata.encode_questions(
-                       data, tokenizer, config.sequence_length, config.qa_doc_stride(),
-                       config.max_question_length),
-                   _array_batches(lambda y: ({"start_logits": y["start_positions"],
-                                              "end_logits": y["end_positions"]},)),
-                   _qa_model, _qa_scores, lambda config, train: "f1"),
+    FinetuningTask("question_answerer", qa_hooks.encode, _array_batches(qa_hooks.fit_labels),
+                   qa_hooks.build,
+                   lambda config, model, split, tokenizer: qa_hooks.scores(
+                       config, _predict(config, model, split), split),
+                   qa_hooks.metric),
 )}
 # `--task` -> its record here, for every fine-tuning task of the table (a KeyError here: a task
 # record says `finetuning` and has no hooks).

@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 from kbert.convert import load_tokenizer
-from kbert.data import encode_questions, encode_tagging
-from kbert.data.task_records import QuestionExample, TaggingExample
+from kbert.data import encode_tagging
+from kbert.data.task_records import TaggingExample
+from kbert.tasks.question_answering.data import QuestionExample
+from kbert.tasks.question_answering.features import encode_questions
 from kbert.data.text_spans import align_texts, align_words
 from kbert.tokenizers.encoding import Encoder
 

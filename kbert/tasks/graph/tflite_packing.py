@@ -1,6 +1,7 @@
 """Wordpieces packed into model inputs inside a TFLite graph: cut and padded with
 `RaggedTensorToTensor` and plain arithmetic on dense tensors, never by slicing a ragged
-tensor (which adds `RaggedRange`, an op TFLite has no kernel for)."""
+tensor (which adds `RaggedRange`, an op TFLite has no kernel for); and wordpieces with their
+UTF-8 byte offsets (`pieces_with_offsets`), placed at their positions (`placed`)."""
 
 import tensorflow as tf
 
@@ -84,3 +85,31 @@ def pack_dense_pairs(tokenizer, dense_a, a, dense_b, b, sequence_length):
     return {"token_ids": token_ids,
             "segment_ids": tf.where((position >= a + 2) & (position <= a + b + 2), 1, 0),
             "padding_mask": tf.cast(position <= a + b + 2, tf.int32)}
+
+
+def dense(ragged, width, default):
+    """A ragged [B, (n)] -> [B, width] (cut and padded), by `RaggedTensorToTensor`."""
+    return ragged.to_tensor(default_value=default, shape=[None, width])
+
+
+def pieces_with_offsets(fast, text):
+    """`FastBertTokenizer.tokenize_with_offsets` without ragged gathers (TFLite has no
+    kernel for the `RaggedRange` they add): ragged ids [B, (pieces)], and each piece's
+    UTF-8 byte start and end in `text`, dense [B, >= pieces]."""
+    normalized, offsets = fast._fast_bert_normalizer.normalize_with_offsets(text)
+    ids, starts, ends = fast._fast_wordpiece_tokenizer.tokenize_with_offsets(normalized)
+    # Normalized byte -> input byte (`offsets` has one more entry per text: its end).
+    table = offsets.to_tensor(default_value=0)
+    to_bytes = lambda post: tf.gather(  # noqa: E731
+        table, dense(tf.cast(post, tf.int32), None, 0), batch_dims=1)
+    return ids, to_bytes(starts), to_bytes(ends)
+
+
+def placed(values, first, count, sequence_length):
+    """Per-piece values [B, >= count] -> [B, sequence_length] with piece i at position
+    `first + i` for i < count, -1 elsewhere."""
+    position = tf.range(sequence_length)[None, :]
+    index = tf.clip_by_value(position - first + tf.zeros_like(count), 0,
+                             tf.shape(values)[1] - 1)  # [B, S]
+    moved = tf.gather(values, index, batch_dims=1)
+    return tf.where((position >= first) & (position < first + count), moved, -1)
