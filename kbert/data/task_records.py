@@ -1,33 +1,8 @@
-"""The records every fine-tuning pipeline takes, whatever the source (files, TFDS, lists),
-and the checks they share.
-
-Labels are stored as indices into the data's `label_names` (floats for regression); every
-record keeps its `origin` ("train.tsv: line 12", "squad/v2.0 (train) question id '5a8'") so
-that an error found later still names the row.
-"""
-
-import dataclasses
+"""What the task folders' records share: labels stored as indices into the data's
+`label_names` (floats for regression), each record keeping its `origin` ("train.tsv: line
+12", "conll2003 (train) example 4") so that an error found later still names the row."""
 
 from kbert.data.task_features import DataError
-
-
-@dataclasses.dataclass(frozen=True)
-class QuestionExample:
-    """A SQuAD question: `answers` are (text, char_start) pairs into `context`, checked to
-    match it; `is_impossible` (SQuAD 2.0) means no answer."""
-    id: str
-    question: str
-    context: str
-    answers: tuple = ()
-    is_impossible: bool = False
-    origin: str = ""
-
-
-@dataclasses.dataclass
-class QuestionAnsweringData:
-    examples: list
-    version_2: bool = False
-    source: str = ""
 
 
 def _is_number(value):
@@ -80,27 +55,3 @@ def label_indices(raw_labels, origins, label_names=None, regression=None):
                             f"{label_names}.")
         labels.append(index[value])
     return labels, label_names, False
-
-
-def check_question(example, where):
-    """Raises `DataError` for an empty question or context, or an answer whose text is not
-    at its `answer_start` in the context."""
-    prefix = f"{where}: question id {example.id!r}"
-    if not isinstance(example.question, str) or not example.question.strip():
-        raise DataError(f"{prefix}: empty question.")
-    if not isinstance(example.context, str) or not example.context.strip():
-        raise DataError(f"{prefix}: empty context.")
-    for i, (text, start) in enumerate(example.answers):
-        if not isinstance(text, str) or not text.strip():
-            raise DataError(f"{prefix}: answer {i} has empty text.")
-        if isinstance(start, bool) or not isinstance(start, int):
-            raise DataError(f"{prefix}: answer {i} has answer_start {start!r}; expected an "
-                            f"integer.")
-        end = start + len(text)
-        if start < 0 or end > len(example.context):
-            raise DataError(f"{prefix}: answer {i} {text!r} spans characters {start}:{end}, "
-                            f"outside its context of {len(example.context)} characters.")
-        if example.context[start:end] != text:
-            raise DataError(f"{prefix}: answer {i} {text!r} does not match the context at "
-                            f"answer_start {start}, which holds "
-                            f"{example.context[start:end]!r}.")

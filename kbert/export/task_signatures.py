@@ -10,7 +10,7 @@ predictions equal the Keras model's decoded by `kbert.data` in Python (tested).
 import keras
 
 from kbert.data.task_features import pack_segments
-from kbert.export.answer_signatures import add_question_answerer_endpoints
+from kbert.tasks.question_answering.serving import add_question_answerer_endpoints
 from kbert.tasks.graph.signatures import STRINGS, add_ids_endpoint, run_model
 from kbert.tasks.token_classification.serving import add_token_classifier_endpoints
 from kbert.tasks import QuestionAnswerer, TextClassifier, TextEmbedder, TokenClassifier

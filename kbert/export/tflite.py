@@ -148,7 +148,7 @@ def export_tflite(model, path, tokenizer=None, quantize=None, sequence_length=No
     text); a `QuestionAnswerer` takes `question` and `context` and gives one window's
     `start_logits`, `end_logits`, `tokens`, byte `starts` / `ends` in the context and the
     best span of at most `max_answer_length` pieces: `answer_start`, `answer_end` (bytes)
-    and `score` (`kbert.export.tflite_tasks`). Text is cut at `sequence_length`
+    and `score` (`kbert.tasks.question_answering.tflite`). Text is cut at `sequence_length`
     wordpieces (a context past the window is cut: one window only).
 
     Tokenization is tensorflow-text's `FastBertTokenizer`, which kbert's SavedModels do not
@@ -241,7 +241,7 @@ def export_tflite(model, path, tokenizer=None, quantize=None, sequence_length=No
             sequence_length), [STRINGS])
         return convert(archive, path, quantize)
     if isinstance(model, QuestionAnswerer):
-        from kbert.export.tflite_tasks import question_answerer_serving
+        from kbert.tasks.question_answering.tflite import question_answerer_serving
 
         archive.add_endpoint("serving_default", question_answerer_serving(
             tokenizer, fast, lambda features: run_model(model, features), sequence_length,

@@ -1,9 +1,10 @@
 """`pipeline.export(path, **options)`: a SavedModel whose `serving_default` takes raw strings
 and returns the pipeline's answers, every step in the graph (tokenization, truncation, the
 model, and the post-processing: softmax / sigmoid and ranking, NLI-to-label scoring, the
-masked-token search and decoding, entities (`pipeline_serving`), answer spans over a context's
-windows (`answer_serving`)), so that TensorFlow Serving answers what the pipeline
-answers. It loads with TensorFlow and tensorflow-text alone.
+masked-token search and decoding, entities
+(`kbert.tasks.token_classification.pipeline_serving`), answer spans over a context's windows
+(`kbert.tasks.question_answering.pipeline_serving`)), so that TensorFlow Serving answers what
+the pipeline answers. It loads with TensorFlow and tensorflow-text alone.
 
 A pipeline's answer is a list of dicts; the SavedModel returns each key as a tensor with a
 leading batch dimension, padded where rows differ in length (a `num_*` output says how many
@@ -16,7 +17,7 @@ import tensorflow as tf
 from kbert.export.archive import write_archive
 from kbert.tasks.graph.signatures import STRINGS, run_model
 from kbert.tasks.graph import packing as graph
-from kbert.pipelines.answer_serving import question_answering
+from kbert.tasks.question_answering.pipeline_serving import question_answering
 from kbert.pipelines.model_source import KerasRunner
 from kbert.tasks.token_classification.pipeline_serving import token_classification
 from kbert.tasks.text_classification import serving as text_classification_serving

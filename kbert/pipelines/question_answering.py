@@ -4,21 +4,21 @@ on a kbert `QuestionAnswerer`; answers are exact substrings of the original cont
 As transformers' fast path: the question is never cut; the context is cut into windows of
 what `max_seq_len` leaves, each window repeating the last `doc_stride` tokens of the one
 before; every window's start and end logits become probabilities over its context tokens
-and [CLS], spans score start x end, and each span is widened to whole words."""
+and [CLS], spans score start x end, and each span is widened to whole words. The rule is
+the task's (`kbert.tasks.question_answering.decode.answer`); this class takes the options,
+cuts the windows and runs the model."""
 
 import numpy as np
 
-from kbert.data.question_answering import window_starts
 from kbert.data.task_features import pair_separators
 from kbert.pipelines.base import InputTooLongError, Pipeline, check_int
-from kbert.tasks.text_classification.decode import softmax
-
-_MASKED = -10000.0
+from kbert.tasks.question_answering.decode import MASKED_LOGIT, answer, word_spans
+from kbert.tasks.question_answering.features import window_starts
 
 
 def windows(num_context, question_length, max_seq_len, doc_stride, specials=3):
     """(start, stop) of each window's context tokens, as the tokenizers library's
-    overflowing truncation ("only_second", `stride`) cuts them: `kbert.data`'s
+    overflowing truncation ("only_second", `stride`) cuts them: the task's
     `window_starts`, which fine-tuning and the SavedModels follow too. `specials`: the
     special tokens of a pair (3: [CLS] question [SEP] window [SEP]; RoBERTa's 4:
     <s> question </s></s> window </s>)."""
@@ -38,61 +38,6 @@ def windows(num_context, question_length, max_seq_len, doc_stride, specials=3):
             "max_seq_len.")
     return [(start, start + length)
             for start, length in window_starts(num_context, room, doc_stride)]
-
-
-def decode_spans(start, end, top_k, max_answer_len, allowed):
-    """transformers' `decode_spans`: the `top_k` best (start, end) of start x end scores
-    with end - start < max_answer_len, both on allowed positions."""
-    outer = np.matmul(start[None, :, None], end[None, None, :])
-    candidates = np.tril(np.triu(outer), max_answer_len - 1)
-    flat = candidates.flatten()
-    if top_k == 1:
-        order = [np.argmax(flat)]
-    elif len(flat) < top_k:
-        order = np.argsort(-flat)
-    else:
-        best = np.argpartition(-flat, top_k)[0:top_k]
-        order = best[np.argsort(-flat[best])]
-    starts, ends = np.unravel_index(order, candidates.shape)[1:]
-    allowed_positions = np.concatenate([[0], allowed.nonzero()[0]])
-    keep = np.isin(starts, allowed_positions) & np.isin(ends, allowed_positions)
-    starts, ends = starts[keep], ends[keep]
-    return starts, ends, candidates[0, starts, ends]
-
-
-def answer(context, windows_out, top_k, handle_impossible_answer, max_answer_len,
-           align_to_words):
-    """One question's answers from its windows (numpy / Python only).
-
-    windows_out: per window (start_logits [S], end_logits [S], allowed [S] (1 on [CLS] and
-        the context), offsets [S, 2], and word_starts, word_ends [S]: the characters of each
-        token's word, -1 off the context. A word cut by the window's edge is the part of it
-        in the window, as transformers' `word_to_chars` of the window's encoding gives it.
-    """
-    null_score, answers = 1000000.0, []
-    pre_top_k = top_k * 2 + 10 if align_to_words else top_k
-    for start, end, allowed, offsets, word_starts, word_ends in windows_out:
-        start = softmax(np.where(allowed == 0, _MASKED, start).astype(np.float32))
-        end = softmax(np.where(allowed == 0, _MASKED, end).astype(np.float32))
-        if handle_impossible_answer:
-            null_score = min(null_score, (start[0] * end[0]).item())
-        start[0] = end[0] = 0.0
-        for s, e, score in zip(*decode_spans(start, end, pre_top_k, max_answer_len, allowed)):
-            if align_to_words and word_starts[s] >= 0 and word_ends[e] >= 0:
-                first, last = word_starts[s], word_ends[e]
-            else:  # [CLS], or words not asked for: the tokens' own characters
-                first, last = offsets[s][0], offsets[e][1]
-            text = context[int(first):int(last)]
-            same = next((a for a in answers if a["answer"].lower() == text.lower()), None)
-            if same is not None:
-                same["score"] += score.item()
-            else:
-                answers.append({"score": score.item(), "start": int(first), "end": int(last),
-                                "answer": text})
-    if handle_impossible_answer:
-        answers.append({"score": null_score, "start": 0, "end": 0, "answer": ""})
-    answers = sorted(answers, key=lambda a: a["score"], reverse=True)[:top_k]
-    return answers[0] if len(answers) == 1 else answers
 
 
 def examples(args, kwargs):
@@ -161,8 +106,8 @@ class QuestionAnsweringPipeline(Pipeline):
     """
 
     task = "question-answering"
-    # The logit of a position no answer may start or end on; the export reads it here.
-    masked_logit = _MASKED
+    # The logit of a position no answer may start or end on (the task's decode rule).
+    masked_logit = MASKED_LOGIT
     OPTIONS = {"top_k": 1, "doc_stride": None, "max_answer_len": 15, "max_seq_len": None,
                "max_question_len": 64, "handle_impossible_answer": False,
                "align_to_words": True, "padding": None}
@@ -217,13 +162,9 @@ class QuestionAnsweringPipeline(Pipeline):
         allowed[0] = allowed[inside] = 1
         offsets = np.zeros((length, 2), np.int32)
         offsets[inside] = encoding.offsets[start:stop]
-        word_starts = np.full(length, -1, np.int32)
-        word_ends = np.full(length, -1, np.int32)
-        words = encoding.words[start:stop]
-        for word in np.unique(words[words >= 0]):
-            tokens = np.flatnonzero(words == word)
-            word_starts[first + tokens] = offsets[first + tokens[0], 0]
-            word_ends[first + tokens] = offsets[first + tokens[-1], 1]
+        words = np.full(length, -1, np.int64)
+        words[inside] = encoding.words[start:stop]
+        word_starts, word_ends = word_spans(words, offsets)
         return (np.asarray(row["start_logits"][:length], np.float32),
                 np.asarray(row["end_logits"][:length], np.float32), allowed, offsets,
                 word_starts, word_ends)

@@ -124,7 +124,7 @@ def _token_classification(pipe, model, opts, given):
 
 
 def _question_answering(pipe, model, opts, given):
-    from kbert.export.tflite_tasks import question_answerer_serving
+    from kbert.tasks.question_answering.tflite import question_answerer_serving
 
     _word_piece_only(pipe, "question answerer",
                      "its character spans come from FastBertTokenizer")

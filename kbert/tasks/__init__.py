@@ -1,11 +1,12 @@
-"""Fine-tuning task models on any kbert backbone (keras.ops only: any Keras backend), the
-official metrics of their benchmarks (`kbert.tasks.metrics`: scikit-learn, scipy and
-seqeval, no TensorFlow), and the one table of task names (`kbert.tasks.registry`: a
-`TaskRecord` per task)."""
+"""The tasks: a folder each (`kbert/tasks/<task>/`: its record, its task model on any kbert
+backbone in keras.ops only, its data, decoding, metrics, serving graphs and fine-tuning
+hooks), and the one table of task names (`kbert.tasks.registry`: a `TaskRecord` per task).
+`import kbert.tasks` imports the records and models only: no TensorFlow."""
 
-from kbert.tasks import metrics, registry
-from kbert.tasks._heads import ClassificationHead, SpanLogits, TokenPooling
+from kbert.tasks import registry
+from kbert.tasks._heads import ClassificationHead, TokenPooling
 from kbert.tasks.question_answering import QuestionAnswerer
+from kbert.tasks.question_answering.model import SpanLogits
 from kbert.tasks.record import TaskRecord
 from kbert.tasks.task import Task, family_of
 from kbert.tasks.text_classification import TextClassifier
@@ -44,5 +45,5 @@ def task_name(task):
 __all__ = [
     "ALIASES", "ClassificationHead", "QuestionAnswerer", "SpanLogits", "TASKS", "Task",
     "TaskRecord", "TextClassifier", "TextEmbedder", "TokenClassifier", "TokenPooling", "build",
-    "cosine_similarity", "family_of", "metrics", "registry", "semantic_search", "task_name",
+    "cosine_similarity", "family_of", "registry", "semantic_search", "task_name",
 ]

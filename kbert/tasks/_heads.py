@@ -1,5 +1,6 @@
 """The layers of the task heads that Keras does not have: transformers' ELECTRA classification
-head, the span logits of extractive QA, and sentence pooling."""
+head and sentence pooling (extractive QA's span logits are its own,
+`kbert.tasks.question_answering.model.SpanLogits`)."""
 
 import keras
 from keras import ops
@@ -78,34 +79,6 @@ class ClassificationHead(keras.layers.Layer):
             "initializer_range": self.initializer_range,
         })
         return config
-
-
-@keras.saving.register_keras_serializable(package="kbert")
-class SpanLogits(keras.layers.Layer):
-    """Splits `qa_outputs`' [B, S, 2] into start and end logits and masks the padding.
-
-    Call args:
-        inputs: float tensor [B, S, 2].
-        padding_mask: int or bool tensor [B, S], 1 for real tokens.
-
-    Returns:
-        (start_logits, end_logits), float32 [B, S] each; padded positions hold -1e9, so that
-        they never win and take no probability in the loss.
-    """
-
-    def call(self, inputs, padding_mask):
-        logits = ops.cast(inputs, "float32")
-        keep = ops.cast(padding_mask, "bool")
-        start = ops.where(keep, logits[..., 0], LARGE_NEGATIVE)  # [B, S]
-        end = ops.where(keep, logits[..., 1], LARGE_NEGATIVE)  # [B, S]
-        return start, end
-
-    def compute_output_spec(self, inputs, padding_mask):
-        # Two tensors, not one twice: a functional model keys its outputs by tensor, and the
-        # same one twice gives both outputs the end logits.
-        shape = tuple(inputs.shape[:-1])
-        return (keras.KerasTensor(shape, dtype="float32"),
-                keras.KerasTensor(shape, dtype="float32"))
 
 
 @keras.saving.register_keras_serializable(package="kbert")

@@ -6,7 +6,7 @@ import os
 from typing import Optional
 
 from kbert import presets
-from kbert.data.question_answering import default_doc_stride
+from kbert.tasks.question_answering.features import default_doc_stride
 from kbert.tasks import registry
 from kbert.training import config_fields
 from kbert.training.config_fields import ConfigError, setting

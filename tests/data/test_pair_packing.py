@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kbert.data import encode_questions
 from kbert.data.task_features import (
     pack_segments,
     packed_row,
@@ -18,7 +17,8 @@ from kbert.data.task_features import (
     second_segment_id,
     special_count,
 )
-from kbert.data.task_records import QuestionExample
+from kbert.tasks.question_answering.data import QuestionExample
+from kbert.tasks.question_answering.features import encode_questions
 from kbert.data.text_spans import tokenize_words
 from kbert.tasks.text_classification.features import (
     classification_dataset,
@@ -225,7 +225,7 @@ def test_exported_question_answering_windows_are_the_fine_tuning_windows(family)
     """answer_signatures.window_features (the QA SavedModel's packing, in the graph) gives
     the rows encode_questions gives for the same pieces."""
     from kbert.data.text_spans import align_texts
-    from kbert.export.answer_signatures import window_features
+    from kbert.tasks.question_answering.serving import window_features
 
     tokenizer = tokenizer_of(family)
     context = "The tower was built in Paris in 1889 and it is three hundred metres tall."

@@ -15,9 +15,10 @@ import tensorflow as tf
 
 import kbert.models
 from kbert import tasks
-from kbert.data import encode_questions, split_words
+from kbert.data import split_words
 from kbert.data.task_features import pack_segments
-from kbert.data.task_records import QuestionExample
+from kbert.tasks.question_answering.data import QuestionExample
+from kbert.tasks.question_answering.features import encode_questions
 from kbert.data.text_spans import Word, align_texts
 from kbert.export import export_saved_model
 from kbert.tasks.text_classification.features import classification_dataset
@@ -25,7 +26,7 @@ from kbert.tasks.token_classification import decode as tagging
 from kbert.tasks.token_classification import serving as tagging_signatures
 from kbert.tasks.token_classification.data import encode_tagging
 from kbert.tokenizers import words_graph as word_alignment
-from tests.data.test_task_question_answering import CONTEXTS, sentence_piece_tokenizer
+from tests.tasks.question_answering.test_features import CONTEXTS, sentence_piece_tokenizer
 from tests.data.test_task_text_spans import TRICKY_TEXT, tiny_tokenizer
 from tests.helpers import TINY
 

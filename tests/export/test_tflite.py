@@ -21,7 +21,7 @@ from kbert.export import export_saved_model, export_tflite
 from kbert.export.tflite import interpreter, tokenization_differences
 from kbert.export.tflite_ops import TEXT_OPS, check_ops, custom_ops, model_ops
 from kbert.tokenizers import WordPieceTokenizer
-from tests.data.test_task_question_answering import sentence_piece_tokenizer
+from tests.tasks.question_answering.test_features import sentence_piece_tokenizer
 from tests.data.test_task_text_spans import TINY_VOCABULARY, tiny_tokenizer
 from tests.helpers import TINY
 

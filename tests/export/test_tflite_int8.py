@@ -138,7 +138,7 @@ QA_LENGTH = 48
 def city_questions(count, seed):
     """SQuAD-like questions: a context of 0-6 filler words with "the city is <answer>" put
     among them (answers of one or two words, one or two pieces), a question asking for it."""
-    from kbert.data.task_records import QuestionExample
+    from kbert.tasks.question_answering.data import QuestionExample
 
     rng = np.random.default_rng(seed)
     questions = []
@@ -160,7 +160,7 @@ def trained_reader(tokenizer, seed=0, epochs=4):
     model hundreds of steps more, tests/training/test_finetune_learning.py)."""
     import keras
 
-    from kbert.data.question_answering import encode_questions
+    from kbert.tasks.question_answering.features import encode_questions
 
     model = tiny_model("QuestionAnswerer", tokenizer, QA_LENGTH, seed)
     encoded = encode_questions(city_questions(400, seed=300 + seed), tokenizer, QA_LENGTH)

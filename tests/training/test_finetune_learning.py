@@ -5,7 +5,7 @@ The sentences are the standard library's docstrings (`kbert.data.corpora.stdlib_
 offline); the tiny models (2 layers, hidden 64) start from a random checkpoint with a WordPiece
 vocabulary learned from them. Every run goes through `run_finetuning` on files in the official
 formats (CSV, CoNLL, SQuAD JSON) that the test writes, and is scored on held-out modules'
-sentences by the run's own evaluation with the official metrics (`kbert.tasks.metrics`) after
+sentences by the run's own evaluation with the official metrics (`kbert.tasks.<task>.metrics`) after
 the last epoch (`keep_best=False`: no pick of the best epoch on the held-out data). Seeds are
 fixed; "seen" in a docstring is what this project's 2-core machine gave.
 
@@ -25,9 +25,9 @@ import tensorflow as tf
 
 from kbert import convert, models
 from kbert.data import corpora
-from kbert.tasks import metrics
 from kbert.tasks.token_classification.metrics import entity_scores
 from kbert.tasks.text_classification import metrics as glue_metrics
+from kbert.tasks.question_answering import metrics as qa_metrics
 from kbert.tokenizers import WordPieceTokenizer
 from kbert.tokenizers.vocab_learning import learn_vocabulary
 
@@ -262,8 +262,8 @@ def test_a_question_answerer_finds_the_fact_in_contexts_of_several_windows(
                       max_answer_length=8, learning_rate=3e-3, epochs=1)
     questions = [p["qas"][0] for p in test]
     guesses = {q["id"]: str(rng.choice(p["context"].split())) for p, q in zip(test, questions)}
-    baseline = metrics.squad_scores(guesses, {q["id"]: [q["answers"][0]["text"]]
-                                              for q in questions})
+    baseline = qa_metrics.squad_scores(guesses, {q["id"]: [q["answers"][0]["text"]]
+                                                 for q in questions})
     print(f"{len(train)} training questions; held-out exact match "
           f"{result['logs']['val_exact_match']:.1f}, F1 {result['logs']['val_f1']:.1f} vs a "
           f"random word's {baseline['exact_match']:.1f}, {baseline['f1']:.1f}")

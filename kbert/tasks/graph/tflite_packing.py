@@ -1,6 +1,7 @@
 """Wordpieces packed into model inputs inside a TFLite graph: cut and padded with
 `RaggedTensorToTensor` and plain arithmetic on dense tensors, never by slicing a ragged
-tensor (which adds `RaggedRange`, an op TFLite has no kernel for)."""
+tensor (which adds `RaggedRange`, an op TFLite has no kernel for); and wordpieces with their
+UTF-8 byte offsets (`pieces_with_offsets`), placed at their positions (`placed`)."""
 
 import tensorflow as tf
 

@@ -1,4 +1,12 @@
-"""Extractive question answering (SQuAD): the task model (`model.py`) and its record."""
+"""Extractive question answering (SQuAD): the task model (`model.py`) and its record.
+
+The folder's other modules are imported by their users (this one imports no TensorFlow):
+`data.py` (records, SQuAD JSON and TFDS readers), `features.py` (windows and model inputs),
+`decode.py` (logits back to answers: run_squad.py's and transformers' rules), `metrics.py`
+(SQuAD exact match and F1), `serving.py` (kbert's SavedModel signature and the windows in
+the graph), `pipeline_serving.py` (the pipeline's SavedModel, transformers' contract),
+`tflite.py` (the TFLite graph) and `finetuning.py` (`tools/finetune.py`'s hooks).
+"""
 
 from kbert.tasks.question_answering.model import QuestionAnswerer
 from kbert.tasks.record import TaskRecord

@@ -1,14 +1,43 @@
 """Extractive question answering (SQuAD): start and end logits over the tokens."""
 
 import keras
+from keras import ops
 
 from kbert.layers import _utils
 from kbert.tasks import task as task_lib
-from kbert.tasks._heads import SpanLogits
+from kbert.tasks._heads import LARGE_NEGATIVE
 
 OUTPUTS = ("start_logits", "end_logits")
 # transformers' label names; `fit` also takes labels keyed by the output names.
 LABELS = ("start_positions", "end_positions")
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class SpanLogits(keras.layers.Layer):
+    """Splits `qa_outputs`' [B, S, 2] into start and end logits and masks the padding.
+
+    Call args:
+        inputs: float tensor [B, S, 2].
+        padding_mask: int or bool tensor [B, S], 1 for real tokens.
+
+    Returns:
+        (start_logits, end_logits), float32 [B, S] each; padded positions hold -1e9, so that
+        they never win and take no probability in the loss.
+    """
+
+    def call(self, inputs, padding_mask):
+        logits = ops.cast(inputs, "float32")
+        keep = ops.cast(padding_mask, "bool")
+        start = ops.where(keep, logits[..., 0], LARGE_NEGATIVE)  # [B, S]
+        end = ops.where(keep, logits[..., 1], LARGE_NEGATIVE)  # [B, S]
+        return start, end
+
+    def compute_output_spec(self, inputs, padding_mask):
+        # Two tensors, not one twice: a functional model keys its outputs by tensor, and the
+        # same one twice gives both outputs the end logits.
+        shape = tuple(inputs.shape[:-1])
+        return (keras.KerasTensor(shape, dtype="float32"),
+                keras.KerasTensor(shape, dtype="float32"))
 
 
 @keras.saving.register_keras_serializable(package="kbert")

@@ -22,7 +22,8 @@ from typing import Optional
 
 from kbert.data.task_features import DataError
 from kbert.data.task_records import label_indices
-from kbert.data.task_tfds import TfdsTask, _text, builder_rows  # _text: TFDS's bytes -> str
+from kbert.data.task_tfds import TfdsTask, builder_rows
+from kbert.data.task_tfds import text as _text  # TFDS bytes -> str
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,7 +27,8 @@ from kbert.data.task_features import (
     packed_row,
 )
 from kbert.data.task_records import label_indices
-from kbert.data.task_tfds import TfdsTask, _text, builder_rows
+from kbert.data.task_tfds import TfdsTask, builder_rows
+from kbert.data.task_tfds import text as _text  # TFDS bytes -> str
 from kbert.data.text_spans import align_texts, align_words
 from kbert.tasks.token_classification.decode import decode_entities
 
@@ -201,7 +202,7 @@ def encode_tagging(data, tokenizer, sequence_length=128):
     """Words (and tags) -> `EncodedTagging`.
 
     Args:
-        data: `TaggingData` (`read_conll`, `tfds_task("conll2003")`), a list of
+        data: `TaggingData` (`read_conll`, `read_tfds("conll2003")`), a list of
             `TaggingExample`, or a list of raw texts (split into words by
             `text_spans.split_words`; for prediction).
         tokenizer: a kbert tokenizer.

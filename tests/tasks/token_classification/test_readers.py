@@ -66,10 +66,6 @@ def test_tfds_conll2003():
 
 
 def test_tfds_names_of_other_tasks():
-    from kbert.data.task_tfds import tfds_task
-
-    # kbert.data reads the classification and QA datasets; conll2003 is read here.
-    with pytest.raises(ValueError, match=r"'conll2003' is a tagging dataset.*read_tfds"):
-        tfds_task("conll2003")
+    # Each task folder reads its own TFDS datasets; conll2003 is read here.
     with pytest.raises(ValueError, match=r"'glue/sst2' is no TFDS tagging dataset.*conll2003"):
         read_tfds("glue/sst2")

@@ -2,7 +2,7 @@ import keras
 import numpy as np
 import pytest
 
-from kbert.tasks import QuestionAnswerer, SpanLogits
+from kbert.tasks.question_answering.model import QuestionAnswerer, SpanLogits
 from tests.tasks import _checks
 from tests.tasks._checks import FAMILIES, inputs_for, numpy_outputs, tiny_backbone
 

@@ -1,4 +1,4 @@
-"""Extractive question answering (SQuAD v1.1 / v2.0): windows in, answers out.
+"""Extractive question answering (SQuAD v1.1 / v2.0): questions and contexts -> windows.
 
 Encoding follows google-research/bert's run_squad.py: `[CLS] question [SEP] window [SEP]`
 (RoBERTa's `<s> question </s></s> window </s>`, as transformers packs it), the question cut
@@ -9,12 +9,7 @@ run_squad.py's step between window starts (`window_starts`, which the pipeline a
 SavedModels' windows follow too). A training window carries the answer's first and last
 piece when it holds the whole answer, else 0 ([CLS]).
 
-Decoding searches the `n_best` start and end pieces of every window for spans of at most
-`max_answer_length` pieces, merges all windows of a question, and cuts the answer from the
-original context by the pieces' character spans (`kbert.data.text_spans`): an exact
-substring, accents, punctuation and whitespace as they were. SQuAD 2.0 answers "" when the
-[CLS] null score (the lowest over the windows) beats the best span by more than
-`null_threshold`.
+The windows' outputs go back to answers by `decode.decode_answers` (`EncodedQuestions.decode`).
 """
 
 import dataclasses
@@ -33,8 +28,9 @@ from kbert.data.task_features import (
     second_segment_id,
     special_count,
 )
-from kbert.data.task_records import QuestionAnsweringData, QuestionExample
 from kbert.data.text_spans import align_texts, tokenize_words
+from kbert.tasks.question_answering.data import QuestionAnsweringData, QuestionExample
+from kbert.tasks.question_answering.decode import decode_answers
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -132,8 +128,8 @@ def encode_questions(data, tokenizer, sequence_length=384, doc_stride=None,
     """Questions and contexts -> `EncodedQuestions` (one row per window).
 
     Args:
-        data: `QuestionAnsweringData` (`read_squad`, `tfds_task("squad/v1.1")`) or a list
-            of `QuestionExample`.
+        data: `QuestionAnsweringData` (`data.read_squad`, `data.tfds_squad("squad/v1.1")`)
+            or a list of `QuestionExample`.
         tokenizer: a kbert tokenizer.
         sequence_length: the static length S of every window.
         doc_stride: context pieces a window repeats from the one before (transformers'
@@ -209,85 +205,11 @@ def question_answering_dataset(data, tokenizer, sequence_length=384, doc_stride=
                                repeat=False):
     """Batches for a span QA model: `(features, {"start_positions", "end_positions"})`.
 
-    For predictions, `encode_questions` keeps the windows that `decode_answers` needs.
+    For predictions, `encode_questions` keeps the windows that `decode.decode_answers`
+    needs.
     """
     encoded = encode_questions(data, tokenizer, sequence_length, doc_stride,
                                max_question_length)
     return arrays_dataset(encoded.features, encoded.labels, batch_size, training,
                           shuffle_buffer, seed, drop_remainder, repeat)
 
-
-def _window_candidates(start_logits, end_logits, window, n_best, max_answer_length):
-    """[(score, char_start, char_end)] of the window's best spans (at most n_best)."""
-    lo, count = window.offset, window.doc_length
-    if count == 0:
-        return []
-    starts = start_logits[lo : lo + count]
-    ends = end_logits[lo : lo + count]
-    k = min(n_best, count)
-    top_starts = np.argsort(-starts, kind="stable")[:k]
-    top_ends = np.argsort(-ends, kind="stable")[:k]
-    length = top_ends[None, :] - top_starts[:, None] + 1
-    valid = (length >= 1) & (length <= max_answer_length)
-    scores = starts[top_starts][:, None] + ends[top_ends][None, :]
-    i, j = np.nonzero(valid)
-    order = np.argsort(-scores[i, j], kind="stable")[:n_best]
-    spans = window.piece_spans
-    return [(float(scores[i[o], j[o]]),
-             int(spans[window.doc_start + top_starts[i[o]], 0]),
-             int(spans[window.doc_start + top_ends[j[o]], 1])) for o in order]
-
-
-def decode_answers(start_logits, end_logits, windows, n_best=20, max_answer_length=30,
-                   null_threshold=None, version_2=False):
-    """The best answer of each question, over all its windows.
-
-    Args:
-        start_logits, end_logits: [windows, S] scores, rows in the order of `windows`.
-        windows: `EncodedQuestions.windows`.
-        n_best: start and end candidates per window (run_squad.py's `n_best_size`).
-        max_answer_length: the longest answer, in wordpieces.
-        null_threshold: SQuAD 2.0: the answer is "" when null score - best span score >
-            `null_threshold` (run_squad.py's `null_score_diff_threshold`; default 0.0).
-        version_2: consider no answer at all.
-    Returns:
-        {question_id: {"text", "score", "start", "end"}}, in the questions' order: `text`
-        is `context[start:end]`, `score` the span's start + end logit; no answer is
-        {"text": "", "start": 0, "end": 0} with the null score. With `version_2` each
-        answer also has its `null_score` (min over windows of the [CLS] start + end).
-    """
-    check_int("n_best", n_best, 1)
-    check_int("max_answer_length", max_answer_length, 1)
-    start_logits = np.asarray(start_logits, np.float32)
-    end_logits = np.asarray(end_logits, np.float32)
-    expected = (len(windows), windows[0].sequence_length) if windows else (0,)
-    if start_logits.shape[: len(expected)] != expected or end_logits.shape != start_logits.shape:
-        raise ValueError(f"Expected start and end logits of shape {expected} (a row per "
-                         f"window), got {start_logits.shape} and {end_logits.shape}.")
-    threshold = 0.0 if null_threshold is None else float(null_threshold)
-    candidates, nulls, contexts = {}, {}, {}
-    for row, window in enumerate(windows):
-        qid = window.question_id
-        contexts[qid] = window.context
-        found = candidates.setdefault(qid, {})
-        for score, start, end in _window_candidates(start_logits[row], end_logits[row], window,
-                                                    n_best, max_answer_length):
-            if score > found.get((start, end), -np.inf):
-                found[(start, end)] = score
-        null = float(start_logits[row, 0] + end_logits[row, 0])
-        nulls[qid] = min(nulls.get(qid, np.inf), null)
-    answers = {}
-    for qid, found in candidates.items():
-        answer = {"text": "", "score": float("-inf"), "start": 0, "end": 0}
-        if found:
-            # The highest score; on ties the earliest, shortest span.
-            (start, end), score = max(found.items(), key=lambda kv: (kv[1], -kv[0][0],
-                                                                     -kv[0][1]))
-            answer = {"text": contexts[qid][start:end], "score": score, "start": start,
-                      "end": end}
-        if version_2:
-            if not found or nulls[qid] - answer["score"] > threshold:
-                answer = {"text": "", "score": nulls[qid], "start": 0, "end": 0}
-            answer["null_score"] = nulls[qid]
-        answers[qid] = answer
-    return answers

@@ -1,8 +1,5 @@
-"""The official SQuAD metrics (GLUE's: `kbert.tasks.text_classification.metrics`; entity
-scores: `kbert.tasks.token_classification.metrics`):
-
-- `squad_scores`: SQuAD v1.1 / v2.0 exact match and F1 as the official evaluate scripts
-  (their answer normalisation is theirs, written out here as they have it).
+"""SQuAD v1.1 / v2.0 exact match and F1 as the official evaluate scripts (evaluate-v1.1.py,
+evaluate-v2.0.py): their answer normalisation is theirs, written out here as they have it.
 """
 
 import collections

@@ -1,11 +1,13 @@
-"""A question answerer's serving signature: questions and contexts in, answers cut from the
-original context out, as `kbert.data.question_answering` encodes and decodes in Python.
+"""A question answerer's serving signature (kbert's contract): questions and contexts in,
+answers cut from the original context out, as `features.encode_questions` encodes and
+`decode.decode_answers` (run_squad.py's rule) decodes in Python; and the windows in the
+graph, which the pipeline's signature (`pipeline_serving.py`) cuts too.
 
 In the graph: the context is split into words and tokenized word by word (`words_graph`,
 each piece with its characters), cut into windows of `[CLS] question [SEP] window [SEP]`
 (RoBERTa's `<s> question </s></s> window </s>`), each repeating the last `doc_stride` pieces
-of the one before (`window_starts`, as `encode_questions` and the pipeline cut them), and the
-model runs on all windows at once.
+of the one before (`features.window_starts`, as `encode_questions` and the pipeline cut
+them), and the model runs on all windows at once.
 The best span of every window is read off a dense [S, S] matrix of start + end scores under
 a band mask (end >= start, at most `max_answer_length` pieces, both in the window's context,
 among its `n_best` starts and ends as `decode_answers`), then the best over the windows of
@@ -15,7 +17,6 @@ context. SQuAD 2.0 models answer "" when the null score wins by more than the th
 
 import tensorflow as tf
 
-from kbert.data.question_answering import default_doc_stride
 from kbert.data.task_features import (
     check_int,
     pair_separators,
@@ -24,16 +25,17 @@ from kbert.data.task_features import (
 )
 from kbert.tasks.graph.signatures import (STRINGS, add_ids_endpoint, refuse_byte_pair_words,
                                             run_model)
+from kbert.tasks.question_answering.features import default_doc_stride
 from kbert.tokenizers.words_graph import piece_spans, split_words, substrings, valid_utf8
 
-# kbert.data.question_answering's defaults (doc_stride None: `default_doc_stride`).
+# encode_questions' and decode_answers' defaults (doc_stride None: `default_doc_stride`).
 DEFAULTS = {"version_2": False, "null_threshold": 0.0, "doc_stride": None,
             "max_answer_length": 30, "max_question_length": 64, "n_best": 20}
 _FAR = 2 ** 30  # past any character offset
 
 
 def windows(question_ids, context_ids, sequence_length, doc_stride, separators=1):
-    """`kbert.data.question_answering.window_starts` of every question, in the graph.
+    """`features.window_starts` of every question, in the graph.
 
     Args:
         question_ids, context_ids: ragged int32 [B, (pieces)].
@@ -67,8 +69,9 @@ def window_features(tokenizer, question_ids, context_ids, sequence_length, doc_s
 
     Returns a dict: `example`, `doc_length`, `offset` as `windows`; `first_piece` (the
     window's first context piece, an index into `context_ids.flat_values`); `position`
-    int32 [1, S]; and `features` (`token_ids`, `segment_ids`, `padding_mask` int32 [W, S],
-    S `padded_to`, or the longest window without it).
+    int32 [1, S]; `in_context` bool [W, S] (the positions of the window's context pieces);
+    and `features` (`token_ids`, `segment_ids`, `padding_mask` int32 [W, S], S `padded_to`,
+    or the longest window without it).
     """
     separators = pair_separators(tokenizer)
     example, doc_start, doc_length, offset = windows(question_ids, context_ids,
@@ -87,10 +90,19 @@ def window_features(tokenizer, question_ids, context_ids, sequence_length, doc_s
     padding_mask = position < (offset + doc_length + 1)[:, None]
     segment_ids = tf.cast((position >= offset[:, None]) & padding_mask,
                           tf.int32) * second_segment_id(tokenizer)
+    in_context = (position >= offset[:, None]) & (position < (offset + doc_length)[:, None])
     return {"example": example, "doc_length": doc_length, "offset": offset,
-            "first_piece": first_piece, "position": position,
+            "first_piece": first_piece, "position": position, "in_context": in_context,
             "features": {"token_ids": token_ids, "segment_ids": segment_ids,
                          "padding_mask": tf.cast(padding_mask, tf.int32)}}
+
+
+def span_band(width, max_answer_length):
+    """bool [width, width]: True where the column (an end) is at or after the row (a start)
+    and the span is at most `max_answer_length` positions long."""
+    position = tf.range(width)
+    reach = position[None, :] - position[:, None]  # end - start
+    return (reach >= 0) & (reach < max_answer_length)
 
 
 def add_question_answerer_endpoints(archive, model, tokenizer, sequence_length, version_2=None,
@@ -140,22 +152,19 @@ def add_question_answerer_endpoints(archive, model, tokenizer, sequence_length, 
             word_pieces, words["row_splits"], validate=False).merge_dims(1, 2)
         window = window_features(tokenizer, question_ids, context_ids, length, stride,
                                  padded_to=length)
-        example, doc_length, offset = window["example"], window["doc_length"], window["offset"]
+        example, offset = window["example"], window["offset"]
         first_piece, position, features = (window["first_piece"], window["position"],
                                            window["features"])
         outputs = run_model(model, features)
         start_logits, end_logits = outputs["start_logits"], outputs["end_logits"]  # [W, S]
-
-        in_context = (position >= offset[:, None]) & (position < (offset + doc_length)[:, None])
+        in_context = window["in_context"]
 
         def best_of(logits):  # the window's n_best context positions
             chosen = tf.math.top_k(tf.where(in_context, logits, -float("inf")), top).indices
             return in_context & tf.reduce_any(tf.equal(chosen[:, :, None], position[:, None]),
                                               axis=1)
 
-        # band_part refuses a band wider than the matrix: an answer can be no longer.
-        width = tf.minimum(tf.cast(length, tf.int32) - 1, options["max_answer_length"] - 1)
-        band = tf.cast(tf.linalg.band_part(tf.ones([length, length]), 0, width), tf.bool)
+        band = span_band(length, options["max_answer_length"])
         valid = best_of(start_logits)[:, :, None] & best_of(end_logits)[:, None, :] & band
         scores = tf.where(valid, start_logits[:, :, None] + end_logits[:, None, :],
                           -float("inf"))  # [W, S, S]

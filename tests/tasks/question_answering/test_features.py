@@ -8,19 +8,19 @@ import os
 import numpy as np
 import pytest
 
-from kbert.data.question_answering import (
-    decode_answers,
-    encode_questions,
-    question_answering_dataset,
-    window_starts,
-)
 from kbert.data.task_features import (
     FEATURE_KEYS,
     QUESTION_ANSWERING_LABEL_KEYS,
     DataError,
 )
-from kbert.data.task_records import QuestionAnsweringData, QuestionExample
 from kbert.data.text_spans import split_words
+from kbert.tasks.question_answering.data import QuestionAnsweringData, QuestionExample
+from kbert.tasks.question_answering.decode import decode_answers
+from kbert.tasks.question_answering.features import (
+    encode_questions,
+    question_answering_dataset,
+    window_starts,
+)
 from tests.data.test_task_text_spans import TRICKY_TEXT, tiny_tokenizer
 
 CONTEXTS = [
@@ -36,8 +36,8 @@ CONTEXTS = [
 def sentence_piece_tokenizer():
     from kbert.tokenizers import SentencePieceTokenizer
 
-    return SentencePieceTokenizer(os.path.join(os.path.dirname(__file__), "..", "fixtures",
-                                               "tokenizer_parity", "spiece.model"))
+    return SentencePieceTokenizer(os.path.join(os.path.dirname(__file__), "..", "..",
+                                               "fixtures", "tokenizer_parity", "spiece.model"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -204,7 +204,7 @@ def test_graph_windows_are_window_starts():
     for every question and context length, with one or two separators."""
     import tensorflow as tf
 
-    from kbert.export.answer_signatures import windows
+    from kbert.tasks.question_answering.serving import windows
 
     for sequence_length, doc_stride in ((8, 0), (8, 2), (12, 1), (12, 5), (16, 7)):
         for separators in (1, 2):
@@ -345,7 +345,7 @@ def test_errors():
 def test_squad_file_to_answers(tmp_path):
     import json
 
-    from kbert.data.task_files import read_squad
+    from kbert.tasks.question_answering.data import read_squad
 
     context = "Der Kölner Dom — 157 m hoch — steht in Köln."
     squad = {"version": "v2.0", "data": [{"paragraphs": [{"context": context, "qas": [

@@ -1,9 +1,9 @@
-"""`pipeline.export` of question answering: transformers' (4.57) answers in the graph, as
-`question_answering.answer` makes them in Python.
+"""`pipeline.export` of question answering (transformers' contract): transformers' (4.57)
+answers in the graph, as `decode.answer` makes them in Python.
 
 The context is tokenized word by word with each token's characters (`words_graph`, as
 token classification's export), cut into windows of `[CLS] question [SEP] window [SEP]` that
-repeat `doc_stride` tokens of the one before (`answer_signatures.window_features`), and the
+repeat `doc_stride` tokens of the one before (`serving.window_features`), and the
 model runs on every window of the batch at once. Per window: softmax of the start and end
 logits over its context tokens and [CLS] (the null score is [CLS]'s start x end), the
 start x end scores of spans shorter than `max_answer_len` on a dense [W, S, S] matrix, its
@@ -24,11 +24,12 @@ text here, where the pipeline makes it its token.
 
 import tensorflow as tf
 
-from kbert.export.answer_signatures import window_features
-from kbert.tasks.graph.signatures import STRINGS, dense_rows, run_model
-from kbert.tokenizers.words_graph import align, substrings, trimmed_ends, valid_utf8
 from kbert.tasks.graph import packing as graph
+from kbert.tasks.graph.signatures import STRINGS, dense_rows, run_model
+from kbert.tasks.question_answering.decode import MASKED_LOGIT
+from kbert.tasks.question_answering.serving import span_band, window_features
 from kbert.tokenizers import normalization
+from kbert.tokenizers.words_graph import align, substrings, trimmed_ends, valid_utf8
 
 
 def question_answering(pipe, model, opts, given):
@@ -39,7 +40,7 @@ def question_answering(pipe, model, opts, given):
     impossible = bool(opts["handle_impossible_answer"])
     words = bool(opts["align_to_words"])
     pre_top_k = top_k * 2 + 10 if words else top_k
-    tokenizer, masked = pipe.tokenizer, pipe.masked_logit
+    tokenizer = pipe.tokenizer
     too_long = (f"A question leaves no room for the context in max_seq_len={max_seq_len} "
                 f"with the {specials} special tokens of a pair (InputTooLongError). Shorten "
                 "the question or raise max_seq_len. Question tokens, max_seq_len:")
@@ -74,15 +75,13 @@ def question_answering(pipe, model, opts, given):
             window = window_features(tokenizer, question_ids, context_ids, max_seq_len,
                                      doc_stride)
         outputs = run_model(model, window["features"])
-        example, offset = window["example"], window["offset"]
+        example = window["example"]
         position = window["position"]  # [1, S]
-        stop = offset + window["doc_length"]  # [W]: past the window's last context token
-        in_context = (position >= offset[:, None]) & (position < stop[:, None])  # [W, S]
         on_cls = tf.equal(position, 0)
-        allowed = in_context | on_cls
+        allowed = window["in_context"] | on_cls  # [W, S]
 
         def probabilities(logits):
-            return tf.nn.softmax(tf.where(allowed, logits, masked))
+            return tf.nn.softmax(tf.where(allowed, logits, MASKED_LOGIT))
 
         start, end = probabilities(outputs["start_logits"]), probabilities(outputs["end_logits"])
         # A sum over [CLS] alone: an empty batch has no [:, 0].
@@ -90,8 +89,7 @@ def question_answering(pipe, model, opts, given):
             tf.reduce_sum(tf.where(on_cls, start * end, 0.0), axis=1), example, batch)
         start, end = tf.where(on_cls, 0.0, start), tf.where(on_cls, 0.0, end)
         width = tf.shape(start)[1]
-        reach = position[0, None, :] - position[0, :, None]  # [S, S]: end - start
-        band = (reach >= 0) & (reach < max_answer_len)
+        band = span_band(width, max_answer_len)  # [S, S]
         # The window's own positions only (the pipeline's matrix is the window's size):
         # its disallowed ones score 0 there and may be drawn, then dropped, as there.
         real = window["features"]["padding_mask"] > 0
