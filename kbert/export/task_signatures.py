@@ -9,12 +9,11 @@ predictions equal the Keras model's decoded by `kbert.data` in Python (tested).
 
 import keras
 
-from kbert.data.task_features import pack_segments
 from kbert.tasks.question_answering.serving import add_question_answerer_endpoints
-from kbert.tasks.graph.signatures import STRINGS, add_ids_endpoint, run_model
 from kbert.tasks.token_classification.serving import add_token_classifier_endpoints
 from kbert.tasks import QuestionAnswerer, TextClassifier, TextEmbedder, TokenClassifier
 from kbert.tasks.text_classification.serving import add_classifier_endpoints
+from kbert.tasks.text_embedding.serving import add_embedder_endpoints
 
 # Arguments of export_saved_model that only some tasks take; None: not given.
 TASK_OPTIONS = {
@@ -27,18 +26,6 @@ TASK_OPTIONS = {
     "max_question_length": (QuestionAnswerer,),
     "n_best": (QuestionAnswerer,),
 }
-
-
-def _embedder(archive, model, tokenizer, sequence_length):
-
-    def serve(features):
-        return {"embedding": run_model(model, features)}
-
-    def serve_text(text):
-        return serve(pack_segments(tokenizer, [tokenizer.tokenize(text)], sequence_length))
-
-    archive.add_endpoint("serving_default", serve_text, [STRINGS])
-    add_ids_endpoint(archive, model, serve)
 
 
 def task_archive(model, tokenizer, sequence_length, **options):
@@ -67,7 +54,7 @@ def task_archive(model, tokenizer, sequence_length, **options):
             **{k: options.get(k) for k, tasks in TASK_OPTIONS.items()
                if tasks == (QuestionAnswerer,)})
     elif isinstance(model, TextEmbedder):
-        _embedder(archive, model, tokenizer, sequence_length)
+        add_embedder_endpoints(archive, model, tokenizer, sequence_length)
     else:
         raise TypeError(f"export_saved_model has no signatures for {type(model).__name__}.")
     return archive

@@ -6,6 +6,7 @@ as sentence-transformers' `encode` gives it."""
 import numpy as np
 
 from kbert.pipelines.base import Pipeline
+from kbert.tasks.text_embedding.decode import embeddings
 
 
 def _texts(inputs, task):
@@ -70,9 +71,4 @@ class SentenceEmbeddingPipeline(Pipeline):
         sequences = [self.pack(self.fit(ids, None, opts["truncation"], f"Text {i}")[0])
                      for i, ids in enumerate(self.encoder.ids(texts, self.specials))]
         rows = self.run(sequences, opts)
-        embeddings = np.stack([np.asarray(r, np.float32) for r in rows]) if rows else \
-            np.zeros((0, 0), np.float32)
-        if opts["return_tensors"]:
-            return embeddings[0] if isinstance(inputs, str) else embeddings
-        out = embeddings.tolist()
-        return out[0] if isinstance(inputs, str) else out
+        return embeddings(rows, opts["return_tensors"], isinstance(inputs, str))

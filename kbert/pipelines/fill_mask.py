@@ -5,51 +5,7 @@ generator): the likeliest tokens for each "[MASK]" of a text."""
 import numpy as np
 
 from kbert.pipelines.base import Pipeline, check_int
-from kbert.tasks.text_classification.decode import softmax
-
-
-def target_ids(targets, encoder):
-    """transformers' `get_target_ids`: each target's id, or where it is no token of the
-    vocabulary the first token it splits into (one that gives none is dropped)."""
-    if isinstance(targets, str):
-        targets = [targets]
-    index = {token: i for i, token in enumerate(encoder.vocabulary)}
-    ids = []
-    for target in targets:
-        if target in index:
-            ids.append(index[target])
-            continue
-        pieces = encoder.ids([target])[0]
-        if len(pieces):
-            ids.append(int(pieces[0]))
-    ids = list(set(ids))  # transformers' order, which the ties of equal scores follow
-    if not ids:
-        raise ValueError("At least one target must be provided when passed.")
-    return np.array(ids)
-
-
-def fill(token_ids, mask_positions, logits, top_k, targets, encoder, pad_id):
-    """One text's masked-LM logits [masks, vocabulary] -> per mask the `top_k` tokens:
-    {"score", "token", "token_str", "sequence"} (numpy / Python only)."""
-    probabilities = softmax(np.asarray(logits, np.float32))
-    if targets is not None:
-        probabilities = probabilities[..., targets]
-        top_k = min(top_k, len(targets))
-    single = len(mask_positions) == 1
-    result = []
-    for position, row in zip(mask_positions, probabilities):
-        best = np.argsort(-row, kind="stable")[:top_k]
-        options = []
-        for p in best:
-            token = int(targets[p]) if targets is not None else int(p)
-            tokens = np.array(token_ids)
-            tokens[position] = token
-            tokens = tokens[tokens != pad_id]
-            options.append({"score": float(row[p]), "token": token,
-                            "token_str": encoder.decode([token]),
-                            "sequence": encoder.decode(tokens, skip_special_tokens=single)})
-        result.append(options)
-    return result[0] if single else result
+from kbert.tasks.fill_mask.decode import fill, target_ids
 
 
 class FillMaskPipeline(Pipeline):

@@ -20,6 +20,7 @@ from kbert import loading
 from kbert.pipelines.model_source import KerasRunner, Source
 from kbert.tasks import registry
 from kbert.tasks.task import default_label_names
+from kbert.tasks.text_embedding.decode import sequence_length
 
 
 def kind_of(model):
@@ -44,8 +45,8 @@ def from_model(model, tokenizer, task):
     record = registry.RECORDS[kind]
     max_length = _backbone(model).config.max_sequence_length
     embedder_length = getattr(model, "max_length", None) if kind == "text_embedder" else None
-    if task == "sentence-embeddings" and embedder_length is not None:
-        max_length = min(max_length, embedder_length)  # sentence-transformers' max_seq_length
+    if task == "sentence-embeddings":
+        max_length = sequence_length(max_length, embedder_length)
     source = Source(None, tokenizer, kind, type(model).__name__, max_length,
                     label_names=getattr(model, "label_names", None),
                     problem_type=getattr(model, "declared_problem_type", None))

@@ -91,7 +91,8 @@ def _word_piece_only(pipe, what, why):
 
 
 def _fill_mask(pipe, model, opts, given, max_masks=1):
-    from kbert.export.tflite_tasks import fill_mask_serving
+    from kbert.tasks.fill_mask.decode import candidates
+    from kbert.tasks.fill_mask.tflite import fill_mask_serving
 
     _word_piece_only(pipe, "fill-mask model",
                      "the mask literal is found by FastBertTokenizer's byte offsets")
@@ -101,10 +102,9 @@ def _fill_mask(pipe, model, opts, given, max_masks=1):
     truncation, max_length = pipe.tokenization(opts, "tokenizer_kwargs")
     _truncating(pipe, truncation)
     top_k, targets = pipe.top_k_and_targets(opts)
+    top_k = candidates(top_k, targets, pipe.tokenizer.vocabulary_size)
     if targets is not None:
-        top_k = min(top_k, len(targets))
         targets = [int(t) for t in targets]
-    top_k = min(top_k, pipe.tokenizer.vocabulary_size)
     strings = [pipe.encoder.decode([i]) for i in range(pipe.tokenizer.vocabulary_size)]
     fast = text_tokenizer(pipe.tokenizer, split_literals=True)
     serve = fill_mask_serving(pipe.tokenizer, fast,

@@ -1,9 +1,10 @@
 """What every exported signature shares: the input specs, running the model, the
-`serving_ids` endpoint, label names. Packing wordpieces into model inputs is
+`serving_ids` endpoint, `pipeline.export`'s endpoint of one text per row, label names. Packing wordpieces into model inputs is
 `kbert.data.task_features.pack_segments`, the fine-tuning data's own."""
 
 import tensorflow as tf
 
+from kbert.tasks.graph import packing
 from kbert.tasks.task import default_label_names
 
 STRINGS = tf.TensorSpec([None], tf.string)
@@ -38,6 +39,23 @@ def add_ids_endpoint(archive, model, serve):
             return serve({"token_ids": token_ids, "padding_mask": padding_mask})
 
         archive.add_endpoint("serving_ids", serve_ids_without_segments, [IDS, IDS])
+
+
+def single_text_endpoints(pipe, model, truncation, outputs, max_length=None):
+    """`pipeline.export`'s `serving_default` of a pipeline on single texts (feature
+    extraction, sentence embeddings): text -> `outputs(model outputs, features)`, the text
+    fitted to the model as the pipeline fits it (too long: the call fails unless
+    `truncation`)."""
+    tokenizer = pipe.tokenizer
+
+    def serve(text):
+        first, _, checks = packing.fit_call(pipe, packing.ids(tokenizer, text), None,
+                                            truncation, max_length)
+        features = packing.pack(tokenizer, first)
+        with tf.control_dependencies(checks):
+            return outputs(run_model(model, features), features)
+
+    return {"serving_default": (serve, [STRINGS])}
 
 
 def label_names_of(model, label_names):

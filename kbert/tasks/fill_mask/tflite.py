@@ -1,5 +1,6 @@
-"""The fill-mask TFLite graph, on TFLite's built-in ops and tensorflow-text's kernels (a question
-answerer's is `kbert.tasks.question_answering.tflite`, a token classifier's
+"""Fill-mask in TFLite, on TFLite's built-in ops and tensorflow-text's kernels
+(`pipeline.export_tflite` of a fill-mask pipeline; a question answerer's is
+`kbert.tasks.question_answering.tflite`, a token classifier's
 `kbert.tasks.token_classification.tflite`).
 
 Offsets are UTF-8 byte offsets into the text as given (`text.encode("utf-8")[start:end]`):
