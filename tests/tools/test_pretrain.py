@@ -705,7 +705,7 @@ def test_an_albert_run_learns_its_sentence_piece_model_once(tmp_path):
     """Given no --vocab_file, ALBERT's run learns spiece.model into model_dir (BERT's: a
     vocab.txt); a resumed run reads the same file."""
     from kbert.tokenizers import SentencePieceTokenizer, WordPieceTokenizer
-    from kbert.training import sources
+    from kbert.training import pretraining_inputs as sources
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(f"The cat number {i} sat on the mat, again." for i in range(300)))
