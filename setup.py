@@ -28,7 +28,7 @@ setup(
         # Byte-level BPE vocabulary learning (tools/build_vocab.py --type=bpe, RoBERTa runs of
         # tools/pretrain.py); keras-hub requires it too, unpinned.
         "tokenizers==0.23.3",
-        # The fine-tuning metrics (kbert.tasks.metrics): accuracy, F1 and Matthews correlation
+        # The fine-tuning metrics (kbert.tasks.<task>.metrics): accuracy, F1 and Matthews correlation
         # (GLUE), Pearson and Spearman (STS-B), entity-level F1 (seqeval: an sdist only, it
         # builds on install; it requires scikit-learn, unpinned).
         "scikit-learn==1.9.1",

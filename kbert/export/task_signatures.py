@@ -4,7 +4,8 @@ user wants out (labels and probabilities, entities, answers, embeddings).
 `kbert.export.export_saved_model` calls `task_archive` when its model is a `kbert.tasks.Task`.
 Everything between the strings and the answers runs in the graph (tensorflow-text's ops and
 TensorFlow's), so that the SavedModel loads with TensorFlow and tensorflow-text alone; the
-predictions equal the Keras model's decoded by `kbert.data` in Python (tested).
+predictions equal the Keras model's decoded by its task folder's `decode` in Python
+(tested).
 """
 
 import keras

@@ -161,7 +161,7 @@ class Checker(Library):
     def _check_loop(self, body, node):
         """A loop passes when it runs in no other loop and its iterations are bounded by a
         constant up to `max_loop_constant` or by the size of tensors it is given plus such a
-        constant (`saved_model_graph.size_bound`); its condition and body are functions of
+        constant (`kbert.untrusted.loops.size_bound`); its condition and body are functions of
         the library, checked as every other."""
         if body.name in self.in_loop:
             outer_body, outer = self.in_loop[body.name]

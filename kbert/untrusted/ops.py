@@ -91,16 +91,16 @@ TABLE_FILL_OPS = {"LookupTableImportV2": (1, 2)}
 # `maximum_iterations` = size(ids) + 1 (each step but the last merges a pair: one id fewer).
 # A loop passes when `tf.while_loop`'s counter against `maximum_iterations` bounds it and that
 # bound is a constant up to `max_loop_constant` (1024) or the sum of at most 4 sizes of tensors
-# the loop is given plus constants up to that cap (`saved_model_graph.size_bound`), and it runs
-# in no other loop's condition or body; its condition and body are library functions, checked
-# like every other (a file op in a body is refused as anywhere). What a bound loop may still
-# do is what a graph without loops may: allocate sizes computed from the request (a loop
+# the loop is given plus constants up to that cap (`kbert.untrusted.loops.size_bound`), and it
+# runs in no other loop's condition or body; its condition and body are library functions,
+# checked like every other (a file op in a body is refused as anywhere). What a bound loop may
+# still do is what a graph without loops may: allocate sizes computed from the request (a loop
 # variable that doubles each step grows as 2**size; `Pow` does that without a loop), which
-# the check does not bound (see `saved_model_check`'s docstring). TensorList and TensorArray
-# ops, which would accumulate a tensor per step, are not in ALLOWED_OPS.
+# the check does not bound (see `kbert.untrusted.saved_model`'s docstring). TensorList and
+# TensorArray ops, which would accumulate a tensor per step, are not in ALLOWED_OPS.
 
 # Allowed ops that allocate a tensor whose shape (or size) is an input: the input's index. A
-# shape that folds to constants (`saved_model_graph.Body.array`) over `max_elements` is
+# shape that folds to constants (`kbert.untrusted.graph.Body.array`) over `max_elements` is
 # refused; one computed from the request cannot be seen at call time, and is refused at load
 # time. `Range` and `RaggedRange` are counted from their bounds the same way.
 SHAPE_INPUTS = {

@@ -129,7 +129,7 @@ def check_saved_model(path, *, max_elements=DEFAULT_MAX_ELEMENTS,
       - in the functions that run during `tf.saved_model.load` itself (resources'
         `_create_resource`, `_initialize` and `_destroy_resource`, the save and restore
         functions of saveable objects, and all they call): any op outside
-        `saved_model_ops.LOAD_TIME_OPS`, and any allocation whose shape does not fold to
+        `kbert.untrusted.ops.LOAD_TIME_OPS`, and any allocation whose shape does not fold to
         constants under the cap;
       - loops whose `maximum_iterations` is neither a constant up to `max_loop_constant`
         nor a sum of at most `MAX_BOUND_TERMS` sizes of tensors they are given plus
