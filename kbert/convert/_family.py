@@ -1,13 +1,15 @@
 """The contract between the checkpoint formats and a model family: one `FamilyFormat` record.
 
-Each family module (`bert`, `albert`, `distil_bert`, `electra`, `roberta`) builds exactly one
-record, `FAMILY`; `kbert.convert.families` registers them. The formats (`hugging_face`, `tf1`,
-`keras_hub`) and `Checkpoint` read a family only through its record: every name, translation
-and hook they use is a field here, and a hook a family does not need is `None`, not a missing
-attribute.
+Each family module (`bert`, `albert`, `distil_bert`, `electra`, `roberta`, `deberta_v3`,
+`mobile_bert`) builds exactly one record, `FAMILY`, with `record` (which reads the module's
+hooks and tables by their names); `kbert.convert.families` registers them. The formats
+(`hugging_face`, `tf1`, `keras_hub`) and `Checkpoint` read a family only through its record:
+every name, translation and hook they use is a field here, and a hook a family does not need
+is `None`, not a missing attribute.
 """
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from typing import Optional
 
@@ -214,3 +216,62 @@ class FamilyFormat:
     def tokenizer_class(self):
         """tokenizer_config.json's `tokenizer_class`."""
         return f"{self.hf_name}Tokenizer"
+
+
+def classifier_dropout(field="classifier_dropout"):
+    """`task_dropout` where the sequence and token classifiers read one config.json field (as
+    transformers' BERT-like `*ForSequenceClassification` / `*ForTokenClassification` do)."""
+    return {"text_classifier": field, "token_classifier": field}
+
+
+# Where the tensors of every family show the embedding sizes (`FamilyFormat.shapes`).
+EMBEDDING_SIZES = {
+    "vocabulary_size": ("embeddings.word_embeddings.weight", 0),
+    "embedding_size": ("embeddings.word_embeddings.weight", 1),
+    "max_sequence_length": ("embeddings.position_embeddings.weight", 0),
+    "type_vocab_size": ("embeddings.token_type_embeddings.weight", 0),
+}
+
+
+def block_shapes(block, **fields):
+    """The `Shapes` of a family with the common embeddings and blocks named by `block` (a
+    `kbert.convert._mapping.BlockNames`): the width and the feed-forward size are those of
+    block 0's query and intermediate layers, and the blocks are counted by their index in
+    `block.layers`. `fields`: the other `Shapes` fields."""
+    first = block.layers.format(0)
+    sizes = {**EMBEDDING_SIZES, "hidden_size": (f"{first}{block.query}.weight", 0),
+             "intermediate_size": (f"{first}{block.intermediate}.weight", 0)}
+    layers = re.escape(block.layers.split("{}")[0]) + r"(\d+)\."
+    return Shapes(sizes=sizes, layers=layers, **fields)
+
+
+# The module-level names a family module gives its record's tables.
+_MODULE_TABLES = {"model_type": "MODEL_TYPE", "config_fields": "CONFIG_FIELDS",
+                  "shapes": "SHAPES"}
+
+
+def record(namespace, **fields):
+    """A family module's `FamilyFormat`: `fields`, and where they do not name them,
+    - the hooks the module defines under their field's names (`entries`, `heads_in`,
+      `config_from_hf`, `tf1_name`, ...), and its `MODEL_TYPE`, `CONFIG_FIELDS` and `SHAPES`;
+    - from its `HEADS` (a `kbert.convert._mapping.Heads`), where it has one: `heads_in`,
+      `head_prefixes`, `tied`, `aliases`, "ForMaskedLM" as `pretrainer_hf_class` where
+      pretraining is the masked LM alone (no `nsp` head), and with its `backbone_entries`
+      (`backbone -> [Entry]`), `entries`.
+
+    `namespace` is the module's `globals()`; a hook it does not define stays `None` (or the
+    record refuses a required one by name)."""
+    found = {}
+    heads = namespace.get("HEADS")
+    if heads is not None:
+        found.update(heads_in=heads.heads_in, head_prefixes=heads.prefixes, tied=heads.tied,
+                     aliases=heads.aliases)
+        if heads.nsp is None:
+            found["pretrainer_hf_class"] = "ForMaskedLM"
+        if "backbone_entries" in namespace:
+            found["entries"] = heads.model_entries(namespace["backbone_entries"])
+    found.update({f.name: namespace[f.name] for f in dataclasses.fields(FamilyFormat)
+                  if "Callable" in str(f.type) and callable(namespace.get(f.name))})
+    found.update({field: namespace[name] for field, name in _MODULE_TABLES.items()
+                  if name in namespace})
+    return FamilyFormat(**{**found, **fields})

@@ -1,12 +1,17 @@
 """What every family's weight map shares: the layouts, and assigning or reading a whole map.
 
-A family module (`bert`, `albert`, `distil_bert`, `electra`) lists its model's variables as
+A family module (`bert`, `albert`, `distil_bert`, ...) lists its model's variables as
 `Entry`s: the Hugging Face names of a tensor (the model prefix such as `bert.` dropped), the
 kbert variable, and how the two layouts differ. Every reader turns its format into those
-names, so one `assign` and one `weights_of` serve all formats and families.
+names, so one `assign` and one `weights_of` serve all formats and families. The families
+differ in names, not in rules: each gives its block's names (`BlockNames`, or a table of
+(name, attribute) rows where the block's projections are separate layers) and its heads'
+(`Heads`), and the builders here walk the model.
 """
 
 import collections
+import dataclasses
+from typing import Optional
 
 import keras
 import numpy as np
@@ -56,21 +61,65 @@ def activation(value, table, source):
 Entry = collections.namedtuple("Entry", "names variable kind optional", defaults=(False,))
 
 
-def block_entries(block, query, key, value, attention_output, attention_norm, intermediate,
-                  output, output_norm):
-    """The entries of one kbert `TransformerEncoder` under the given Hugging Face names
-    (each a module path without `.weight` / `.bias`)."""
-    qkv = (query, key, value)
+# The Hugging Face names of the parts of one kbert `TransformerEncoder` block (each a module
+# path without `.weight` / `.bias`), under `layers` (a template of the block index: BERT's
+# "encoder.layer.{}.").
+BlockNames = collections.namedtuple(
+    "BlockNames",
+    "layers query key value attention_output attention_norm intermediate output output_norm")
+
+
+def block_entries(block, prefix, names):
+    """The entries of one kbert `TransformerEncoder` under `prefix` + the `BlockNames`."""
+    qkv = tuple(prefix + n for n in (names.query, names.key, names.value))
+    attention_output = prefix + names.attention_output
     return [
         Entry(tuple(f"{n}.weight" for n in qkv), block.qkv_dense.kernel, "qkv"),
         Entry(tuple(f"{n}.bias" for n in qkv), block.qkv_dense.bias, "qkv_bias"),
         Entry((f"{attention_output}.weight",), block.attention_output_dense.kernel, "attn_out"),
         Entry((f"{attention_output}.bias",), block.attention_output_dense.bias, "copy"),
-        *layer_norm_entries(attention_norm, block.attention_layer_norm),
-        *dense_entries(intermediate, block.intermediate_dense),
-        *dense_entries(output, block.output_dense),
-        *layer_norm_entries(output_norm, block.output_layer_norm),
+        *layer_norm_entries(prefix + names.attention_norm, block.attention_layer_norm),
+        *dense_entries(prefix + names.intermediate, block.intermediate_dense),
+        *dense_entries(prefix + names.output, block.output_dense),
+        *layer_norm_entries(prefix + names.output_norm, block.output_layer_norm),
     ]
+
+
+def encoder_entries(blocks, names, prefix=""):
+    """The entries of kbert `TransformerEncoder` blocks: block i under
+    `prefix + names.layers.format(i)` (`names` a `BlockNames`)."""
+    result = []
+    for i, block in enumerate(blocks):
+        result += block_entries(block, prefix + names.layers.format(i), names)
+    return result
+
+
+def backbone_entries(backbone, block, projection=None, pooler=None):
+    """The entries of a backbone of the common layout: its `Embeddings`, the Dense layer that
+    projects them to the blocks' width under `projection` (ALBERT's), the blocks (`block` a
+    `BlockNames`), and the pooler's Dense layer under `pooler`; `None`: the backbone has none."""
+    result = embedding_entries(backbone.embeddings)
+    if projection is not None:
+        result += dense_entries(projection, backbone.embeddings.projection)
+    result += encoder_entries(backbone.transformer_layers, block)
+    if pooler is not None:
+        result += dense_entries(pooler, backbone.pooler.dense)
+    return result
+
+
+def layer_entries(name, layer):
+    """A Dense layer's (kernel, bias), or a normalization's (gamma, beta: a LayerNormalization
+    or MobileBERT's NoNorm), under `name.weight` and `name.bias`."""
+    if hasattr(layer, "kernel"):
+        return dense_entries(name, layer)
+    return layer_norm_entries(name, layer)
+
+
+def layers_entries(prefix, owner, table):
+    """`layer_entries` for each (name, attribute of `owner`) of `table`, the names under
+    `prefix`: the blocks whose projections are separate layers (DeBERTa-v3's, MobileBERT's)."""
+    return [entry for name, attribute in table
+            for entry in layer_entries(prefix + name, getattr(owner, attribute))]
 
 
 def dense_entries(name, layer, optional=False):
@@ -101,6 +150,73 @@ def masked_lm_entries(head, dense, layer_norm, bias):
     """A kbert `MaskedLMHead` (its output weights are tied to the token table)."""
     return [*dense_entries(dense, head.dense), *layer_norm_entries(layer_norm, head.layer_norm),
             Entry((bias,), head.output_bias, "copy")]
+
+
+@dataclasses.dataclass(frozen=True)
+class Heads:
+    """Where a family keeps its pretraining heads, in Hugging Face names (module paths).
+
+    Attributes:
+        mlm: the masked LM's (dense, LayerNorm, output bias).
+        decoder: the masked LM's output layer, whose weight is the token table again (not
+            kept) and whose bias, where it has its own name, is the output bias; `None` where
+            the file has no such layer.
+        nsp: the sentence-pair classifier (BERT's next sentence, ALBERT's sentence order), or
+            `None` where pretraining is the masked LM alone.
+        mlm_extra: the masked LM's extra output rows (MobileBERT's [hidden - embedding,
+            vocabulary] `cls.predictions.dense`), or `None`.
+    """
+
+    mlm: tuple
+    decoder: Optional[str] = None
+    nsp: Optional[str] = None
+    mlm_extra: Optional[str] = None
+
+    @property
+    def prefixes(self):
+        """The first parts of the heads' names (`FamilyFormat.head_prefixes`)."""
+        names = (*self.mlm, self.nsp, self.mlm_extra)
+        return tuple(dict.fromkeys(n.split(".")[0] + "." for n in names if n is not None))
+
+    @property
+    def tied(self):
+        """The decoder's copy of the token table (`FamilyFormat.tied`)."""
+        return () if self.decoder is None else (f"{self.decoder}.weight",)
+
+    @property
+    def aliases(self):
+        """The decoder's bias -> the output bias (`FamilyFormat.aliases`)."""
+        bias = f"{self.decoder}.bias"
+        return {} if self.decoder is None or bias == self.mlm[2] else {bias: self.mlm[2]}
+
+    def entries(self, model):
+        """The entries of the heads `model` has (none for a backbone)."""
+        result = []
+        head = getattr(model, "mlm_head", None)
+        if head is not None:
+            result += masked_lm_entries(head, *self.mlm)
+            if self.mlm_extra is not None:
+                result.append(Entry((f"{self.mlm_extra}.weight",), head.extra_output_kernel,
+                                    "dense"))
+        if self.nsp is not None and getattr(model, "nsp_head", None) is not None:
+            result += dense_entries(self.nsp, model.nsp_head.dense)
+        return result
+
+    def heads_in(self, weights):
+        """The `head` argument that uses every head present in `weights` ("pretrainer",
+        "mlm" or None); "pretrainer" and "mlm" are the same where there is no `nsp`."""
+        if f"{self.mlm[0]}.weight" not in weights:
+            return None
+        if self.nsp is None or f"{self.nsp}.weight" in weights:
+            return "pretrainer"
+        return "mlm"
+
+    def model_entries(self, backbone_entries):
+        """A family's `entries`: `model -> the entries of its backbone (by `backbone_entries`,
+        `backbone -> [Entry]`) and of these heads`."""
+        def entries(model):
+            return backbone_entries(getattr(model, "backbone", model)) + self.entries(model)
+        return entries
 
 
 def _to_kbert(arrays, kind, shape):

@@ -6,8 +6,7 @@ TF1 release names them `bert/encoder/transformer/group_0/inner_group_0/...`.
 
 import re
 
-from kbert.convert import _mapping, bert
-from kbert.convert._family import FamilyFormat, Shapes
+from kbert.convert import _family, _mapping, bert
 from kbert.models import AlbertConfig
 
 MODEL_TYPE = "albert"
@@ -16,14 +15,15 @@ CONFIG_FIELDS = {**bert.CONFIG_FIELDS, "embedding_size": "embedding_size",
                  "num_hidden_groups": "num_groups"}
 
 
-_BLOCK = "encoder.albert_layer_groups.0.albert_layers.0."
-SHAPES = Shapes(
-    sizes={**bert.EMBEDDING_SIZES,
-           "hidden_size": (f"{_BLOCK}attention.query.weight", 0),
-           "intermediate_size": (f"{_BLOCK}ffn.weight", 0)},
-    layers=r"encoder\.albert_layer_groups\.(\d+)\.",
-    layer_field="num_groups",  # the blocks kept; num_layers repeats them
-)
+BLOCK = _mapping.BlockNames(
+    layers="encoder.albert_layer_groups.{}.albert_layers.0.",  # a block per group
+    query="attention.query", key="attention.key", value="attention.value",
+    attention_output="attention.dense", attention_norm="attention.LayerNorm",
+    intermediate="ffn", output="ffn_output", output_norm="full_layer_layer_norm")
+# The blocks kept are the groups; num_layers repeats them.
+SHAPES = _family.block_shapes(BLOCK, layer_field="num_groups")
+HEADS = _mapping.Heads(mlm=("predictions.dense", "predictions.LayerNorm", "predictions.bias"),
+                       decoder="predictions.decoder", nsp="sop_classifier.classifier")
 
 
 def _check(values, source):
@@ -67,36 +67,10 @@ def config_to_hf(config):
     return values
 
 
-def entries(model):
-    """The weight map of a kbert `AlbertBackbone` or `AlbertPretrainer`."""
-    backbone = getattr(model, "backbone", model)
-    result = [*_mapping.embedding_entries(backbone.embeddings),
-              *_mapping.dense_entries("encoder.embedding_hidden_mapping_in",
-                                      backbone.embeddings.projection)]
-    for g, block in enumerate(backbone.transformer_layers):
-        p = f"encoder.albert_layer_groups.{g}.albert_layers.0."
-        result += _mapping.block_entries(
-            block,
-            *(f"{p}attention.{x}" for x in ("query", "key", "value")),
-            attention_output=f"{p}attention.dense",
-            attention_norm=f"{p}attention.LayerNorm",
-            intermediate=f"{p}ffn",
-            output=f"{p}ffn_output",
-            output_norm=f"{p}full_layer_layer_norm",
-        )
-    result += _mapping.dense_entries("pooler", backbone.pooler.dense)
-    if getattr(model, "mlm_head", None) is not None:
-        result += _mapping.masked_lm_entries(model.mlm_head, "predictions.dense",
-                                             "predictions.LayerNorm", "predictions.bias")
-    if getattr(model, "nsp_head", None) is not None:
-        result += _mapping.dense_entries("sop_classifier.classifier", model.nsp_head.dense)
-    return result
-
-
-def heads_in(weights):
-    if "predictions.dense.weight" not in weights:
-        return None
-    return "pretrainer" if "sop_classifier.classifier.weight" in weights else "mlm"
+def backbone_entries(backbone):
+    """The weight map of a kbert `AlbertBackbone` (`HEADS` adds an `AlbertPretrainer`'s)."""
+    return _mapping.backbone_entries(backbone, BLOCK, pooler="pooler",
+                                     projection="encoder.embedding_hidden_mapping_in")
 
 
 # === Original TF1 names (google-research/albert), as Hugging Face's converter reads them ===
@@ -133,26 +107,13 @@ def tf1_name(name):
     return bert.tf1_parts_to_hf(name.split("/"))
 
 
-FAMILY = FamilyFormat(
+FAMILY = _family.record(
+    globals(),
     name="albert",
-    entries=entries,
-    heads_in=heads_in,
-    model_type=MODEL_TYPE,
     prefix="albert.",
-    head_prefixes=("predictions.", "sop_classifier."),
     hf_name="Albert",
-    tied=("predictions.decoder.weight",),
-    aliases={"predictions.decoder.bias": "predictions.bias"},
-    config_fields=CONFIG_FIELDS,
-    shapes=SHAPES,
-    config_from_hf=config_from_hf,
-    config_to_hf=config_to_hf,
-    task_dropout={"text_classifier": "classifier_dropout_prob",
-                  "token_classifier": "classifier_dropout_prob"},
-    tf1_name=tf1_name,
+    task_dropout=_family.classifier_dropout("classifier_dropout_prob"),
     tf1_pattern=r"/transformer/group_",
     tf1_config_files=("albert_config.json", "config.json"),
-    config_from_google=config_from_google,
     keras_hub_class="AlbertBackbone",
-    config_from_keras_hub=config_from_keras_hub,
 )

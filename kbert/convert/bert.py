@@ -19,8 +19,7 @@ for whoever wants it, is logged as not used when a model is built, and is not wr
 
 import re
 
-from kbert.convert import _mapping
-from kbert.convert._family import FamilyFormat, Shapes
+from kbert.convert import _family, _mapping
 from kbert.models import BertConfig
 
 MODEL_TYPE = "bert"  # config.json's model_type
@@ -42,19 +41,17 @@ CONFIG_FIELDS = {
 }
 
 
-# Where the tensors of every family show the embedding sizes (`FamilyFormat.shapes`).
-EMBEDDING_SIZES = {
-    "vocabulary_size": ("embeddings.word_embeddings.weight", 0),
-    "embedding_size": ("embeddings.word_embeddings.weight", 1),
-    "max_sequence_length": ("embeddings.position_embeddings.weight", 0),
-    "type_vocab_size": ("embeddings.token_type_embeddings.weight", 0),
-}
-SHAPES = Shapes(
-    sizes={**EMBEDDING_SIZES,
-           "hidden_size": ("encoder.layer.0.attention.self.query.weight", 0),
-           "intermediate_size": ("encoder.layer.0.intermediate.dense.weight", 0)},
-    layers=r"encoder\.layer\.(\d+)\.",
-)
+# transformers' BertLayer: the block names of BERT, RoBERTa and ELECTRA.
+BLOCK = _mapping.BlockNames(
+    layers="encoder.layer.{}.",
+    query="attention.self.query", key="attention.self.key", value="attention.self.value",
+    attention_output="attention.output.dense", attention_norm="attention.output.LayerNorm",
+    intermediate="intermediate.dense", output="output.dense", output_norm="output.LayerNorm")
+SHAPES = _family.block_shapes(BLOCK)
+HEADS = _mapping.Heads(mlm=("cls.predictions.transform.dense",
+                            "cls.predictions.transform.LayerNorm", "cls.predictions.bias"),
+                       decoder="cls.predictions.decoder",  # the token table again
+                       nsp="cls.seq_relationship")
 
 
 # TinyBERT's distillation projection (see the module's text): read, never mapped or written.
@@ -137,43 +134,9 @@ def config_to_hf(config):
     return values
 
 
-def encoder_entries(blocks, prefix="encoder.layer."):
-    """BERT's (and ELECTRA's) transformer blocks under `prefix{i}.`."""
-    result = []
-    for i, block in enumerate(blocks):
-        p = f"{prefix}{i}."
-        result += _mapping.block_entries(
-            block,
-            *(f"{p}attention.self.{x}" for x in ("query", "key", "value")),
-            attention_output=f"{p}attention.output.dense",
-            attention_norm=f"{p}attention.output.LayerNorm",
-            intermediate=f"{p}intermediate.dense",
-            output=f"{p}output.dense",
-            output_norm=f"{p}output.LayerNorm",
-        )
-    return result
-
-
-def entries(model):
-    """The weight map of a kbert `BertBackbone` or `BertPretrainer`."""
-    backbone = getattr(model, "backbone", model)
-    result = [*_mapping.embedding_entries(backbone.embeddings),
-              *encoder_entries(backbone.transformer_layers),
-              *_mapping.dense_entries("pooler.dense", backbone.pooler.dense)]
-    if getattr(model, "mlm_head", None) is not None:
-        result += _mapping.masked_lm_entries(
-            model.mlm_head, "cls.predictions.transform.dense",
-            "cls.predictions.transform.LayerNorm", "cls.predictions.bias")
-    if getattr(model, "nsp_head", None) is not None:
-        result += _mapping.dense_entries("cls.seq_relationship", model.nsp_head.dense)
-    return result
-
-
-def heads_in(weights):
-    """The `head` argument that uses every head present in `weights`."""
-    if "cls.predictions.transform.dense.weight" not in weights:
-        return None
-    return "pretrainer" if "cls.seq_relationship.weight" in weights else "mlm"
+def backbone_entries(backbone):
+    """The weight map of a kbert `BertBackbone` (`HEADS` adds a `BertPretrainer`'s)."""
+    return _mapping.backbone_entries(backbone, BLOCK, pooler="pooler.dense")
 
 
 # === Original TF1 names ===
@@ -219,27 +182,14 @@ def tf1_parts_to_hf(parts):
     return ".".join(out), transpose
 
 
-FAMILY = FamilyFormat(
+FAMILY = _family.record(
+    globals(),
     name="bert",
-    entries=entries,
-    heads_in=heads_in,
-    model_type=MODEL_TYPE,
     prefix="bert.",  # the encoder's prefix in *ForPreTraining / *ForMaskedLM
-    head_prefixes=("cls.",),
     hf_name="Bert",
-    tied=("cls.predictions.decoder.weight",),  # the token table again
-    aliases={"cls.predictions.decoder.bias": "cls.predictions.bias"},
     not_in_hf=TINY_BERT_ONLY,
-    config_fields=CONFIG_FIELDS,
-    shapes=SHAPES,
-    config_from_hf=config_from_hf,
-    config_to_hf=config_to_hf,
-    task_dropout={"text_classifier": "classifier_dropout",
-                  "token_classifier": "classifier_dropout"},
-    tf1_name=tf1_name,
+    task_dropout=_family.classifier_dropout(),
     tf1_pattern=None,  # every TF1 checkpoint that is not ALBERT's or ELECTRA's
     tf1_config_files=("bert_config.json",),
-    config_from_google=config_from_google,
     keras_hub_class="BertBackbone",
-    config_from_keras_hub=config_from_keras_hub,
 )

@@ -20,8 +20,8 @@ one rate for both, read from `cls_dropout` (training only: inference has no drop
 """
 
 from kbert import _keras_private
-from kbert.convert import _mapping, bert
-from kbert.convert._family import FamilyFormat, Shapes
+from kbert.convert import _family, _mapping, bert
+from kbert.convert._family import Shapes
 from kbert.models import DebertaV3Config
 
 MODEL_TYPE = "deberta-v2"  # transformers' DebertaV2* classes serve DeBERTa-v2 and -v3
@@ -133,13 +133,23 @@ def config_from_keras_hub(values):
         position_buckets=values["bucket_size"])
 
 
-def entries(model):
-    """The weight map of a kbert `DebertaV3Backbone` or `DebertaV3Pretrainer`."""
-    if getattr(model, "generator", None) is not None:
-        raise ValueError(
-            "A DebertaV3RtdPretrainer has no Hugging Face form (transformers has no DeBERTa "
-            "replaced-token-detection class); convert its pretrainer.discriminator().")
-    backbone = getattr(model, "backbone", model)
+# (Hugging Face name, attribute of kbert's block): DeBERTa-v3's projections are separate.
+_BLOCK = (
+    ("attention.self.query_proj", "query_dense"),
+    ("attention.self.key_proj", "key_dense"),
+    ("attention.self.value_proj", "value_dense"),
+    ("attention.output.dense", "attention_output_dense"),
+    ("intermediate.dense", "intermediate_dense"),
+    ("output.dense", "output_dense"),
+    ("attention.output.LayerNorm", "attention_layer_norm"),
+    ("output.LayerNorm", "output_layer_norm"),
+)
+# DeBERTa's Hugging Face form has one head, the masked LM: "pretrainer" and "mlm" alike.
+HEADS = _mapping.Heads(mlm=(f"{_HEAD}dense", f"{_HEAD}LayerNorm", f"{_HEAD}bias"))
+
+
+def backbone_entries(backbone):
+    """The weight map of a kbert `DebertaV3Backbone`."""
     embeddings, relative = backbone.embeddings, backbone.relative_embedding
     result = [
         _mapping.Entry(("embeddings.word_embeddings.weight",),
@@ -149,26 +159,17 @@ def entries(model):
         *_mapping.layer_norm_entries("encoder.LayerNorm", relative.layer_norm),
     ]
     for i, block in enumerate(backbone.transformer_layers):
-        p = f"encoder.layer.{i}."
-        for name, layer in (("attention.self.query_proj", block.query_dense),
-                            ("attention.self.key_proj", block.key_dense),
-                            ("attention.self.value_proj", block.value_dense),
-                            ("attention.output.dense", block.attention_output_dense),
-                            ("intermediate.dense", block.intermediate_dense),
-                            ("output.dense", block.output_dense)):
-            result += _mapping.dense_entries(p + name, layer)
-        result += _mapping.layer_norm_entries(f"{p}attention.output.LayerNorm",
-                                              block.attention_layer_norm)
-        result += _mapping.layer_norm_entries(f"{p}output.LayerNorm", block.output_layer_norm)
-    if getattr(model, "mlm_head", None) is not None:
-        result += _mapping.masked_lm_entries(model.mlm_head, f"{_HEAD}dense",
-                                             f"{_HEAD}LayerNorm", f"{_HEAD}bias")
+        result += _mapping.layers_entries(f"encoder.layer.{i}.", block, _BLOCK)
     return result
 
 
-def heads_in(weights):
-    # DeBERTa's Hugging Face form has one head, the masked LM: "pretrainer" and "mlm" alike.
-    return "pretrainer" if f"{_HEAD}dense.weight" in weights else None
+def entries(model):
+    """The weight map of a kbert `DebertaV3Backbone` or `DebertaV3Pretrainer`."""
+    if getattr(model, "generator", None) is not None:
+        raise ValueError(
+            "A DebertaV3RtdPretrainer has no Hugging Face form (transformers has no DeBERTa "
+            "replaced-token-detection class); convert its pretrainer.discriminator().")
+    return HEADS.model_entries(backbone_entries)(model)
 
 
 _numpy = _mapping.numpy_value
@@ -202,15 +203,11 @@ def keras_hub_pairs(source, target):
     return [(variable, _numpy(value)) for variable, value in pairs]
 
 
-FAMILY = FamilyFormat(
+FAMILY = _family.record(
+    globals(),
     name="deberta_v3",
-    entries=entries,
-    heads_in=heads_in,
-    model_type=MODEL_TYPE,
     prefix="deberta.",
-    head_prefixes=("lm_predictions.",),
     hf_name="DebertaV2",
-    pretrainer_hf_class="ForMaskedLM",
     tied=("cls.predictions.decoder.weight",),  # the legacy head's copy of the token table
     aliases={"cls.predictions.transform.dense.weight": f"{_HEAD}dense.weight",
              "cls.predictions.transform.dense.bias": f"{_HEAD}dense.bias",
@@ -229,14 +226,7 @@ FAMILY = FamilyFormat(
     },
     spare_vocabulary_rows=True,
     lowercase=False,
-    config_fields=CONFIG_FIELDS,
-    shapes=SHAPES,
-    config_from_hf=config_from_hf,
-    config_to_hf=config_to_hf,
     task_dropout={"text_classifier": "cls_dropout"},
     task_head_names={"classifier.dense": "pooler.dense", "classifier.out_proj": "classifier"},
-    check_task_config=check_task_config,
     keras_hub_class="DebertaV3Backbone",
-    config_from_keras_hub=config_from_keras_hub,
-    keras_hub_pairs=keras_hub_pairs,
 )

@@ -4,8 +4,7 @@ There is no original TF1 release (DistilBERT was trained and published in PyTorc
 module has no TF1 names: `kbert.convert.tf1` never reads a checkpoint as DistilBERT.
 """
 
-from kbert.convert import _mapping, bert
-from kbert.convert._family import FamilyFormat, Shapes
+from kbert.convert import _family, _mapping, bert
 from kbert.models import DistilBertConfig
 
 MODEL_TYPE = "distilbert"
@@ -24,12 +23,15 @@ CONFIG_FIELDS = {
 }
 
 
-SHAPES = Shapes(
-    sizes={**bert.EMBEDDING_SIZES,
-           "hidden_size": ("transformer.layer.0.attention.q_lin.weight", 0),
-           "intermediate_size": ("transformer.layer.0.ffn.lin1.weight", 0)},
-    layers=r"transformer\.layer\.(\d+)\.",
-)
+BLOCK = _mapping.BlockNames(
+    layers="transformer.layer.{}.",
+    query="attention.q_lin", key="attention.k_lin", value="attention.v_lin",
+    attention_output="attention.out_lin", attention_norm="sa_layer_norm",
+    intermediate="ffn.lin1", output="ffn.lin2", output_norm="output_layer_norm")
+SHAPES = _family.block_shapes(BLOCK)
+# DistilBERT's pretraining model is its masked LM: "pretrainer" and "mlm" are the same.
+HEADS = _mapping.Heads(mlm=("vocab_transform", "vocab_layer_norm", "vocab_projector.bias"),
+                       decoder="vocab_projector")
 
 
 def config_from_hf(values, source="config.json"):
@@ -61,48 +63,17 @@ def config_to_hf(config):
     return values
 
 
-def entries(model):
-    """The weight map of a kbert `DistilBertBackbone` or `DistilBertPretrainer`."""
-    backbone = getattr(model, "backbone", model)
-    result = _mapping.embedding_entries(backbone.embeddings)
-    for i, block in enumerate(backbone.transformer_layers):
-        p = f"transformer.layer.{i}."
-        result += _mapping.block_entries(
-            block,
-            *(f"{p}attention.{x}_lin" for x in ("q", "k", "v")),
-            attention_output=f"{p}attention.out_lin",
-            attention_norm=f"{p}sa_layer_norm",
-            intermediate=f"{p}ffn.lin1",
-            output=f"{p}ffn.lin2",
-            output_norm=f"{p}output_layer_norm",
-        )
-    if getattr(model, "mlm_head", None) is not None:
-        result += _mapping.masked_lm_entries(model.mlm_head, "vocab_transform",
-                                             "vocab_layer_norm", "vocab_projector.bias")
-    return result
+def backbone_entries(backbone):
+    """The weight map of a kbert `DistilBertBackbone` (`HEADS` adds its masked LM's)."""
+    return _mapping.backbone_entries(backbone, BLOCK)
 
 
-def heads_in(weights):
-    # DistilBERT's pretraining model is its masked LM: "pretrainer" and "mlm" are the same.
-    return "pretrainer" if "vocab_transform.weight" in weights else None
-
-
-FAMILY = FamilyFormat(
+FAMILY = _family.record(
+    globals(),
     name="distil_bert",
-    entries=entries,
-    heads_in=heads_in,
-    model_type=MODEL_TYPE,
     prefix="distilbert.",
-    head_prefixes=("vocab_transform.", "vocab_layer_norm.", "vocab_projector."),
     hf_name="DistilBert",
-    pretrainer_hf_class="ForMaskedLM",
-    tied=("vocab_projector.weight",),
-    config_fields=CONFIG_FIELDS,
-    shapes=SHAPES,
-    config_from_hf=config_from_hf,
-    config_to_hf=config_to_hf,
     task_dropout={"text_classifier": "seq_classif_dropout",
                   "question_answerer": "qa_dropout"},
     keras_hub_class="DistilBertBackbone",
-    config_from_keras_hub=config_from_keras_hub,
 )

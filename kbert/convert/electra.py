@@ -20,8 +20,8 @@ import types
 
 import numpy as np
 
-from kbert.convert import _mapping, bert
-from kbert.convert._family import Companion, FamilyFormat
+from kbert.convert import _family, _mapping, bert
+from kbert.convert._family import Companion
 from kbert.models import ElectraConfig
 from kbert.models.electra.electra_generator import generator_size
 
@@ -85,7 +85,7 @@ def _encoder_entries(embeddings_project, blocks, prefix=""):
     result = []
     if embeddings_project is not None:
         result += _mapping.dense_entries(f"{prefix}embeddings_project", embeddings_project)
-    return result + bert.encoder_entries(blocks, f"{prefix}encoder.layer.")
+    return result + _mapping.encoder_entries(blocks, bert.BLOCK, prefix)
 
 
 def _generator_head_entries(head):
@@ -250,32 +250,21 @@ def tf1_name(name):
     return hf_name, transpose
 
 
-FAMILY = FamilyFormat(
+FAMILY = _family.record(
+    globals(),
     name="electra",
-    entries=entries,
-    heads_in=heads_in,
-    pretrainer_arguments=pretrainer_arguments,
-    model_type=MODEL_TYPE,
     prefix="electra.",
     head_prefixes=("discriminator_predictions.", "generator_predictions.", "generator_lm_head.",
                    GENERATOR),
     hf_name="Electra",
     tied=("generator_lm_head.weight",),
-    config_fields=CONFIG_FIELDS,
     shapes=bert.SHAPES,
-    config_from_hf=config_from_hf,
-    config_to_hf=config_to_hf,
     not_in_hf=("pooler.dense.weight", "pooler.dense.bias"),
     companion=Companion(folder="generator", description="an ELECTRA generator", head="mlm",
                         split=_split_for_hf, check_config=check_generator_config,
                         join=_join_from_hf),
-    task_dropout={"text_classifier": "classifier_dropout",
-                  "token_classifier": "classifier_dropout"},
-    tf1_name=tf1_name,
+    task_dropout=_family.classifier_dropout(),
     tf1_pattern=r"^(electra|generator|discriminator_predictions)/",
     tf1_config_files=(),  # the releases have none: the architecture comes from the weights
-    config_from_google=config_from_google,
-    config_from_weights=config_from_weights,
     keras_hub_class="ElectraBackbone",
-    config_from_keras_hub=config_from_keras_hub,
 )

@@ -14,10 +14,12 @@ then kbert's. (kbert's initialization is left as it is: the MLM head's tied tabl
 the row off zero in training anyway.)
 """
 
+import dataclasses
+
 import numpy as np
 
-from kbert.convert import _mapping, bert
-from kbert.convert._family import FamilyFormat, Shapes
+from kbert.convert import _family, _mapping, bert
+from kbert.convert._family import Shapes
 from kbert.models import MobileBertConfig
 
 MODEL_TYPE = "mobilebert"
@@ -42,7 +44,7 @@ HF_DEFAULTS = {"embedding_size": 128, "intra_bottleneck_size": 128,
 
 _LAYER = "encoder.layer.0."
 SHAPES = Shapes(
-    sizes={**bert.EMBEDDING_SIZES,
+    sizes={**_family.EMBEDDING_SIZES,
            "hidden_size": ("embeddings.position_embeddings.weight", 1),
            "intra_bottleneck_size": (f"{_LAYER}bottleneck.input.dense.weight", 0),
            "intermediate_size": (f"{_LAYER}intermediate.dense.weight", 0)},
@@ -77,42 +79,42 @@ def config_to_hf(config):
     return values
 
 
-def _norm_entries(name, layer):
-    """A NoNorm (gamma, beta) or a LayerNormalization, under transformers' LayerNorm names."""
-    return [_mapping.Entry((f"{name}.weight",), layer.gamma, "copy"),
-            _mapping.Entry((f"{name}.bias",), layer.beta, "copy")]
+# (Hugging Face name, attribute of kbert's block) before and after the feed-forward stack;
+# NoNorm keeps LayerNorm's names in transformers.
+_BLOCK_IN = (
+    ("bottleneck.input.dense", "input_bottleneck"),
+    ("bottleneck.input.LayerNorm", "input_bottleneck_norm"),
+    ("bottleneck.attention.dense", "attention_bottleneck"),
+    ("bottleneck.attention.LayerNorm", "attention_bottleneck_norm"),
+    ("attention.self.query", "query_dense"),
+    ("attention.self.key", "key_dense"),
+    ("attention.self.value", "value_dense"),
+    ("attention.output.dense", "attention_output_dense"),
+    ("attention.output.LayerNorm", "attention_norm"),
+)
+_FFN = ("intermediate.dense", "output.dense", "output.LayerNorm")  # under ffn.{i}.
+_BLOCK_OUT = (
+    ("intermediate.dense", "intermediate_dense"),
+    ("output.dense", "output_dense"),
+    ("output.LayerNorm", "output_norm"),
+    ("output.bottleneck.dense", "output_bottleneck"),
+    ("output.bottleneck.LayerNorm", "output_bottleneck_norm"),
+)
+# BERT's heads, and the MLM's extra output rows: [hidden - embedding, vocabulary] in
+# transformers, [vocabulary, ...] in kbert.
+HEADS = dataclasses.replace(bert.HEADS, mlm_extra="cls.predictions.dense")
 
 
 def _block_entries(block, p):
-    dense, norm = _mapping.dense_entries, _norm_entries
-    result = [
-        *dense(f"{p}bottleneck.input.dense", block.input_bottleneck),
-        *norm(f"{p}bottleneck.input.LayerNorm", block.input_bottleneck_norm),
-        *dense(f"{p}bottleneck.attention.dense", block.attention_bottleneck),
-        *norm(f"{p}bottleneck.attention.LayerNorm", block.attention_bottleneck_norm),
-        *dense(f"{p}attention.self.query", block.query_dense),
-        *dense(f"{p}attention.self.key", block.key_dense),
-        *dense(f"{p}attention.self.value", block.value_dense),
-        *dense(f"{p}attention.output.dense", block.attention_output_dense),
-        *norm(f"{p}attention.output.LayerNorm", block.attention_norm),
-    ]
-    for i, (intermediate, output, layer_norm) in enumerate(
-            zip(block.ffn_intermediate, block.ffn_output, block.ffn_norm)):
-        result += [*dense(f"{p}ffn.{i}.intermediate.dense", intermediate),
-                   *dense(f"{p}ffn.{i}.output.dense", output),
-                   *norm(f"{p}ffn.{i}.output.LayerNorm", layer_norm)]
-    return result + [
-        *dense(f"{p}intermediate.dense", block.intermediate_dense),
-        *dense(f"{p}output.dense", block.output_dense),
-        *norm(f"{p}output.LayerNorm", block.output_norm),
-        *dense(f"{p}output.bottleneck.dense", block.output_bottleneck),
-        *norm(f"{p}output.bottleneck.LayerNorm", block.output_bottleneck_norm),
-    ]
+    result = _mapping.layers_entries(p, block, _BLOCK_IN)
+    for i, layers in enumerate(zip(block.ffn_intermediate, block.ffn_output, block.ffn_norm)):
+        for name, layer in zip(_FFN, layers):
+            result += _mapping.layer_entries(f"{p}ffn.{i}.{name}", layer)
+    return result + _mapping.layers_entries(p, block, _BLOCK_OUT)
 
 
-def entries(model):
-    """The weight map of a kbert `MobileBertBackbone` or `MobileBertPretrainer`."""
-    backbone = getattr(model, "backbone", model)
+def backbone_entries(backbone):
+    """The weight map of a kbert `MobileBertBackbone` (`HEADS` adds a pretrainer's)."""
     embeddings = backbone.embeddings
     result = [
         _mapping.Entry(("embeddings.word_embeddings.weight",),
@@ -121,7 +123,7 @@ def entries(model):
                        embeddings.position_embedding, "copy"),
         _mapping.Entry(("embeddings.token_type_embeddings.weight",),
                        embeddings.segment_embedding.embeddings, "copy"),
-        *_norm_entries("embeddings.LayerNorm", embeddings.norm),
+        *_mapping.layer_norm_entries("embeddings.LayerNorm", embeddings.norm),
     ]
     if embeddings.projection is not None:
         result += _mapping.dense_entries("embeddings.embedding_transformation",
@@ -130,16 +132,6 @@ def entries(model):
         result += _block_entries(block, f"encoder.layer.{i}.")
     if backbone.config.classifier_activation:
         result += _mapping.dense_entries("pooler.dense", backbone.pooler.dense)
-    head = getattr(model, "mlm_head", None)
-    if head is not None:
-        result += _mapping.masked_lm_entries(head, "cls.predictions.transform.dense",
-                                             "cls.predictions.transform.LayerNorm",
-                                             "cls.predictions.bias")
-        # [hidden - embedding, vocabulary] in transformers, [vocabulary, ...] in kbert.
-        result.append(_mapping.Entry(("cls.predictions.dense.weight",),
-                                     head.extra_output_kernel, "dense"))
-    if getattr(model, "nsp_head", None) is not None:
-        result += _mapping.dense_entries("cls.seq_relationship", model.nsp_head.dense)
     return result
 
 
@@ -156,27 +148,10 @@ def to_hf_weights(hf_config, weights):
     return {**weights, _TOKEN_TABLE: table}
 
 
-def heads_in(weights):
-    if "cls.predictions.transform.dense.weight" not in weights:
-        return None
-    return "pretrainer" if "cls.seq_relationship.weight" in weights else "mlm"
-
-
-FAMILY = FamilyFormat(
+FAMILY = _family.record(
+    globals(),
     name="mobile_bert",
-    entries=entries,
-    heads_in=heads_in,
-    model_type=MODEL_TYPE,
     prefix="mobilebert.",
-    head_prefixes=("cls.",),
     hf_name="MobileBert",
-    tied=("cls.predictions.decoder.weight",),
-    aliases={"cls.predictions.decoder.bias": "cls.predictions.bias"},
-    config_fields=CONFIG_FIELDS,
-    shapes=SHAPES,
-    config_from_hf=config_from_hf,
-    config_to_hf=config_to_hf,
-    to_hf_weights=to_hf_weights,
-    task_dropout={"text_classifier": "classifier_dropout",
-                  "token_classifier": "classifier_dropout"},
+    task_dropout=_family.classifier_dropout(),
 )

@@ -7,8 +7,7 @@ was never trained by pretraining and kbert's backbone has none: it is read as an
 and not written. There is no original TF1 release (fairseq published PyTorch).
 """
 
-from kbert.convert import _mapping, bert
-from kbert.convert._family import FamilyFormat, Shapes
+from kbert.convert import _family, _mapping, bert
 from kbert.models import RobertaBackbone, RobertaConfig
 
 MODEL_TYPE = "roberta"
@@ -19,8 +18,10 @@ assert POSITION_OFFSET == PAD_TOKEN_ID + 1
 CONFIG_FIELDS = {k: v for k, v in bert.CONFIG_FIELDS.items() if k != "max_position_embeddings"}
 # BERT's sizes, with the position table POSITION_OFFSET rows longer than max_sequence_length:
 # config.json's max_position_embeddings is the table's length (514 for 512 positions).
-SHAPES = Shapes(sizes=bert.SHAPES.sizes, layers=bert.SHAPES.layers,
-                offsets={"max_sequence_length": POSITION_OFFSET})
+SHAPES = _family.block_shapes(bert.BLOCK, offsets={"max_sequence_length": POSITION_OFFSET})
+# RoBERTa's pretraining model is its masked LM: "pretrainer" and "mlm" are the same.
+HEADS = _mapping.Heads(mlm=("lm_head.dense", "lm_head.layer_norm", "lm_head.bias"),
+                       decoder="lm_head.decoder")  # the token table again
 
 
 def config_from_hf(values, source="config.json"):
@@ -60,40 +61,19 @@ def config_from_keras_hub(values):
                             "layer_norm_epsilon": 1e-5, "type_vocab_size": 1})
 
 
-def entries(model):
-    """The weight map of a kbert `RobertaBackbone` or `RobertaPretrainer`."""
-    backbone = getattr(model, "backbone", model)
-    result = [*_mapping.embedding_entries(backbone.embeddings),
-              *bert.encoder_entries(backbone.transformer_layers)]
-    if getattr(model, "mlm_head", None) is not None:
-        result += _mapping.masked_lm_entries(model.mlm_head, "lm_head.dense",
-                                             "lm_head.layer_norm", "lm_head.bias")
-    return result
+def backbone_entries(backbone):
+    """The weight map of a kbert `RobertaBackbone`, BERT's without the pooler (`HEADS` adds
+    its masked LM's)."""
+    return _mapping.backbone_entries(backbone, bert.BLOCK)
 
 
-def heads_in(weights):
-    # RoBERTa's pretraining model is its masked LM: "pretrainer" and "mlm" are the same.
-    return "pretrainer" if "lm_head.dense.weight" in weights else None
-
-
-FAMILY = FamilyFormat(
+FAMILY = _family.record(
+    globals(),
     name="roberta",
-    entries=entries,
-    heads_in=heads_in,
-    model_type=MODEL_TYPE,
     prefix="roberta.",
-    head_prefixes=("lm_head.",),
     hf_name="Roberta",
-    pretrainer_hf_class="ForMaskedLM",
-    tied=("lm_head.decoder.weight",),  # the token table again
-    aliases={"lm_head.decoder.bias": "lm_head.bias"},
     # For messages: the file's max_position_embeddings is max_sequence_length + the offset.
     config_fields={**CONFIG_FIELDS, "max_position_embeddings": "max_sequence_length"},
-    shapes=SHAPES,
-    config_from_hf=config_from_hf,
-    config_to_hf=config_to_hf,
-    task_dropout={"text_classifier": "classifier_dropout",
-                  "token_classifier": "classifier_dropout"},
+    task_dropout=_family.classifier_dropout(),
     keras_hub_class="RobertaBackbone",
-    config_from_keras_hub=config_from_keras_hub,
 )
