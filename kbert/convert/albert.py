@@ -15,17 +15,6 @@ CONFIG_FIELDS = {**bert.CONFIG_FIELDS, "embedding_size": "embedding_size",
                  "num_hidden_groups": "num_groups"}
 
 
-BLOCK = _mapping.BlockNames(
-    layers="encoder.albert_layer_groups.{}.albert_layers.0.",  # a block per group
-    query="attention.query", key="attention.key", value="attention.value",
-    attention_output="attention.dense", attention_norm="attention.LayerNorm",
-    intermediate="ffn", output="ffn_output", output_norm="full_layer_layer_norm")
-# The blocks kept are the groups; num_layers repeats them.
-SHAPES = _family.block_shapes(BLOCK, layer_field="num_groups")
-HEADS = _mapping.Heads(mlm=("predictions.dense", "predictions.LayerNorm", "predictions.bias"),
-                       decoder="predictions.decoder", nsp="sop_classifier.classifier")
-
-
 def _check(values, source):
     if values.get("inner_group_num", 1) != 1:
         raise ValueError(
@@ -65,6 +54,18 @@ def config_to_hf(config):
     values = bert.config_values(config, CONFIG_FIELDS, MODEL_TYPE)
     values.update(inner_group_num=1, position_embedding_type="absolute")
     return values
+
+
+# === The weight map ===
+BLOCK = _mapping.BlockNames(
+    layers="encoder.albert_layer_groups.{}.albert_layers.0.",  # a block per group
+    query="attention.query", key="attention.key", value="attention.value",
+    attention_output="attention.dense", attention_norm="attention.LayerNorm",
+    intermediate="ffn", output="ffn_output", output_norm="full_layer_layer_norm")
+HEADS = _mapping.Heads(mlm=("predictions.dense", "predictions.LayerNorm", "predictions.bias"),
+                       decoder="predictions.decoder", nsp="sop_classifier.classifier")
+# The blocks kept are the groups; num_layers repeats them.
+SHAPES = _family.block_shapes(BLOCK, layer_field="num_groups")
 
 
 def backbone_entries(backbone):

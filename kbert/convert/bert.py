@@ -41,19 +41,6 @@ CONFIG_FIELDS = {
 }
 
 
-# transformers' BertLayer: the block names of BERT, RoBERTa and ELECTRA.
-BLOCK = _mapping.BlockNames(
-    layers="encoder.layer.{}.",
-    query="attention.self.query", key="attention.self.key", value="attention.self.value",
-    attention_output="attention.output.dense", attention_norm="attention.output.LayerNorm",
-    intermediate="intermediate.dense", output="output.dense", output_norm="output.LayerNorm")
-SHAPES = _family.block_shapes(BLOCK)
-HEADS = _mapping.Heads(mlm=("cls.predictions.transform.dense",
-                            "cls.predictions.transform.LayerNorm", "cls.predictions.bias"),
-                       decoder="cls.predictions.decoder",  # the token table again
-                       nsp="cls.seq_relationship")
-
-
 # TinyBERT's distillation projection (see the module's text): read, never mapped or written.
 TINY_BERT_ONLY = ("fit_dense.weight", "fit_dense.bias")
 
@@ -132,6 +119,20 @@ def config_to_hf(config):
     values = config_values(config, CONFIG_FIELDS, MODEL_TYPE)
     values["position_embedding_type"] = "absolute"
     return values
+
+
+# === The weight map ===
+# transformers' BertLayer: the block names of BERT, RoBERTa and ELECTRA.
+BLOCK = _mapping.BlockNames(
+    layers="encoder.layer.{}.",
+    query="attention.self.query", key="attention.self.key", value="attention.self.value",
+    attention_output="attention.output.dense", attention_norm="attention.output.LayerNorm",
+    intermediate="intermediate.dense", output="output.dense", output_norm="output.LayerNorm")
+HEADS = _mapping.Heads(mlm=("cls.predictions.transform.dense",
+                            "cls.predictions.transform.LayerNorm", "cls.predictions.bias"),
+                       decoder="cls.predictions.decoder",  # the token table again
+                       nsp="cls.seq_relationship")
+SHAPES = _family.block_shapes(BLOCK)  # where the tensors show the config's sizes
 
 
 def backbone_entries(backbone):

@@ -23,17 +23,6 @@ CONFIG_FIELDS = {
 }
 
 
-BLOCK = _mapping.BlockNames(
-    layers="transformer.layer.{}.",
-    query="attention.q_lin", key="attention.k_lin", value="attention.v_lin",
-    attention_output="attention.out_lin", attention_norm="sa_layer_norm",
-    intermediate="ffn.lin1", output="ffn.lin2", output_norm="output_layer_norm")
-SHAPES = _family.block_shapes(BLOCK)
-# DistilBERT's pretraining model is its masked LM: "pretrainer" and "mlm" are the same.
-HEADS = _mapping.Heads(mlm=("vocab_transform", "vocab_layer_norm", "vocab_projector.bias"),
-                       decoder="vocab_projector")
-
-
 def config_from_hf(values, source="config.json"):
     bert.check_model_type(values, MODEL_TYPE, source)
     if values.get("sinusoidal_pos_embds"):
@@ -61,6 +50,18 @@ def config_to_hf(config):
     values = bert.config_values(config, CONFIG_FIELDS, MODEL_TYPE, activation_key="activation")
     values.update(sinusoidal_pos_embds=False, tie_word_embeddings=True)
     return values
+
+
+# === The weight map ===
+BLOCK = _mapping.BlockNames(
+    layers="transformer.layer.{}.",
+    query="attention.q_lin", key="attention.k_lin", value="attention.v_lin",
+    attention_output="attention.out_lin", attention_norm="sa_layer_norm",
+    intermediate="ffn.lin1", output="ffn.lin2", output_norm="output_layer_norm")
+# DistilBERT's pretraining model is its masked LM: "pretrainer" and "mlm" are the same.
+HEADS = _mapping.Heads(mlm=("vocab_transform", "vocab_layer_norm", "vocab_projector.bias"),
+                       decoder="vocab_projector")
+SHAPES = _family.block_shapes(BLOCK)
 
 
 def backbone_entries(backbone):

@@ -19,9 +19,6 @@ CONFIG_FIELDS = {k: v for k, v in bert.CONFIG_FIELDS.items() if k != "max_positi
 # BERT's sizes, with the position table POSITION_OFFSET rows longer than max_sequence_length:
 # config.json's max_position_embeddings is the table's length (514 for 512 positions).
 SHAPES = _family.block_shapes(bert.BLOCK, offsets={"max_sequence_length": POSITION_OFFSET})
-# RoBERTa's pretraining model is its masked LM: "pretrainer" and "mlm" are the same.
-HEADS = _mapping.Heads(mlm=("lm_head.dense", "lm_head.layer_norm", "lm_head.bias"),
-                       decoder="lm_head.decoder")  # the token table again
 
 
 def config_from_hf(values, source="config.json"):
@@ -59,6 +56,11 @@ def config_from_keras_hub(values):
     it with zeros, as it does the two rows before the first position)."""
     return RobertaConfig(**{**bert.keras_hub_config_kwargs(values), "activation": "gelu",
                             "layer_norm_epsilon": 1e-5, "type_vocab_size": 1})
+
+
+# RoBERTa's pretraining model is its masked LM: "pretrainer" and "mlm" are the same.
+HEADS = _mapping.Heads(mlm=("lm_head.dense", "lm_head.layer_norm", "lm_head.bias"),
+                       decoder="lm_head.decoder")  # the token table again
 
 
 def backbone_entries(backbone):
