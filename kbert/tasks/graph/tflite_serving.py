@@ -55,6 +55,11 @@ def fast_tokenizer(pipe):
     return pipe.tokenizer.tflite_tokenizer()
 
 
+def tokenizer_and_run(pipe, model):
+    """(the pipeline's TFLite tokenizer, features -> the model's outputs in float32)."""
+    return fast_tokenizer(pipe), lambda features: run_model(model, features)
+
+
 def single_texts(pipe, model, truncation, outputs, max_length=None):
     """(fast, endpoints) of a pipeline on single texts (feature extraction, sentence
     embeddings): `text` -> `outputs(model outputs, features)`."""

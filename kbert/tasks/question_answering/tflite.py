@@ -99,11 +99,9 @@ def question_answering(pipe, model, opts, given):
                 f"max_seq_len tokens and returns its best span (top_k=1, "
                 f"align_to_words=False) and its logits; apply {name} on the host with "
                 f"kbert.pipelines.tflite_entities.answer(context, outputs, row, ...).")
-    fast = tflite_serving.fast_tokenizer(pipe)
-    serve = question_answerer_serving(pipe.tokenizer, fast,
-                                      lambda features: run_model(model, features),
-                                      max_seq_len, max_answer_len)
-    return fast, {"serving_default": (serve, [STRINGS, STRINGS])}
+    fast, run = tflite_serving.tokenizer_and_run(pipe, model)
+    return fast, {"serving_default": (question_answerer_serving(
+        pipe.tokenizer, fast, run, max_seq_len, max_answer_len), [STRINGS, STRINGS])}
 
 
 # `pipeline.export_tflite` of each pipeline of the task.

@@ -79,10 +79,9 @@ def token_classification(pipe, model, opts, given):
             f"classifier returns every token (grouping needs ops TFLite has no kernel for); "
             f"export without them and group on the host with kbert.pipelines"
             f".tflite_entities.entities(text, outputs, row, label_names, aggregation_strategy=...).")
-    fast = tflite_serving.fast_tokenizer(pipe)
-    serve = token_classifier_serving(pipe.tokenizer, fast,
-                                     lambda features: run_model(model, features),
-                                     list(pipe.source.label_names), pipe.max_length)
+    fast, run = tflite_serving.tokenizer_and_run(pipe, model)
+    serve = token_classifier_serving(pipe.tokenizer, fast, run, list(pipe.source.label_names),
+                                     pipe.max_length)
     return fast, {"serving_default": (serve, [STRINGS])}
 
 
