@@ -2,6 +2,8 @@
 user wants out (labels and probabilities, entities, answers, embeddings).
 
 `kbert.export.export_saved_model` calls `task_archive` when its model is a `kbert.tasks.Task`.
+The model's task record (`kbert.tasks.registry.of_model`) says which arguments it takes
+(`export_options`), and its folder's `serving.add_endpoints` writes the signatures.
 Everything between the strings and the answers runs in the graph (tensorflow-text's ops and
 TensorFlow's), so that the SavedModel loads with TensorFlow and tensorflow-text alone; the
 predictions equal the Keras model's decoded by its task folder's `decode` in Python
@@ -10,23 +12,13 @@ predictions equal the Keras model's decoded by its task folder's `decode` in Pyt
 
 import keras
 
-from kbert.tasks.question_answering.serving import add_question_answerer_endpoints
-from kbert.tasks.token_classification.serving import add_token_classifier_endpoints
-from kbert.tasks import QuestionAnswerer, TextClassifier, TextEmbedder, TokenClassifier
-from kbert.tasks.text_classification.serving import add_classifier_endpoints
-from kbert.tasks.text_embedding.serving import add_embedder_endpoints
+from kbert.tasks import registry
+from kbert.tasks.graph.signatures import refuse_byte_pair_words
 
-# Arguments of export_saved_model that only some tasks take; None: not given.
-TASK_OPTIONS = {
-    "label_names": (TextClassifier, TokenClassifier),
-    "tag_scheme": (TokenClassifier,),
-    "version_2": (QuestionAnswerer,),
-    "null_threshold": (QuestionAnswerer,),
-    "doc_stride": (QuestionAnswerer,),
-    "max_answer_length": (QuestionAnswerer,),
-    "max_question_length": (QuestionAnswerer,),
-    "n_best": (QuestionAnswerer,),
-}
+# Arguments of export_saved_model that only some tasks take (their records' `export_options`);
+# None: not given.
+TASK_OPTIONS = {name: tuple(r for r in registry.task_models() if name in r.export_options)
+                for record in registry.task_models() for name in record.export_options}
 
 
 def task_archive(model, tokenizer, sequence_length, **options):
@@ -35,27 +27,21 @@ def task_archive(model, tokenizer, sequence_length, **options):
     `options`: the task arguments of `export_saved_model` (None: not given; a given one
     that is not for this task is an error).
     """
+    record = registry.of_model(model)
+    if record is None or record.model is None:
+        raise TypeError(f"export_saved_model has no signatures for {type(model).__name__}; "
+                        f"its task models are "
+                        f"{', '.join(r.model.__name__ for r in registry.task_models())}.")
     for name, value in options.items():
-        tasks = TASK_OPTIONS[name]
-        if value is not None and not isinstance(model, tasks):
-            raise ValueError(f"`{name}` is for a {' or '.join(c.__name__ for c in tasks)}, "
-                             f"not a {type(model).__name__}.")
+        takers = TASK_OPTIONS[name]
+        if value is not None and record not in takers:
+            raise ValueError(f"`{name}` is for a {' or '.join(r.model.__name__ for r in takers)}"
+                             f", not a {type(model).__name__}.")
+    refuse_byte_pair_words(tokenizer, record)
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.track(tokenizer)
-    if isinstance(model, TextClassifier):
-        add_classifier_endpoints(archive, model, tokenizer, sequence_length,
-                                 options.get("label_names"))
-    elif isinstance(model, TokenClassifier):
-        add_token_classifier_endpoints(archive, model, tokenizer, sequence_length,
-                                       options.get("label_names"), options.get("tag_scheme"))
-    elif isinstance(model, QuestionAnswerer):
-        add_question_answerer_endpoints(
-            archive, model, tokenizer, sequence_length,
-            **{k: options.get(k) for k, tasks in TASK_OPTIONS.items()
-               if tasks == (QuestionAnswerer,)})
-    elif isinstance(model, TextEmbedder):
-        add_embedder_endpoints(archive, model, tokenizer, sequence_length)
-    else:
-        raise TypeError(f"export_saved_model has no signatures for {type(model).__name__}.")
+    record.module("serving").add_endpoints(
+        archive, model, tokenizer, sequence_length,
+        **{name: options.get(name) for name in record.export_options})
     return archive

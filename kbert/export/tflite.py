@@ -17,14 +17,12 @@ import tensorflow as tf
 import tensorflow_text as tf_text  # noqa: F401 (registers its ops for the converter)
 
 from kbert.export.archive import write_archive
-from kbert.tasks.graph.signatures import STRINGS, label_names_of, run_model
 from kbert.export.tflite_ops import check_ops
 from kbert.tasks.graph.tflite_packing import pack_pairs, pack_text  # noqa: F401 (re-exported)
 from kbert.models.backbone import Backbone
 from kbert.models.pretrainer import Pretrainer
-from kbert.tasks import QuestionAnswerer, TextClassifier, TextEmbedder, TokenClassifier
+from kbert.tasks import registry
 from kbert.tasks.task import Task
-from kbert.tasks.text_classification import tflite as text_classification_tflite
 
 QUANTIZE = (None, "dynamic", "float16")
 IDS = tf.TensorSpec([None, None], tf.int32)
@@ -89,43 +87,25 @@ def _backbone_of(model):
                                                     Backbone):
         return model.backbone
     raise TypeError(f"export_tflite takes a backbone, a pretrainer (its backbone is exported), "
-                    f"a TextClassifier, TextEmbedder, TokenClassifier or QuestionAnswerer, or a "
-                    f"pipeline; got "
-                    f"{type(model).__name__}.")
+                    f"a {', '.join(r.model.__name__ for r in _task_records())}, or a "
+                    f"pipeline; got {type(model).__name__}.")
 
 
-def _outputs(model, backbone, label_names):
-    """features -> the model's named outputs, and what the archive must track."""
-    if isinstance(model, TextClassifier):
-        return model, text_classification_tflite.classifier_outputs(model, label_names)
-    if isinstance(model, TokenClassifier):
-        names = label_names_of(model, label_names)
+def _task_records():
+    return tuple(r for r in registry.task_models() if "tflite" in r.exports)
 
-        def tag(features):
-            logits = run_model(model, features)
-            label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
-            return {"logits": logits, "probabilities": tf.nn.softmax(logits),
-                    "label_id": label_id, "label": tf.gather(tf.constant(names), label_id)}
 
-        return model, tag
-    if isinstance(model, QuestionAnswerer) and label_names is None:
-        return model, lambda features: run_model(model, features)
-    if label_names is not None:
-        raise ValueError(f"label_names is for a TextClassifier or a TokenClassifier, not a "
-                         f"{type(model).__name__}.")
-    if isinstance(model, TextEmbedder):
-        return model, lambda features: {"embedding": run_model(model, features)}
-    if isinstance(model, Task):
+def _record_of(model):
+    """The task record whose folder's `tflite` exports `model`: its task's for a task model,
+    feature extraction's (the backbone's hidden states) for a backbone or a pretrainer."""
+    if not isinstance(model, Task):
+        return registry.BACKBONE
+    record = registry.of_model(model)
+    if record is None or "tflite" not in record.exports:
         raise NotImplementedError(
             f"export_tflite does not export a {type(model).__name__} yet (its decoding needs "
             f"ops TFLite has no kernel for); export it with export_saved_model.")
-
-    def hidden(features):
-        outputs = run_model(backbone, features)
-        return {name: outputs[name] for name in ("sequence_output", "pooled_output")
-                if name in outputs}
-
-    return backbone, hidden
+    return record
 
 
 def export_tflite(model, path, tokenizer=None, quantize=None, sequence_length=None, *,
@@ -204,7 +184,13 @@ def export_tflite(model, path, tokenizer=None, quantize=None, sequence_length=No
             max_answer_length < 1:
         raise ValueError(f"max_answer_length must be a positive integer, got "
                          f"{max_answer_length!r}.")
-    tracked, outputs = _outputs(model, backbone, label_names)
+    record = _record_of(model)
+    if label_names is not None and not record.labelled:
+        labelled = " or a ".join(r.model.__name__ for r in _task_records() if r.labelled)
+        raise ValueError(f"label_names is for a {labelled}, not a {type(model).__name__}.")
+    tracked = model if isinstance(model, Task) else backbone
+    graph = record.module("tflite")
+    outputs = graph.model_outputs(tracked, label_names)
     archive = keras.export.ExportArchive()
     archive.track(tracked)
     segments = "segment_ids" in backbone.input
@@ -228,41 +214,11 @@ def export_tflite(model, path, tokenizer=None, quantize=None, sequence_length=No
     fast = text_tokenizer(tokenizer)
     archive.track(fast)
 
-    if isinstance(model, (TokenClassifier, QuestionAnswerer)) and not tokenizer.tflite_offsets:
-        raise ValueError(f"A {type(model).__name__} goes into TFLite with a WordPiece "
-                         f"tokenizer only (its spans come from FastBertTokenizer's offsets); "
-                         f"export it with tokenizer=None (token ids in).")
-    if isinstance(model, TokenClassifier):
-        from kbert.tasks.token_classification.tflite import token_classifier_serving
-
-        names = label_names_of(model, label_names)
-        archive.add_endpoint("serving_default", token_classifier_serving(
-            tokenizer, fast, lambda features: run_model(model, features), names,
-            sequence_length), [STRINGS])
-        return convert(archive, path, quantize)
-    if isinstance(model, QuestionAnswerer):
-        from kbert.tasks.question_answering.tflite import question_answerer_serving
-
-        archive.add_endpoint("serving_default", question_answerer_serving(
-            tokenizer, fast, lambda features: run_model(model, features), sequence_length,
-            max_answer_length), [STRINGS, STRINGS])
-        return convert(archive, path, quantize)
-
-    def serve_text(text):
-        features = pack_text(tokenizer, fast.tokenize(text), sequence_length)
-        result = outputs(features)
-        if tracked is backbone:
-            result["padding_mask"] = features["padding_mask"]
-        return result
-
-    archive.add_endpoint("serving_default", serve_text, [STRINGS])
-    if isinstance(model, TextClassifier):
-        def serve_pairs(text_a, text_b):
-            # Two tokenizer calls: TFLite concatenates no strings.
-            return outputs(pack_pairs(tokenizer, fast.tokenize(text_a), fast.tokenize(text_b),
-                                      sequence_length))
-
-        archive.add_endpoint("serving_pairs", serve_pairs, [STRINGS, STRINGS])
+    endpoints = graph.model_endpoints(tracked, tokenizer, fast, sequence_length, outputs,
+                                      {"label_names": label_names,
+                                       "max_answer_length": max_answer_length})
+    for name, (function, specs) in endpoints.items():
+        archive.add_endpoint(name, function, specs)
     return convert(archive, path, quantize)
 
 

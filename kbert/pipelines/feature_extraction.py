@@ -1,11 +1,11 @@
 """`kbert.pipeline("feature-extraction")`: transformers' FeatureExtractionPipeline (the
 backbone's last hidden states of every token, [CLS] and [SEP] included), and
 `kbert.pipeline("sentence-embeddings")`: one vector per text from a kbert `TextEmbedder`,
-as sentence-transformers' `encode` gives it."""
-
-import numpy as np
+as sentence-transformers' `encode` gives it. Their rules are in their task folders
+(`kbert.tasks.feature_extraction`, `kbert.tasks.text_embedding`)."""
 
 from kbert.pipelines.base import Pipeline
+from kbert.tasks.feature_extraction.decode import hidden_states
 from kbert.tasks.text_embedding.decode import embeddings
 
 
@@ -43,11 +43,9 @@ class FeatureExtractionPipeline(Pipeline):
         sequences = [self.pack(self.fit(ids, None, truncation, f"Text {i}", max_length)[0])
                      for i, ids in enumerate(self.encoder.ids(texts, self.specials))]
         rows = self.run(sequences, opts)
-        out = []
-        for sequence, row in zip(sequences, rows):
-            features = np.asarray(row["sequence_output"][:len(sequence)], np.float32)[None]
-            out.append(features if opts["return_tensors"] else features.tolist())
-        return out[0] if isinstance(inputs, str) else out
+        return hidden_states([row["sequence_output"] for row in rows],
+                             [len(sequence) for sequence in sequences],
+                             opts["return_tensors"], isinstance(inputs, str))
 
 
 class SentenceEmbeddingPipeline(Pipeline):

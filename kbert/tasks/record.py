@@ -3,6 +3,7 @@ defines its own, `TASK`; `kbert.tasks.registry` is the one table of them and the
 layer above reads."""
 
 import dataclasses
+import importlib
 from collections.abc import Mapping
 from typing import Optional
 
@@ -12,6 +13,16 @@ from kbert import models
 # (kbert/tasks/feature_extraction's record).
 FEATURE_EXTRACTION_PIPELINES = ("feature-extraction",)
 EXPORTS = ("saved_model", "tflite")
+# The modules of a task folder that the floors above reach through its record, by role (see
+# `TaskRecord.module`). Each holds a table of the task's pipelines, `PIPELINES`, where the
+# pipelines export there.
+ROLES = {
+    "serving": "kbert's SavedModel signatures of the task model: `add_endpoints`",
+    "pipeline_serving": "`pipeline.export`'s SavedModel endpoints: `PIPELINES`",
+    "tflite": "the TFLite graphs: `model_outputs`, `model_endpoints` (export_tflite of the "
+              "model) and `PIPELINES` (pipeline.export_tflite)",
+    "finetuning": "tools/finetune.py's hooks",
+}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
@@ -41,8 +52,16 @@ class TaskRecord:
             embedder is a sentence-transformers folder around the base model).
         hf_head_prefixes: the names of the head's weights in Hugging Face files, outside
             the encoder's prefix ("classifier.").
-        finetuning: `tools/finetune.py --task` takes it; its data, batches and scores are
-            `kbert.training.finetuning_tasks.FINETUNING_TASKS[name]`.
+        finetuning: `tools/finetune.py --task` takes it; its hooks are its folder's
+            `finetuning` module, run by `kbert.training.finetuning_tasks`.
+        export_options: the task arguments of `export_saved_model` its model takes (its
+            `serving.add_endpoints` keywords: "label_names", ...).
+        aligns_words: its SavedModel graph (`serving`) splits text into words as WordPiece
+            and SentencePiece do (entities, answers), which RoBERTa's byte-level BPE words
+            are not: such an export is refused before anything runs
+            (`kbert.tasks.graph.signatures.refuse_byte_pair_words`).
+        package: the task folder (`kbert.tasks.<task>`, its `__name__`), whose modules of
+            each role in `ROLES` the floors above reach through `module`.
     """
 
     name: str
@@ -56,6 +75,9 @@ class TaskRecord:
     hf_class: Optional[str] = None
     hf_head_prefixes: tuple = ()
     finetuning: bool = False
+    export_options: tuple = ()
+    aligns_words: bool = False
+    package: Optional[str] = None
 
     def __post_init__(self):
         wrong = {a: p for a, p in self.aliases.items() if p not in self.pipelines}
@@ -69,6 +91,43 @@ class TaskRecord:
             raise TypeError(f"{self.name}: a task without a model class needs a model_head "
                             f"of {models.HEADS}, and has no fine-tuning, labels or "
                             "Hugging Face class.")
+
+    def module(self, role):
+        """The task folder's module `role` (a key of `ROLES`: "serving", "tflite", ...),
+        imported on first use: those import TensorFlow, the record does not. LookupError
+        naming the task and the module where the folder has none."""
+        if role not in ROLES:
+            raise ValueError(f"Unknown task module role {role!r}. Allowed: "
+                             f"{', '.join(ROLES)}.")
+        if self.package is None:
+            raise LookupError(f"The task {self.describe()} names no folder (package=None): "
+                              f"it has no {role} module ({ROLES[role]}).")
+        where = f"{self.package}.{role}"
+        try:
+            return importlib.import_module(where)
+        except ModuleNotFoundError as e:
+            if e.name != where:  # a missing module inside it: its own error
+                raise
+            raise LookupError(f"The task {self.describe()} has no {role} module ({where}: "
+                              f"{ROLES[role]}).") from None
+
+    def pipeline_export(self, pipeline, export):
+        """What exports the pipeline `pipeline` (one of `pipelines`) to `export` ("saved_model":
+        `pipeline.export`; "tflite": `pipeline.export_tflite`): its folder's function of
+        (pipe, model, opts, given) -> the endpoints. LookupError where it has none."""
+        if export not in EXPORTS:
+            raise ValueError(f"Unknown export {export!r}. Allowed: {', '.join(EXPORTS)}.")
+        if pipeline not in self.pipelines:
+            raise LookupError(f"{pipeline!r} is no pipeline of the task {self.describe()}.")
+        if export not in self.exports:
+            raise LookupError(f"The task {self.describe()} does not export to {export}; it "
+                              f"exports to {', '.join(self.exports) or 'nothing'}.")
+        module = self.module("pipeline_serving" if export == "saved_model" else "tflite")
+        function = getattr(module, "PIPELINES", {}).get(pipeline)
+        if function is None:
+            raise LookupError(f"{module.__name__}.PIPELINES has no {pipeline!r} (the task "
+                              f"{self.name} says it exports to {export}).")
+        return function
 
     @property
     def names(self):

@@ -17,6 +17,7 @@ import keras
 import tensorflow as tf
 
 from kbert import loading
+from kbert.tasks import registry
 from kbert.training import callbacks as kbert_callbacks
 from kbert.training import finetuning_config, layer_wise, multi_worker
 from kbert.training.finetuning_config import FinetuningConfig  # noqa: F401 - public name
@@ -91,12 +92,11 @@ def run_finetuning(config):
         raise ConfigError(f"--sequence_length={config.sequence_length} is longer than the "
                           f"encoder's max_sequence_length={encoder.max_sequence_length}.")
     tokenizer = encoder.tokenizer
-    if config.export_dir and task.name in ("token_classifier", "question_answerer"):
+    if config.export_dir:
         from kbert.tasks.graph.signatures import refuse_byte_pair_words
 
         try:  # before any training: the SavedModel at the end could not be written
-            refuse_byte_pair_words(tokenizer, {"token_classifier": "TokenClassifier",
-                                               "question_answerer": "QuestionAnswerer"}[task.name])
+            refuse_byte_pair_words(tokenizer, registry.get(task.name))
         except ValueError as e:
             raise ConfigError(f"--export_dir: {e} (Or leave out --export_dir: the run saves "
                               "model.keras in --model_dir.)") from None
@@ -168,18 +168,6 @@ def run_finetuning(config):
     return {"best": best, "logs": logs}
 
 
-def _export_options(config, train):
-    """What the task's SavedModel needs to decode its outputs as the run's scores did."""
-    if config.task == "token_classifier":
-        return {"tag_scheme": config.tag_scheme}
-    if config.task == "question_answerer":
-        return {"version_2": train.data.version_2, "null_threshold": config.null_threshold,
-                "doc_stride": config.qa_doc_stride(),
-                "max_answer_length": config.max_answer_length,
-                "max_question_length": config.max_question_length, "n_best": config.n_best}
-    return {}
-
-
 def _save(model, tokenizer, config, train):
     """model_dir/model.keras (the fine-tuned model, `kbert.untrusted.load_model`) with the
     tokenizer's files beside it, and the SavedModel in --export_dir."""
@@ -194,5 +182,5 @@ def _save(model, tokenizer, config, train):
 
         export_saved_model(model, config.export_dir, tokenizer,
                            sequence_length=config.sequence_length,
-                           **_export_options(config, train))
+                           **FINETUNING_TASKS[config.task].export_options(config, train))
         print(f"Exported a SavedModel to {config.export_dir}.")

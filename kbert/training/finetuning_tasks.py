@@ -14,13 +14,6 @@ from typing import Callable
 
 from kbert import data as kdata
 from kbert.tasks import registry
-from kbert.tasks.question_answering import finetuning as question_answering
-from kbert.tasks.text_classification import finetuning as text_classification
-from kbert.tasks.token_classification import finetuning as token_classification
-
-# The hooks of each fine-tuning task, by its record's name.
-_MODULES = {"text_classifier": text_classification, "token_classifier": token_classification,
-            "question_answerer": question_answering}
 
 
 def model_inputs(model, features):
@@ -65,20 +58,25 @@ class FinetuningTask:
 
     Attributes:
         name: the `--task` value: the name of its `kbert.tasks.registry` record.
+        read: (config, spec, split, label_names) -> the split's data.
         encode: (config, data, tokenizer) -> the encoded split (features as arrays).
         batches: (config, prepared split, tokenizer, training, seed) -> a dataset of the
             model's `fit` arguments (all features); `training=True`: the endless stream.
         build: (config, backbone, prepared training split) -> the task model.
         scores: (config, model, prepared split, tokenizer) -> {metric: value}.
         metric: (config, prepared training split) -> the metric that picks the best epoch.
+        export_options: (config, prepared training split) -> the task arguments of
+            `export_saved_model` for `--export_dir`.
     """
 
     name: str
+    read: Callable
     encode: Callable
     batches: Callable
     build: Callable
     scores: Callable
     metric: Callable
+    export_options: Callable
 
     def training_stream(self, config, model, split, tokenizer):
         """The endless shuffled stream of what `model.fit` takes, the same from every
@@ -86,7 +84,7 @@ class FinetuningTask:
         return _only_inputs(model, self.batches(config, split, tokenizer, True, config.seed))
 
     def prepare(self, config, spec, split, tokenizer, label_names=None):
-        data = _MODULES[self.name].read(config, spec, split, label_names)
+        data = self.read(config, spec, split, label_names)
         encoded = self.encode(config, data, tokenizer)
         return Prepared(data, encoded, getattr(data, "label_names", None))
 
@@ -97,13 +95,14 @@ def _hooks(name, module):
     # Encoded once: the evaluation after every epoch then neither builds nor traces the
     # tokenizing pipeline again.
     return FinetuningTask(
-        name, module.encode, _array_batches(module.fit_labels), module.build,
+        name, module.read, module.encode, _array_batches(module.fit_labels), module.build,
         lambda config, model, split, tokenizer: module.scores(
             config, split, _predict(config, model, split)),
-        module.metric)
+        module.metric, module.export_options)
 
 
-# `--task` -> its record here, for every fine-tuning task of the table (a KeyError here: a task
-# record says `finetuning` and has no hooks).
-FINETUNING_TASKS = {record.name: _hooks(record.name, _MODULES[record.name])
+# `--task` -> its record here, for every fine-tuning task of the table: the hooks are its
+# folder's `finetuning` module (a LookupError here: a task record says `finetuning` and its
+# folder has no hooks).
+FINETUNING_TASKS = {record.name: _hooks(record.name, record.module("finetuning"))
                     for record in registry.finetuning_tasks()}

@@ -53,8 +53,9 @@ def test_every_layer_reads_its_task_names_from_the_table():
     pipelines = registry.pipeline_names()
     assert list(kbert.pipelines.TASKS) == list(pipelines)
     assert all(kbert.pipelines.TASKS[p].task == p for p in pipelines)
-    assert set(exporting.SERVINGS) == set(registry.pipeline_names(export="saved_model"))
+    assert list(exporting.SERVINGS) == list(registry.pipeline_names(export="saved_model"))
     assert tflite_exporting.TASKS == registry.pipeline_names(export="tflite")
+    assert list(tflite_exporting.BUILDERS) == list(tflite_exporting.TASKS)
     assert {r.name: r.serves for r in registry.RECORDS.values()} == model_source.SERVES
     finetuned = [r.name for r in registry.finetuning_tasks()]
     assert list(finetuning_tasks.FINETUNING_TASKS) == finetuned
@@ -129,3 +130,67 @@ def test_a_record_that_breaks_the_table_fails_on_import(monkeypatch):
     monkeypatch.setitem(registry.RECORDS, "tagger", twin)
     with pytest.raises(TypeError, match="'ner' is taken by token_classifier and tagger"):
         registry._index()
+
+
+@pytest.mark.parametrize("name", list(registry.RECORDS))
+def test_every_task_folder_holds_what_its_record_says(name):
+    """Export and fine-tuning reach a task through its record: its folder has the modules and
+    functions of what the record says it does (a task added with its record alone fails
+    here, not at a user's export)."""
+    import inspect
+
+    from kbert.export import task_signatures
+
+    record = registry.RECORDS[name]
+    for export in record.exports:
+        for pipeline in record.pipelines:
+            assert callable(record.pipeline_export(pipeline, export)), (pipeline, export)
+    if "tflite" in record.exports and (record.model is not None or record is registry.BACKBONE):
+        tflite = record.module("tflite")
+        assert callable(tflite.model_outputs) and callable(tflite.model_endpoints)
+    if record.model is not None:
+        keywords = list(inspect.signature(record.module("serving").add_endpoints).parameters)
+        assert keywords[4:] == list(record.export_options)
+        assert all(record in task_signatures.TASK_OPTIONS[o] for o in record.export_options)
+    if record.finetuning:
+        hooks = record.module("finetuning")
+        for hook in ("read", "encode", "fit_labels", "build", "scores", "metric",
+                     "export_options"):
+            assert callable(getattr(hooks, hook)), hook
+
+
+def test_a_task_without_a_part_or_an_unknown_task_fails_naming_it(monkeypatch):
+    """No fallback to another task: what a task's folder lacks, and a pipeline task that no
+    export table holds, are errors naming the task and what is allowed."""
+    from kbert.export import task_signatures
+    from kbert.pipelines import exporting, tflite_exporting
+
+    with pytest.raises(LookupError, match=r"task text_embedder \(sentence-embeddings, "
+                                          r"sentence-similarity\) has no finetuning module "
+                                          r"\(kbert.tasks.text_embedding.finetuning"):
+        registry.TEXT_EMBEDDER.module("finetuning")
+    with pytest.raises(ValueError, match="Unknown task module role 'decoder'. Allowed: "
+                                         "serving, pipeline_serving, tflite, finetuning"):
+        registry.TEXT_EMBEDDER.module("decoder")
+    bare = registry.TaskRecord(name="summarizer", summary="x", pipelines=("summarization",),
+                               model_head=None)
+    with pytest.raises(LookupError, match=r"summarizer .* names no folder \(package=None\): "
+                                          "it has no tflite module"):
+        bare.pipeline_export("summarization", "tflite")
+    with pytest.raises(LookupError, match="'fill-mask' is no pipeline of the task summarizer"):
+        bare.pipeline_export("fill-mask", "saved_model")
+    with pytest.raises(ValueError, match="Unknown export 'onnx'"):
+        bare.pipeline_export("summarization", "onnx")
+
+    class Pipe:  # a pipeline of a task no export holds
+        task = "summarization"
+
+    with pytest.raises(NotImplementedError, match="pipeline.export covers text-classification"
+                                                  ".*, not 'summarization'"):
+        exporting.export(Pipe(), "unused", {})
+    with pytest.raises(NotImplementedError, match="pipeline.export_tflite covers "
+                                                  "text-classification.*, not summarization"):
+        tflite_exporting.export_tflite(Pipe(), "unused", None, {})
+    with pytest.raises(TypeError, match="export_saved_model has no signatures for object; its "
+                                        "task models are TextClassifier, TokenClassifier"):
+        task_signatures.task_archive(object(), None, 8)

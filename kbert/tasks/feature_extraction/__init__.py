@@ -6,6 +6,6 @@ from kbert.tasks.record import TaskRecord
 TASK = TaskRecord(
     name="backbone",
     summary="the backbone's hidden states, one vector per token",
-    pipelines=("feature-extraction",), model_head=None)
+    pipelines=("feature-extraction",), model_head=None, package=__name__)
 
 __all__ = ["TASK"]

@@ -64,3 +64,7 @@ def fill_mask(pipe, model, opts, given):
                 "num_masks": num_masks}
 
     return {"serving_default": (serve, [STRINGS])}
+
+
+# `pipeline.export` of each pipeline of the task.
+PIPELINES = {"fill-mask": fill_mask}

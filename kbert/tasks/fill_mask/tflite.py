@@ -15,6 +15,9 @@ registrar runs in TFLite) and merges the pieces FastBertTokenizer split it into.
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from kbert.tasks.fill_mask.decode import candidates
+from kbert.tasks.graph import tflite_serving
+from kbert.tasks.graph.signatures import STRINGS, run_model
 from kbert.tasks.graph.tflite_offsets import dense as _dense
 from kbert.tasks.graph.tflite_offsets import pieces_with_offsets
 from kbert.tasks.graph.tflite_packing import pack_dense
@@ -115,3 +118,31 @@ def fill_mask_serving(tokenizer, fast, run, sequence_length, max_masks, top_k, t
                 "token_ids": token_ids, "padding_mask": features["padding_mask"]}
 
     return serve
+
+
+def fill_mask(pipe, model, opts, given, *, max_masks=1):
+    """`pipeline.export_tflite` of `pipe`, a fill-mask pipeline: (the TFLite tokenizer, its
+    endpoints). `max_masks` (an option of the export, not of the pipeline): the masks per
+    text it fills."""
+    tflite_serving.pipeline_word_piece_only(
+        pipe, "fill-mask model", "the mask literal is found by FastBertTokenizer's byte offsets")
+    if isinstance(max_masks, bool) or not isinstance(max_masks, int) or max_masks < 1:
+        raise ValueError(f"max_masks must be a positive integer (the masks per text the "
+                         f"TFLite model fills), got {max_masks!r}.")
+    truncation, max_length = pipe.tokenization(opts, "tokenizer_kwargs")
+    tflite_serving.truncating(pipe, truncation)
+    top_k, targets = pipe.top_k_and_targets(opts)
+    top_k = candidates(top_k, targets, pipe.tokenizer.vocabulary_size)
+    if targets is not None:
+        targets = [int(t) for t in targets]
+    strings = [pipe.encoder.decode([i]) for i in range(pipe.tokenizer.vocabulary_size)]
+    fast = tflite_serving.fast_tokenizer(pipe)
+    serve = fill_mask_serving(pipe.tokenizer, fast,
+                              lambda features: run_model(model, features),
+                              tflite_serving.length(pipe, max_length),
+                              max_masks, top_k, targets, strings)
+    return fast, {"serving_default": (serve, [STRINGS])}
+
+
+# `pipeline.export_tflite` of each pipeline of the task.
+PIPELINES = {"fill-mask": fill_mask}

@@ -71,16 +71,16 @@ def label_names_of(model, label_names):
     return list(names)
 
 
-def refuse_byte_pair_words(tokenizer, model_name):
-    """A task export whose graph aligns words (token classification, question answering)
-    follows WordPiece and SentencePiece words; RoBERTa's byte-level BPE words are the
-    pipelines' (`kbert.tokenizers.byte_pair_graph`): a ValueError saying where to go."""
-    if not tokenizer.bert_words:
-        task = ("token-classification" if model_name == "TokenClassifier"
-                else "question-answering")
+def refuse_byte_pair_words(tokenizer, record):
+    """A task export whose graph aligns words (the task `record` says `aligns_words`: token
+    classification, question answering) follows WordPiece and SentencePiece words; RoBERTa's
+    byte-level BPE words are the pipelines' (`kbert.tokenizers.byte_pair_graph`): a
+    ValueError saying where to go. Nothing for other tasks or tokenizers."""
+    if record.aligns_words and not tokenizer.bert_words:
         raise ValueError(
-            f"export_saved_model of a {model_name} with a BytePairTokenizer (RoBERTa): its "
-            "graph splits words as WordPiece and SentencePiece do, not as RoBERTa's data and "
-            f"pipelines do. Export it as a pipeline instead: kbert.pipeline(\"{task}\", "
-            "model=<the model or its checkpoint directory>).export(directory), whose SavedModel "
-            "takes raw strings and returns the pipeline's answers.")
+            f"export_saved_model of a {record.model.__name__} with a BytePairTokenizer "
+            "(RoBERTa): its graph splits words as WordPiece and SentencePiece do, not as "
+            "RoBERTa's data and pipelines do. Export it as a pipeline instead: "
+            f"kbert.pipeline(\"{record.pipelines[0]}\", model=<the model or its checkpoint "
+            "directory>).export(directory), whose SavedModel takes raw strings and returns the "
+            "pipeline's answers.")

@@ -47,3 +47,12 @@ def scores(config, split, outputs):
 def metric(config, train):
     """The metric that picks the best epoch."""
     return "f1"
+
+
+def export_options(config, train):
+    """What the SavedModel of `--export_dir` needs to decode answers as the run's scores did
+    (`export_saved_model`'s question-answering arguments)."""
+    return {"version_2": train.data.version_2, "null_threshold": config.null_threshold,
+            "doc_stride": config.qa_doc_stride(),
+            "max_answer_length": config.max_answer_length,
+            "max_question_length": config.max_question_length, "n_best": config.n_best}

@@ -209,3 +209,7 @@ def _ranked(score, text, chars, row, null, batch, top_k, impossible):
             "start": tf.where(found, tf.gather(ranked["start"], best, batch_dims=1), -1),
             "end": tf.where(found, tf.gather(ranked["end"], best, batch_dims=1), -1),
             "num_answers": tf.reduce_sum(tf.cast(found, tf.int32), axis=1)}
+
+
+# `pipeline.export` of each pipeline of the task.
+PIPELINES = {"question-answering": question_answering}

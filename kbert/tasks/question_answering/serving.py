@@ -23,8 +23,7 @@ from kbert.data.task_features import (
     second_segment_id,
     special_count,
 )
-from kbert.tasks.graph.signatures import (STRINGS, add_ids_endpoint, refuse_byte_pair_words,
-                                            run_model)
+from kbert.tasks.graph.signatures import STRINGS, add_ids_endpoint, run_model
 from kbert.tasks.question_answering.features import default_doc_stride
 from kbert.tokenizers.words_graph import piece_spans, split_words, substrings, valid_utf8
 
@@ -105,10 +104,12 @@ def span_band(width, max_answer_length):
     return (reach >= 0) & (reach < max_answer_length)
 
 
-def add_question_answerer_endpoints(archive, model, tokenizer, sequence_length, version_2=None,
-                                    null_threshold=None, doc_stride=None, max_answer_length=None,
-                                    max_question_length=None, n_best=None):
-    refuse_byte_pair_words(tokenizer, "QuestionAnswerer")
+def add_endpoints(archive, model, tokenizer, sequence_length, version_2=None,
+                  null_threshold=None, doc_stride=None, max_answer_length=None,
+                  max_question_length=None, n_best=None):
+    """A `QuestionAnswerer`'s `serving_default` and `serving_ids` on the ExportArchive
+    `archive` (the words of a WordPiece or SentencePiece tokenizer:
+    `refuse_byte_pair_words`); None: `DEFAULTS`."""
     given = dict(version_2=version_2, null_threshold=null_threshold, doc_stride=doc_stride,
                  max_answer_length=max_answer_length, max_question_length=max_question_length,
                  n_best=n_best)

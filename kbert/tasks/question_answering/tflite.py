@@ -8,6 +8,8 @@ says.
 
 import tensorflow as tf
 
+from kbert.tasks.graph import tflite_serving
+from kbert.tasks.graph.signatures import STRINGS, run_model
 from kbert.tasks.graph.tflite_offsets import dense, pieces_with_offsets, placed
 from kbert.tasks.graph.tflite_packing import pack_dense_pairs
 from kbert.tasks.question_answering.decode import MASKED_LOGIT
@@ -67,3 +69,40 @@ def question_answerer_serving(tokenizer, fast, run, sequence_length, max_answer_
                 "score": tf.reduce_max(tf.reshape(scores, [-1, sequence_length ** 2]), -1)}
 
     return serve
+
+
+def model_outputs(model, label_names):
+    """features (ids in) -> the model's `start_logits` and `end_logits`."""
+    return lambda features: run_model(model, features)
+
+
+def model_endpoints(model, tokenizer, fast, sequence_length, outputs, options):
+    """`serving_default`: `question`, `context` -> `question_answerer_serving`'s outputs, the
+    best span of at most `options["max_answer_length"]` pieces (WordPiece only)."""
+    tflite_serving.word_piece_only(model, tokenizer)
+    return {"serving_default": (question_answerer_serving(
+        tokenizer, fast, lambda features: run_model(model, features), sequence_length,
+        options["max_answer_length"]), [STRINGS, STRINGS])}
+
+
+def question_answering(pipe, model, opts, given):
+    """`pipeline.export_tflite` of `pipe`, a question-answering pipeline: (the TFLite
+    tokenizer, its endpoints): one window of `max_seq_len` tokens, its best span and logits;
+    the options that need every window are refused (the host applies them)."""
+    tflite_serving.pipeline_word_piece_only(pipe, "question answerer",
+                                            "its character spans come from FastBertTokenizer")
+    top_k, max_seq_len, doc_stride, max_answer_len = pipe.settings(opts)
+    for name in ("top_k", "doc_stride", "handle_impossible_answer", "align_to_words"):
+        if name in given:
+            raise ValueError(
+                f"{name}={given[name]!r}: a TFLite question answerer reads one window of "
+                f"max_seq_len tokens and returns its best span (top_k=1, "
+                f"align_to_words=False) and its logits; apply {name} on the host with "
+                f"kbert.pipelines.tflite_entities.answer(context, outputs, row, ...).")
+    fast, run = tflite_serving.tokenizer_and_run(pipe, model)
+    return fast, {"serving_default": (question_answerer_serving(
+        pipe.tokenizer, fast, run, max_seq_len, max_answer_len), [STRINGS, STRINGS])}
+
+
+# `pipeline.export_tflite` of each pipeline of the task.
+PIPELINES = {"question-answering": question_answering}

@@ -10,6 +10,7 @@ TASK = TaskRecord(
     pipelines=("text-classification", "zero-shot-classification"),
     aliases={"sentiment-analysis": "text-classification"},
     model=TextClassifier, labelled=True, hf_class="ForSequenceClassification",
-    hf_head_prefixes=("classifier.", "pre_classifier."), finetuning=True)
+    hf_head_prefixes=("classifier.", "pre_classifier."), finetuning=True,
+    export_options=("label_names",), package=__name__)
 
 __all__ = ["TASK", "TextClassifier"]

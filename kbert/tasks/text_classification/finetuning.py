@@ -66,3 +66,9 @@ def metric(config, train):
         return "pearson"
     name = config.train_data.removeprefix("tfds:glue/")
     return {"cola": "matthews_corrcoef", "mrpc": "f1"}.get(name, "accuracy")
+
+
+def export_options(config, train):
+    """What the SavedModel of `--export_dir` needs besides the model: nothing (its labels are
+    the model's)."""
+    return {}

@@ -3,12 +3,10 @@ the graph (tokenization, packing, the model, the scores), so that the SavedModel
 TensorFlow and tensorflow-text alone.
 
 - kbert's (`kbert.export.export_saved_model` of a `TextClassifier`):
-  `add_classifier_endpoints`: `serving_default` (text), `serving_pairs`, `serving_ids`, with
+  `add_endpoints`: `serving_default` (text), `serving_pairs`, `serving_ids`, with
   `classification_outputs` (label, label_id, probabilities, logits; regression: score;
   multi-label: labels, num_labels).
-- transformers' (`pipeline.export`): `text_classification` ({"label", "score"} per text, as
-  the pipeline ranks them) and `zero_shot_classification` (NLI entailment over the candidate
-  labels given at the call).
+- transformers' (`pipeline.export`): in `pipeline_serving`.
 
 The rules on options are `decode`'s, the same the Python pipelines call.
 """
@@ -16,12 +14,10 @@ The rules on options are `decode`'s, the same the Python pipelines call.
 import tensorflow as tf
 
 from kbert.data.task_features import pack_segments
-from kbert.tasks.graph import packing as graph
 from kbert.tasks.graph.signatures import STRINGS, add_ids_endpoint, label_names_of, run_model
-from kbert.tasks.text_classification import decode
 
 # A string constant in a classifier's serve graph where its one output has no stated
-# problem type (see `add_classifier_endpoints`).
+# problem type (see `add_endpoints`).
 UNSTATED_ONE_OUTPUT = ("kbert", "problem_type not stated")
 
 
@@ -45,7 +41,7 @@ def classification_outputs(model, logits, names):
     return outputs
 
 
-def add_classifier_endpoints(archive, model, tokenizer, sequence_length, label_names):
+def add_endpoints(archive, model, tokenizer, sequence_length, label_names=None):
     """A `TextClassifier`'s `serving_default`, `serving_pairs` and `serving_ids` on the
     ExportArchive `archive` (kbert's contract)."""
     names = label_names_of(model, label_names) if model.problem_type != "regression" else None
@@ -69,85 +65,3 @@ def add_classifier_endpoints(archive, model, tokenizer, sequence_length, label_n
     archive.add_endpoint("serving_default", serve_text, [STRINGS])
     archive.add_endpoint("serving_pairs", serve_pairs, [STRINGS, STRINGS])
     add_ids_endpoint(archive, model, serve)
-
-
-# --- transformers' pipelines (`pipeline.export`) -----------------------------------------
-
-def scored(scores, names, order, count):
-    """(label names, scores) [B, count] of `scores` [B, N], in label order or best first
-    (ties: the lower index first, as Python's stable sort)."""
-    if order:
-        scores, index = tf.math.top_k(scores, k=count)
-    else:
-        index = tf.broadcast_to(tf.range(count), tf.shape(scores))
-    return tf.gather(tf.constant(names), index), scores
-
-
-def activation(function):
-    """The graph's twin of `decode.apply(function, ...)`."""
-    return {"softmax": tf.nn.softmax, "sigmoid": tf.sigmoid, "none": tf.identity}[function]
-
-
-def text_classification(pipe, model, opts, given):
-    """`pipeline.export`'s endpoints of a text-classification pipeline `pipe` (its options
-    `opts`, `given` the ones the call named): {name: (function, input specs)}."""
-    names = pipe.source.label_names
-    top_k, legacy = pipe.ranking(opts, given)
-    count, order = decode.ranked_count(top_k, legacy, len(names))
-    function = activation(pipe.function(opts))
-    truncation, max_length = pipe.tokenization(opts)
-    tokenizer = pipe.tokenizer
-
-    def answer(first, second):
-        first, second, checks = graph.fit_call(pipe, first, second, truncation, max_length)
-        with tf.control_dependencies(checks):
-            logits = run_model(model, graph.pack(tokenizer, first, second))
-        label, score = scored(function(logits), names, order, count)
-        return {"label": label, "score": score}
-
-    def serve(text):
-        return answer(graph.ids(tokenizer, text), None)
-
-    def serve_pairs(text, text_pair):
-        ids = graph.ids(tokenizer, tf.concat([text, text_pair], 0))
-        rows = tf.shape(text, out_type=tf.int64)[0]
-        return answer(ids[:rows], ids[rows:])
-
-    return {"serving_default": (serve, [STRINGS]),
-            "serving_pairs": (serve_pairs, [STRINGS, STRINGS])}
-
-
-def zero_shot_classification(pipe, model, opts, given):
-    """`pipeline.export`'s endpoint of a zero-shot pipeline: the texts and the candidate
-    labels in, {"sequence", "labels", "scores"} out, best first."""
-    prefix, suffix = decode.template_parts(opts["hypothesis_template"])
-    multi_label = pipe.multi_label(opts)
-    entailment, contradiction = pipe.entailment, pipe.contradiction
-    tokenizer, budget = pipe.tokenizer, pipe.max_length - pipe.special_count(True)
-
-    def serve(sequences, candidate_labels):
-        batch, count = tf.shape(sequences)[0], tf.shape(candidate_labels)[0]
-        check = tf.debugging.Assert(
-            (count > 0) & tf.reduce_all(tf.strings.length(sequences) > 0),
-            ["You must include at least one label and at least one sequence."])
-        hypotheses = tf.strings.join([prefix, candidate_labels, suffix])
-        ids = graph.ids(tokenizer, tf.concat([sequences, hypotheses], 0))
-        premises, hypothesis_ids = ids[:batch], ids[batch:]
-        premise = tf.repeat(tf.range(batch), count)
-        hypothesis = tf.tile(tf.range(count), [batch])
-        first, second, checks = graph.fit(tf.gather(premises, premise),
-                                          tf.gather(hypothesis_ids, hypothesis), budget,
-                                          "only_first")
-        with tf.control_dependencies([check, *checks]):
-            logits = run_model(model, graph.pack(tokenizer, first, second))
-        logits = tf.reshape(logits, [batch, count, -1])
-        # Each label alone: entailment against contradiction (multi_label, or one label).
-        alone = tf.nn.softmax(tf.gather(logits, [contradiction, entailment], axis=-1))[..., 1]
-        scores = alone if multi_label else tf.where(
-            count == 1, alone, tf.nn.softmax(logits[..., entailment]))
-        # reversed(argsort): of equal scores, the later label first.
-        order = tf.reverse(tf.argsort(scores, axis=-1, stable=True), axis=[-1])
-        return {"sequence": sequences, "labels": tf.gather(candidate_labels, order),
-                "scores": tf.gather(scores, order, batch_dims=1)}
-
-    return {"serving_default": (serve, [STRINGS, STRINGS])}

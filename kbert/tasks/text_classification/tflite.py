@@ -1,25 +1,28 @@
 """Text classification's TFLite graphs (TFLite's built-in ops and tensorflow-text's kernels
 only), of both contracts:
 
-- kbert's (`kbert.export.export_tflite` of a `TextClassifier`): `classifier_outputs`, what
-  its SavedModel gives, with every class name in `labels` (the chosen first);
+- kbert's (`kbert.export.export_tflite` of a `TextClassifier`): `model_outputs`, what
+  its SavedModel gives, with every class name in `labels` (the chosen first), from a text
+  or a pair (`model_endpoints`);
 - transformers' (`pipeline.export_tflite`): `text_classification` ({"label", "score"} as the
   pipeline ranks them) and `zero_shot_classification` (the candidate labels and template fixed
   at export: `labels`, `scores` best first and `label_scores` in the labels' order).
 
-The caller (`kbert.export` / `kbert.pipelines`) gives the TFLite tokenizer (`fast_tokenizer`:
-a function making it, called where the options are checked) and writes the model.
+The caller (`kbert.export` / `kbert.pipelines`) writes the model
+(`kbert.tasks.graph.tflite_serving` says what each function gives).
 """
 
 import tensorflow as tf
 
-from kbert.tasks.graph.signatures import label_names_of, run_model
-from kbert.tasks.graph.tflite_packing import pack_premises, pack_text
+from kbert.tasks.graph import tflite_serving
+from kbert.tasks.graph.signatures import STRINGS, label_names_of, run_model
+from kbert.tasks.graph.tflite_packing import pack_pairs, pack_premises, pack_text
 from kbert.tasks.text_classification import decode
-from kbert.tasks.text_classification.serving import activation, classification_outputs, scored
+from kbert.tasks.text_classification.pipeline_serving import activation, scored
+from kbert.tasks.text_classification.serving import classification_outputs
 
 
-def classifier_outputs(model, label_names):
+def model_outputs(model, label_names):
     """features -> a `TextClassifier`'s named outputs in TFLite."""
     names = label_names_of(model, label_names) if model.problem_type != "regression" \
         else None
@@ -37,26 +40,42 @@ def classifier_outputs(model, label_names):
     return classify
 
 
-def text_classification(pipe, model, opts, given, fast_tokenizer, length):
-    """(fast, serve): a text-classification pipeline's TFLite tokenizer and its
-    `serving_default` (texts cut to `length` tokens)."""
+def model_endpoints(model, tokenizer, fast, sequence_length, outputs, options):
+    """`serving_default` (`text`) and `serving_pairs` (`text_a`, `text_b`, trimmed
+    round-robin) -> `outputs`."""
+
+    def serve_pairs(text_a, text_b):
+        # Two tokenizer calls: TFLite concatenates no strings.
+        return outputs(pack_pairs(tokenizer, fast.tokenize(text_a), fast.tokenize(text_b),
+                                  sequence_length))
+
+    return {**tflite_serving.text_endpoint(tokenizer, fast, sequence_length, outputs),
+            "serving_pairs": (serve_pairs, [STRINGS, STRINGS])}
+
+
+def text_classification(pipe, model, opts, given):
+    """(fast, endpoints): a text-classification pipeline's TFLite tokenizer and its
+    `serving_default` (texts cut to `max_length` tokens, at most the model's)."""
+    truncation, max_length = pipe.tokenization(opts)
+    tflite_serving.truncating(pipe, truncation)
+    length = tflite_serving.length(pipe, max_length)
     names = pipe.source.label_names
     top_k, legacy = pipe.ranking(opts, given)
     count, order = decode.ranked_count(top_k, legacy, len(names))
     function = activation(pipe.function(opts))
-    fast = fast_tokenizer()
+    fast = tflite_serving.fast_tokenizer(pipe)
 
     def serve(text):
         features = pack_text(pipe.tokenizer, fast.tokenize(text), length)
         label, score = scored(function(run_model(model, features)), names, order, count)
         return {"label": label, "score": score}
 
-    return fast, serve
+    return fast, {"serving_default": (serve, [STRINGS])}
 
 
-def zero_shot_classification(pipe, model, opts, given, fast_tokenizer):
-    """(fast, serve): a zero-shot pipeline's TFLite tokenizer and its `serving_default`, the
-    candidate labels and the template fixed at export."""
+def zero_shot_classification(pipe, model, opts, given):
+    """(fast, endpoints): a zero-shot pipeline's TFLite tokenizer and its `serving_default`,
+    the candidate labels and the template fixed at export."""
     labels = opts["candidate_labels"] or []
     if isinstance(labels, str):  # "a, b": comma-separated, as the pipeline takes it
         labels = [label.strip() for label in labels.split(",") if label.strip()]
@@ -77,7 +96,7 @@ def zero_shot_classification(pipe, model, opts, given, fast_tokenizer):
                              f"tokens long: no room for the text in {pipe.max_length}.")
     names = tf.constant(labels)
     count = len(labels)
-    fast = fast_tokenizer()
+    fast = tflite_serving.fast_tokenizer(pipe)
 
     def serve(text):
         features = pack_premises(pipe.tokenizer, fast.tokenize(text),
@@ -96,4 +115,9 @@ def zero_shot_classification(pipe, model, opts, given, fast_tokenizer):
         return {"labels": tf.gather(names, order), "scores": best,
                 "label_scores": scores}
 
-    return fast, serve
+    return fast, {"serving_default": (serve, [STRINGS])}
+
+
+# `pipeline.export_tflite` of each pipeline of the task.
+PIPELINES = {"text-classification": text_classification,
+             "zero-shot-classification": zero_shot_classification}

@@ -9,6 +9,7 @@ TASK = TaskRecord(
     pipelines=("token-classification",),
     aliases={"ner": "token-classification"},
     model=TokenClassifier, labelled=True, hf_class="ForTokenClassification",
-    hf_head_prefixes=("classifier.",), finetuning=True)
+    hf_head_prefixes=("classifier.",), finetuning=True,
+    export_options=("label_names", "tag_scheme"), aligns_words=True, package=__name__)
 
 __all__ = ["TASK", "TokenClassifier"]

@@ -53,3 +53,9 @@ def scores(config, split, predictions):
 def metric(config, train):
     """The metric that picks the best epoch: entity F1."""
     return "f1"
+
+
+def export_options(config, train):
+    """What the SavedModel of `--export_dir` needs to decode entities as the run's scores
+    did."""
+    return {"tag_scheme": config.tag_scheme}

@@ -228,3 +228,7 @@ def _grouped(entities, begins, types, to_string):
             "start": tf.gather(entities["start"], first_entity),
             "end": tf.gather(entities["end"], last_entity),
             "row": tf.gather(rows, first_entity)}
+
+
+# `pipeline.export` of each pipeline of the task.
+PIPELINES = {"token-classification": token_classification}

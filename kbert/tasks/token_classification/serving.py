@@ -20,7 +20,6 @@ from kbert.tasks.graph.signatures import (
     add_ids_endpoint,
     dense_rows,
     label_names_of,
-    refuse_byte_pair_words,
     run_model,
 )
 from kbert.tasks.token_classification.decode import (
@@ -60,9 +59,9 @@ def decode_entities(prefix, kind, word_rows, row_splits):
     return first, last, entity
 
 
-def add_token_classifier_endpoints(archive, model, tokenizer, sequence_length, label_names,
-                                   tag_scheme):
-    refuse_byte_pair_words(tokenizer, "TokenClassifier")
+def add_endpoints(archive, model, tokenizer, sequence_length, label_names=None, tag_scheme=None):
+    """A `TokenClassifier`'s `serving_default` and `serving_ids` on the ExportArchive `archive`
+    (the words of a WordPiece or SentencePiece tokenizer: `refuse_byte_pair_words`)."""
     if model.label_names is None and label_names is None:
         raise ValueError("A TokenClassifier exports with its tag names: build it with "
                          "`label_names` or pass `label_names=[...]` to export_saved_model.")

@@ -11,7 +11,8 @@ its outputs.
 
 import tensorflow as tf
 
-from kbert.tasks.graph.signatures import run_model
+from kbert.tasks.graph import tflite_serving
+from kbert.tasks.graph.signatures import STRINGS, label_names_of, run_model
 from kbert.tasks.graph.tflite_offsets import pieces_with_offsets, placed
 from kbert.tasks.graph.tflite_packing import pack_text
 from kbert.tasks.token_classification.decode import strategy_and_ignored
@@ -42,10 +43,35 @@ def token_classifier_serving(tokenizer, fast, run, names, sequence_length):
     return serve
 
 
-def pipeline_serving(pipe, model, opts, text_tokenizer):
-    """`pipeline.export_tflite` of `pipe`, a token-classification pipeline: (the
-    `text_tokenizer()` it tokenizes with, its serving function). Every token comes back,
-    so `aggregation_strategy` and `ignore_labels` are refused (the host applies them)."""
+def model_outputs(model, label_names):
+    """features (ids in) -> every position's `logits`, `probabilities`, `label_id` and
+    `label`."""
+    names = label_names_of(model, label_names)
+
+    def tag(features):
+        logits = run_model(model, features)
+        label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return {"logits": logits, "probabilities": tf.nn.softmax(logits),
+                "label_id": label_id, "label": tf.gather(tf.constant(names), label_id)}
+
+    return tag
+
+
+def model_endpoints(model, tokenizer, fast, sequence_length, outputs, options):
+    """`serving_default`: `text` -> `token_classifier_serving`'s outputs (WordPiece only)."""
+    tflite_serving.word_piece_only(model, tokenizer)
+    names = label_names_of(model, options.get("label_names"))
+    return {"serving_default": (token_classifier_serving(
+        tokenizer, fast, lambda features: run_model(model, features), names,
+        sequence_length), [STRINGS])}
+
+
+def token_classification(pipe, model, opts, given):
+    """`pipeline.export_tflite` of `pipe`, a token-classification pipeline: (the TFLite
+    tokenizer, its endpoints). Every token comes back, so `aggregation_strategy` and
+    `ignore_labels` are refused (the host applies them)."""
+    tflite_serving.pipeline_word_piece_only(pipe, "token classifier",
+                                            "its character spans come from FastBertTokenizer")
     strategy, ignore = strategy_and_ignored(opts)
     if strategy != "none" or ignore != ["O"]:
         raise ValueError(
@@ -53,8 +79,11 @@ def pipeline_serving(pipe, model, opts, text_tokenizer):
             f"classifier returns every token (grouping needs ops TFLite has no kernel for); "
             f"export without them and group on the host with kbert.pipelines"
             f".tflite_entities.entities(text, outputs, row, label_names, aggregation_strategy=...).")
-    fast = text_tokenizer()
-    serve = token_classifier_serving(pipe.tokenizer, fast,
-                                     lambda features: run_model(model, features),
-                                     list(pipe.source.label_names), pipe.max_length)
-    return fast, serve
+    fast, run = tflite_serving.tokenizer_and_run(pipe, model)
+    serve = token_classifier_serving(pipe.tokenizer, fast, run, list(pipe.source.label_names),
+                                     pipe.max_length)
+    return fast, {"serving_default": (serve, [STRINGS])}
+
+
+# `pipeline.export_tflite` of each pipeline of the task.
+PIPELINES = {"token-classification": token_classification}

@@ -1,0 +1,82 @@
+"""What the task folders' TFLite graphs (`kbert/tasks/<task>/tflite.py`) share: the endpoint
+of one text per row, the WordPiece-only rule of the graphs that read FastBertTokenizer's
+offsets, and the pipelines' rules on truncation (`pipeline.export_tflite`).
+
+Each folder's `tflite.py` gives, for `kbert.export.export_tflite` of its model,
+`model_outputs(model, label_names)` (features -> the named outputs) and
+`model_endpoints(model, tokenizer, fast, sequence_length, outputs, options)` (text in:
+{name: (function, input specs)}), and for `pipeline.export_tflite` `PIPELINES`: pipeline
+name -> (pipe, model, opts, given, **export-only options) -> (the TFLite tokenizer, its
+endpoints). The caller converts and checks the model.
+"""
+
+from kbert.tasks.graph.signatures import STRINGS, run_model
+from kbert.tasks.graph.tflite_packing import pack_text
+
+
+def text_endpoint(tokenizer, fast, sequence_length, outputs):
+    """`serving_default`: `text` string [B] -> `outputs(features)`, the text cut at
+    `sequence_length` pieces."""
+
+    def serve_text(text):
+        return outputs(pack_text(tokenizer, fast.tokenize(text), sequence_length))
+
+    return {"serving_default": (serve_text, [STRINGS])}
+
+
+def word_piece_only(model, tokenizer):
+    """A model whose TFLite graph reads FastBertTokenizer's offsets (spans) takes a WordPiece
+    tokenizer alone: a ValueError for another."""
+    if not tokenizer.tflite_offsets:
+        raise ValueError(f"A {type(model).__name__} goes into TFLite with a WordPiece "
+                         f"tokenizer only (its spans come from FastBertTokenizer's offsets); "
+                         f"export it with tokenizer=None (token ids in).")
+
+
+# --- transformers' pipelines (`pipeline.export_tflite`) -----------------------------------
+
+def truncating(pipe, truncation):
+    """TFLite cannot fail a call: a pipeline exports with `truncation=True` only."""
+    if truncation in (False, None, "do_not_truncate", "only_second"):
+        raise ValueError(
+            f"truncation={truncation!r}: a TFLite model cannot refuse a text longer "
+            f"than the model (TFLite has no assertion op); export with truncation=True, and "
+            f"texts longer than {pipe.max_length} tokens are cut.")
+
+
+def length(pipe, max_length):
+    """The tokens a TFLite model cuts texts to: `max_length`, at most the model's."""
+    return pipe.max_length if max_length is None else min(max_length, pipe.max_length)
+
+
+def fast_tokenizer(pipe):
+    """The pipeline's TFLite tokenizer: a literal "[SEP]" in a text is text
+    (`kbert.export.tflite.text_tokenizer` with `split_literals`)."""
+    return pipe.tokenizer.tflite_tokenizer()
+
+
+def tokenizer_and_run(pipe, model):
+    """(the pipeline's TFLite tokenizer, features -> the model's outputs in float32)."""
+    return fast_tokenizer(pipe), lambda features: run_model(model, features)
+
+
+def single_texts(pipe, model, truncation, outputs, max_length=None):
+    """(fast, endpoints) of a pipeline on single texts (feature extraction, sentence
+    embeddings): `text` -> `outputs(model outputs, features)`."""
+    truncating(pipe, truncation)
+    fast = fast_tokenizer(pipe)
+    cut = length(pipe, max_length)
+
+    def serve(text):
+        features = pack_text(pipe.tokenizer, fast.tokenize(text), cut)
+        return outputs(run_model(model, features), features)
+
+    return fast, {"serving_default": (serve, [STRINGS])}
+
+
+def pipeline_word_piece_only(pipe, what, why):
+    """The pipelines whose TFLite graph reads FastBertTokenizer's offsets take WordPiece
+    alone."""
+    if not pipe.tokenizer.tflite_offsets:
+        raise ValueError(f"pipeline.export_tflite: only a WordPiece {what} goes into TFLite "
+                         f"({why}); pipeline.export writes a SavedModel.")
