@@ -5,8 +5,10 @@ their `--task` help).
 Each task folder's `finetuning` module holds its hooks (`kbert.tasks.<task>.finetuning`):
 `read` its data (TFDS or a file), `encode` it, `fit_labels`, `build` the kbert task model,
 `scores` of its predictions by the benchmark's own metrics (GLUE, seqeval's entity F1, the
-SQuAD script's exact match and F1), and the `metric` that picks the best epoch. This module
-runs them: batches, predictions, the stream `fit` reads.
+SQuAD script's exact match and F1), and the `metric` that picks the best epoch; and says how
+its inputs batch: `BY_LENGTH` (they vary in length: batches grouped by length) and
+`PER_TOKEN` (its labels and outputs are per token). This module runs them: batches,
+predictions, the stream `fit` reads.
 """
 
 import dataclasses
@@ -14,6 +16,7 @@ from typing import Callable
 
 from kbert import data as kdata
 from kbert.tasks import registry
+from kbert.training import length_groups
 
 
 def model_inputs(model, features):
@@ -34,22 +37,41 @@ class Prepared:
     label_names: list
 
 
-def _array_batches(fit_labels):
-    """Batches of an encoded split, with `fit_labels(labels)` -> what follows the features in
-    the model's `fit` (the labels, and sample weights where the task has them)."""
+def _grouped(config, module):
+    """Batches grouped by length for this run and task (`--group_by_length`, a task whose
+    inputs vary in length: not question answering's windows, full by construction; not on
+    TPUs, which want one static shape)."""
+    return (config.group_by_length and module.BY_LENGTH
+            and config.strategy != "tpu")
+
+
+def _array_batches(module):
+    """Batches of an encoded split, with `module.fit_labels(labels)` -> what follows the
+    features in the model's `fit` (the labels, and sample weights where the task has them):
+    grouped by length (`length_groups`) where `_grouped`, else padded to
+    --sequence_length."""
+    fit_labels = module.fit_labels
 
     def batches(config, split, tokenizer, training, seed):
-        dataset = kdata.task_features.arrays_dataset(
-            split.encoded.features, split.encoded.labels, config.global_batch_size,
-            training=training, seed=seed, repeat=training)
+        if training and _grouped(config, module):
+            dataset = length_groups.training_stream(
+                split.encoded.features, split.encoded.labels, config.global_batch_size,
+                config.sequence_length, seed, config.epochs, token_labels=module.PER_TOKEN)
+        else:
+            dataset = kdata.task_features.arrays_dataset(
+                split.encoded.features, split.encoded.labels, config.global_batch_size,
+                training=training, seed=seed, repeat=training)
         return dataset.map(lambda x, y: (x, *fit_labels(y)))
 
     return batches
 
 
-def _predict(config, model, split):
-    return model.predict(model_inputs(model, split.encoded.features),
-                         batch_size=config.global_batch_size, verbose=0)
+def _predict(config, model, split, module):
+    features = model_inputs(model, split.encoded.features)
+    if _grouped(config, module) and len(split.encoded.features["padding_mask"]):
+        return length_groups.predict(model, features, config.global_batch_size,
+                                     config.sequence_length, token_outputs=module.PER_TOKEN)
+    return model.predict(features, batch_size=config.global_batch_size, verbose=0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,9 +117,9 @@ def _hooks(name, module):
     # Encoded once: the evaluation after every epoch then neither builds nor traces the
     # tokenizing pipeline again.
     return FinetuningTask(
-        name, module.read, module.encode, _array_batches(module.fit_labels), module.build,
+        name, module.read, module.encode, _array_batches(module), module.build,
         lambda config, model, split, tokenizer: module.scores(
-            config, split, _predict(config, model, split)),
+            config, split, _predict(config, model, split, module)),
         module.metric, module.export_options)
 
 

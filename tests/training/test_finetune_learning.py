@@ -117,19 +117,28 @@ def test_a_text_classifier_finds_the_sentences_about_files(corpus, tiny_checkpoi
     """Rule: label "files" when a sentence holds one of 7 words (file, path, directory...),
     balanced classes; 1,104 training sentences, 3 epochs of batch 16 (207 steps). Held out:
     the sentences of other modules. Seen: accuracy 0.988 against the majority class's 0.500;
-    asserted: at least 0.3 above it."""
+    asserted: at least 0.3 above it.
+
+    Batches grouped by length (the default) learn as well as batches padded to
+    --sequence_length: the same run both ways, the same held-out accuracy within 0.03 (seen:
+    grouped 0.975, padded 0.983)."""
     rng = np.random.default_rng(0)
-    train = file_sentences(corpus["train"], rng)
+    train = write_csv(tmp_path / "train.csv", file_sentences(corpus["train"], rng))
     test = file_sentences(corpus["test"], rng)
-    result = finetune(tmp_path / "run", checkpoint=tiny_checkpoint, task="text_classifier",
-                      train_data=write_csv(tmp_path / "train.csv", train),
-                      validation_data=write_csv(tmp_path / "test.csv", test),
-                      sequence_length=40, global_batch_size=16, epochs=3)
+    accuracy = {}
+    for grouped in (True, False):
+        result = finetune(tmp_path / f"run_{grouped}", checkpoint=tiny_checkpoint,
+                          task="text_classifier", train_data=train,
+                          validation_data=write_csv(tmp_path / "test.csv", test),
+                          sequence_length=40, global_batch_size=16, epochs=3,
+                          group_by_length=grouped)
+        accuracy[grouped] = result["logs"]["val_accuracy"]
     truth = [label for _, label in test]
     majority = max(glue_metrics.accuracy(truth, [name] * len(truth)) for name in ("files", "other"))
-    print(f"{len(train)} training sentences; held-out accuracy "
-          f"{result['logs']['val_accuracy']:.3f} vs majority {majority:.3f}")
-    assert result["logs"]["val_accuracy"] >= majority + 0.3
+    print(f"held-out accuracy grouped {accuracy[True]:.3f}, padded {accuracy[False]:.3f}, "
+          f"majority {majority:.3f}")
+    assert accuracy[True] >= majority + 0.3
+    assert accuracy[True] >= accuracy[False] - 0.03
 
 
 # === token_classifier: people and places planted in real sentences ===

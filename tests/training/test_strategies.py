@@ -30,7 +30,8 @@ def test_unknown_name_lists_the_allowed_ones():
 def test_mirrored_and_multi_worker_on_cpu():
     """In a fresh process with 2 logical CPU devices (set before TensorFlow starts):
     "mirrored" makes one replica per CPU device, and "multi_worker" without TF_CONFIG is a
-    one-worker MultiWorkerMirroredStrategy. Both run a replicated step."""
+    one-worker MultiWorkerMirroredStrategy. Both run a replicated step; fine-tuning's batches
+    grouped by length reach the replicas in bucket shapes."""
     script = textwrap.dedent(
         """
         import os
@@ -49,6 +50,22 @@ def test_mirrored_and_multi_worker_on_cpu():
         assert [d.rsplit(":", 2)[-2:] for d in devices] == [["CPU", "0"], ["CPU", "1"]], devices
         ids = mirrored.run(lambda: tf.distribute.get_replica_context().replica_id_in_sync_group)
         assert sorted(int(x) for x in mirrored.experimental_local_results(ids)) == [0, 1]
+
+        # Fine-tuning's batches grouped by length: each replica gets half of every global
+        # batch, at the batch's bucket length (a few static shapes, the same on both).
+        import numpy as np
+        from kbert.training import length_groups
+        lengths = np.random.default_rng(0).integers(1, 41, 64)
+        mask = (np.arange(40)[None] < lengths[:, None]).astype("int32")
+        stream = length_groups.training_stream(
+            {"token_ids": mask * 7, "padding_mask": mask}, {"labels": lengths}, 8, 40, 0, 1)
+        shapes = set()
+        for x, y in mirrored.experimental_distribute_dataset(stream.take(8)):
+            local = mirrored.experimental_local_results(x["token_ids"])
+            assert len({tuple(t.shape) for t in local}) == 1, [t.shape for t in local]
+            shapes.add(tuple(local[0].shape))
+        assert {s[0] for s in shapes} == {4} and len(shapes) > 1, shapes
+        assert {s[1] for s in shapes} <= set(length_groups.bucket_lengths(40)), shapes
 
         os.environ.pop("TF_CONFIG", None)
         worker = create_strategy("multi_worker")

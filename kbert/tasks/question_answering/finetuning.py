@@ -9,6 +9,11 @@ from kbert.tasks.question_answering.data import read as read_split
 from kbert.tasks.question_answering.features import encode_questions
 from kbert.tasks.question_answering.metrics import squad_scores
 
+# How its batches are cut (`kbert.training.finetuning_tasks`): windows fill --sequence_length
+# by construction (a question and as much context as fits), so no grouping by length.
+BY_LENGTH = False
+PER_TOKEN = True
+
 
 def read(config, spec, split, label_names=None):
     """'tfds:squad/v1.1', 'tfds:squad/v2.0' (at `split`) or a SQuAD JSON file."""

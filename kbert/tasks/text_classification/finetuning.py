@@ -8,6 +8,11 @@ import numpy as np
 from kbert.tasks.text_classification import data, features, metrics
 from kbert.tasks.text_classification.model import TextClassifier
 
+# How its batches are cut (`kbert.training.finetuning_tasks`): texts vary in length; one
+# label per text.
+BY_LENGTH = True
+PER_TOKEN = False
+
 
 def _column(value):
     """A CSV/TSV column given as a 0-based index ("0") or a header name / JSONL key."""

@@ -7,6 +7,11 @@ from kbert.tasks.token_classification import TASK
 from kbert.tasks.token_classification.data import encode_tagging, read_conll, read_tfds
 from kbert.tasks.token_classification.metrics import entity_scores
 
+# How its batches are cut (`kbert.training.finetuning_tasks`): sentences vary in length;
+# labels and logits are per token.
+BY_LENGTH = True
+PER_TOKEN = True
+
 # seqeval's strict schemes by kbert's names; IOB1 and BIO score in its default mode.
 _STRICT = {"IOBES": "IOBES", "BIOES": "IOBES"}
 

@@ -1,0 +1,142 @@
+"""Fine-tuning batches without padding waste: examples grouped by length, each batch cut to
+the shortest of a few bucket lengths that holds its longest example.
+
+Encoded splits are padded to `--sequence_length`; most real texts are far shorter, and the
+model's cost grows with the padded length. Grouping as transformers' `group_by_length`
+does (its `LengthGroupedSampler`): each epoch is a fresh random permutation, cut into
+mega-batches of `MEGABATCH` batches, each mega-batch sorted by length and cut into batches,
+and the batches shuffled, so that a batch holds examples of like length while the order of
+the data stays as random as the mega-batches allow. A batch is then cut from
+`--sequence_length` to its bucket: `bucket_lengths` gives about two lengths per doubling, so
+that XLA compiles a handful of shapes, not one per batch, and at most a third of a batch is
+padding. Evaluation and prediction sort the split by length the same way and put the
+outputs back in the split's order, padded back to `--sequence_length` where they are per
+token.
+
+The stream is a function of the seed alone: a run resumed after a kill skips the batches it
+has done and reads the same data in the same order as the run that was killed.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+# Batches per mega-batch, as transformers' `get_length_grouped_indices` (mega_batch_mult 50).
+MEGABATCH = 50
+# The shortest bucket: shorter batches save little and compile more shapes.
+SHORTEST = 16
+
+
+def bucket_lengths(sequence_length, shortest=SHORTEST):
+    """The lengths batches are cut to: 16, 24, 32, 48, 64, 96, ... (a power of two and one
+    and a half times it), below `sequence_length`, and `sequence_length` itself."""
+    lengths, power = set(), shortest
+    while power < sequence_length:
+        lengths.update(n for n in (power, power * 3 // 2) if n < sequence_length)
+        power *= 2
+    return tuple(sorted(lengths | {sequence_length}))
+
+
+def example_lengths(features):
+    """Each example's length: one past its last real token (`padding_mask`)."""
+    mask = np.asarray(features["padding_mask"]).astype(bool)
+    last = mask.shape[1] - np.argmax(mask[:, ::-1], axis=1)
+    return np.where(mask.any(axis=1), last, 1).astype(np.int32)
+
+
+def bucket_of(lengths, buckets):
+    """The shortest bucket that holds each length."""
+    return np.asarray(buckets, np.int32)[np.searchsorted(buckets, lengths)]
+
+
+def epoch_batches(lengths, batch_size, rng, megabatch=MEGABATCH):
+    """One epoch's batches, [n // batch_size, batch_size] indices into the split: a random
+    permutation, sorted by length within each mega-batch, cut into batches, the batches
+    shuffled. The last `n % batch_size` examples of the permutation sit out this epoch (a
+    different few each epoch), as the steps of an epoch are `n // batch_size`."""
+    order = rng.permutation(len(lengths))
+    size = megabatch * batch_size
+    groups = [order[i:i + size] for i in range(0, len(order), size)]
+    order = np.concatenate([g[np.argsort(-lengths[g], kind="stable")] for g in groups])
+    steps = len(order) // batch_size
+    # Drop the remainder from the shortest end of the last mega-batch's sort, not from its
+    # middle: whole batches of like length stay together.
+    batches = order[:steps * batch_size].reshape(steps, batch_size)
+    return batches[rng.permutation(steps)]
+
+
+def _cut(arrays, length, token_keys):
+    return {key: value[:, :length] if key in token_keys else value
+            for key, value in arrays.items()}
+
+
+def training_stream(features, labels, batch_size, sequence_length, seed, epochs,
+                    token_labels=False):
+    """The endless stream `fit` reads: `(features, labels)` batches grouped by length,
+    `epochs` epochs of `epoch_batches` (then again from the first), each batch cut to its
+    bucket.
+
+    Args:
+        features: {name: [N, sequence_length] array} (`padding_mask` among them).
+        labels: {name: array [N, ...]}.
+        token_labels: the task's labels are per token: those of them shaped
+            [N, sequence_length] are cut with the features.
+    """
+    lengths = example_lengths(features)
+    buckets = bucket_lengths(sequence_length)
+    rng = np.random.default_rng(seed)
+    batches = np.concatenate([epoch_batches(lengths, batch_size, rng) for _ in range(epochs)])
+    cut_to = bucket_of(lengths[batches].max(axis=1), buckets)
+    label_keys = {k for k, v in labels.items()
+                  if token_labels and np.ndim(v) >= 2 and np.shape(v)[1] == sequence_length}
+    features = {k: tf.constant(v) for k, v in features.items()}
+    labels = {k: tf.constant(v) for k, v in labels.items()}
+
+    def gather(indices, length):
+        x = _cut({k: tf.gather(v, indices) for k, v in features.items()}, length, set(features))
+        y = _cut({k: tf.gather(v, indices) for k, v in labels.items()}, length, label_keys)
+        return x, y
+
+    data = tf.data.Dataset.from_tensor_slices((batches.astype(np.int32), cut_to)).repeat()
+    return data.map(gather, num_parallel_calls=tf.data.AUTOTUNE,
+                    deterministic=True).prefetch(tf.data.AUTOTUNE)
+
+
+def sorted_batches(features, batch_size, sequence_length):
+    """For evaluation and prediction: the split sorted by length (longest first) and cut into
+    batches, each cut to its bucket: (order, [(indices, {name: array}), ...])."""
+    lengths = example_lengths(features)
+    order = np.argsort(-lengths, kind="stable")
+    buckets = bucket_lengths(sequence_length)
+    out = []
+    for start in range(0, len(order), batch_size):
+        indices = order[start:start + batch_size]
+        length = int(bucket_of(lengths[indices].max(), buckets))
+        out.append((indices, _cut({k: np.asarray(v)[indices] for k, v in features.items()},
+                                  length, set(features))))
+    return order, out
+
+
+def predict(model, features, batch_size, sequence_length, token_outputs=False):
+    """`model`'s outputs on every example of `features`, in their order, computed on batches
+    grouped by length; per-token outputs (`token_outputs`) padded back with zeros to
+    `sequence_length` (past each example's length, where no decoder reads them)."""
+    _, batches = sorted_batches(features, batch_size, sequence_length)
+    n = len(next(iter(features.values())))
+    merged = None
+    for indices, inputs in batches:
+        outputs = model.predict_on_batch(inputs)
+        flat = outputs if isinstance(outputs, dict) else {None: outputs}
+        if merged is None:
+            merged = {k: np.zeros((n, *(_full(np.asarray(v), sequence_length, token_outputs)
+                                        .shape[1:])), np.asarray(v).dtype)
+                      for k, v in flat.items()}
+        for k, v in flat.items():
+            merged[k][indices] = _full(np.asarray(v), sequence_length, token_outputs)
+    return merged if isinstance(outputs, dict) else merged[None]
+
+
+def _full(value, sequence_length, token_outputs):
+    if not token_outputs or value.ndim < 2 or value.shape[1] == sequence_length:
+        return value
+    pad = [(0, 0), (0, sequence_length - value.shape[1])] + [(0, 0)] * (value.ndim - 2)
+    return np.pad(value, pad)

@@ -1,0 +1,130 @@
+"""Fine-tuning batches grouped by length (kbert.training.length_groups): the buckets, the
+epochs (every example once, like lengths together, random order, the same from the seed),
+the stream `fit` reads (resumable), prediction in the split's order, and each family's
+outputs on a batch cut to its bucket equal to the example's alone at full padding."""
+
+import numpy as np
+import pytest
+
+from kbert import models
+from kbert.training import length_groups
+from kbert.training.length_groups import bucket_lengths, epoch_batches, example_lengths
+from tests.models.test_backbone import EXTRA, SIZES
+
+
+def _features(lengths, sequence_length, seed=0):
+    rng = np.random.default_rng(seed)
+    mask = np.arange(sequence_length)[None, :] < np.asarray(lengths)[:, None]
+    ids = np.where(mask, rng.integers(4, 40, (len(lengths), sequence_length)), 0)
+    return {"token_ids": ids.astype("int32"), "segment_ids": np.zeros_like(ids, "int32"),
+            "padding_mask": mask.astype("int32")}
+
+
+def test_bucket_lengths():
+    assert bucket_lengths(128) == (16, 24, 32, 48, 64, 96, 128)
+    assert bucket_lengths(100) == (16, 24, 32, 48, 64, 96, 100)
+    assert bucket_lengths(512)[-3:] == (256, 384, 512)
+    assert bucket_lengths(12) == (12,)
+    # At most a third of a batch is padding past its longest example.
+    buckets = bucket_lengths(384)
+    assert all(b / a <= 1.5 for a, b in zip(buckets, buckets[1:]))
+
+
+def test_example_lengths_is_one_past_the_last_real_token():
+    features = _features([3, 8, 1], 8)
+    assert example_lengths(features).tolist() == [3, 8, 1]
+    features["padding_mask"][0] = 0  # an empty row still takes one position
+    assert example_lengths(features).tolist() == [1, 8, 1]
+
+
+def test_an_epoch_holds_each_example_at_most_once_in_batches_of_like_length():
+    rng = np.random.default_rng(1)
+    lengths = rng.integers(2, 129, 10_000)
+    batches = epoch_batches(lengths, 32, np.random.default_rng(0))
+    assert batches.shape == (312, 32)
+    assert len(np.unique(batches)) == batches.size  # 16 examples sit this epoch out
+    spread = np.ptp(lengths[batches], axis=1)
+    shuffled = np.ptp(lengths[rng.permutation(len(lengths))[:312 * 32].reshape(312, 32)],
+                      axis=1)
+    assert spread.mean() < 0.1 * shuffled.mean()
+    # The order is random: the batches are not sorted by length, and another epoch differs.
+    longest = lengths[batches].max(axis=1)
+    assert not (np.all(np.diff(longest) <= 0) or np.all(np.diff(longest) >= 0))
+    again = epoch_batches(lengths, 32, np.random.default_rng(0))
+    other = epoch_batches(lengths, 32, np.random.default_rng(1))
+    assert np.array_equal(batches, again) and not np.array_equal(batches, other)
+
+
+def _elements(dataset, count):
+    return [(x, y) for x, y in dataset.take(count).as_numpy_iterator()]
+
+
+def test_the_stream_cuts_batches_to_buckets_and_resumes_where_it_stopped():
+    lengths = np.random.default_rng(2).integers(1, 41, 200)
+    features = _features(lengths, 40)
+    labels = {"labels": np.arange(200, dtype="int32"),
+              "label_weights": features["padding_mask"].astype("float32")}
+    stream = length_groups.training_stream(features, labels, 8, 40, seed=3, epochs=2,
+                                           token_labels=True)
+    elements = _elements(stream, 60)  # 2 epochs of 25 batches, then the first again
+    seen = []
+    for x, y in elements[:50]:
+        length = x["token_ids"].shape[1]
+        assert length in bucket_lengths(40)
+        rows = y["labels"]
+        assert length == min(b for b in bucket_lengths(40) if b >= lengths[rows].max())
+        np.testing.assert_array_equal(x["token_ids"], features["token_ids"][rows, :length])
+        assert y["label_weights"].shape == (8, length)  # per-token labels cut too
+        seen.append(rows)
+    epoch = np.concatenate(seen[:25])
+    assert len(np.unique(epoch)) == 200  # 200 // 8 batches: every example, once
+    for (x, y), (x0, y0) in zip(elements[50:], elements):
+        np.testing.assert_array_equal(y["labels"], y0["labels"])
+    # A run resumed at step 17 reads what the killed run would have read.
+    resumed = _elements(length_groups.training_stream(
+        features, labels, 8, 40, seed=3, epochs=2, token_labels=True).skip(17), 10)
+    for (x, y), (x0, y0) in zip(resumed, elements[17:27]):
+        np.testing.assert_array_equal(y["labels"], y0["labels"])
+        np.testing.assert_array_equal(x["padding_mask"], x0["padding_mask"])
+
+
+class _Recorder:
+    """A stand-in model: per token, the token id times 2; records the lengths it saw."""
+
+    def __init__(self):
+        self.lengths = []
+
+    def predict_on_batch(self, inputs):
+        self.lengths.append(inputs["token_ids"].shape[1])
+        ids = inputs["token_ids"].astype("float32")
+        return {"tokens": np.stack([ids * 2, ids], -1), "first": ids[:, 0]}
+
+
+def test_predict_puts_outputs_back_in_order_and_to_full_length():
+    lengths = [5, 30, 2, 17, 9, 1, 40]
+    features = _features(lengths, 40)
+    model = _Recorder()
+    outputs = length_groups.predict(model, features, 3, 40, token_outputs=True)
+    assert model.lengths == [40, 16, 16]  # 40 30 17 | 9 5 2 | 1
+    ids = features["token_ids"].astype("float32")
+    np.testing.assert_array_equal(outputs["tokens"], np.stack([ids * 2, ids], -1))
+    np.testing.assert_array_equal(outputs["first"], ids[:, 0])
+
+
+@pytest.mark.parametrize("family", list(models.FAMILIES))
+def test_each_family_scores_an_example_in_a_cut_batch_as_alone(family):
+    classes = models.FAMILIES[family]
+    backbone = classes.backbone.from_config(classes.config(
+        **SIZES, **EXTRA.get(family, {}), max_sequence_length=64))
+    lengths = [3, 14, 9, 1]
+    features = _features(lengths, 64, seed=4)
+    features = {k: v for k, v in features.items() if k in backbone.input}
+    (_, batch), = length_groups.sorted_batches(features, 4, 64)[1]
+    assert batch["token_ids"].shape == (4, 16)
+    order = np.argsort(-np.asarray(lengths), kind="stable")
+    together = backbone(batch)["sequence_output"]
+    for row, index in enumerate(order):
+        alone = backbone({k: v[index:index + 1] for k, v in features.items()})
+        n = lengths[index]
+        np.testing.assert_allclose(np.asarray(together)[row, :n],
+                                   np.asarray(alone["sequence_output"])[0, :n], atol=1e-5)
