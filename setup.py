@@ -2,6 +2,9 @@
 
 from setuptools import find_packages, setup
 
+DOCS = ["mkdocs==1.6.1", "mkdocs-material==9.8.2", "mkdocstrings==1.0.8",
+        "mkdocstrings-python==2.0.11"]
+
 setup(
     name="kbert",
     version="0.1.0",
@@ -53,7 +56,11 @@ setup(
             # The TFLite interpreter of tests/export/test_tflite.py (takes tensorflow-text's
             # kernel registrar, as an app on a device does).
             "ai-edge-litert==2.3.0",
+            # tests/docs builds the documentation site (mkdocs build --strict).
+            *DOCS,
         ],
+        # The documentation site (mkdocs.yml): `mkdocs serve` or `mkdocs build`.
+        "docs": DOCS,
         # Reading pytorch_model.bin checkpoints (model.safetensors needs no torch).
         "torch": ["torch>=2.1"],
     },

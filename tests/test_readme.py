@@ -1,4 +1,4 @@
-"""The README's Quickstart must work as written."""
+"""The README's Quickstart must work as written (tests/docs runs the other examples)."""
 
 import re
 import subprocess
@@ -11,6 +11,7 @@ import kbert
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
+PRESETS_PAGE = (ROOT / "docs" / "checkpoints.md").read_text()
 
 
 def quickstart_block(marker):
@@ -45,21 +46,8 @@ def test_main_command_runs(tmp_path):
     assert (tmp_path / "export" / "vocab.txt").exists()
 
 
-@pytest.mark.slow
-def test_python_example_runs(tmp_path):
-    match = re.search(r"<!-- example:python -->\n```python\n(.*?)\n```", README, re.S)
-    assert match
-    result = subprocess.run(
-        [sys.executable, "-c", match.group(1)], cwd=tmp_path, capture_output=True, text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert (tmp_path / "bert_tiny.keras").exists()
-    assert "'mlm_accuracy'" in result.stdout and "'nsp_loss'" in result.stdout
-
-
 def test_parameter_table_matches_the_models():
     for name in ("bert_tiny", "bert_mini"):
         model = kbert.presets.load(name, weights=None)
         row = f"{model.backbone.count_params():,} / {model.count_params():,}"
-        assert f"| {name} |" in README and row in README, (name, row)
+        assert f"| {name} |" in PRESETS_PAGE and row in PRESETS_PAGE, (name, row)

@@ -134,8 +134,8 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
             the model's `label_names`; a classifier without them says "LABEL_<i>").
         tag_scheme: `TokenClassifier`: "IOB2" (the default), "BIO", "IOB1", "BIOES",
             "IOBES" or "BILOU", as `kbert.tasks.token_classification.decode.decode_entities`.
-        version_2, null_threshold, doc_stride, max_answer_length, max_question_length,
-            n_best: `QuestionAnswerer`: as `kbert.tasks.question_answering`'s
+        version_2, null_threshold, doc_stride, max_answer_length, max_question_length, n_best:
+            `QuestionAnswerer`: as `kbert.tasks.question_answering`'s
             `encode_questions` and `decode_answers` (defaults False, 0.0, 128, 30, 64, 20).
     """
     task_options = dict(label_names=label_names, tag_scheme=tag_scheme, version_2=version_2,

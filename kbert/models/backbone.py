@@ -22,7 +22,7 @@ class Backbone(keras.Model):
     family's own (DeBERTa-v3's `relative_embedding`). The base class makes the config, keeps
     the dtype policy and saves and loads the config (`get_config`, `from_config`).
 
-    Args: the fields of the family's config class, plus `dtype` (a dtype policy such as
+    It takes the fields of the family's config class, plus `dtype` (a dtype policy such as
         "mixed_bfloat16") and the usual `keras.Model` keyword arguments.
 
     Inputs (a dict): `token_ids`, `padding_mask` and, where the family has segments,

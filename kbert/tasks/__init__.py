@@ -29,8 +29,10 @@ def build(task, backbone, **kwargs):
     pretrainer) name tasks without a task model: ValueError saying what serves them.
 
     Example:
+        ```python
         backbone = kbert.convert.load("path/to/bert", head=None)
         classifier = kbert.tasks.build("text_classifier", backbone, num_classes=2)
+        ```
     """
     return registry.get(task).build(backbone, **kwargs)
 

@@ -1,4 +1,4 @@
-"""The checks every kbert layer must pass (DESIGN.md): config round-trip, output shape,
+"""The checks every kbert layer must pass (docs/design.md): config round-trip, output shape,
 one `fit` step that changes the weights, and a `mixed_bfloat16` forward pass."""
 
 import inspect

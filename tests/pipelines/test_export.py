@@ -176,7 +176,7 @@ def _text(value):
 
 def _row(task, outputs, row, options):
     """One row of a SavedModel's outputs in the pipeline's form: what a client of TF
-    Serving does with the response (README: "Serving a pipeline")."""
+    Serving does with the response (docs/serving.md: "Serving a pipeline")."""
     if task == "text-classification":
         out = [{"label": _text(label), "score": float(score)}
                for label, score in zip(outputs["label"][row], outputs["score"][row])]

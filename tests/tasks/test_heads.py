@@ -1,4 +1,4 @@
-"""The layers of kbert/tasks/_heads.py pass the layer checks of DESIGN.md."""
+"""The layers of kbert/tasks/_heads.py pass the layer checks of docs/design.md."""
 
 import keras
 import numpy as np

@@ -573,7 +573,7 @@ def tensorboard_scalars(folder):
 
 @pytest.mark.slow
 def test_tensorboard_holds_the_scalars_the_readme_promises(tmp_path, vocab_file):
-    """The README ("Progress and logs"): the loss, the MLM and NSP accuracy,
+    """docs/pretraining.md ("Progress and logs"): the loss, the MLM and NSP accuracy,
     sequences_per_second and learning_rate go to TensorBoard, once per loop, with the values
     the run reports."""
     model_dir = tmp_path / "run"

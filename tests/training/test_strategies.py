@@ -136,8 +136,8 @@ else:
 
 @pytest.mark.slow
 def test_gradient_accumulation_under_mirrored_is_still_what_keras_refuses():
-    """kbert refuses --gradient_accumulation_steps > 1 under several replicas, and the README
-    ("Keras limits") says why: Keras's accumulation syncs the replicas inside a conditional
+    """kbert refuses --gradient_accumulation_steps > 1 under several replicas, and
+    docs/keras-limits.md says why: Keras's accumulation syncs the replicas inside a conditional
     (keras-team/keras#20582). This checks that the reason still holds for the installed Keras
     (two CPU replicas, Keras's own accumulation): when a Keras release makes it work, this
     test fails, and kbert's refusal (kbert/training/multi_worker.py) should give way to a
@@ -150,8 +150,7 @@ def test_gradient_accumulation_under_mirrored_is_still_what_keras_refuses():
     assert len(lines) == 1, result.stderr[-3000:]
     assert lines[0].startswith("REFUSED:") and "merge_call" in lines[0], (
         f"Keras now accumulates gradients under MirroredStrategy ({lines[0]}): lift kbert's "
-        "refusal in kbert/training/multi_worker.py and the README's note.")
-    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-    note = readme[readme.index("## Keras limits"):]
+        "refusal in kbert/training/multi_worker.py and docs/keras-limits.md's note.")
+    note = open(os.path.join(ROOT, "docs", "keras-limits.md"), encoding="utf-8").read()
     assert "`--gradient_accumulation_steps` above 1 is refused under several replicas" in note
     assert "keras-team/keras#20582" in note

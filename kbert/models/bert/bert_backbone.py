@@ -12,15 +12,17 @@ class BertBackbone(Backbone):
     """BERT encoder: embeddings, `num_layers` post-LN transformer blocks, tanh pooler. ALBERT,
     DistilBERT, ELECTRA and RoBERTa are BERT's network with other settings (their subclasses).
 
-    Args: the fields of `BertConfig` (validated there; its defaults apply), plus `dtype` (a
+    It takes the fields of `BertConfig` (validated there; its defaults apply), plus `dtype` (a
         dtype policy such as "mixed_bfloat16") and the usual `keras.Model` keyword arguments.
 
     Inputs (a dict): `token_ids`, `segment_ids`, `padding_mask`, each int [B, S].
     Outputs (a dict): `sequence_output` [B, S, H] and `pooled_output` [B, H].
 
     Example:
+        ```python
         backbone = kbert.presets.load("bert_tiny", head=None)
         backbone = BertBackbone.from_config(BertConfig(30522, 2, 128, 2, 512))
+        ```
     """
 
     # Subclasses change the structure through their config class, whose fields (with their

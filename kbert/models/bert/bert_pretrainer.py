@@ -32,9 +32,11 @@ class BertPretrainer(Pretrainer, keras.Model):
     Outputs (a dict): `mlm_logits` [B, P, V] and, with NSP, `nsp_logits` [B, 2].
 
     Example:
+        ```python
         pretrainer = kbert.presets.load("bert_tiny")
         pretrainer.compile(optimizer=keras.optimizers.AdamW(1e-4))
-        pretrainer.fit(dataset_of_features_and_labels, epochs=1)
+        # pretrainer.fit(features_and_labels): see kbert.data.pretraining_dataset
+        ```
     """
 
     has_sentence_head = True

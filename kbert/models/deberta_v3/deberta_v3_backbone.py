@@ -17,14 +17,16 @@ class DebertaV3Backbone(Backbone):
     equal Hugging Face's `DebertaV2Model` and keras-hub's `DebertaV3Backbone` given the same
     weights.
 
-    Args: the fields of `DebertaV3Config` (validated there; its defaults apply), plus `dtype`
+    It takes the fields of `DebertaV3Config` (validated there; its defaults apply), plus `dtype`
         and the usual `keras.Model` keyword arguments.
 
     Inputs (a dict): `token_ids`, `padding_mask`, each int [B, S].
     Outputs (a dict): `sequence_output` [B, S, H].
 
     Example:
+        ```python
         backbone = kbert.presets.load("deberta_v3_base", head=None, weights=None)
+        ```
     """
 
     config_class = DebertaV3Config

@@ -16,7 +16,9 @@ class DistilBertBackbone(BertBackbone):
     Outputs (a dict): `sequence_output` [B, S, H]. There is no pooled output.
 
     Example:
+        ```python
         backbone = kbert.presets.load("distil_bert_base", head=None, weights=None)
+        ```
     """
 
     config_class = DistilBertConfig

@@ -16,7 +16,9 @@ class ElectraBackbone(BertBackbone):
     Inputs and outputs: as `BertBackbone`.
 
     Example:
+        ```python
         backbone = kbert.presets.load("electra_small", head=None, weights=None)
+        ```
     """
 
     config_class = ElectraConfig

@@ -51,9 +51,11 @@ class ElectraPretrainer(ReplacedTokenDetection):
         (the discriminator's input) and `rtd_logits` [B, S].
 
     Example:
+        ```python
         pretrainer = kbert.presets.load("electra_small", weights=None)
         pretrainer.compile(optimizer=keras.optimizers.AdamW(5e-4))
-        pretrainer.fit(dataset_of_features_and_labels, epochs=1)
+        # pretrainer.fit(features_and_labels): see kbert.data.pretraining_dataset
+        ```
     """
 
     # What `kbert.models.build(head="mlm")` builds for this family.

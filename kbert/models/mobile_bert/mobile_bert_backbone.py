@@ -28,14 +28,16 @@ class MobileBertBackbone(Backbone):
     `num_feedforward_networks` stacked feed-forward networks, and the first token as the
     pooled output (through a tanh dense layer with `classifier_activation`).
 
-    Args: the fields of `MobileBertConfig` (validated there; its defaults are the released
+    It takes the fields of `MobileBertConfig` (validated there; its defaults are the released
         model's), plus `dtype` and the usual `keras.Model` keyword arguments.
 
     Inputs and outputs: as `BertBackbone` (`token_ids`, `segment_ids`, `padding_mask` ->
         `sequence_output` [B, S, H], `pooled_output` [B, H]).
 
     Example:
+        ```python
         backbone = kbert.presets.load("mobile_bert", head=None, weights=None)
+        ```
     """
 
     config_class = MobileBertConfig

@@ -13,8 +13,10 @@ class MobileBertConfig(BertConfig):
     defaults (google/mobilebert-uncased: relu, no hidden dropout, 128-wide embeddings and
     bottlenecks, 4 feed-forward networks, NoNorm, no pooler dense).
 
-    Args: those of `BertConfig` (`hidden_size` is the inter-block width, 512;
-        `intermediate_size` the feed-forward width inside the bottleneck, 512), plus
+    It takes the fields of `BertConfig` (`hidden_size` is the inter-block width, 512;
+    `intermediate_size` the feed-forward width inside the bottleneck, 512), plus these.
+
+    Args:
         embedding_size: width of the token table (128).
         intra_bottleneck_size: width inside each block, where attention and the feed-forward
             networks run (128; transformers' `true_hidden_size`).

@@ -24,7 +24,9 @@ class RobertaBackbone(BertBackbone):
     Outputs (a dict): `sequence_output` [B, S, H]. There is no pooled output.
 
     Example:
+        ```python
         backbone = kbert.presets.load("roberta_base", head=None, weights=None)
+        ```
     """
 
     config_class = RobertaConfig

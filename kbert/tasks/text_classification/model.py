@@ -74,9 +74,12 @@ class TextClassifier(task_lib.Task, keras.Model):
     or mean squared error + mean absolute error.
 
     Example:
+        ```python
+        backbone = kbert.presets.load("bert_tiny", head=None)
         classifier = TextClassifier(backbone, num_classes=3, label_names=["neg", "neu", "pos"])
         classifier.compile()
-        classifier.fit(features, labels, epochs=3)
+        # classifier.fit(features, labels, epochs=3): see docs/fine-tuning.md
+        ```
     """
 
     def __init__(self, backbone, num_classes=None, problem_type="single_label", head="auto",

@@ -1,0 +1,86 @@
+"""Checks the shell blocks' commands without running their long jobs.
+
+Each `python tools/X.py ...` command is parsed as the program parses it: the programs whose
+flags are a config's fields (pretrain, finetune, predict) build and validate their config
+from the flags, in the stand-in folder, as `--dry_run` does; the others have every flag
+(and every flag of a `--flagfile`) checked against the flags the program defines, and a
+command word (tools/benchmark.py's) against its commands. Any other command needs a
+`<!-- skip: ... -->` marker.
+"""
+
+import os
+import re
+import shlex
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG_PROGRAMS = {
+    "pretrain": ("kbert.training.pretraining_config", "PretrainingConfig"),
+    "finetune": ("kbert.training.finetuning_config", "FinetuningConfig"),
+    "predict": ("kbert.batch.prediction", "PredictionConfig"),
+}
+DEFINED = re.compile(r"DEFINE_(\w+)\(\s*[\"'](\w+)[\"']")
+ABSL = {"flagfile", "help", "helpfull", "helpshort"}
+
+
+def commands(code):
+    """The commands of a shell block: continuations joined, comments dropped."""
+    text = code.replace("\\\n", " ")
+    return [words for line in text.splitlines()
+            if (words := shlex.split(line, comments=True))]
+
+
+def check_block(code, folder):
+    """Raises AssertionError naming the first command that would fail."""
+    for words in commands(code):
+        assert words[:1] == ["python"] and len(words) > 1 and words[1].startswith("tools/"), (
+            f"{' '.join(words)!r} is not a `python tools/X.py` command: run it in a test or "
+            "mark the block <!-- skip: REASON -->")
+        program = Path(words[1]).stem
+        if program in CONFIG_PROGRAMS:
+            check_config_program(program, words[2:], folder)
+        else:
+            check_flags(ROOT / "tools" / f"{program}.py", words[2:], folder)
+
+
+def check_config_program(program, args, folder):
+    import importlib
+
+    from absl import flags
+
+    from kbert.training import config_fields
+
+    module, name = CONFIG_PROGRAMS[program]
+    config_class = getattr(importlib.import_module(module), name)
+    values = flags.FlagValues()
+    config_fields.define_program(config_class, values)
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        values([program] + args)
+        config = config_fields.config_from_flags(config_class, values)
+        config.validate()
+    except Exception as error:
+        raise AssertionError(f"tools/{program}.py {' '.join(args)}: {error}") from error
+    finally:
+        os.chdir(before)
+
+
+def check_flags(tool, args, folder):
+    source = tool.read_text(encoding="utf-8")
+    defined = {name: kind for kind, name in DEFINED.findall(source)}
+    for arg in args:
+        if not arg.startswith("--"):
+            assert f'"{arg}"' in source, f"{tool.name}: no command {arg!r}"
+            continue
+        name, has_value, value = arg[2:].partition("=")
+        if name == "flagfile":
+            path = Path(folder) / value
+            assert path.is_file(), f"{tool.name}: no flagfile {value}"
+            flagfile_args = [line.strip() for line in path.read_text().splitlines()
+                             if line.strip().startswith("--")]
+            check_flags(tool, flagfile_args, folder)
+            continue
+        bare = name[2:] if name.startswith("no") and not has_value else name
+        assert name in defined or name in ABSL or defined.get(bare) == "bool", (
+            f"{tool.name} has no flag --{name}")
