@@ -219,11 +219,14 @@ class SavedModelSource(ModelSource):
 
     def tokenizer(self):
         """The tokenizer files that the export wrote beside it (vocab.txt, spiece.model, or
-        vocab.json + merges.txt); cased when tokenizer_config.json says so or, without one,
+        vocab.json + merges.txt) with the settings of its tokenizer_config.json, if any (a
+        byte-level BPE's `add_prefix_space`); cased when that file says so or, without one,
         when a vocabulary token holds an upper-case letter."""
-        from kbert.convert import _directory
+        import json
+
         from kbert.convert.checkpoint import uppercase_free
         from kbert.tokenizers import tokenizer_types
+        from kbert.tokenizers.files import SETTINGS_FILE
 
         kind = tokenizer_types.get(tokenizer_types.type_of_folder(self.path))
         file = os.path.join(self.path, kind.file_name)
@@ -231,11 +234,16 @@ class SavedModelSource(ModelSource):
             raise ValueError(f"The {self.description} has no tokenizer files beside it "
                              "(vocab.txt, spiece.model or vocab.json + merges.txt): export it "
                              "with its tokenizer, or pass your own.")
-        lowercase = _directory.read_tokenizer_files(self.path)[1]
+        settings = {}
+        if os.path.isfile(os.path.join(self.path, SETTINGS_FILE)):
+            with open(os.path.join(self.path, SETTINGS_FILE), encoding="utf-8") as f:
+                settings = json.load(f)
+        lowercase = settings.get("do_lower_case")
         if lowercase is None:
-            tokenizer = tokenizer_types.load(file, kind.name, lowercase=False)
+            tokenizer = tokenizer_types.load(file, kind.name, lowercase=False,
+                                             settings=settings)
             lowercase = uppercase_free(tokenizer.vocabulary)
-        return tokenizer_types.load(file, kind.name, lowercase=lowercase)
+        return tokenizer_types.load(file, kind.name, lowercase=lowercase, settings=settings)
 
     @property
     def max_sequence_length(self):

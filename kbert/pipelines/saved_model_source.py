@@ -2,9 +2,9 @@
 
 The pipeline tokenizes in Python, as for any model, and runs the SavedModel's `serving_ids`
 signature (ids in, the model's raw outputs out), so that every pipeline option works as on
-the Keras model. What the directory does not state is read from what it holds:
-- the tokenizer: its vocab.txt or spiece.model, cased when a token holds an upper-case
-  letter (BERT's uncased vocabularies hold none);
+the Keras model. `kbert.loading` (the one loader) loads it, checked, and reads its tokenizer
+(the files the export wrote beside it: `SavedModelSource.tokenizer`). What the directory
+does not state is read from what it holds:
 - the kind of model: the outputs of `serving_ids`;
 - a classifier's label names: the string constant of that many names in its signatures'
   graphs (the export writes them there), else transformers' "LABEL_<i>";
@@ -14,36 +14,11 @@ the Keras model. What the directory does not state is read from what it holds:
 - the longest input: the position-embedding table's rows.
 """
 
-import os
-
 import numpy as np
 
+from kbert import loading
 from kbert.pipelines.model_source import SERVES, Source
 from kbert.tasks.task import default_label_names
-
-_SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "<pad>", "<unk>")
-
-
-def _cased(tokens):
-    return any(any(c.isupper() for c in t) for t in tokens if t not in _SPECIAL)
-
-
-def tokenizer_of(path):
-    """The kbert tokenizer of an exported SavedModel's vocab.txt or spiece.model."""
-    from kbert import tokenizers
-
-    model = os.path.join(path, "spiece.model")
-    if os.path.isfile(model):
-        tokenizer = tokenizers.SentencePieceTokenizer(model)
-        if _cased(tokenizer.vocabulary):
-            tokenizer = tokenizers.SentencePieceTokenizer(model, lowercase=False)
-        return tokenizer
-    vocabulary = os.path.join(path, "vocab.txt")
-    if not os.path.isfile(vocabulary):
-        raise ValueError(f"The SavedModel {path} has no vocab.txt or spiece.model beside it: "
-                         "pass tokenizer= (export it with write_vocabulary=True).")
-    tokens = tokenizers.read_vocabulary(vocabulary)
-    return tokenizers.WordPieceTokenizer(tokens, lowercase=not _cased(tokens))
 
 
 def _kind(outputs, signatures):
@@ -94,20 +69,12 @@ def _unstated(loaded):
     return list(UNSTATED_ONE_OUTPUT) in _string_constants(loaded.signatures["serving_ids"])
 
 
-def _max_length(loaded):
-    for variable in getattr(loaded, "variables", ()):
-        if "position" in variable.name and len(variable.shape) == 2:
-            return int(variable.shape[0])
-    return 512
-
-
 def from_saved_model(path, tokenizer, task, trusted):
     """A `Source` running an exported SavedModel's `serving_ids`."""
     import tensorflow as tf
 
-    from kbert.untrusted import load_saved_model
-
-    loaded = load_saved_model(path, trusted=trusted)
+    found = loading.source(path, trusted=trusted)
+    loaded = found.build()
     signatures = dict(loaded.signatures)
     if "serving_ids" not in signatures:
         raise ValueError(f"The SavedModel {path} has no serving_ids signature (signatures: "
@@ -145,6 +112,7 @@ def from_saved_model(path, tokenizer, task, trusted):
 
     # The export of a task model returns its predictions, not the backbone's hidden states.
     serves = [t for t in SERVES[kind] if t != "feature-extraction" or kind == "backbone"]
-    source = Source(runner, tokenizer or tokenizer_of(path), kind, name, _max_length(loaded),
-                    label_names=label_names, problem_type=problem_type, serves=serves)
+    source = Source(runner, tokenizer or found.tokenizer(), kind, name,
+                    found.max_sequence_length or 512, label_names=label_names,
+                    problem_type=problem_type, serves=serves)
     return source

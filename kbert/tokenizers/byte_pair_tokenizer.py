@@ -182,9 +182,14 @@ class BytePairTokenizer(Tokenizer):
                 else token.encode("utf-8") for token in vocabulary]
 
     def write_files(self, directory):
-        from kbert.tokenizers.files import write_byte_pair_files
+        """vocab.json and merges.txt; without `add_prefix_space` (RoBERTa's checkpoints'
+        setting) also a tokenizer_config.json that says so, as theirs do: a folder that does
+        not say is read with kbert's pretraining setting (`tokenizer_types`)."""
+        from kbert.tokenizers.files import write_byte_pair_files, write_settings
 
         write_byte_pair_files(self.vocabulary, self.merges, directory)
+        if not self.add_prefix_space:
+            write_settings({"add_prefix_space": False}, directory)
 
     def identity(self):
         return (tuple(self.vocabulary), tuple(tuple(m) for m in self.merges))

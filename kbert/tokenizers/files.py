@@ -1,6 +1,7 @@
 """Writing a tokenizer's files: a WordPiece vocab.txt, a SentencePiece model, a byte-level
 BPE's vocab.json and merges.txt (`kbert.tokenizers.vocab_learning` learns them; each
-tokenizer's `write_files` writes its own)."""
+tokenizer's `write_files` writes its own), and the settings its files do not say in a
+tokenizer_config.json, as Hugging Face's checkpoints state them."""
 
 import json
 import os
@@ -8,6 +9,21 @@ import os
 import tensorflow as tf
 
 MERGES_FILE = "merges.txt"  # a byte-level BPE's merges, beside its vocab.json
+SETTINGS_FILE = "tokenizer_config.json"  # settings beside the vocabulary (Hugging Face's name)
+
+
+def write_settings(settings, folder):
+    """Adds `settings` ({field: value}) to `folder`'s tokenizer_config.json (made when it
+    has none); returns its path."""
+    tf.io.gfile.makedirs(folder)
+    path = os.path.join(folder, SETTINGS_FILE)
+    written = {}
+    if tf.io.gfile.exists(path):
+        with tf.io.gfile.GFile(path, "r") as f:
+            written = json.load(f)
+    with tf.io.gfile.GFile(path, "w") as f:
+        json.dump({**written, **settings}, f, indent=2)
+    return path
 
 
 def write_sentence_piece_model(model, path):

@@ -42,6 +42,8 @@ class TokenizerType:
     check_path: Callable = lambda path: None
     # How many separators its pairs have between the texts (the tokenizer's own).
     pair_separators: int = 1
+    # The fields of a tokenizer_config.json that `load` passes on to it as keywords.
+    settings: tuple = ()
 
 
 def _load_word_piece(path, lowercase):
@@ -75,13 +77,14 @@ def _write_byte_pair(learned, path):
     vocab_learning.write_byte_pair_files(vocabulary, merges, folder or ".", name)
 
 
-def _load_byte_pair(path, lowercase):
+def _load_byte_pair(path, lowercase, add_prefix_space=True):
     merges = merges_path(path)
     if not tf.io.gfile.exists(merges):
         raise ValueError(f"{os.fspath(path)!r} is a byte-level BPE vocabulary without its "
                          f"merges: {merges!r} does not exist (merges.txt goes beside the "
                          "vocab.json).")
-    return BytePairTokenizer(path, merges, add_prefix_space=True, lowercase=lowercase)
+    return BytePairTokenizer(path, merges, add_prefix_space=add_prefix_space,
+                             lowercase=lowercase)
 
 
 TOKENIZER_TYPES = {
@@ -99,7 +102,7 @@ TOKENIZER_TYPES = {
         "tokenizers package", "vocab.json", (".json",), _learn_byte_pair, _write_byte_pair,
         _load_byte_pair, other_files=lambda path: [merges_path(path)],
         check_path=_check_json_name, lowercase=False,
-        pair_separators=BytePairTokenizer.pair_separators),
+        pair_separators=BytePairTokenizer.pair_separators, settings=("add_prefix_space",)),
 }
 
 
@@ -170,9 +173,12 @@ def keras_hub_assets(tokenizer, lowercase):
     return list(tokenizer.get_vocabulary()), lowercase, None, None
 
 
-def load(path, name=None, lowercase=True):
+def load(path, name=None, lowercase=True, settings=None):
     """The kbert tokenizer of the vocabulary file at `path`, of kind `name` (default: the
-    kind its extension says, see `type_of_file`)."""
+    kind its extension says, see `type_of_file`). `settings`: a tokenizer_config.json's
+    fields (`BytePairTokenizer.write_files` writes one); the kind takes those it has (bpe:
+    `add_prefix_space`, else True)."""
     kind = get(name or type_of_file(path))
     kind.check_path(path)
-    return kind.load(os.fspath(path), lowercase)
+    given = {key: (settings or {})[key] for key in kind.settings if key in (settings or {})}
+    return kind.load(os.fspath(path), lowercase, **given)

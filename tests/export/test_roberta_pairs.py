@@ -16,13 +16,19 @@ PAIRS = [("Paris is nice in the spring.", "London is not."),
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
+def export_dir(tmp_path_factory):
     from kbert.convert import load, load_tokenizer
     from kbert.export import export_saved_model
 
     model, tokenizer = load(MODEL), load_tokenizer(MODEL)
     path = str(tmp_path_factory.mktemp("roberta") / "export")
     export_saved_model(model, path, tokenizer, sequence_length=32)
+    return model, tokenizer, path
+
+
+@pytest.fixture(scope="module")
+def exported(export_dir):
+    model, tokenizer, path = export_dir
     # Plain TensorFlow: what TF Serving runs (kbert's check is tested in tests/export).
     return model, tokenizer, tf.saved_model.load(path)
 
@@ -60,6 +66,21 @@ def test_serving_default_gives_the_pipelines_probabilities_on_single_texts(expor
     out = loaded.signatures["serving_default"](text=tf.constant(texts))
     want = pipeline_probabilities(model.label_names, texts)
     np.testing.assert_allclose(out["probabilities"].numpy(), want, atol=1e-5, rtol=0)
+
+
+def test_the_saved_model_is_a_pipelines_model_as_its_checkpoint(export_dir):
+    """kbert.pipeline(model=<the SavedModel>) reads RoBERTa's tokenizer beside it (vocab.json,
+    merges.txt and the tokenizer_config.json saying add_prefix_space=false) through
+    kbert.loading, and answers as the pipeline on the checkpoint (trusted: the check of
+    RoBERTa's exports is tested in tests/untrusted)."""
+    import kbert
+    from tests.pipelines import reference
+
+    _, _, path = export_dir
+    saved = kbert.pipeline("text-classification", model=path, trusted=True)
+    texts = [PAIRS[0][0], PAIRS[3][0], {"text": PAIRS[1][0], "text_pair": PAIRS[1][1]}]
+    want = kbert.pipeline("text-classification", model=MODEL)(texts, top_k=None)
+    reference.assert_same(saved(texts, top_k=None), want)
 
 
 @pytest.mark.parametrize("fixture, kind", [("hf_tasks/roberta_token", "TokenClassifier"),

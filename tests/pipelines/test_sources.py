@@ -88,7 +88,7 @@ def test_saved_model_gives_what_the_checkpoint_gives(pipelines, tmp_path):
 
 def test_what_a_saved_model_directory_says(tmp_path):
     """An export's kind comes from what `serving_ids` returns, its casing from the vocabulary
-    written beside it."""
+    written beside it (read by kbert.loading)."""
     from kbert.pipelines import saved_model_source as saved
 
     assert saved._kind({"start_logits": 0, "end_logits": 0}, {}) == "question_answerer"
@@ -98,10 +98,13 @@ def test_what_a_saved_model_directory_says(tmp_path):
     assert saved._kind({"sequence_output": 0}, {"fill_mask": 0}) == "backbone"
     with pytest.raises(ValueError, match="no kbert export"):
         saved._kind({"something": 0}, {"serving_default": 0})
+    # The tokenizer: kbert.loading's reading of the files beside it.
+    tokenizer_of = lambda path: kbert.loading.SavedModelSource(path).tokenizer()  # noqa: E731
     words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "##s"]
     (tmp_path / "vocab.txt").write_text("\n".join(words) + "\n")
-    assert saved.tokenizer_of(str(tmp_path)).lowercase
+    assert tokenizer_of(str(tmp_path)).lowercase
     (tmp_path / "vocab.txt").write_text("\n".join(words + ["Paris"]) + "\n")
-    assert not saved.tokenizer_of(str(tmp_path)).lowercase
-    with pytest.raises(ValueError, match="no vocab.txt or spiece.model"):
-        saved.tokenizer_of(str(tmp_path / "missing"))
+    assert not tokenizer_of(str(tmp_path)).lowercase
+    with pytest.raises(ValueError, match="no tokenizer files beside it \\(vocab.txt, "
+                                         "spiece.model"):
+        tokenizer_of(str(tmp_path / "missing"))

@@ -2,7 +2,8 @@
 
 The folder's other modules are imported by their users (this one imports no TensorFlow):
 `data.py` (records, SQuAD JSON and TFDS readers), `features.py` (windows and model inputs),
-`decode.py` (logits back to answers: run_squad.py's and transformers' rules), `metrics.py`
+`decode.py` (logits back to answers: one span search for run_squad.py's and transformers'
+rules, and the host side of the TFLite answerer), `metrics.py`
 (SQuAD exact match and F1), `serving.py` (kbert's SavedModel signature and the windows in
 the graph), `pipeline_serving.py` (the pipeline's SavedModel, transformers' contract),
 `tflite.py` (the TFLite graph) and `finetuning.py` (`tools/finetune.py`'s hooks).

@@ -1,65 +1,142 @@
 """Extractive question answering: start and end logits back to answers cut from the context
-(numpy and Python only). Two span searches, for the two contracts kbert keeps:
+(numpy and Python only). One span search (`search`) serves the two contracts kbert keeps;
+a `SpanRule` says what they differ in:
 
-- `decode_answers`: google-research/bert's run_squad.py (fine-tuning's scores, kbert's
-  SavedModel signature). Per window, the `n_best` start and the `n_best` end pieces of its
-  context (by logit), paired into spans of at most `max_answer_length` pieces and scored by
-  start logit + end logit, the best `n_best` kept; over the windows of a question, each
-  character span keeps its highest score and the best wins (ties: the earliest start, then
-  the earliest end). The answer is the pieces' characters (`kbert.data.text_spans`).
-  SQuAD 2.0: the null score is the lowest [CLS] start + end logit over the windows, and the
-  answer is "" when null - best > `null_threshold`.
-- `answer` (with `decode_spans`): transformers' (4.57) question-answering pipeline. Per
-  window, the logits become probabilities (softmax over [CLS] and the context, the rest at
-  `MASKED_LOGIT`), spans score start x end probability, the `top_k` best of the whole
-  [S, S] band matrix (ends before `max_answer_len` tokens) are drawn and those off the
-  context dropped, each widened to whole words (`align_to_words`); over the windows, answers
-  of the same lower-cased text are merged into the first with their scores added, and the
-  null answer (the lowest [CLS] start x end probability over the windows) is one more
-  candidate ranked with the others, with no threshold.
+- `decode_answers` (`RUN_SQUAD`): google-research/bert's run_squad.py (fine-tuning's scores,
+  kbert's SavedModel signature). A span scores start logit + end logit; the candidates of a
+  window are its `n_best` best starts x `n_best` best ends, the `n_best` best kept; over the
+  windows of a question, each character span keeps its highest score, and on ties the
+  earliest start, then the earliest end wins. The answer is the pieces' characters. SQuAD
+  2.0: "no answer" is a verdict, "" when null score - best score > `null_threshold`.
+- `answer` (`TRANSFORMERS`): transformers' (4.57) question-answering pipeline. A span scores
+  start x end probability (softmax over [CLS] and the context, the rest at `MASKED_LOGIT`);
+  the candidates are the `top_k` best cells of the whole band (as its `decode_spans`, ties
+  in numpy's partition order), each widened to whole words (`align_to_words`); over the
+  windows, answers of the same lower-cased text are merged into the first with their scores
+  added, and "no answer" is one more candidate, ranked with the others, no threshold.
 
-They differ in substance, not in options: the score (a sum of raw logits, comparable across
-windows, against a product of per-window probabilities), the candidates (n_best starts x
-n_best ends against the best cells of the full matrix), the merge over windows (the best
-score of one character span against the sum over one lower-cased text), "no answer" (a
-thresholded verdict against a ranked candidate) and the characters (pieces against words).
-Within one window the two rank spans alike (a product of softmaxes is monotone in the sum
-of logits), and both take their windows from `features.window_starts`. Each is written once
-here: the SavedModels' graphs (`serving.py`, `pipeline_serving.py`) follow these rules in
-TensorFlow ops, and the host side of a TFLite answerer (`kbert.pipelines.tflite_entities
-.answer`) calls `answer` itself on the one window the model reads.
+Written once for both: the band of valid spans (start <= end, at most `max_answer_length`
+tokens, both on positions the window allows: the context, and for transformers its
+[CLS]), the ranking of a window's cells, the null score (the lowest [CLS] start-and-end
+score over the windows), a span's characters (its tokens' offsets, or its words') and the
+ranking over the windows. Within one window the two rank spans alike (a product of
+softmaxes is monotone in the sum of logits); both take their windows from
+`features.window_starts`. The SavedModels' graphs (`serving.py`, `pipeline_serving.py`)
+follow these rules in TensorFlow ops; the host side of a TFLite answerer (`tflite_answer`)
+calls `answer` on the one window the model reads.
 """
+
+from typing import NamedTuple
 
 import numpy as np
 
 from kbert.data.task_features import check_int
+from kbert.data.text_spans import char_offset
 from kbert.tasks.text_classification.decode import softmax
 
 # The logit of a position no answer may start or end on, before transformers' softmax.
 MASKED_LOGIT = -10000.0
 
 
+class SpanRule(NamedTuple):
+    """What run_squad.py's and transformers' span searches differ in."""
+
+    probabilities: bool  # start x end probability (True), or start + end logit
+    per_side: bool  # candidates: the best starts x the best ends, or the best of all cells
+    merge_text: bool  # over windows: one lower-cased text sums (True), one span keeps its best
+    earliest: bool  # ties go to the earliest span (True), or as transformers' numpy has them
+
+
+RUN_SQUAD = SpanRule(probabilities=False, per_side=True, merge_text=False, earliest=True)
+TRANSFORMERS = SpanRule(probabilities=True, per_side=False, merge_text=True, earliest=False)
+
+
+def _top(scores, k, earliest):
+    """The indices of the `k` best of the flat `scores`, best first."""
+    if earliest:
+        return np.argsort(-scores, kind="stable")[:k]
+    # transformers' decode_spans
+    if k == 1:
+        return np.array([np.argmax(scores)])
+    if len(scores) < k:
+        return np.argsort(-scores)
+    best = np.argpartition(-scores, k)[0:k]
+    return best[np.argsort(-scores[best])]
+
+
+def _window_spans(rule, start, end, allowed, max_answer_length, limit):
+    """One window's null score and its `limit` best (score, first, last) token spans (fewer
+    where cells fall off the allowed positions or, for sums, off the band)."""
+    if rule.probabilities:
+        start = softmax(np.where(allowed == 0, MASKED_LOGIT, start).astype(np.float32))
+        end = softmax(np.where(allowed == 0, MASKED_LOGIT, end).astype(np.float32))
+        null = (start[0] * end[0]).item()
+        start[0] = end[0] = 0.0  # [CLS] is the null answer, not a span
+        combine, off_band = np.multiply, 0.0
+    else:
+        null = float(start[0] + end[0])
+        combine, off_band = np.add, -np.inf
+    on = np.flatnonzero(allowed)
+    if rule.per_side:
+        if not on.size:
+            return null, []
+        firsts = on[np.argsort(-start[on], kind="stable")[:limit]]
+        lasts = on[np.argsort(-end[on], kind="stable")[:limit]]
+    else:
+        firsts = lasts = np.arange(len(start))
+    length = lasts[None, :] - firsts[:, None] + 1
+    band = (length >= 1) & (length <= max_answer_length)
+    cells = np.where(band, combine.outer(start[firsts], end[lasts]), off_band)
+    order = _top(cells.ravel(), limit, rule.earliest)
+    rows, cols = np.unravel_index(order, cells.shape)
+    scores, firsts, lasts = cells[rows, cols], firsts[rows], lasts[cols]
+    # transformers' decode_spans counts position 0 in ([CLS]), and keeps cells off the band
+    # (they score 0); a sum off the band is -inf, never a span.
+    allowed_positions = np.concatenate([[0], on])
+    keep = (np.isin(firsts, allowed_positions) & np.isin(lasts, allowed_positions)
+            & (scores > -np.inf))
+    return null, list(zip(scores[keep].tolist(), firsts[keep], lasts[keep]))
+
+
+def search(context, windows, rule, max_answer_length, limit):
+    """One question's answers over its windows by `rule`, best first, and its null score.
+
+    windows: per window (start_logits [S], end_logits [S], allowed [S] (1 where an answer
+        may start and end, and for transformers' rule also [CLS]), offsets [S, 2] (each
+        position's characters), word_starts, word_ends [S] (the characters of each
+        position's word, -1 for none; `word_spans`) or None, None: the tokens' own).
+    limit: the best spans kept per window (and, `per_side`, the starts and ends tried).
+    Returns: ([{"score", "start", "end", "answer"}], the lowest [CLS] start-and-end score).
+    """
+    found, null = {}, np.inf
+    for start, end, allowed, offsets, word_starts, word_ends in windows:
+        window_null, spans = _window_spans(rule, start, end, allowed, max_answer_length, limit)
+        null = min(null, window_null)
+        for score, s, e in spans:
+            if word_starts is not None and word_starts[s] >= 0 and word_ends[e] >= 0:
+                first, last = int(word_starts[s]), int(word_ends[e])
+            else:  # [CLS], or words not asked for: the tokens' own characters
+                first, last = int(offsets[s][0]), int(offsets[e][1])
+            text = context[first:last]
+            key = text.lower() if rule.merge_text else (first, last)
+            same = found.get(key)
+            if same is None:
+                found[key] = {"score": score, "start": first, "end": last, "answer": text}
+            elif rule.merge_text:
+                same["score"] += score
+            else:
+                same["score"] = max(same["score"], score)
+    if rule.earliest:
+        return sorted(found.values(), key=lambda a: (-a["score"], a["start"], a["end"])), null
+    return sorted(found.values(), key=lambda a: -a["score"]), null
+
+
 # === run_squad.py ===
 
-def _window_candidates(start_logits, end_logits, window, n_best, max_answer_length):
-    """[(score, char_start, char_end)] of the window's best spans (at most n_best)."""
-    lo, count = window.offset, window.doc_length
-    if count == 0:
-        return []
-    starts = start_logits[lo : lo + count]
-    ends = end_logits[lo : lo + count]
-    k = min(n_best, count)
-    top_starts = np.argsort(-starts, kind="stable")[:k]
-    top_ends = np.argsort(-ends, kind="stable")[:k]
-    length = top_ends[None, :] - top_starts[:, None] + 1
-    valid = (length >= 1) & (length <= max_answer_length)
-    scores = starts[top_starts][:, None] + ends[top_ends][None, :]
-    i, j = np.nonzero(valid)
-    order = np.argsort(-scores[i, j], kind="stable")[:n_best]
-    spans = window.piece_spans
-    return [(float(scores[i[o], j[o]]),
-             int(spans[window.doc_start + top_starts[i[o]], 0]),
-             int(spans[window.doc_start + top_ends[j[o]], 1])) for o in order]
+def _squad_window(start_logits, end_logits, window):
+    allowed = np.zeros(window.sequence_length, np.int64)
+    allowed[window.offset : window.offset + window.doc_length] = 1
+    return start_logits, end_logits, allowed, window.token_spans, None, None
 
 
 def decode_answers(start_logits, end_logits, windows, n_best=20, max_answer_length=30,
@@ -89,30 +166,22 @@ def decode_answers(start_logits, end_logits, windows, n_best=20, max_answer_leng
         raise ValueError(f"Expected start and end logits of shape {expected} (a row per "
                          f"window), got {start_logits.shape} and {end_logits.shape}.")
     threshold = 0.0 if null_threshold is None else float(null_threshold)
-    candidates, nulls, contexts = {}, {}, {}
+    questions = {}
     for row, window in enumerate(windows):
-        qid = window.question_id
-        contexts[qid] = window.context
-        found = candidates.setdefault(qid, {})
-        for score, start, end in _window_candidates(start_logits[row], end_logits[row], window,
-                                                    n_best, max_answer_length):
-            if score > found.get((start, end), -np.inf):
-                found[(start, end)] = score
-        null = float(start_logits[row, 0] + end_logits[row, 0])
-        nulls[qid] = min(nulls.get(qid, np.inf), null)
+        questions.setdefault(window.question_id, (window.context, []))[1].append(
+            _squad_window(start_logits[row], end_logits[row], window))
     answers = {}
-    for qid, found in candidates.items():
+    for qid, (context, question_windows) in questions.items():
+        found, null = search(context, question_windows, RUN_SQUAD, max_answer_length, n_best)
         answer = {"text": "", "score": float("-inf"), "start": 0, "end": 0}
         if found:
-            # The highest score; on ties the earliest, shortest span.
-            (start, end), score = max(found.items(), key=lambda kv: (kv[1], -kv[0][0],
-                                                                     -kv[0][1]))
-            answer = {"text": contexts[qid][start:end], "score": score, "start": start,
-                      "end": end}
+            best = found[0]
+            answer = {"text": best["answer"], "score": best["score"], "start": best["start"],
+                      "end": best["end"]}
         if version_2:
-            if not found or nulls[qid] - answer["score"] > threshold:
-                answer = {"text": "", "score": nulls[qid], "start": 0, "end": 0}
-            answer["null_score"] = nulls[qid]
+            if not found or null - answer["score"] > threshold:
+                answer = {"text": "", "score": null, "start": 0, "end": 0}
+            answer["null_score"] = null
         answers[qid] = answer
     return answers
 
@@ -133,26 +202,6 @@ def word_spans(words, offsets):
     return word_starts, word_ends
 
 
-def decode_spans(start, end, top_k, max_answer_len, allowed):
-    """transformers' `decode_spans`: the `top_k` best (start, end) of start x end scores
-    with end - start < max_answer_len, both on allowed positions."""
-    outer = np.matmul(start[None, :, None], end[None, None, :])
-    candidates = np.tril(np.triu(outer), max_answer_len - 1)
-    flat = candidates.flatten()
-    if top_k == 1:
-        order = [np.argmax(flat)]
-    elif len(flat) < top_k:
-        order = np.argsort(-flat)
-    else:
-        best = np.argpartition(-flat, top_k)[0:top_k]
-        order = best[np.argsort(-flat[best])]
-    starts, ends = np.unravel_index(order, candidates.shape)[1:]
-    allowed_positions = np.concatenate([[0], allowed.nonzero()[0]])
-    keep = np.isin(starts, allowed_positions) & np.isin(ends, allowed_positions)
-    starts, ends = starts[keep], ends[keep]
-    return starts, ends, candidates[0, starts, ends]
-
-
 def answer(context, windows_out, top_k, handle_impossible_answer, max_answer_len,
            align_to_words):
     """One question's answers from its windows (transformers' rule; numpy / Python only).
@@ -165,27 +214,34 @@ def answer(context, windows_out, top_k, handle_impossible_answer, max_answer_len
     Returns: {"score", "start", "end", "answer"}, or a list of them, best first, when there
     are several (top_k > 1).
     """
-    null_score, answers = 1000000.0, []
+    if not align_to_words:
+        windows_out = [(*window[:4], None, None) for window in windows_out]
     pre_top_k = top_k * 2 + 10 if align_to_words else top_k
-    for start, end, allowed, offsets, word_starts, word_ends in windows_out:
-        start = softmax(np.where(allowed == 0, MASKED_LOGIT, start).astype(np.float32))
-        end = softmax(np.where(allowed == 0, MASKED_LOGIT, end).astype(np.float32))
-        if handle_impossible_answer:
-            null_score = min(null_score, (start[0] * end[0]).item())
-        start[0] = end[0] = 0.0
-        for s, e, score in zip(*decode_spans(start, end, pre_top_k, max_answer_len, allowed)):
-            if align_to_words and word_starts[s] >= 0 and word_ends[e] >= 0:
-                first, last = word_starts[s], word_ends[e]
-            else:  # [CLS], or words not asked for: the tokens' own characters
-                first, last = offsets[s][0], offsets[e][1]
-            text = context[int(first):int(last)]
-            same = next((a for a in answers if a["answer"].lower() == text.lower()), None)
-            if same is not None:
-                same["score"] += score.item()
-            else:
-                answers.append({"score": score.item(), "start": int(first), "end": int(last),
-                                "answer": text})
-    if handle_impossible_answer:
-        answers.append({"score": null_score, "start": 0, "end": 0, "answer": ""})
+    answers, null = search(context, windows_out, TRANSFORMERS, max_answer_len, pre_top_k)
+    if handle_impossible_answer:  # one more candidate, after those of its score
+        answers.append({"score": null, "start": 0, "end": 0, "answer": ""})
     answers = sorted(answers, key=lambda a: a["score"], reverse=True)[:top_k]
     return answers[0] if len(answers) == 1 else answers
+
+
+def tflite_answer(context, outputs, row=0, top_k=1, handle_impossible_answer=False,
+                  max_answer_len=15, align_to_words=True):
+    """The question-answering pipeline's answer from row `row` of a TFLite question
+    answerer's outputs (`start_logits`, `end_logits`, `tokens`, `starts`, `ends`: `tflite`),
+    by `answer`: on the one window the model reads, so it equals `pipe(question=...,
+    context=context, ...)` when the context fits in it. Words (`align_to_words`) are
+    WordPiece's: a piece and the "##" pieces after it."""
+    starts = np.array([char_offset(context, b) for b in outputs["starts"][row]], np.int32)
+    ends = np.array([char_offset(context, b) for b in outputs["ends"][row]], np.int32)
+    allowed = (starts >= 0).astype(np.int64)
+    allowed[0] = 1
+    offsets = np.stack([np.maximum(starts, 0), np.maximum(ends, 0)], axis=1)
+    inside = np.flatnonzero(starts >= 0)
+    words = np.full(len(starts), -1, np.int64)
+    words[inside] = np.cumsum([not t.startswith(b"##") for t in outputs["tokens"][row][inside]])
+    word_starts, word_ends = word_spans(words, offsets)
+    window = (np.asarray(outputs["start_logits"][row], np.float32),
+              np.asarray(outputs["end_logits"][row], np.float32), allowed, offsets,
+              word_starts, word_ends)
+    return answer(context, [window], top_k, handle_impossible_answer, max_answer_len,
+                  align_to_words)

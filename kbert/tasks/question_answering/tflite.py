@@ -1,7 +1,7 @@
 """A question answerer's TFLite graph, on TFLite's built-in ops and tensorflow-text's
 kernels: question and context in, one window's logits and its best span's UTF-8 bytes out
 (transformers' rule, `decode.answer`, with top_k=1 and align_to_words=False; the rest of the
-rule runs on the host, `kbert.pipelines.tflite_entities.answer`, which calls `decode.answer`).
+rule runs on the host, `decode.tflite_answer`, which calls `decode.answer`).
 Offsets are UTF-8 byte offsets into the context as given, as `kbert.tasks.fill_mask.tflite`
 says.
 """
