@@ -166,7 +166,7 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
         archive = task_archive(model, tokenizer, sequence_length, **task_options)
         write_archive(archive, path)
         if write_vocabulary:
-            write_tokenizer_files(tokenizer, path)
+            write_tokenizer_files(tokenizer, path, _max_length(model))
         return path
     given = [name for name, value in task_options.items() if value is not None]
     if given:
@@ -235,11 +235,25 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
 
     write_archive(archive, path)
     if write_vocabulary:
-        write_tokenizer_files(tokenizer, path)
+        write_tokenizer_files(tokenizer, path, _max_length(model))
     return path
 
 
-def write_tokenizer_files(tokenizer, directory):
+def _max_length(model):
+    """The longest input of `model`'s backbone (its config's max_sequence_length), or None."""
+    backbone = model if isinstance(model, Backbone) else getattr(model, "backbone", None)
+    config = getattr(backbone, "config", None)
+    return getattr(config, "max_sequence_length", None)
+
+
+def write_tokenizer_files(tokenizer, directory, max_length=None):
     """The tokenizer's vocab.txt (WordPiece), spiece.model (SentencePiece) or vocab.json and
-    merges.txt (byte-level BPE) in `directory`."""
+    merges.txt (byte-level BPE) in `directory`; with `max_length`, the model's longest input
+    in tokens as tokenizer_config.json's `model_max_length` (Hugging Face's field): what a
+    pipeline on the SavedModel truncates to (a SavedModel states no config, and its position
+    table's rows are not it for every family: RoBERTa's has two more)."""
+    from kbert.tokenizers.files import write_settings
+
     tokenizer.write_files(directory)
+    if max_length is not None:
+        write_settings({"model_max_length": int(max_length)}, directory)

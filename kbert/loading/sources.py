@@ -247,7 +247,19 @@ class SavedModelSource(ModelSource):
 
     @property
     def max_sequence_length(self):
-        """The position table's rows, once built (a SavedModel states no config); else None."""
+        """The model's longest input: tokenizer_config.json's `model_max_length`, which kbert's
+        exports write; for a SavedModel exported without it (kbert before it wrote one), the
+        position table's rows once built (RoBERTa's: two more than it takes); else None."""
+        import json
+
+        from kbert.tokenizers.files import SETTINGS_FILE
+
+        settings = os.path.join(self.path, SETTINGS_FILE)
+        if os.path.isfile(settings):
+            with open(settings, encoding="utf-8") as f:
+                length = json.load(f).get("model_max_length")
+            if isinstance(length, int) and not isinstance(length, bool) and length > 0:
+                return length
         for variable in getattr(self._loaded, "variables", ()):
             if "position" in variable.name and len(variable.shape) == 2:
                 return int(variable.shape[0])

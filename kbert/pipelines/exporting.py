@@ -43,5 +43,5 @@ def export(pipe, path, options):
     for name, (function, specs) in endpoints.items():
         archive.add_endpoint(name, function, specs)
     write_archive(archive, path)
-    write_tokenizer_files(pipe.tokenizer, path)
+    write_tokenizer_files(pipe.tokenizer, path, pipe.max_length)
     return path

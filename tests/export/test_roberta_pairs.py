@@ -81,6 +81,13 @@ def test_the_saved_model_is_a_pipelines_model_as_its_checkpoint(export_dir):
     texts = [PAIRS[0][0], PAIRS[3][0], {"text": PAIRS[1][0], "text_pair": PAIRS[1][1]}]
     want = kbert.pipeline("text-classification", model=MODEL)(texts, top_k=None)
     reference.assert_same(saved(texts, top_k=None), want)
+    # The export states the model's longest input (RoBERTa's position table has two more
+    # rows); a text longer than it is cut to it, as from the checkpoint.
+    checkpoint = kbert.pipeline("text-classification", model=MODEL)
+    assert saved.max_length == checkpoint.max_length
+    long_text = " ".join([PAIRS[0][0]] * 200)
+    reference.assert_same(saved(long_text, truncation=True, top_k=None),
+                          checkpoint(long_text, truncation=True, top_k=None))
 
 
 @pytest.mark.parametrize("fixture, kind", [("hf_tasks/roberta_token", "TokenClassifier"),
