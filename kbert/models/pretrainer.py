@@ -5,22 +5,16 @@ from keras import ops
 
 from kbert import _replicas
 from kbert.layers import MaskedLMHead
+from kbert.models.backbone import layer_from_config
 from kbert.models.optimizers import NO_DECAY_NAMES
 
 
 def masked_lm_head(backbone, name="mlm_head", head_class=MaskedLMHead):
     """A `head_class` (`MaskedLMHead`) tied to `backbone`'s token table, configured as the
     backbone."""
-    config = backbone.config
-    return head_class(
-        vocabulary_size=config.vocabulary_size,
-        token_embedding=backbone.token_embedding,
-        activation=config.activation,
-        layer_norm_epsilon=config.layer_norm_epsilon,
-        initializer_range=config.initializer_range,
-        dtype=backbone.dtype_policy,
-        name=name,
-    )
+    return layer_from_config(head_class, backbone.config,
+                             token_embedding=backbone.token_embedding,
+                             dtype=backbone.dtype_policy, name=name)
 
 
 class Pretrainer:
