@@ -104,3 +104,13 @@ def keep_settings(layer, **settings):
 def settings_config(layer):
     """The settings `keep_settings` stored on `layer`, by name (for `get_config`)."""
     return {name: getattr(layer, name) for name in layer.__dict__.get("_kept_settings", ())}
+
+
+class SettingsConfig:
+    """Mixed into a layer (before `keras.layers.Layer`) that keeps its arguments with
+    `keep_settings`: its config is the base's plus those settings."""
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(settings_config(self))
+        return config

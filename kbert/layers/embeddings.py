@@ -9,7 +9,7 @@ from kbert.layers.hash_dropout import HashDropout
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class Embeddings(keras.layers.Layer):
+class Embeddings(_utils.SettingsConfig, keras.layers.Layer):
     """Sums token, segment and position embeddings, then LayerNorm and dropout.
 
     With `embedding_size` smaller than `hidden_size` (ALBERT's factorized embedding), the
@@ -145,8 +145,3 @@ class Embeddings(keras.layers.Layer):
                             padding_mask=None):
         width = self.hidden_size if project else (self.embedding_size or self.hidden_size)
         return keras.KerasTensor(tuple(token_ids.shape) + (width,), dtype=self.compute_dtype)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(_utils.settings_config(self))
-        return config

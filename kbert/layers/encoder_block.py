@@ -6,7 +6,7 @@ from keras import ops
 from kbert.layers import _utils
 
 
-class EncoderBlock(keras.layers.Layer):
+class EncoderBlock(_utils.SettingsConfig, keras.layers.Layer):
     """The base of the transformer blocks (`TransformerEncoder`, DeBERTa-v3's
     `DisentangledAttentionEncoder`, MobileBERT's `MobileBertEncoder`): the settings every
     block has, checked and saved (`get_config`) in one place, its dense layers' initializer,
@@ -71,8 +71,3 @@ class EncoderBlock(keras.layers.Layer):
         x = self.output_dense(self.intermediate_dense(x))
         x = self.output_dropout(x, training=training)
         return self.output_layer_norm(x + residual)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(_utils.settings_config(self))
-        return config

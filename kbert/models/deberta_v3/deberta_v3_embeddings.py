@@ -8,7 +8,7 @@ from kbert.layers.hash_dropout import HashDropout
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class DebertaV3Embeddings(keras.layers.Layer):
+class DebertaV3Embeddings(_utils.SettingsConfig, keras.layers.Layer):
     """Token embeddings, LayerNorm, padded positions zeroed, dropout (Hugging Face's
     `DebertaV2Embeddings` with `position_biased_input=False` and no segments).
 
@@ -78,11 +78,6 @@ class DebertaV3Embeddings(keras.layers.Layer):
     def compute_output_spec(self, token_ids, padding_mask=None, training=None):
         return keras.KerasTensor(tuple(token_ids.shape) + (self.hidden_size,),
                                  dtype=self.compute_dtype)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(_utils.settings_config(self))
-        return config
 
 
 @keras.saving.register_keras_serializable(package="kbert")

@@ -13,7 +13,7 @@ TORCH_LAYER_NORM_EPSILON = 1e-5
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class MobileBertEmbeddings(keras.layers.Layer):
+class MobileBertEmbeddings(_utils.SettingsConfig, keras.layers.Layer):
     """Token embeddings `embedding_size` wide; with `trigram_input` each position sees the
     next, its own and the previous token's vectors concatenated ([B, S, 3E], zeros past the
     ends), a dense layer maps them to `hidden_size`, then position and segment embeddings
@@ -113,8 +113,3 @@ class MobileBertEmbeddings(keras.layers.Layer):
     def compute_output_spec(self, token_ids, segment_ids=None, padding_mask=None, training=None):
         return keras.KerasTensor(tuple(token_ids.shape) + (self.hidden_size,),
                                  dtype=self.compute_dtype)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(_utils.settings_config(self))
-        return config
