@@ -63,3 +63,54 @@ def check_sequence_length(sequence_length, max_sequence_length):
             f"Sequence length {sequence_length} is longer than max_sequence_length="
             f"{max_sequence_length}: the model has no position embedding past it."
         )
+
+
+def _check_activation(name, value):
+    get_activation(value)
+    return value
+
+
+# The rule of each setting that several layers take, by its name: one place for each.
+SETTING_CHECKS = {
+    "vocabulary_size": check_positive_int,
+    "hidden_size": check_positive_int,
+    "max_sequence_length": check_positive_int,
+    "num_layers": check_positive_int,
+    "num_heads": check_positive_int,
+    "intermediate_size": check_positive_int,
+    "activation": _check_activation,
+    "dropout": check_rate,
+    "attention_dropout": check_rate,
+    "layer_norm_epsilon": check_positive_float,
+    "initializer_range": check_positive_float,
+}
+
+
+def keep_settings(layer, **settings):
+    """Checks each setting by the rule of its name (`SETTING_CHECKS`; others are kept as
+    given) and stores it on `layer` under that name, which `settings_config` saves;
+    `activation` also gives `layer._activation_fn`. Returns `layer`."""
+    for name, value in settings.items():
+        if name in SETTING_CHECKS:
+            value = SETTING_CHECKS[name](name, value)
+        setattr(layer, name, value)
+    if "activation" in settings:
+        layer._activation_fn = get_activation(layer.activation)
+    kept = layer.__dict__.get("_kept_settings", ())
+    object.__setattr__(layer, "_kept_settings", kept + tuple(n for n in settings if n not in kept))
+    return layer
+
+
+def settings_config(layer):
+    """The settings `keep_settings` stored on `layer`, by name (for `get_config`)."""
+    return {name: getattr(layer, name) for name in layer.__dict__.get("_kept_settings", ())}
+
+
+class SettingsConfig:
+    """Mixed into a layer (before `keras.layers.Layer`) that keeps its arguments with
+    `keep_settings`: its config is the base's plus those settings."""
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(settings_config(self))
+        return config

@@ -9,7 +9,7 @@ from kbert.layers.hash_dropout import HashDropout
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class Embeddings(keras.layers.Layer):
+class Embeddings(_utils.SettingsConfig, keras.layers.Layer):
     """Sums token, segment and position embeddings, then LayerNorm and dropout.
 
     With `embedding_size` smaller than `hidden_size` (ALBERT's factorized embedding), the
@@ -57,45 +57,28 @@ class Embeddings(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.position_offset = _utils.check_positive_int("position_offset", position_offset,
-                                                         allow_zero=True)
-        self.vocabulary_size = _utils.check_positive_int("vocabulary_size", vocabulary_size)
-        self.hidden_size = _utils.check_positive_int("hidden_size", hidden_size)
-        self.max_sequence_length = _utils.check_positive_int(
-            "max_sequence_length", max_sequence_length
-        )
-        self.type_vocab_size = _utils.check_positive_int(
-            "type_vocab_size", type_vocab_size, allow_zero=True
-        )
         if embedding_size is not None:
             _utils.check_positive_int("embedding_size", embedding_size)
-        self.embedding_size = embedding_size
-        self.dropout = _utils.check_rate("dropout", dropout)
-        self.layer_norm_epsilon = _utils.check_positive_float(
-            "layer_norm_epsilon", layer_norm_epsilon
-        )
-        self.initializer_range = _utils.check_positive_float(
-            "initializer_range", initializer_range
-        )
+        _utils.keep_settings(
+            self, vocabulary_size=vocabulary_size, hidden_size=hidden_size,
+            max_sequence_length=max_sequence_length,
+            type_vocab_size=_utils.check_positive_int("type_vocab_size", type_vocab_size,
+                                                      allow_zero=True),
+            embedding_size=embedding_size, dropout=dropout,
+            layer_norm_epsilon=layer_norm_epsilon, initializer_range=initializer_range,
+            position_offset=_utils.check_positive_int("position_offset", position_offset,
+                                                      allow_zero=True))
         width = embedding_size or hidden_size
 
         # === Layers ===
-        self.token_embedding = keras.layers.Embedding(
-            vocabulary_size,
-            width,
-            embeddings_initializer=_utils.truncated_normal(initializer_range),
-            dtype=self.dtype_policy,
-            name="token_embedding",
-        )
-        self.segment_embedding = None
-        if type_vocab_size:
-            self.segment_embedding = keras.layers.Embedding(
-                type_vocab_size,
-                width,
-                embeddings_initializer=_utils.truncated_normal(initializer_range),
-                dtype=self.dtype_policy,
-                name="segment_embedding",
-            )
+        def table(rows, name):
+            return keras.layers.Embedding(
+                rows, width, embeddings_initializer=_utils.truncated_normal(initializer_range),
+                dtype=self.dtype_policy, name=name)
+
+        self.token_embedding = table(vocabulary_size, "token_embedding")
+        self.segment_embedding = table(type_vocab_size, "segment_embedding") if (
+            type_vocab_size) else None
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
@@ -162,20 +145,3 @@ class Embeddings(keras.layers.Layer):
                             padding_mask=None):
         width = self.hidden_size if project else (self.embedding_size or self.hidden_size)
         return keras.KerasTensor(tuple(token_ids.shape) + (width,), dtype=self.compute_dtype)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "vocabulary_size": self.vocabulary_size,
-                "hidden_size": self.hidden_size,
-                "max_sequence_length": self.max_sequence_length,
-                "type_vocab_size": self.type_vocab_size,
-                "embedding_size": self.embedding_size,
-                "dropout": self.dropout,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "initializer_range": self.initializer_range,
-                "position_offset": self.position_offset,
-            }
-        )
-        return config

@@ -4,11 +4,12 @@ import keras
 from keras import ops
 
 from kbert.layers import _utils
+from kbert.layers.encoder_block import EncoderBlock
 from kbert.layers.hash_dropout import HashDropout
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class TransformerEncoder(keras.layers.Layer):
+class TransformerEncoder(EncoderBlock):
     """Self-attention and a feed-forward network, each followed by dropout, residual, LayerNorm.
 
     Queries, keys and values come from one fused projection (one matmul instead of three);
@@ -45,27 +46,12 @@ class TransformerEncoder(keras.layers.Layer):
         initializer_range=0.02,
         **kwargs,
     ):
-        super().__init__(**kwargs)
-        self.num_heads = _utils.check_positive_int("num_heads", num_heads)
-        self.intermediate_size = _utils.check_positive_int("intermediate_size", intermediate_size)
-        self.activation = activation
-        self._activation_fn = _utils.get_activation(activation)
-        self.dropout = _utils.check_rate("dropout", dropout)
-        self.attention_dropout = _utils.check_rate("attention_dropout", attention_dropout)
-        self.layer_norm_epsilon = _utils.check_positive_float(
-            "layer_norm_epsilon", layer_norm_epsilon
-        )
-        self.initializer_range = _utils.check_positive_float(
-            "initializer_range", initializer_range
-        )
+        super().__init__(num_heads, intermediate_size, activation, dropout, attention_dropout,
+                         layer_norm_epsilon, initializer_range, **kwargs)
 
     def build(self, inputs_shape, padding_mask_shape=None):
         hidden_size = inputs_shape[-1]
-        if hidden_size % self.num_heads:
-            raise ValueError(
-                f"The hidden size {hidden_size} is not divisible by num_heads={self.num_heads}."
-            )
-        head_size = hidden_size // self.num_heads
+        head_size = self._head_size_of(hidden_size)
         self._scale = 1.0 / head_size**0.5
         policy = self.dtype_policy
 
@@ -91,23 +77,12 @@ class TransformerEncoder(keras.layers.Layer):
         )
         self.attention_probs_dropout = HashDropout(self.attention_dropout, dtype=policy)
         self.attention_output_dropout = HashDropout(self.dropout, dtype=policy)
-        self.attention_layer_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=policy, name="attention_layer_norm"
-        )
-        self.intermediate_dense = keras.layers.Dense(
-            self.intermediate_size,
-            activation=self._activation_fn,
-            kernel_initializer=kernel_init(),
-            dtype=policy,
-            name="intermediate_dense",
-        )
-        self.output_dense = keras.layers.Dense(
-            hidden_size, kernel_initializer=kernel_init(), dtype=policy, name="output_dense"
-        )
+        self.attention_layer_norm = self._layer_norm("attention_layer_norm")
+        self.intermediate_dense = self._dense(self.intermediate_size, "intermediate_dense",
+                                              self._activation_fn)
+        self.output_dense = self._dense(hidden_size, "output_dense")
         self.output_dropout = HashDropout(self.dropout, dtype=policy)
-        self.output_layer_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=policy, name="output_layer_norm"
-        )
+        self.output_layer_norm = self._layer_norm("output_layer_norm")
 
         inputs_shape = tuple(inputs_shape)
         self.qkv_dense.build(inputs_shape)
@@ -123,40 +98,14 @@ class TransformerEncoder(keras.layers.Layer):
         query = qkv[:, :, 0] * ops.cast(self._scale, qkv.dtype)
         key, value = qkv[:, :, 1], qkv[:, :, 2]
         scores = ops.einsum("bqnd,bknd->bnqk", query, key)  # [B, N, S, S]
-        scores = ops.cast(scores, "float32")
-        if padding_mask is not None:
-            # [B, 1, 1, S]: 0 for real keys, -1e9 for padding; exp() of it is exactly 0.
-            bias = (1.0 - ops.cast(padding_mask, "float32")) * -1e9
-            scores = scores + bias[:, None, None, :]
-        probs = ops.cast(ops.softmax(scores, axis=-1), x.dtype)
-        probs = self.attention_probs_dropout(probs, training=training)
+        probs, scores = self._attention_probs(scores, padding_mask, x.dtype, training)
         context = ops.einsum("bnqk,bknd->bqnd", probs, value)  # [B, S, N, D]
         return self.attention_output_dense(context), scores  # [B, S, H]
 
     def call(self, inputs, padding_mask=None, training=None, return_attention_scores=False):
         x, scores = self._attention(inputs, padding_mask, training)
-        x = self.attention_output_dropout(x, training=training)
-        x = self.attention_layer_norm(x + inputs)
-        residual = x
-        x = self.output_dense(self.intermediate_dense(x))
-        x = self.output_dropout(x, training=training)
-        x = self.output_layer_norm(x + residual)
+        x = self._feed_forward(inputs, x, training)
         return (x, scores) if return_attention_scores else x
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
         return tuple(inputs_shape)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "num_heads": self.num_heads,
-                "intermediate_size": self.intermediate_size,
-                "activation": self.activation,
-                "dropout": self.dropout,
-                "attention_dropout": self.attention_dropout,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "initializer_range": self.initializer_range,
-            }
-        )
-        return config

@@ -2,11 +2,36 @@
 made from its family's config and saved as that config."""
 
 import dataclasses
+import inspect
 
 import keras
 
 # The attributes every backbone has, which heads, converters and distillers read.
 LAYER_ATTRIBUTES = ("embeddings", "transformer_layers", "pooler")
+
+
+def layer_from_config(layer_class, config, **given):
+    """A `layer_class` whose arguments are the fields of `config` (a family's config, or any
+    object with the same attributes) of the same names, and `given` (which win): a family's
+    layers take their settings from its config by name."""
+    parameters = inspect.signature(layer_class.__init__).parameters
+    taken = {name: getattr(config, name) for name, parameter in parameters.items()
+             if parameter.kind is parameter.POSITIONAL_OR_KEYWORD and name != "self"
+             and name not in given and hasattr(config, name)}
+    return layer_class(**taken, **given)
+
+
+def encoder_blocks(block_class, config, count, dtype, **given):
+    """`count` blocks `transformer_layer_0`, ... (the names converters and saved models
+    read), each a `layer_from_config(block_class, config, **given)`."""
+    return [layer_from_config(block_class, config, dtype=dtype, name=f"transformer_layer_{i}",
+                              **given)
+            for i in range(count)]
+
+
+def int_inputs(names):
+    """A `keras.Input` int32 [B, S] for each of `names`, by name."""
+    return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in names}
 
 
 class Backbone(keras.Model):

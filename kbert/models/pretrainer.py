@@ -5,22 +5,16 @@ from keras import ops
 
 from kbert import _replicas
 from kbert.layers import MaskedLMHead
+from kbert.models.backbone import layer_from_config
 from kbert.models.optimizers import NO_DECAY_NAMES
 
 
 def masked_lm_head(backbone, name="mlm_head", head_class=MaskedLMHead):
     """A `head_class` (`MaskedLMHead`) tied to `backbone`'s token table, configured as the
     backbone."""
-    config = backbone.config
-    return head_class(
-        vocabulary_size=config.vocabulary_size,
-        token_embedding=backbone.token_embedding,
-        activation=config.activation,
-        layer_norm_epsilon=config.layer_norm_epsilon,
-        initializer_range=config.initializer_range,
-        dtype=backbone.dtype_policy,
-        name=name,
-    )
+    return layer_from_config(head_class, backbone.config,
+                             token_embedding=backbone.token_embedding,
+                             dtype=backbone.dtype_policy, name=name)
 
 
 class Pretrainer:
@@ -30,11 +24,16 @@ class Pretrainer:
 
     A mixin and not a `keras.Model` subclass: Keras rewrites the bases of a class built as a
     functional model to `Functional`, which would then reach the subclassed `Distiller` too.
-    Subclasses set `mlm_loss_tracker` and `mlm_accuracy` for `masked_lm_loss`.
+    Subclasses call `_init_pretrainer` (or `_add_mlm_metrics`) for `masked_lm_loss`, and name what their config saves
+    in `config_models` and `config_settings`.
     """
 
     # Whether the family has a sentence-level head (NSP / SOP) for `head="pretrainer"`.
     has_sentence_head = False
+    # The models `get_config` saves (serialized) and `from_config` rebuilds, and the other
+    # constructor arguments it saves: attributes of the same names.
+    config_models = ("backbone",)
+    config_settings = ()
 
     def compile(self, optimizer="adamw", loss=None, **kwargs):
         """Like `keras.Model.compile`, with the pretraining loss built in.
@@ -62,6 +61,21 @@ class Pretrainer:
         self.compile(**keras.saving.deserialize_keras_object(config))
         if self.built:
             self.optimizer.build(self.trainable_variables)
+
+    def _init_pretrainer(self, backbone, **attributes):
+        """Keeps `backbone`, its dtype policy and `attributes` (layers and settings, by
+        name), and adds the masked-LM metrics."""
+        # Keras decides on loss scaling (mixed_float16) from the compiled model's own policy.
+        self.dtype_policy = backbone.dtype_policy
+        self.backbone = backbone
+        for name, value in attributes.items():
+            setattr(self, name, value)
+        self._add_mlm_metrics()
+
+    def _add_mlm_metrics(self):
+        """The masked-LM loss and accuracy that `masked_lm_loss` updates."""
+        self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
+        self.mlm_accuracy = keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")
 
     def _check_labels(self, y, needed):
         if not isinstance(y, dict) or any(key not in y for key in needed):
@@ -114,13 +128,17 @@ class Pretrainer:
         regularization = ops.sum(ops.stack([ops.cast(l, "float32") for l in self.losses]))
         return loss + regularization / replicas
 
-    # The models a pretrainer's config holds (serialized by its get_config).
-    _NESTED_MODELS = ("backbone", "student", "teacher")
+    def get_config(self):
+        config = {"name": self.name, "trainable": self.trainable}
+        config.update({name: keras.saving.serialize_keras_object(getattr(self, name))
+                       for name in self.config_models})
+        config.update({name: getattr(self, name) for name in self.config_settings})
+        return config
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        for key in cls._NESTED_MODELS:
+        for key in cls.config_models:
             if isinstance(config.get(key), dict):
                 config[key] = keras.saving.deserialize_keras_object(config[key])
         return cls(**config)

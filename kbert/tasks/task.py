@@ -3,6 +3,8 @@
 import keras
 
 from kbert import models
+from kbert.layers import _utils
+from kbert.models.backbone import int_inputs
 from kbert.models.optimizers import NO_DECAY_NAMES
 
 # Dropout of the task heads where transformers does not take the backbone's hidden dropout:
@@ -44,8 +46,23 @@ def default_dropout(backbone, task):
 
 def backbone_inputs(backbone):
     """New `keras.Input`s with the backbone's names (DistilBERT has no `segment_ids`)."""
-    return {name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in backbone.input}
+    return int_inputs(backbone.input)
+
+
+def head_dropout(backbone, task, dropout):
+    """The checked rate of a task head's dropout; `None`: `default_dropout`."""
+    if dropout is None:
+        dropout = default_dropout(backbone, task)
+    return _utils.check_rate("dropout", dropout)
+
+
+def dense_layer(backbone, units, name, activation=None, initializer=None):
+    """A head's `Dense(units)` in the backbone's dtype policy, its kernel initialized as the
+    backbone's (`initializer`: one made so, shared by several layers)."""
+    if initializer is None:
+        initializer = _utils.truncated_normal(backbone.config.initializer_range)
+    return keras.layers.Dense(units, activation=activation, kernel_initializer=initializer,
+                              dtype=backbone.dtype_policy, name=name)
 
 
 def default_label_names(count):
@@ -82,7 +99,8 @@ class Task:
     as a functional model to `Functional`.
 
     Subclasses define `default_loss()` -> (loss, loss_weights or None) and
-    `default_metrics()` -> (metrics, weighted_metrics or None), and `_task_config()`.
+    `default_metrics()` -> (metrics, weighted_metrics or None), and pass their constructor's
+    other arguments (what `get_config` saves besides the backbone) to `_init_task`.
     """
 
     def compile(self, optimizer="adamw", loss="auto", metrics="auto", **kwargs):
@@ -116,17 +134,22 @@ class Task:
         if self.built:
             self.optimizer.build(self.trainable_variables)
 
-    def _init_task(self, backbone):
+    def _init_task(self, backbone, **settings):
+        """Keeps `backbone` and the task's `settings` (attributes of their names, saved by
+        `get_config`)."""
         # Keras decides on loss scaling (mixed_float16) from the compiled model's own policy.
         self.dtype_policy = backbone.dtype_policy
         self.backbone = backbone
+        for name, value in settings.items():
+            setattr(self, name, value)
+        self._task_settings = tuple(settings)
 
     def get_config(self):
         return {
             "name": self.name,
             "trainable": self.trainable,
             "backbone": keras.saving.serialize_keras_object(self.backbone),
-            **self._task_config(),
+            **{name: getattr(self, name) for name in self._task_settings},
         }
 
     @classmethod

@@ -3,7 +3,7 @@
 import keras
 
 from kbert.layers import Embeddings, Pooler, TransformerEncoder
-from kbert.models.backbone import Backbone
+from kbert.models.backbone import Backbone, encoder_blocks, int_inputs, layer_from_config
 from kbert.models.bert.bert_config import BertConfig
 
 
@@ -35,35 +35,11 @@ class BertBackbone(Backbone):
 
     def build_network(self, config, dtype):
         # === Layers ===
-        embeddings = Embeddings(
-            vocabulary_size=config.vocabulary_size,
-            hidden_size=config.hidden_size,
-            max_sequence_length=config.max_sequence_length,
-            type_vocab_size=config.type_vocab_size,
-            embedding_size=config.embedding_size,
-            dropout=config.dropout,
-            layer_norm_epsilon=config.layer_norm_epsilon,
-            initializer_range=config.initializer_range,
-            position_offset=self.position_offset,
-            dtype=dtype,
-            name="embeddings",
-        )
+        embeddings = layer_from_config(Embeddings, config, position_offset=self.position_offset,
+                                       dtype=dtype, name="embeddings")
         # ALBERT shares one block among num_layers / num_groups consecutive layers.
         num_blocks = getattr(config, "num_groups", config.num_layers)
-        blocks = [
-            TransformerEncoder(
-                num_heads=config.num_heads,
-                intermediate_size=config.intermediate_size,
-                activation=config.activation,
-                dropout=config.dropout,
-                attention_dropout=config.attention_dropout,
-                layer_norm_epsilon=config.layer_norm_epsilon,
-                initializer_range=config.initializer_range,
-                dtype=dtype,
-                name=f"transformer_layer_{i}",
-            )
-            for i in range(num_blocks)
-        ]
+        blocks = encoder_blocks(TransformerEncoder, config, num_blocks, dtype)
         pooler = None
         if self.has_pooler:
             pooler = Pooler(initializer_range=config.initializer_range, dtype=dtype,
@@ -73,7 +49,7 @@ class BertBackbone(Backbone):
         segments = config.type_vocab_size and self.has_segment_input
         names = ("token_ids", "segment_ids", "padding_mask") if segments else (
             "token_ids", "padding_mask")
-        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in names}
+        inputs = int_inputs(names)
         positions = {"padding_mask": inputs["padding_mask"]} if self.position_offset else {}
         x = embeddings(inputs["token_ids"], inputs.get("segment_ids"), **positions)  # [B, S, H]
         for i in range(config.num_layers):

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from kbert.layers import NextSentenceHead
+from kbert.models.backbone import int_inputs
 from kbert.models.pretrainer import Pretrainer, masked_lm_head
 
 LABEL_KEYS = ("mask_ids", "next_sentence_labels")  # and the optional "mask_weights"
@@ -40,6 +41,7 @@ class BertPretrainer(Pretrainer, keras.Model):
     """
 
     has_sentence_head = True
+    config_settings = ("next_sentence_prediction",)
     # `backbone -> MaskedLMHead`; a family with another output layer sets its own.
     make_masked_lm_head = staticmethod(masked_lm_head)
 
@@ -65,7 +67,7 @@ class BertPretrainer(Pretrainer, keras.Model):
 
         # === Functional model ===
         inputs = dict(backbone.input)
-        inputs["mask_positions"] = keras.Input(shape=(None,), dtype="int32", name="mask_positions")
+        inputs.update(int_inputs(("mask_positions",)))
         features = backbone(backbone.input)
         outputs = {"mlm_logits": mlm_head(features["sequence_output"], inputs["mask_positions"])}
         if nsp_head is not None:
@@ -73,14 +75,9 @@ class BertPretrainer(Pretrainer, keras.Model):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
         # === Config ===
-        # Keras decides on loss scaling (mixed_float16) from the compiled model's own policy.
-        self.dtype_policy = backbone.dtype_policy
-        self.backbone = backbone
-        self.next_sentence_prediction = bool(next_sentence_prediction)
-        self.mlm_head = mlm_head
-        self.nsp_head = nsp_head
-        self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
-        self.mlm_accuracy = keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")
+        self._init_pretrainer(backbone,
+                              next_sentence_prediction=bool(next_sentence_prediction),
+                              mlm_head=mlm_head, nsp_head=nsp_head)
         if nsp_head is not None:
             self.nsp_loss_tracker = keras.metrics.Mean(name="nsp_loss")
             self.nsp_accuracy = keras.metrics.SparseCategoricalAccuracy(name="nsp_accuracy")
@@ -103,11 +100,3 @@ class BertPretrainer(Pretrainer, keras.Model):
             self.nsp_accuracy.update_state(labels, nsp_logits)
             loss = loss + nsp_loss
         return self.add_regularization(loss)
-
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
-            "next_sentence_prediction": self.next_sentence_prediction,
-        }

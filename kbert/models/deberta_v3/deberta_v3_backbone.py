@@ -3,7 +3,7 @@ blocks."""
 
 import keras
 
-from kbert.models.backbone import Backbone
+from kbert.models.backbone import Backbone, encoder_blocks, int_inputs, layer_from_config
 from kbert.models.deberta_v3.deberta_v3_config import DebertaV3Config
 from kbert.models.deberta_v3.deberta_v3_embeddings import DebertaV3Embeddings, RelativeEmbedding
 from kbert.models.deberta_v3.disentangled_attention_encoder import DisentangledAttentionEncoder
@@ -33,31 +33,15 @@ class DebertaV3Backbone(Backbone):
 
     def build_network(self, config, dtype):
         # === Layers ===
-        embeddings = DebertaV3Embeddings(
-            vocabulary_size=config.vocabulary_size, hidden_size=config.hidden_size,
-            dropout=config.dropout, layer_norm_epsilon=config.layer_norm_epsilon,
-            initializer_range=config.initializer_range, dtype=dtype, name="embeddings")
-        relative_embedding = RelativeEmbedding(
-            position_buckets=config.position_buckets, hidden_size=config.hidden_size,
-            layer_norm_epsilon=config.layer_norm_epsilon,
-            initializer_range=config.initializer_range, dtype=dtype, name="relative_embedding")
-        blocks = [
-            DisentangledAttentionEncoder(
-                num_heads=config.num_heads, intermediate_size=config.intermediate_size,
-                activation=config.activation, dropout=config.dropout,
-                attention_dropout=config.attention_dropout,
-                layer_norm_epsilon=config.layer_norm_epsilon,
-                initializer_range=config.initializer_range,
-                position_buckets=config.position_buckets,
-                max_relative_positions=config.max_relative_distance,
-                attention_types=config.attention_types, dtype=dtype,
-                name=f"transformer_layer_{i}")
-            for i in range(config.num_layers)
-        ]
+        embeddings = layer_from_config(DebertaV3Embeddings, config, dtype=dtype,
+                                       name="embeddings")
+        relative_embedding = layer_from_config(RelativeEmbedding, config, dtype=dtype,
+                                               name="relative_embedding")
+        blocks = encoder_blocks(DisentangledAttentionEncoder, config, config.num_layers, dtype,
+                                max_relative_positions=config.max_relative_distance)
 
         # === Functional model ===
-        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
-                  for name in ("token_ids", "padding_mask")}
+        inputs = int_inputs(("token_ids", "padding_mask"))
         x = embeddings(inputs["token_ids"], inputs["padding_mask"])  # [B, S, H]
         relative = relative_embedding(x)  # [2P, H]
         for block in blocks:

@@ -8,7 +8,7 @@ from kbert.layers.hash_dropout import HashDropout
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class DebertaV3Embeddings(keras.layers.Layer):
+class DebertaV3Embeddings(_utils.SettingsConfig, keras.layers.Layer):
     """Token embeddings, LayerNorm, padded positions zeroed, dropout (Hugging Face's
     `DebertaV2Embeddings` with `position_biased_input=False` and no segments).
 
@@ -32,13 +32,9 @@ class DebertaV3Embeddings(keras.layers.Layer):
     def __init__(self, vocabulary_size, hidden_size, dropout=0.1, layer_norm_epsilon=1e-7,
                  initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
-        self.vocabulary_size = _utils.check_positive_int("vocabulary_size", vocabulary_size)
-        self.hidden_size = _utils.check_positive_int("hidden_size", hidden_size)
-        self.dropout = _utils.check_rate("dropout", dropout)
-        self.layer_norm_epsilon = _utils.check_positive_float("layer_norm_epsilon",
-                                                              layer_norm_epsilon)
-        self.initializer_range = _utils.check_positive_float("initializer_range",
-                                                             initializer_range)
+        _utils.keep_settings(self, vocabulary_size=vocabulary_size, hidden_size=hidden_size,
+                             dropout=dropout, layer_norm_epsilon=layer_norm_epsilon,
+                             initializer_range=initializer_range)
 
         # === Layers ===
         self.token_embedding = keras.layers.Embedding(
@@ -82,15 +78,6 @@ class DebertaV3Embeddings(keras.layers.Layer):
     def compute_output_spec(self, token_ids, padding_mask=None, training=None):
         return keras.KerasTensor(tuple(token_ids.shape) + (self.hidden_size,),
                                  dtype=self.compute_dtype)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({
-            "vocabulary_size": self.vocabulary_size, "hidden_size": self.hidden_size,
-            "dropout": self.dropout, "layer_norm_epsilon": self.layer_norm_epsilon,
-            "initializer_range": self.initializer_range,
-        })
-        return config
 
 
 @keras.saving.register_keras_serializable(package="kbert")

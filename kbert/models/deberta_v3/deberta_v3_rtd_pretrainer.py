@@ -44,6 +44,8 @@ class DebertaV3RtdPretrainer(ReplacedTokenDetection):
         and `rtd_logits` [B, S].
     """
 
+    config_settings = ReplacedTokenDetection.config_settings + ("generator_layers_fraction",)
+
     def __init__(self, backbone, generator_layers_fraction=0.5, mlm_loss_weight=1.0,
                  rtd_loss_weight=50.0, seed=None, **kwargs):
         if not isinstance(backbone, DebertaV3Backbone):
@@ -92,7 +94,3 @@ class DebertaV3RtdPretrainer(ReplacedTokenDetection):
                  + ops.convert_to_tensor(source.embeddings.token_embedding.embeddings))
         result.embeddings.token_embedding.embeddings.assign(table)
         return result
-
-    def get_config(self):
-        return {**super().get_config(),
-                "generator_layers_fraction": self.generator_layers_fraction}

@@ -7,6 +7,7 @@ import keras
 from keras import ops
 
 from kbert.layers import _utils
+from kbert.layers.encoder_block import EncoderBlock
 from kbert.layers.hash_dropout import HashDropout
 
 
@@ -34,7 +35,7 @@ def relative_position_indexes(length, position_buckets, max_relative_positions):
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class DisentangledAttentionEncoder(keras.layers.Layer):
+class DisentangledAttentionEncoder(EncoderBlock):
     """Disentangled self-attention and a feed-forward network, each followed by dropout,
     residual and LayerNorm (Hugging Face's `DebertaV2Layer` with `share_att_key=True`).
 
@@ -63,35 +64,19 @@ class DisentangledAttentionEncoder(keras.layers.Layer):
                  attention_dropout=0.1, layer_norm_epsilon=1e-7, initializer_range=0.02,
                  position_buckets=256, max_relative_positions=512,
                  attention_types=("c2p", "p2c"), **kwargs):
-        super().__init__(**kwargs)
-        self.num_heads = _utils.check_positive_int("num_heads", num_heads)
-        self.intermediate_size = _utils.check_positive_int("intermediate_size", intermediate_size)
-        self.activation = activation
-        self._activation_fn = _utils.get_activation(activation)
-        self.dropout = _utils.check_rate("dropout", dropout)
-        self.attention_dropout = _utils.check_rate("attention_dropout", attention_dropout)
-        self.layer_norm_epsilon = _utils.check_positive_float("layer_norm_epsilon",
-                                                              layer_norm_epsilon)
-        self.initializer_range = _utils.check_positive_float("initializer_range",
-                                                             initializer_range)
-        self.position_buckets = _utils.check_positive_int("position_buckets", position_buckets)
-        self.max_relative_positions = _utils.check_positive_int("max_relative_positions",
-                                                                max_relative_positions)
-        self.attention_types = tuple(attention_types)
+        super().__init__(num_heads, intermediate_size, activation, dropout, attention_dropout,
+                         layer_norm_epsilon, initializer_range, **kwargs)
+        _utils.keep_settings(
+            self, position_buckets=_utils.check_positive_int("position_buckets", position_buckets),
+            max_relative_positions=_utils.check_positive_int("max_relative_positions",
+                                                             max_relative_positions),
+            attention_types=tuple(attention_types))
 
     def build(self, inputs_shape, relative_embeddings_shape=None, padding_mask_shape=None):
         hidden_size = inputs_shape[-1]
-        if hidden_size % self.num_heads:
-            raise ValueError(
-                f"The hidden size {hidden_size} is not divisible by num_heads={self.num_heads}."
-            )
-        self.head_size = hidden_size // self.num_heads
+        self.head_size = self._head_size_of(hidden_size)
         policy = self.dtype_policy
-
-        def dense(units, name, activation=None):
-            return keras.layers.Dense(
-                units, activation=activation, dtype=policy, name=name,
-                kernel_initializer=_utils.truncated_normal(self.initializer_range))
+        dense = self._dense
 
         # === Layers ===
         self.query_dense = dense(hidden_size, "query_dense")
@@ -101,14 +86,12 @@ class DisentangledAttentionEncoder(keras.layers.Layer):
         self.position_dropout = HashDropout(self.dropout, dtype=policy)
         self.attention_probs_dropout = HashDropout(self.attention_dropout, dtype=policy)
         self.attention_output_dropout = HashDropout(self.dropout, dtype=policy)
-        self.attention_layer_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=policy, name="attention_layer_norm")
+        self.attention_layer_norm = self._layer_norm("attention_layer_norm")
         self.intermediate_dense = dense(self.intermediate_size, "intermediate_dense",
                                         self._activation_fn)
         self.output_dense = dense(hidden_size, "output_dense")
         self.output_dropout = HashDropout(self.dropout, dtype=policy)
-        self.output_layer_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=policy, name="output_layer_norm")
+        self.output_layer_norm = self._layer_norm("output_layer_norm")
 
         shape = tuple(inputs_shape)
         for layer in (self.query_dense, self.key_dense, self.value_dense,
@@ -133,12 +116,7 @@ class DisentangledAttentionEncoder(keras.layers.Layer):
         if self.attention_types:
             scores = scores + self._relative_scores(query, key, relative_embeddings, scale,
                                                     training)
-        scores = ops.cast(scores, "float32")
-        if padding_mask is not None:
-            bias = (1.0 - ops.cast(padding_mask, "float32")) * -1e9  # [B, S] over keys
-            scores = scores + bias[:, None, None, :]
-        probs = ops.cast(ops.softmax(scores, axis=-1), x.dtype)
-        probs = self.attention_probs_dropout(probs, training=training)
+        probs, _ = self._attention_probs(scores, padding_mask, x.dtype, training)
         context = ops.einsum("bnqk,bknd->bqnd", probs, value)  # [B, S, N, D]
         shape = ops.shape(context)
         context = ops.reshape(context, (shape[0], shape[1], self.num_heads * self.head_size))
@@ -170,29 +148,11 @@ class DisentangledAttentionEncoder(keras.layers.Layer):
 
     def call(self, inputs, relative_embeddings, padding_mask=None, training=None):
         x = self._attention(inputs, relative_embeddings, padding_mask, training)
-        x = self.attention_output_dropout(x, training=training)
-        x = self.attention_layer_norm(x + inputs)
-        residual = x
-        x = self.output_dense(self.intermediate_dense(x))
-        x = self.output_dropout(x, training=training)
-        return self.output_layer_norm(x + residual)
+        return self._feed_forward(inputs, x, training)
 
     def compute_output_shape(self, inputs_shape, relative_embeddings_shape=None,
                              padding_mask_shape=None):
         return tuple(inputs_shape)
 
     def get_config(self):
-        config = super().get_config()
-        config.update({
-            "num_heads": self.num_heads,
-            "intermediate_size": self.intermediate_size,
-            "activation": self.activation,
-            "dropout": self.dropout,
-            "attention_dropout": self.attention_dropout,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-            "initializer_range": self.initializer_range,
-            "position_buckets": self.position_buckets,
-            "max_relative_positions": self.max_relative_positions,
-            "attention_types": list(self.attention_types),
-        })
-        return config
+        return {**super().get_config(), "attention_types": list(self.attention_types)}

@@ -75,11 +75,7 @@ def initialize_student(student, teacher, layers=None):
                          f"teacher): {'; '.join(wrong)}.")
     if layers is None:
         layers = student_layers(t_config.num_layers, s_config.num_layers)
-    layers = [int(i) for i in layers]
-    if len(layers) != s_config.num_layers or not all(0 <= i < t_config.num_layers
-                                                     for i in layers):
-        raise ValueError(f"layers={layers}: need {s_config.num_layers} teacher layers, each in "
-                         f"[0, {t_config.num_layers}).")
+    layers = check_teacher_layers(layers, s_config, t_config)
 
     s_emb, t_emb = s_backbone.embeddings, t_backbone.embeddings
     s_positions = getattr(s_emb, "position_embedding", None)
@@ -109,6 +105,17 @@ def initialize_student(student, teacher, layers=None):
     return layers
 
 
+def check_teacher_layers(layers, s_config, t_config, name="layers"):
+    """`layers` (the teacher layer of each student layer) as ints; a ValueError naming
+    `name` unless there is one per student layer, each a teacher layer."""
+    layers = [int(i) for i in layers]
+    if len(layers) != s_config.num_layers or not all(0 <= i < t_config.num_layers
+                                                     for i in layers):
+        raise ValueError(f"{name}={layers}: need {s_config.num_layers} teacher layers, each in "
+                         f"[0, {t_config.num_layers}).")
+    return layers
+
+
 def check_student_and_teacher(student, teacher):
     """Refuses a student or teacher that is not a pretrainer with a masked-LM head, or two
     that do not share a vocabulary size; returns their backbones' configs."""
@@ -123,8 +130,27 @@ def check_student_and_teacher(student, teacher):
     return s_config, t_config
 
 
+class Distillation(Pretrainer, keras.Model):
+    """What DistilBERT's `Distiller` and `TinyBertDistiller` are: a `student` pretrainer
+    trained to imitate a frozen `teacher`, both with a masked-LM head. The student's backbone
+    is `backbone`, what is exported. Subclasses check their arguments, call
+    `_keep_student_and_teacher` and compute their losses."""
+
+    config_models = ("student", "teacher")
+
+    def _keep_student_and_teacher(self, student, teacher):
+        teacher.trainable = False
+        self.student = student
+        self.teacher = teacher
+        self.backbone = student.backbone  # what is exported
+        # The features it reads (a functional model's are `model.input`).
+        self.feature_names = sorted({*student.backbone.input, *teacher.backbone.input,
+                                     "mask_positions"})
+        self._add_mlm_metrics()
+
+
 @keras.saving.register_keras_serializable(package="kbert")
-class Distiller(Pretrainer, keras.Model):
+class Distiller(Distillation):
     """Trains `student` to imitate the frozen `teacher` at the masked positions (DistilBERT).
 
     Loss = `kl_weight * L_KL + mlm_weight * L_MLM + cosine_weight * L_cos`:
@@ -149,6 +175,8 @@ class Distiller(Pretrainer, keras.Model):
         `mask_positions`. Labels: `mask_ids` and optional `mask_weights`.
     """
 
+    config_settings = ("temperature", "kl_weight", "mlm_weight", "cosine_weight")
+
     def __init__(self, student, teacher, temperature=2.0, kl_weight=5.0, mlm_weight=2.0,
                  cosine_weight=1.0, **kwargs):
         super().__init__(**kwargs)
@@ -164,19 +192,9 @@ class Distiller(Pretrainer, keras.Model):
                 f"{s_config.hidden_size} differs from the teacher's {t_config.hidden_size}. "
                 "Use cosine_weight=0."
             )
-        teacher.trainable = False
-        self.student = student
-        self.teacher = teacher
-        self.backbone = student.backbone  # what is exported
-        self.temperature = temperature
-        self.kl_weight = kl_weight
-        self.mlm_weight = mlm_weight
-        self.cosine_weight = cosine_weight
-        # The features it reads (a functional model's are `model.input`).
-        self.feature_names = sorted({*student.backbone.input, *teacher.backbone.input,
-                                     "mask_positions"})
-        self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
-        self.mlm_accuracy = keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")
+        self._keep_student_and_teacher(student, teacher)
+        self.temperature, self.kl_weight = temperature, kl_weight
+        self.mlm_weight, self.cosine_weight = mlm_weight, cosine_weight
         self.kl_loss_tracker = keras.metrics.Mean(name="kl_loss")
         self.cosine_loss_tracker = keras.metrics.Mean(name="cosine_loss")
 
@@ -217,15 +235,3 @@ class Distiller(Pretrainer, keras.Model):
         loss = (self.kl_weight * kl_loss + self.mlm_weight * mlm_loss
                 + self.cosine_weight * cosine_loss)
         return self.add_regularization(loss)
-
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "student": keras.saving.serialize_keras_object(self.student),
-            "teacher": keras.saving.serialize_keras_object(self.teacher),
-            "temperature": self.temperature,
-            "kl_weight": self.kl_weight,
-            "mlm_weight": self.mlm_weight,
-            "cosine_weight": self.cosine_weight,
-        }

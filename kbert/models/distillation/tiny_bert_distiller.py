@@ -4,8 +4,9 @@ import keras
 from keras import ops
 
 from kbert.layers import TransformerEncoder, _utils
-from kbert.models.distillation.distiller import check_student_and_teacher
-from kbert.models.pretrainer import Pretrainer
+from kbert.models.distillation.distiller import (
+    Distillation, check_student_and_teacher, check_teacher_layers,
+)
 
 STAGES = ("intermediate", "prediction", "both")
 # The model families whose blocks are `TransformerEncoder`s, whose attention scores and hidden
@@ -62,7 +63,7 @@ def backbone_states(backbone, inputs, training=None):
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class TinyBertDistiller(Pretrainer, keras.Model):
+class TinyBertDistiller(Distillation):
     """Trains `student` to imitate the frozen `teacher` as TinyBERT's general distillation.
 
     Student layer i learns from teacher layer `tiny_bert_layers(T, S)[i]`; the student's
@@ -90,6 +91,8 @@ class TinyBertDistiller(Pretrainer, keras.Model):
         teacher_layers: teacher layer of each student layer; default `tiny_bert_layers(...)`.
     """
 
+    config_settings = ("temperature", "stage", "teacher_layers")
+
     def __init__(self, student, teacher, temperature=1.0, stage="both", teacher_layers=None,
                  **kwargs):
         super().__init__(**kwargs)
@@ -105,15 +108,8 @@ class TinyBertDistiller(Pretrainer, keras.Model):
         layers = teacher_layers
         if layers is None:
             layers = tiny_bert_layers(t_config.num_layers, s_config.num_layers)
-        layers = [int(i) for i in layers]
-        if len(layers) != s_config.num_layers or not all(
-                0 <= i < t_config.num_layers for i in layers):
-            raise ValueError(f"teacher_layers={layers}: need {s_config.num_layers} teacher "
-                             f"layers, each in [0, {t_config.num_layers}).")
-        teacher.trainable = False
-        self.student = student
-        self.teacher = teacher
-        self.backbone = student.backbone  # what is exported
+        layers = check_teacher_layers(layers, s_config, t_config, "teacher_layers")
+        self._keep_student_and_teacher(student, teacher)
         self.stage = stage
         self.teacher_layers = layers
         # === Layers ===   student width -> teacher width, where they differ
@@ -127,10 +123,6 @@ class TinyBertDistiller(Pretrainer, keras.Model):
                 for name in ["embeddings", *(f"layer_{i}" for i in range(len(layers)))]]
             for p in self.projections:
                 p.build((None, None, s_config.hidden_size))
-        self.feature_names = sorted({*student.backbone.input, *teacher.backbone.input,
-                                     "mask_positions"})
-        self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
-        self.mlm_accuracy = keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")
         self.trackers = {name: keras.metrics.Mean(name=name) for name in (
             "embedding_loss", "attention_loss", "hidden_loss", "prediction_loss")}
 
@@ -189,14 +181,3 @@ class TinyBertDistiller(Pretrainer, keras.Model):
             if name != "prediction_loss" or self.stage == "intermediate":
                 self.trackers[name].update_state(value)
         return self.add_regularization(sum(losses.values()))
-
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "student": keras.saving.serialize_keras_object(self.student),
-            "teacher": keras.saving.serialize_keras_object(self.teacher),
-            "temperature": self.temperature,
-            "stage": self.stage,
-            "teacher_layers": self.teacher_layers,
-        }

@@ -3,6 +3,7 @@
 import keras
 
 from kbert.layers import TransformerEncoder, _utils
+from kbert.models.backbone import encoder_blocks
 
 
 def generator_size(config, hidden_fraction=0.25, layers_fraction=1.0):
@@ -22,7 +23,7 @@ def generator_size(config, hidden_fraction=0.25, layers_fraction=1.0):
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class ElectraGenerator(keras.layers.Layer):
+class ElectraGenerator(_utils.SettingsConfig, keras.layers.Layer):
     """A dense projection to `hidden_size` (when the embeddings are another width) and
     `num_layers` post-LN transformer blocks, applied to embeddings made elsewhere.
 
@@ -40,29 +41,14 @@ class ElectraGenerator(keras.layers.Layer):
                  activation="gelu_approximate", dropout=0.1, attention_dropout=0.1,
                  layer_norm_epsilon=1e-12, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
-        self.hidden_size = _utils.check_positive_int("hidden_size", hidden_size)
-        self.num_layers = _utils.check_positive_int("num_layers", num_layers)
-        self.num_heads = _utils.check_positive_int("num_heads", num_heads)
-        self.intermediate_size = _utils.check_positive_int("intermediate_size", intermediate_size)
-        self.activation = activation
-        self.dropout = dropout
-        self.attention_dropout = attention_dropout
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.initializer_range = initializer_range
-        self.transformer_layers = [
-            TransformerEncoder(
-                num_heads=num_heads,
-                intermediate_size=intermediate_size,
-                activation=activation,
-                dropout=dropout,
-                attention_dropout=attention_dropout,
-                layer_norm_epsilon=layer_norm_epsilon,
-                initializer_range=initializer_range,
-                dtype=self.dtype_policy,
-                name=f"transformer_layer_{i}",
-            )
-            for i in range(num_layers)
-        ]
+        _utils.keep_settings(
+            self, hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads,
+            intermediate_size=intermediate_size, activation=activation, dropout=dropout,
+            attention_dropout=attention_dropout, layer_norm_epsilon=layer_norm_epsilon,
+            initializer_range=initializer_range)
+        # The blocks take the generator's own settings of their names.
+        self.transformer_layers = encoder_blocks(TransformerEncoder, self, num_layers,
+                                                 self.dtype_policy)
         self.projection = None
 
     def build(self, embeddings_shape, padding_mask_shape=None):
@@ -87,15 +73,3 @@ class ElectraGenerator(keras.layers.Layer):
 
     def compute_output_shape(self, embeddings_shape, padding_mask_shape=None):
         return tuple(embeddings_shape[:-1]) + (self.hidden_size,)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({
-            "hidden_size": self.hidden_size, "num_layers": self.num_layers,
-            "num_heads": self.num_heads, "intermediate_size": self.intermediate_size,
-            "activation": self.activation, "dropout": self.dropout,
-            "attention_dropout": self.attention_dropout,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-            "initializer_range": self.initializer_range,
-        })
-        return config

@@ -3,6 +3,7 @@
 
 import keras
 
+from kbert.models.backbone import layer_from_config
 from kbert.models.bert.bert_pretrainer import BertPretrainer
 from kbert.models.electra.electra_generator import ElectraGenerator, generator_size
 from kbert.models.electra.replaced_token_detection import ReplacedTokenDetection
@@ -42,13 +43,11 @@ class ElectraPretrainer(ReplacedTokenDetection):
         backbone: an `ElectraBackbone` (the discriminator).
         generator_hidden_fraction: generator width / discriminator width, in (0, 1].
         generator_layers_fraction: generator depth / discriminator depth, in (0, 1].
-        mlm_loss_weight, rtd_loss_weight: the weights of the two losses.
-        seed: seed of the token sampling.
+        mlm_loss_weight, rtd_loss_weight, seed: as `ReplacedTokenDetection`.
 
-    Inputs (a dict): the backbone's inputs and `mask_positions` int [B, P].
-    Labels (a dict): `mask_ids` int [B, P] and optional `mask_weights` [B, P].
-    Outputs (a dict): `mlm_logits` [B, P, V] (the generator's), `replaced_token_ids` [B, S]
-        (the discriminator's input) and `rtd_logits` [B, S].
+    Inputs, labels and outputs: as `ReplacedTokenDetection` (the backbone's inputs and
+        `mask_positions`; `mask_ids`, `mask_weights`; `mlm_logits`, `replaced_token_ids`,
+        `rtd_logits`).
 
     Example:
         ```python
@@ -60,6 +59,8 @@ class ElectraPretrainer(ReplacedTokenDetection):
 
     # What `kbert.models.build(head="mlm")` builds for this family.
     masked_lm_class = ElectraMaskedLM
+    config_settings = ReplacedTokenDetection.config_settings + (
+        "generator_hidden_fraction", "generator_layers_fraction")
 
     def __init__(self, backbone, generator_hidden_fraction=0.25, generator_layers_fraction=1.0,
                  mlm_loss_weight=1.0, rtd_loss_weight=50.0, seed=None, **kwargs):
@@ -69,13 +70,10 @@ class ElectraPretrainer(ReplacedTokenDetection):
         policy = backbone.dtype_policy
 
         # === Layers ===
-        generator = ElectraGenerator(
-            hidden_size=hidden, num_layers=layers, num_heads=heads,
-            intermediate_size=intermediate, activation=config.activation,
-            dropout=config.dropout, attention_dropout=config.attention_dropout,
-            layer_norm_epsilon=config.layer_norm_epsilon,
-            initializer_range=config.initializer_range, dtype=policy, name="generator",
-        )
+        # The discriminator's activation, dropouts, epsilon and initializer.
+        generator = layer_from_config(
+            ElectraGenerator, config, hidden_size=hidden, num_layers=layers, num_heads=heads,
+            intermediate_size=intermediate, dtype=policy, name="generator")
         mlm_head = masked_lm_head(backbone)
 
         def generate(inputs):
@@ -97,10 +95,3 @@ class ElectraPretrainer(ReplacedTokenDetection):
         """The discriminator to fine-tune or export: `backbone` itself (it owns its
         embeddings; DeBERTa-v3's pretrainer builds one from two tables)."""
         return self.backbone
-
-    def get_config(self):
-        return {
-            **super().get_config(),
-            "generator_hidden_fraction": self.generator_hidden_fraction,
-            "generator_layers_fraction": self.generator_layers_fraction,
-        }

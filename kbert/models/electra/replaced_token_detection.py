@@ -6,6 +6,7 @@ from keras import ops
 
 from kbert.layers import MaskedTokenSampler, ReplacedTokenHead, _utils
 from kbert.layers.masked_token_sampler import scatter_positions
+from kbert.models.backbone import int_inputs
 from kbert.models.pretrainer import Pretrainer
 
 
@@ -47,6 +48,9 @@ class ReplacedTokenDetection(Pretrainer, keras.Model):
         (the discriminator's input) and `rtd_logits` [B, S].
     """
 
+    # What every replaced-token detector's config saves; subclasses add their own.
+    config_settings = ("mlm_loss_weight", "rtd_loss_weight", "seed")
+
     def __init__(self, backbone, generator, mlm_head, generate, mlm_loss_weight=1.0,
                  rtd_loss_weight=50.0, seed=None, **kwargs):
         mlm_loss_weight, rtd_loss_weight = check_loss_weights(mlm_loss_weight, rtd_loss_weight)
@@ -61,8 +65,7 @@ class ReplacedTokenDetection(Pretrainer, keras.Model):
         )
 
         # === Functional model ===
-        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
-                  for name in (*backbone.input, "mask_positions")}
+        inputs = int_inputs((*backbone.input, "mask_positions"))
         generated = generate(inputs)  # [B, S, Hg]
         mlm_logits = mlm_head(generated, inputs["mask_positions"])  # [B, P, V]
         replaced, _ = sampler(inputs["token_ids"], inputs["mask_positions"], mlm_logits)
@@ -76,17 +79,9 @@ class ReplacedTokenDetection(Pretrainer, keras.Model):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
         # === Config ===
-        self.dtype_policy = policy
-        self.backbone = backbone
-        self.generator = generator
-        self.mlm_head = mlm_head
-        self.sampler = sampler
-        self.rtd_head = rtd_head
-        self.mlm_loss_weight = mlm_loss_weight
-        self.rtd_loss_weight = rtd_loss_weight
-        self.seed = seed
-        self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
-        self.mlm_accuracy = keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")
+        self._init_pretrainer(backbone, generator=generator, mlm_head=mlm_head, sampler=sampler,
+                              rtd_head=rtd_head, mlm_loss_weight=mlm_loss_weight,
+                              rtd_loss_weight=rtd_loss_weight, seed=seed)
         self.rtd_loss_tracker = keras.metrics.Mean(name="rtd_loss")
         self.rtd_accuracy = keras.metrics.BinaryAccuracy(name="rtd_accuracy", threshold=0.0)
 
@@ -103,14 +98,3 @@ class ReplacedTokenDetection(Pretrainer, keras.Model):
         self.rtd_accuracy.update_state(labels, logits, sample_weight=mask)
         loss = self.mlm_loss_weight * mlm_loss + self.rtd_loss_weight * rtd_loss
         return self.add_regularization(loss)
-
-    def get_config(self):
-        """The arguments every replaced-token detector has; subclasses add their own."""
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
-            "mlm_loss_weight": self.mlm_loss_weight,
-            "rtd_loss_weight": self.rtd_loss_weight,
-            "seed": self.seed,
-        }

@@ -3,7 +3,7 @@
 import keras
 
 from kbert.layers import Pooler
-from kbert.models.backbone import Backbone
+from kbert.models.backbone import Backbone, encoder_blocks, int_inputs, layer_from_config
 from kbert.models.mobile_bert.mobile_bert_config import MobileBertConfig
 from kbert.models.mobile_bert.mobile_bert_embeddings import MobileBertEmbeddings
 from kbert.models.mobile_bert.mobile_bert_encoder import MobileBertEncoder
@@ -45,36 +45,9 @@ class MobileBertBackbone(Backbone):
 
     def build_network(self, config, dtype):
         # === Layers ===
-        embeddings = MobileBertEmbeddings(
-            vocabulary_size=config.vocabulary_size,
-            hidden_size=config.hidden_size,
-            embedding_size=config.embedding_size,
-            max_sequence_length=config.max_sequence_length,
-            type_vocab_size=config.type_vocab_size,
-            trigram_input=config.trigram_input,
-            normalization_type=config.normalization_type,
-            dropout=config.dropout,
-            initializer_range=config.initializer_range,
-            dtype=dtype,
-            name="embeddings",
-        )
-        blocks = [
-            MobileBertEncoder(
-                num_heads=config.num_heads,
-                intermediate_size=config.intermediate_size,
-                intra_bottleneck_size=config.intra_bottleneck_size,
-                num_feedforward_networks=config.num_feedforward_networks,
-                normalization_type=config.normalization_type,
-                activation=config.activation,
-                dropout=config.dropout,
-                attention_dropout=config.attention_dropout,
-                layer_norm_epsilon=config.layer_norm_epsilon,
-                initializer_range=config.initializer_range,
-                dtype=dtype,
-                name=f"transformer_layer_{i}",
-            )
-            for i in range(config.num_layers)
-        ]
+        embeddings = layer_from_config(MobileBertEmbeddings, config, dtype=dtype,
+                                       name="embeddings")
+        blocks = encoder_blocks(MobileBertEncoder, config, config.num_layers, dtype)
         if config.classifier_activation:
             pooler = Pooler(initializer_range=config.initializer_range, dtype=dtype,
                             name="pooler")
@@ -82,8 +55,7 @@ class MobileBertBackbone(Backbone):
             pooler = FirstTokenPooler(dtype=dtype, name="pooler")
 
         # === Functional model ===
-        names = ("token_ids", "segment_ids", "padding_mask")
-        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in names}
+        inputs = int_inputs(("token_ids", "segment_ids", "padding_mask"))
         x = embeddings(inputs["token_ids"], inputs["segment_ids"],
                        padding_mask=inputs["padding_mask"])  # [B, S, H]
         for block in blocks:

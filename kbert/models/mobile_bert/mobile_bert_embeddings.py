@@ -13,7 +13,7 @@ TORCH_LAYER_NORM_EPSILON = 1e-5
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class MobileBertEmbeddings(keras.layers.Layer):
+class MobileBertEmbeddings(_utils.SettingsConfig, keras.layers.Layer):
     """Token embeddings `embedding_size` wide; with `trigram_input` each position sees the
     next, its own and the previous token's vectors concatenated ([B, S, 3E], zeros past the
     ends), a dense layer maps them to `hidden_size`, then position and segment embeddings
@@ -48,20 +48,16 @@ class MobileBertEmbeddings(keras.layers.Layer):
                  type_vocab_size=2, trigram_input=True, normalization_type="no_norm",
                  dropout=0.0, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
-        self.vocabulary_size = _utils.check_positive_int("vocabulary_size", vocabulary_size)
-        self.hidden_size = _utils.check_positive_int("hidden_size", hidden_size)
-        self.embedding_size = _utils.check_positive_int("embedding_size", embedding_size)
-        self.max_sequence_length = _utils.check_positive_int("max_sequence_length",
-                                                             max_sequence_length)
-        self.type_vocab_size = _utils.check_positive_int("type_vocab_size", type_vocab_size)
-        self.trigram_input = bool(trigram_input)
         if normalization_type not in NORMALIZATION_TYPES:
             raise ValueError(f"Unknown normalization_type {normalization_type!r}. Allowed: "
                              f"{', '.join(NORMALIZATION_TYPES)}.")
-        self.normalization_type = normalization_type
-        self.dropout = _utils.check_rate("dropout", dropout)
-        self.initializer_range = _utils.check_positive_float("initializer_range",
-                                                             initializer_range)
+        _utils.keep_settings(
+            self, vocabulary_size=vocabulary_size, hidden_size=hidden_size,
+            embedding_size=_utils.check_positive_int("embedding_size", embedding_size),
+            max_sequence_length=max_sequence_length,
+            type_vocab_size=_utils.check_positive_int("type_vocab_size", type_vocab_size),
+            trigram_input=bool(trigram_input), normalization_type=normalization_type,
+            dropout=dropout, initializer_range=initializer_range)
 
         # === Layers ===
         def init():
@@ -117,18 +113,3 @@ class MobileBertEmbeddings(keras.layers.Layer):
     def compute_output_spec(self, token_ids, segment_ids=None, padding_mask=None, training=None):
         return keras.KerasTensor(tuple(token_ids.shape) + (self.hidden_size,),
                                  dtype=self.compute_dtype)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({
-            "vocabulary_size": self.vocabulary_size,
-            "hidden_size": self.hidden_size,
-            "embedding_size": self.embedding_size,
-            "max_sequence_length": self.max_sequence_length,
-            "type_vocab_size": self.type_vocab_size,
-            "trigram_input": self.trigram_input,
-            "normalization_type": self.normalization_type,
-            "dropout": self.dropout,
-            "initializer_range": self.initializer_range,
-        })
-        return config

@@ -4,13 +4,14 @@ import keras
 from keras import ops
 
 from kbert.layers import _utils
+from kbert.layers.encoder_block import EncoderBlock
 from kbert.layers.hash_dropout import HashDropout
 from kbert.models.mobile_bert.mobile_bert_embeddings import TORCH_LAYER_NORM_EPSILON
 from kbert.models.mobile_bert.no_norm import NORMALIZATION_TYPES, normalization
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class MobileBertEncoder(keras.layers.Layer):
+class MobileBertEncoder(EncoderBlock):
     """A MobileBERT block as transformers' `MobileBertLayer` computes it (with
     `use_bottleneck`, `key_query_shared_bottleneck`, not `use_bottleneck_attention`, as in
     the released model):
@@ -50,35 +51,20 @@ class MobileBertEncoder(keras.layers.Layer):
                  num_feedforward_networks=4, normalization_type="no_norm", activation="relu",
                  dropout=0.0, attention_dropout=0.1, layer_norm_epsilon=1e-12,
                  initializer_range=0.02, **kwargs):
-        super().__init__(**kwargs)
-        self.num_heads = _utils.check_positive_int("num_heads", num_heads)
-        self.intermediate_size = _utils.check_positive_int("intermediate_size",
-                                                           intermediate_size)
-        self.intra_bottleneck_size = _utils.check_positive_int("intra_bottleneck_size",
-                                                               intra_bottleneck_size)
+        super().__init__(num_heads, intermediate_size, activation, dropout, attention_dropout,
+                         layer_norm_epsilon, initializer_range, **kwargs)
+        _utils.keep_settings(
+            self, intra_bottleneck_size=_utils.check_positive_int("intra_bottleneck_size",
+                                                                  intra_bottleneck_size),
+            num_feedforward_networks=_utils.check_positive_int("num_feedforward_networks",
+                                                               num_feedforward_networks),
+            normalization_type=normalization_type)
         if intra_bottleneck_size % num_heads:
             raise ValueError(f"intra_bottleneck_size={intra_bottleneck_size} is not divisible "
                              f"by num_heads={num_heads}.")
-        self.num_feedforward_networks = _utils.check_positive_int(
-            "num_feedforward_networks", num_feedforward_networks)
-        self.normalization_type = normalization_type
-        self.activation = activation
-        self._activation_fn = _utils.get_activation(activation)
-        self.dropout = _utils.check_rate("dropout", dropout)
-        self.attention_dropout = _utils.check_rate("attention_dropout", attention_dropout)
-        self.layer_norm_epsilon = _utils.check_positive_float("layer_norm_epsilon",
-                                                              layer_norm_epsilon)
-        self.initializer_range = _utils.check_positive_float("initializer_range",
-                                                             initializer_range)
         if normalization_type not in NORMALIZATION_TYPES:
             raise ValueError(f"Unknown normalization_type {normalization_type!r}. Allowed: "
                              f"{', '.join(NORMALIZATION_TYPES)}.")
-
-    def _dense(self, units, name, activation=None):
-        return keras.layers.Dense(
-            units, activation=activation,
-            kernel_initializer=_utils.truncated_normal(self.initializer_range),
-            dtype=self.dtype_policy, name=name)
 
     def _norm(self, name, epsilon=None):
         return normalization(self.normalization_type, epsilon or self.layer_norm_epsilon,
@@ -133,12 +119,8 @@ class MobileBertEncoder(keras.layers.Layer):
         key = self._heads(self.key_dense(shared))
         value = self._heads(self.value_dense(inputs))
         query = query * ops.cast(1.0 / self._head_size**0.5, query.dtype)
-        scores = ops.cast(ops.einsum("bqnd,bknd->bnqk", query, key), "float32")  # [B, N, S, S]
-        if padding_mask is not None:
-            bias = (1.0 - ops.cast(padding_mask, "float32")) * -1e9  # exp() of it is 0
-            scores = scores + bias[:, None, None, :]
-        probs = ops.cast(ops.softmax(scores, axis=-1), value.dtype)
-        probs = self.attention_probs_dropout(probs, training=training)
+        scores = ops.einsum("bqnd,bknd->bnqk", query, key)  # [B, N, S, S]
+        probs, _ = self._attention_probs(scores, padding_mask, value.dtype, training)
         context = ops.einsum("bnqk,bknd->bqnd", probs, value)  # [B, S, N, D]
         shape = ops.shape(context)
         return ops.reshape(context, (shape[0], shape[1], self.intra_bottleneck_size))
@@ -157,19 +139,3 @@ class MobileBertEncoder(keras.layers.Layer):
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
         return tuple(inputs_shape)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({
-            "num_heads": self.num_heads,
-            "intermediate_size": self.intermediate_size,
-            "intra_bottleneck_size": self.intra_bottleneck_size,
-            "num_feedforward_networks": self.num_feedforward_networks,
-            "normalization_type": self.normalization_type,
-            "activation": self.activation,
-            "dropout": self.dropout,
-            "attention_dropout": self.attention_dropout,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-            "initializer_range": self.initializer_range,
-        })
-        return config

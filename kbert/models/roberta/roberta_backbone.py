@@ -20,8 +20,8 @@ class RobertaBackbone(BertBackbone):
 
     Args: the fields of `RobertaConfig`, plus `dtype` and the `keras.Model` arguments.
 
-    Inputs (a dict): `token_ids`, `padding_mask`, each int [B, S].
-    Outputs (a dict): `sequence_output` [B, S, H]. There is no pooled output.
+    Inputs and outputs: as `DistilBertBackbone` (`token_ids`, `padding_mask` ->
+        `sequence_output`; no pooled output).
 
     Example:
         ```python

@@ -3,7 +3,6 @@
 import keras
 from keras import ops
 
-from kbert.layers import _utils
 from kbert.tasks import task as task_lib
 from kbert.tasks._heads import LARGE_NEGATIVE
 
@@ -66,18 +65,12 @@ class QuestionAnswerer(task_lib.Task, keras.Model):
     """
 
     def __init__(self, backbone, dropout=None, **kwargs):
-        if dropout is None:
-            dropout = task_lib.default_dropout(backbone, "question_answerer")
-        dropout = _utils.check_rate("dropout", dropout)
-        config = backbone.config
+        dropout = task_lib.head_dropout(backbone, "question_answerer", dropout)
         policy = backbone.dtype_policy
 
         # === Layers ===
         dropout_layer = keras.layers.Dropout(dropout, dtype=policy, name="dropout")
-        qa_outputs = keras.layers.Dense(
-            2, kernel_initializer=_utils.truncated_normal(config.initializer_range),
-            dtype=policy, name="qa_outputs",
-        )
+        qa_outputs = task_lib.dense_layer(backbone, 2, "qa_outputs")
         span_logits = SpanLogits(dtype=policy, name="span_logits")
 
         # === Functional model ===
@@ -89,8 +82,7 @@ class QuestionAnswerer(task_lib.Task, keras.Model):
                          **kwargs)
 
         # === Config ===
-        self._init_task(backbone)
-        self.dropout = dropout
+        self._init_task(backbone, dropout=dropout)
         self.qa_outputs = qa_outputs
 
     def default_loss(self):
@@ -120,6 +112,3 @@ class QuestionAnswerer(task_lib.Task, keras.Model):
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         return super().compute_metrics(x, self._labels(y), y_pred, sample_weight=sample_weight)
-
-    def _task_config(self):
-        return {"dropout": self.dropout}

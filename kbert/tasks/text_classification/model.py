@@ -110,11 +110,10 @@ class TextClassifier(task_lib.Task, keras.Model):
             head = family_head(family)
         if head == "pooled" and not backbone.has_pooler:
             raise ValueError(f"{type(backbone).__name__} has no pooler: use head='cls'.")
-        if dropout is None:
-            dropout = task_lib.default_dropout(backbone, "classifier")
-        dropout = _utils.check_rate("dropout", dropout)
+        dropout = task_lib.head_dropout(backbone, "classifier", dropout)
         config = backbone.config
         policy = backbone.dtype_policy
+        # One initializer shared by the head's dense layers: a seeded run draws what it drew.
         initializer = _utils.truncated_normal(config.initializer_range)
 
         # === Layers ===
@@ -127,13 +126,12 @@ class TextClassifier(task_lib.Task, keras.Model):
         else:
             if head == "cls":
                 cls_token = TokenPooling("cls", dtype=policy, name="cls_token")
-                pre_classifier = keras.layers.Dense(
-                    config.hidden_size, activation="relu", kernel_initializer=initializer,
-                    dtype=policy, name="pre_classifier",
-                )
+                pre_classifier = task_lib.dense_layer(
+                    backbone, config.hidden_size, "pre_classifier", activation="relu",
+                    initializer=initializer)
             dropout_layer = keras.layers.Dropout(dropout, dtype=policy, name="dropout")
-            classifier = keras.layers.Dense(num_classes, kernel_initializer=initializer,
-                                            dtype=policy, name="classifier")
+            classifier = task_lib.dense_layer(backbone, num_classes, "classifier",
+                                              initializer=initializer)
 
         # === Functional model ===
         inputs = task_lib.backbone_inputs(backbone)
@@ -148,13 +146,9 @@ class TextClassifier(task_lib.Task, keras.Model):
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
         # === Config ===
-        self._init_task(backbone)
-        self.num_classes = num_classes
-        self.problem_type = problem_type
-        self.head = head
-        self.dropout = dropout
-        self.label_names = label_names
-        self.problem_type_declared = bool(problem_type_declared)
+        self._init_task(backbone, num_classes=num_classes, problem_type=problem_type, head=head,
+                        dropout=dropout, label_names=label_names,
+                        problem_type_declared=bool(problem_type_declared))
         self.pre_classifier = pre_classifier
         self.classifier = classifier
 
@@ -176,13 +170,3 @@ class TextClassifier(task_lib.Task, keras.Model):
         if self.problem_type == "multi_label":
             return [keras.metrics.BinaryAccuracy(name="accuracy", threshold=0.0)], None
         return [keras.metrics.MeanAbsoluteError(name="mean_absolute_error")], None
-
-    def _task_config(self):
-        return {
-            "num_classes": self.num_classes,
-            "problem_type": self.problem_type,
-            "head": self.head,
-            "dropout": self.dropout,
-            "label_names": self.label_names,
-            "problem_type_declared": self.problem_type_declared,
-        }

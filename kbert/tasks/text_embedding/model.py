@@ -57,10 +57,8 @@ class TextEmbedder(task_lib.Task, keras.Model):
         super().__init__(inputs=inputs, outputs=embeddings, **kwargs)
 
         # === Config ===
-        self._init_task(backbone)
-        self.pooling = pooling
-        self.normalize = bool(normalize)
-        self.max_length = max_length
+        self._init_task(backbone, pooling=pooling, normalize=bool(normalize),
+                        max_length=max_length)
         self.pooler = pooler
 
     def default_loss(self):
@@ -68,10 +66,6 @@ class TextEmbedder(task_lib.Task, keras.Model):
 
     def default_metrics(self):
         return [keras.metrics.CosineSimilarity(name="cosine_similarity")], None
-
-    def _task_config(self):
-        return {"pooling": self.pooling, "normalize": self.normalize,
-                "max_length": self.max_length}
 
 
 def _normalized(x):

@@ -40,18 +40,12 @@ class TokenClassifier(task_lib.Task, keras.Model):
             raise ValueError("Give `num_classes` (or `label_names`).")
         num_classes = _utils.check_positive_int("num_classes", num_classes)
         label_names = task_lib.check_label_names(label_names, num_classes)
-        if dropout is None:
-            dropout = task_lib.default_dropout(backbone, "token_classifier")
-        dropout = _utils.check_rate("dropout", dropout)
-        config = backbone.config
-        policy = backbone.dtype_policy
+        dropout = task_lib.head_dropout(backbone, "token_classifier", dropout)
 
         # === Layers ===
-        dropout_layer = keras.layers.Dropout(dropout, dtype=policy, name="dropout")
-        classifier = keras.layers.Dense(
-            num_classes, kernel_initializer=_utils.truncated_normal(config.initializer_range),
-            dtype=policy, name="classifier",
-        )
+        dropout_layer = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy,
+                                             name="dropout")
+        classifier = task_lib.dense_layer(backbone, num_classes, "classifier")
 
         # === Functional model ===
         inputs = task_lib.backbone_inputs(backbone)
@@ -60,10 +54,8 @@ class TokenClassifier(task_lib.Task, keras.Model):
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
         # === Config ===
-        self._init_task(backbone)
-        self.num_classes = num_classes
-        self.dropout = dropout
-        self.label_names = label_names
+        self._init_task(backbone, num_classes=num_classes, dropout=dropout,
+                        label_names=label_names)
         self.classifier = classifier
 
     def default_loss(self):
@@ -87,7 +79,3 @@ class TokenClassifier(task_lib.Task, keras.Model):
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         return super().compute_metrics(x, y, y_pred, sample_weight=self._weights(x, sample_weight))
-
-    def _task_config(self):
-        return {"num_classes": self.num_classes, "dropout": self.dropout,
-                "label_names": self.label_names}
