@@ -16,7 +16,7 @@ setup(
     # presets/ stays a top-level data folder in the repository; installed wheels carry it as
     # kbert/preset_files so that kbert.presets finds the JSON files either way.
     package_dir={"kbert.preset_files": "presets"},
-    package_data={"kbert.preset_files": ["*.json"]},
+    package_data={"kbert.preset_files": ["*.json"], "kbert.analysis": ["*.html"]},
     install_requires=[
         # A set that installs and passes the test suite together on Python 3.11.
         "tensorflow==2.21.0",
@@ -37,6 +37,7 @@ setup(
         "scikit-learn==1.9.1",
         "scipy==1.17.1",
         "seqeval==1.2.2",
+        "matplotlib==3.11.2",  # kbert.analysis: attention pictures, statistics and probe plots
         "numpy>=1.26,<3",
     ],
     extras_require={

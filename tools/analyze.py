@@ -1,0 +1,36 @@
+"""Look inside a model: attention pictures, per-head attention statistics (Clark et al.
+2019), a layer-wise linear probe and a self-contained HTML view of attention, in one folder.
+
+    python tools/analyze.py --model=bert_base --input=sentences.txt --output_dir=analysis
+    python tools/analyze.py --model=runs/pretrain --text="The cat sat on the mat." \\
+        --layer=3 --head=1 --words --output_dir=analysis
+    python tools/analyze.py --flagfile=tools/flags/analyze.flags
+
+Every flag is a field of `kbert.analysis.run.AnalysisConfig` (same name, same help), so
+Python code can do what this program does (`kbert.analysis.run.run_analysis`).
+"""
+
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # noqa: E402
+
+from kbert.analysis.run import AnalysisConfig  # noqa: E402
+from kbert.training import config_fields  # noqa: E402
+
+__doc__ += "\n" + config_fields.define_program(AnalysisConfig)
+
+
+def main(argv):
+    from kbert.analysis.run import run_analysis
+    from kbert.data.task_features import DataError
+
+    config_fields.run_program(AnalysisConfig, run_analysis, argv,
+                              message_errors=(DataError, FileNotFoundError))
+
+
+if __name__ == "__main__":
+    app.run(main)
