@@ -18,6 +18,7 @@ CONFIG_PROGRAMS = {
     "pretrain": ("kbert.training.pretraining_config", "PretrainingConfig"),
     "finetune": ("kbert.training.finetuning_config", "FinetuningConfig"),
     "predict": ("kbert.batch.prediction", "PredictionConfig"),
+    "analyze": ("kbert.analysis.run", "AnalysisConfig"),
 }
 DEFINED = re.compile(r"DEFINE_(\w+)\(\s*[\"'](\w+)[\"']")
 ABSL = {"flagfile", "help", "helpfull", "helpshort"}

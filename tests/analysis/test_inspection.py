@@ -1,0 +1,92 @@
+"""`Inspector` on tiny real checkpoints of three tokenizer kinds (WordPiece, byte-level BPE,
+SentencePiece): tokens labelled by their text, attentions and hidden states trimmed to the
+text and the same alone as in a padded batch, the last hidden state the backbone's output."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kbert import analysis
+
+HF_TINY = Path(__file__).resolve().parents[1] / "fixtures" / "hf_tiny"
+TEXTS = ["the words were in the way.", "he said: one, two!", "they had some time"]
+_LOADED = {}
+
+
+def loaded(name):
+    import kbert
+
+    if name not in _LOADED:
+        _LOADED[name] = kbert.load(str(HF_TINY / name), head=None)
+    return _LOADED[name]
+
+
+@pytest.mark.parametrize("name", ["tiny_bert_general", "roberta", "albert"])
+def test_inspections_of_a_padded_batch_equal_the_texts_alone(name):
+    model = loaded(name)
+    inspector = analysis.Inspector(model.model, model.tokenizer, batch_size=3)
+    batch = inspector.inspect(TEXTS)
+    config = model.model.config
+    tokenizer = model.tokenizer
+    for text, seen in zip(TEXTS, batch):
+        alone = inspector.inspect([text])[0]
+        size = len(seen.tokens)
+        assert seen.attentions.shape == (config.num_layers, config.num_heads, size, size)
+        assert seen.hidden_states.shape == (config.num_layers + 1, size, config.hidden_size)
+        np.testing.assert_allclose(seen.attentions, alone.attentions, atol=1e-5)
+        np.testing.assert_allclose(seen.hidden_states, alone.hidden_states, atol=1e-4)
+        np.testing.assert_allclose(seen.attentions.sum(-1), 1.0, atol=1e-4)
+        # The special tokens by their literal, the others by the text they cover.
+        assert seen.tokens[0] == tokenizer.vocabulary[tokenizer.cls_id]
+        assert seen.tokens[-1] == tokenizer.vocabulary[tokenizer.sep_id]
+        assert seen.kinds[0] == "cls" and seen.kinds[-1] == "sep"
+        for label, (start, end), word in zip(seen.tokens[1:-1], seen.offsets[1:-1],
+                                             seen.words[1:-1]):
+            assert word >= 0 and label.removeprefix("##") == text[start:end]
+        punctuation = [t for t, k in zip(seen.tokens, seen.kinds) if k == "punctuation"]
+        assert punctuation and set("".join(punctuation)) <= set(".,:!")
+        # Merged into words, the labels spell the text (less its spaces).
+        merged = analysis.merge_words(seen)
+        assert len(merged.tokens) < len(seen.tokens) or name != "tiny_bert_general"
+        assert "".join(merged.tokens[1:-1]) == text.replace(" ", "")
+
+
+def test_last_hidden_state_is_the_backbone_output_and_long_texts_are_cut():
+    model = loaded("tiny_bert_general")
+    inspector = analysis.Inspector(model.model, model.tokenizer, max_length=6)
+    seen, short = inspector.inspect(["the cat was in the way of it all", "the"])
+    assert seen.truncated and not short.truncated and len(seen.tokens) == 6
+    ids = np.array([[model.tokenizer.token_to_id(t) for t in seen.tokens]])
+    outputs = model.model({"token_ids": ids, "segment_ids": np.zeros_like(ids),
+                           "padding_mask": np.ones_like(ids)})
+    np.testing.assert_allclose(seen.hidden_states[-1], np.asarray(outputs["sequence_output"])[0],
+                               atol=1e-4)
+    only = inspector.inspect(["the cat"], hidden_states=False)[0]
+    assert only.hidden_states is None and only.attentions is not None
+    with pytest.raises(ValueError, match="at least 3"):
+        analysis.Inspector(model.model, model.tokenizer, max_length=2)
+    with pytest.raises(TypeError, match="list of texts"):
+        inspector.inspect("the cat")
+
+
+def test_token_probe_reads_each_words_first_piece():
+    model = loaded("tiny_bert_general")
+    inspector = analysis.Inspector(model.model, model.tokenizer)
+    sentences = [["the", "words", "was"], ["he", "used", "it"]]
+    data = analysis.token_probe_data(inspector, sentences, [["D", "N", "V"], ["P", "V", "P"]])
+    assert data.features.shape == (3, 6, 16) and data.label_names == ["D", "N", "P", "V"]
+    np.testing.assert_array_equal(data.labels, [0, 1, 3, 2, 3, 2])
+    np.testing.assert_array_equal(data.groups, [0, 0, 0, 1, 1, 1])
+    seen = inspector.inspect(["the words was"])[0]
+    assert seen.tokens[1:5] == ["the", "word", "##s", "was"]
+    # "words": its first piece, "word" (token 2); "was": token 4.
+    np.testing.assert_allclose(data.features[:, 1], seen.hidden_states[:, 2], atol=1e-5)
+    np.testing.assert_allclose(data.features[:, 2], seen.hidden_states[:, 4], atol=1e-5)
+    texts = analysis.sentence_probe_data(inspector, ["the cat", "he was"], ["a", "b"],
+                                         pooling="cls")
+    assert texts.features.shape == (3, 2, 16) and texts.unit == "text"
+    with pytest.raises(ValueError, match="pooling 'max'"):
+        analysis.sentence_probe_data(inspector, ["the"], ["a"], pooling="max")
+    with pytest.raises(ValueError, match="Sentence 0 has 2 words and 1 tags"):
+        analysis.token_probe_data(inspector, [["the", "cat"]], [["D"]])
