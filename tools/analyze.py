@@ -4,7 +4,7 @@
     python tools/analyze.py --model=bert_base --input=sentences.txt --output_dir=analysis
     python tools/analyze.py --model=runs/pretrain --text="The cat sat on the mat." \\
         --layer=3 --head=1 --words --output_dir=analysis
-    python tools/analyze.py --flagfile=tools/flags/analyze.flags
+    python tools/analyze.py --model=bert_base --probe_input=pos.conll --output_dir=analysis
 
 Every flag is a field of `kbert.analysis.run.AnalysisConfig` (same name, same help), so
 Python code can do what this program does (`kbert.analysis.run.run_analysis`).
@@ -18,19 +18,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app  # noqa: E402
 
-from kbert.analysis.run import AnalysisConfig  # noqa: E402
-from kbert.training import config_fields  # noqa: E402
+from kbert.analysis import run  # noqa: E402
 
-__doc__ += "\n" + config_fields.define_program(AnalysisConfig)
-
-
-def main(argv):
-    from kbert.analysis.run import run_analysis
-    from kbert.data.task_features import DataError
-
-    config_fields.run_program(AnalysisConfig, run_analysis, argv,
-                              message_errors=(DataError, FileNotFoundError))
-
+__doc__ += "\n" + run.define_flags()
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(run.main)

@@ -38,13 +38,13 @@ class AnalysisConfig:
     model: str = setting(help="What kbert.load takes: a preset name, a tools/pretrain.py or "
                          "tools/finetune.py run directory, or a checkpoint directory (not a "
                          "SavedModel: its layers are out of reach).", group="Model")
-    max_length: int = setting(128, "Tokens per text, special tokens included (an integer >= "
-                              "3, at most the model's); longer texts are cut.",
-                              group="Model", minimum=3)
     input: Optional[str] = setting(None, "A text file, one text per line (blank lines are "
                                    "skipped).", group="Data")
     text: Optional[str] = setting(None, "One more text, given on the command line (drawn "
                                   "first).", group="Data")
+    max_length: int = setting(128, "Tokens per text, special tokens included (an integer >= "
+                              "3, at most the model's); longer texts are cut.",
+                              group="Data", minimum=3)
     max_texts: int = setting(1000, "The most texts read from --input (an integer >= 1).",
                              group="Data", minimum=1)
     probe_input: Optional[str] = setting(
@@ -108,6 +108,23 @@ class AnalysisConfig:
             if len(texts) == bool(self.text):
                 raise ConfigError(f"--input={self.input!r} holds no text (only blank lines).")
         return texts
+
+
+def define_flags(flag_values=None):
+    """`tools/analyze.py`'s flags (a flag per field of `AnalysisConfig`, and `--dry_run`);
+    returns their help by group."""
+    from absl import flags
+
+    return config_fields.define_program(AnalysisConfig, flag_values or flags.FLAGS)
+
+
+def main(argv):
+    """`tools/analyze.py`'s main: the config from the parsed flags, then `run_analysis`;
+    a bad flag is a usage error naming it, a bad data file stops with its message."""
+    from kbert.data.task_features import DataError
+
+    config_fields.run_program(AnalysisConfig, run_analysis, argv,
+                              message_errors=(DataError, FileNotFoundError))
 
 
 def _load(config):
