@@ -74,14 +74,3 @@ def test_xxlarge_parameter_count():
     architecture."""
     backbone = shapes_only(lambda: kbert.presets.load("albert_xxlarge", head=None, weights=None))
     assert backbone.count_params() == 222_595_584
-
-
-@pytest.mark.slow
-def test_forward_and_train_step_under_jax():
-    _family_checks.check_jax_train_step(
-        """
-        from kbert.models import AlbertBackbone, AlbertPretrainer
-        model = AlbertPretrainer(AlbertBackbone(**dict(TINY, num_layers=4, embedding_size=16,
-                                                       num_groups=2)))
-        """,
-        ["loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy"])

@@ -90,13 +90,3 @@ def test_mixed_bfloat16_forward():
     assert keras.backend.standardize_dtype(out.dtype) == "bfloat16"
     assert backbone.embeddings.token_embedding.embeddings.dtype == "float32"
     assert np.isfinite(keras.ops.convert_to_numpy(keras.ops.cast(out, "float32"))).all()
-
-
-@pytest.mark.slow
-def test_forward_and_train_step_under_jax():
-    _family_checks.check_jax_train_step(
-        """
-        from kbert.models import DebertaV3Backbone, DebertaV3Pretrainer
-        model = DebertaV3Pretrainer(DebertaV3Backbone(**dict(TINY, position_buckets=4)))
-        """,
-        ["loss", "mlm_loss", "mlm_accuracy"])

@@ -203,14 +203,3 @@ def test_released_parameter_counts():
     assert model.count_params() == 36_597_564
     config = kbert.presets.config("mobile_bert", classifier_activation=True)
     assert shapes_only(lambda: MobileBertBackbone.from_config(config)).count_params() == 24_844_544
-
-
-@pytest.mark.slow
-def test_forward_and_train_step_under_jax():
-    _family_checks.check_jax_train_step(
-        """
-        from kbert.models import MobileBertBackbone, MobileBertPretrainer
-        model = MobileBertPretrainer(MobileBertBackbone(**dict(
-            TINY, embedding_size=8, intra_bottleneck_size=16, num_feedforward_networks=2)))
-        """,
-        ["loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy"])

@@ -127,13 +127,3 @@ def test_preset_configs():
         assert (config.num_layers, config.hidden_size, config.num_heads,
                 config.intermediate_size) == shape
         assert (config.vocabulary_size, config.max_sequence_length) == (50265, 512)
-
-
-@pytest.mark.slow
-def test_forward_and_train_step_under_jax():
-    _family_checks.check_jax_train_step(
-        """
-        from kbert.models import RobertaBackbone, RobertaPretrainer
-        model = RobertaPretrainer(RobertaBackbone(**TINY))
-        """,
-        ["loss", "mlm_loss", "mlm_accuracy"])
