@@ -17,6 +17,61 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: takes over ~20 s; still runs in CI")
 
 
+# The files that take longest, heaviest first (by what they run: training and export
+# subprocesses, SavedModel exports and conversions; refresh it from CI's --durations output).
+# pytest-xdist hands whole files to the two workers in collection order (pytest.ini:
+# --dist loadfile --no-loadscope-reorder): long files first, so that the last ones to finish
+# are short and neither worker idles while the other ends a long one. xdist's own order (most
+# tests first) put several one-test files of minutes at the end.
+HEAVIEST_FIRST = (
+    "tests/tools/test_pretrain.py",
+    "tests/pipelines/test_export.py",
+    "tests/untrusted/test_saved_model_check.py",
+    "tests/test_under_jax.py",
+    "tests/training/test_finetune_learning.py",
+    "tests/tools/test_finetune.py",
+    "tests/test_readme.py",
+    "tests/pipelines/test_export_families.py",
+    "tests/export/test_tflite.py",
+    "tests/export/test_tflite_tasks.py",
+    "tests/export/test_tflite_pipelines.py",
+    "tests/export/test_tflite_mobile_bert.py",
+    "tests/export/test_tflite_int8.py",
+    "tests/tools/test_pretrain_deberta_v3.py",
+    "tests/tools/test_pretrain_roberta.py",
+    "tests/tools/test_predict.py",
+    "tests/tools/test_benchmark.py",
+    "tests/tools/test_distill_tokenizers.py",
+    "tests/tools/test_convert_checkpoint.py",
+    "tests/pipelines/test_question_answering.py",
+    "tests/pipelines/test_text_classification.py",
+    "tests/data/test_masking.py",
+    "tests/training/test_strategies.py",
+    "tests/export/test_task_exports.py",
+    "tests/export/test_saved_model.py",
+    "tests/colab/test_notebooks.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Files in HEAVIEST_FIRST's order, then the others, most tests first; tests keep their
+    order inside a file."""
+    rank = {path: i for i, path in enumerate(HEAVIEST_FIRST)}
+    counts = {}
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        counts[path] = counts.get(path, 0) + 1
+    first = {}
+    for i, item in enumerate(items):
+        first.setdefault(item.nodeid.split("::")[0], i)
+
+    def key(item):
+        path = item.nodeid.split("::")[0]
+        return rank.get(path, len(rank)), -counts[path], first[path]
+
+    items.sort(key=key)
+
+
 
 def pytest_sessionfinish(session):
     # KBERT_MODULES_SEEN=path writes the kbert modules this session imported: how to check

@@ -37,6 +37,24 @@ def random_batch(batch=4, seq=16, vocab=97, predictions=5, seed=0, padded=True):
     return features, labels
 
 
+def shapes_only(build):
+    """`build()`, with its variables' shapes but no values: built inside a
+    `keras.StatelessScope(initialize_variables=False)`, where a variable keeps its shape and
+    initializer and draws nothing. For `count_params()` of full-size presets: BERT-Large so
+    takes under a second instead of tens (tests/test_helpers.py checks the count against a
+    built model's). For counting and shapes only: its variables hold no values."""
+    import keras
+    from keras.src.backend.common import global_state  # the deferred variables' list
+
+    waiting = list(global_state.get_global_attribute("uninitialized_variables", []))
+    with keras.StatelessScope(initialize_variables=False):
+        model = build()
+    # Keras initializes every deferred variable when the next stateless scope closes (each
+    # symbolic call opens one): forget this model's, so that no later test pays for them.
+    global_state.set_global_attribute("uninitialized_variables", waiting)
+    return model
+
+
 def as_dataset(documents):
     """A tf.data.Dataset of documents, each a 1-D string tensor of sentences."""
     import tensorflow as tf  # here, not at the top: the JAX subprocess tests import this module

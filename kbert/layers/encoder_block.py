@@ -1,4 +1,4 @@
-"""What every kbert transformer block shares: its settings, its kernels, the attention softmax."""
+"""What every kbert transformer block shares: its settings, its kernels, its attention."""
 
 import keras
 from keras import ops
@@ -10,7 +10,7 @@ class EncoderBlock(_utils.SettingsConfig, keras.layers.Layer):
     """The base of the transformer blocks (`TransformerEncoder`, DeBERTa-v3's
     `DisentangledAttentionEncoder`, MobileBERT's `MobileBertEncoder`): the settings every
     block has, checked and saved (`get_config`) in one place, its dense layers' initializer,
-    and the softmax of the attention scores over the real keys.
+    and scaled dot-product attention over the real keys (`_attend`: fused where it can be).
 
     A block builds `attention_probs_dropout` (a dropout on the attention probabilities) and
     its own layers in `build`.
@@ -47,20 +47,38 @@ class EncoderBlock(_utils.SettingsConfig, keras.layers.Layer):
             )
         return hidden_size // self.num_heads
 
-    def _attention_probs(self, scores, padding_mask, dtype, training):
-        """The softmax of `scores` [B, N, S, S] over the keys, in float32 even under a
-        mixed-precision policy, padded keys (`padding_mask` [B, S] 0, or `None`: none) at
-        -1e9 so that exp() of them is exactly 0.
+    def _attend(self, query, key, value, padding_mask, training, bias=None, explicit=False):
+        """Scaled dot-product attention of `query` (already scaled) over `key` and `value`
+        [B, S, N, D], with `bias` [B, N, S, S] (or `None`) added to the scores and the padded
+        keys (`padding_mask` [B, S] 0, or `None`: none) left out. The softmax runs in float32
+        even under a mixed-precision policy.
 
-        Returns: (the probabilities in `dtype` after `attention_probs_dropout`, the float32
-            scores with the padding's -1e9).
+        Through `keras.ops.dot_product_attention` (a fused kernel where the backend has one:
+        cuDNN's under JAX on a GPU), unless the probabilities are needed: for dropout on them
+        (`training` with `attention_dropout`), or `explicit` (to return them). The explicit
+        path is the same computation written out: padded keys at -1e9 so that exp() of them
+        is exactly 0.
+
+        Returns: the context [B, S, N, D]; with `explicit`, (the context, the probabilities
+            [B, N, S, S] in the query's dtype before dropout, the float32 scores before the
+            softmax with the padding's -1e9).
         """
-        scores = ops.cast(scores, "float32")
+        if not explicit and not (training and self.attention_dropout):
+            mask = None
+            if padding_mask is not None:
+                mask = ops.cast(padding_mask, "bool")[:, None, None, :]  # [B, 1, 1, S]
+            return ops.dot_product_attention(query, key, value, bias=bias, mask=mask,
+                                             scale=1.0)
+        scores = ops.cast(ops.einsum("bqnd,bknd->bnqk", query, key), "float32")  # [B, N, S, S]
+        if bias is not None:
+            scores = scores + ops.cast(bias, "float32")
         if padding_mask is not None:
-            bias = (1.0 - ops.cast(padding_mask, "float32")) * -1e9  # [B, S] over the keys
-            scores = scores + bias[:, None, None, :]
-        probs = ops.cast(ops.softmax(scores, axis=-1), dtype)
-        return self.attention_probs_dropout(probs, training=training), scores
+            padding = (1.0 - ops.cast(padding_mask, "float32")) * -1e9  # [B, S] over the keys
+            scores = scores + padding[:, None, None, :]
+        probs = ops.cast(ops.softmax(scores, axis=-1), value.dtype)
+        dropped = self.attention_probs_dropout(probs, training=training)
+        context = ops.einsum("bnqk,bknd->bqnd", dropped, value)  # [B, S, N, D]
+        return (context, probs, scores) if explicit else context
 
     def _feed_forward(self, inputs, attention, training):
         """BERT's post-LN ending (`TransformerEncoder`, DeBERTa-v3's block): dropout, residual

@@ -13,8 +13,8 @@ class TransformerEncoder(EncoderBlock):
     """Self-attention and a feed-forward network, each followed by dropout, residual, LayerNorm.
 
     Queries, keys and values come from one fused projection (one matmul instead of three);
-    padded keys get a large negative score before the softmax, which runs in float32 even under
-    a mixed-precision policy.
+    attention runs through `keras.ops.dot_product_attention` (fused where the backend can),
+    over the real keys, with the softmax in float32 even under a mixed-precision policy.
 
     Args:
         num_heads: attention heads; the input width must be divisible by it.
@@ -30,9 +30,12 @@ class TransformerEncoder(EncoderBlock):
         padding_mask: [B, S], 1 (or True) for real tokens, 0 for padding; `None` attends to all.
         return_attention_scores: also return the attention scores before the softmax
             (float32 [B, N, S, S], padded keys at -1e9), which TinyBERT distils.
+        return_attention_probs: also return the attention probabilities [B, N, S, S]
+            (before dropout), as transformers' `output_attentions`.
 
     Returns:
-        float tensor [B, S, H]; with `return_attention_scores`, (that, scores).
+        float tensor [B, S, H]; with `return_attention_scores` and/or
+        `return_attention_probs`, (that, scores and/or probabilities, in that order).
     """
 
     def __init__(
@@ -93,19 +96,24 @@ class TransformerEncoder(EncoderBlock):
         self.output_layer_norm.build(inputs_shape)
         self.built = True
 
-    def _attention(self, x, padding_mask, training):
+    def _attention(self, x, padding_mask, training, explicit):
         qkv = self.qkv_dense(x)  # [B, S, 3, N, D]
         query = qkv[:, :, 0] * ops.cast(self._scale, qkv.dtype)
         key, value = qkv[:, :, 1], qkv[:, :, 2]
-        scores = ops.einsum("bqnd,bknd->bnqk", query, key)  # [B, N, S, S]
-        probs, scores = self._attention_probs(scores, padding_mask, x.dtype, training)
-        context = ops.einsum("bnqk,bknd->bqnd", probs, value)  # [B, S, N, D]
-        return self.attention_output_dense(context), scores  # [B, S, H]
+        out = self._attend(query, key, value, padding_mask, training, explicit=explicit)
+        context, internals = (out[0], out[1:]) if explicit else (out, ())
+        return self.attention_output_dense(context), internals  # [B, S, H]
 
-    def call(self, inputs, padding_mask=None, training=None, return_attention_scores=False):
-        x, scores = self._attention(inputs, padding_mask, training)
+    def call(self, inputs, padding_mask=None, training=None, return_attention_scores=False,
+             return_attention_probs=False):
+        x, internals = self._attention(inputs, padding_mask, training,
+                                       return_attention_scores or return_attention_probs)
         x = self._feed_forward(inputs, x, training)
-        return (x, scores) if return_attention_scores else x
+        if not internals:
+            return x
+        probs, scores = internals
+        return (x, *([scores] if return_attention_scores else []),
+                *([probs] if return_attention_probs else []))
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
         return tuple(inputs_shape)

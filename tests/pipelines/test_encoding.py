@@ -68,13 +68,15 @@ def test_tokens_to_string_as_transformers_decoders(word_piece, sentence_piece):
 
 
 def test_tokenization_divergence():
-    """kbert's ids equal transformers' fast tokenizers' on every text of the references,
-    but one known difference: the fixtures' ALBERT SentencePiece model normalises nothing
-    ("identity"), and transformers' fast ALBERT tokenizer then makes tabs, newlines and
-    trailing spaces tokens of their own, where ALBERT's own tokenizer (and kbert's, and
-    transformers' slow one) first turns whitespace runs into one space. Those (model, text)
-    pairs are listed in reference.DIVERGENT, whose cases the reference tests skip: the list
-    is exactly the texts that differ. RoBERTa's byte-level BPE differs on none."""
+    """kbert's ids equal the references' tokenizers' on every text (transformers' fast ones,
+    ALBERT's slow one where the pipeline allows it), but one known difference: the fixtures'
+    ALBERT SentencePiece model normalises nothing ("identity"), and transformers' fast ALBERT
+    tokenizer, which its token classification and question answering pipelines need, then
+    makes tabs, newlines and trailing spaces tokens of their own, where ALBERT's own tokenizer
+    (and kbert's, and transformers' slow one) first turns whitespace runs into one space.
+    Those (model, text) pairs are listed in reference.DIVERGENT, whose cases the reference
+    tests skip: the list is exactly the texts that differ. RoBERTa's byte-level BPE differs
+    on none."""
     from kbert import convert
 
     from tests.pipelines import reference

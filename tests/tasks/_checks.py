@@ -1,12 +1,9 @@
 """Checks every task model passes with every backbone family: config and .keras round trips
-with identical outputs, one train step that moves the head and the backbone, and one forward
-+ train step under JAX."""
+with identical outputs, one train step that moves the head and the backbone (the forward +
+train step under JAX: tests/test_under_jax.py)."""
 
 import inspect
 import os
-import subprocess
-import sys
-import textwrap
 
 import keras
 import numpy as np
@@ -90,29 +87,3 @@ def check_train_step(model, x, y, sample_weight=None, head_weight=None):
     for w, old in zip((head_weight, table), before):
         assert not np.allclose(keras.ops.convert_to_numpy(w), old), w.path
     return logs
-
-
-def run_under_jax(code):
-    """Runs `code` in a subprocess with KERAS_BACKEND=jax; it must print JAX_OK."""
-    script = textwrap.dedent(
-        """
-        import sys
-        import numpy as np
-        import keras
-        import kbert.models, kbert.tasks
-        from tests.helpers import TINY, random_batch
-
-        assert keras.backend.backend() == "jax"
-        """
-    ) + f"TINY_FAMILY = {TINY_FAMILY!r}\n" + textwrap.dedent(code) + textwrap.dedent(
-        """
-        assert "tensorflow" not in sys.modules, "kbert.tasks imported tensorflow"
-        print("JAX_OK")
-        """
-    )
-    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
-    result = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT,
-                            capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "JAX_OK" in result.stdout
-    return result.stdout

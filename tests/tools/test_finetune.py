@@ -1,8 +1,11 @@
 """tools/finetune.py and kbert.training.run_finetuning: flags, a run per task, best epoch,
 resume, the saved model."""
 
+import collections
 import json
 import os
+import re
+import string
 import subprocess
 import sys
 from pathlib import Path
@@ -150,12 +153,72 @@ def test_a_run_reads_its_encoder_and_its_data(tmp_path):
     assert task.metric(mrpc, prepared) == "f1"
 
 
+def binary_scores(truth, predicted):
+    """Accuracy, F1 of label 1, macro F1 and Matthews' correlation, from the counts."""
+    tp = np.sum((predicted == 1) & (truth == 1))
+    tn = np.sum((predicted == 0) & (truth == 0))
+    fp = np.sum((predicted == 1) & (truth == 0))
+    fn = np.sum((predicted == 0) & (truth == 1))
+    f1 = lambda tp, fp, fn: 2 * tp / (2 * tp + fp + fn)  # noqa: E731
+    denominator = float((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+    mcc = (tp * tn - fp * fn) / np.sqrt(denominator) if denominator else 0.0  # sklearn's 0
+    return {"accuracy": (tp + tn) / len(truth), "f1": f1(tp, fp, fn),
+            "macro_f1": (f1(tp, fp, fn) + f1(tn, fn, fp)) / 2, "matthews_corrcoef": mcc}
+
+
+def squad_v1(prediction, gold):
+    """(exact match, token F1) of one answer, as SQuAD v1.1's evaluate script."""
+    def normal(text):
+        text = "".join(c for c in text.lower() if c not in string.punctuation)
+        return re.sub(r"\b(a|an|the)\b", " ", text).split()
+
+    p, g = normal(prediction), normal(gold)
+    same = sum((collections.Counter(p) & collections.Counter(g)).values())
+    f1 = 0.0 if same == 0 else 2 * same / (len(p) + len(g))
+    return float(p == g), f1
+
+
+def rescored(model_dir, task, settings, data):
+    """The scores of the run's saved model (its best epoch) on `data`, computed here from
+    its predictions: seqeval's entity scores of the words' tags (tagger), SQuAD v1.1's
+    exact match and F1 of the decoded answers (reader), in the run's own units."""
+    from kbert import convert
+    from kbert.training import FinetuningConfig
+    from kbert.training.finetuning_tasks import FINETUNING_TASKS, model_inputs
+    from kbert.untrusted import load_model
+
+    config = FinetuningConfig(**{**RUN_SETTINGS, **settings, "model_dir": str(model_dir),
+                                 "task": task, "train_data": data, "validation_data": data})
+    model = load_model(str(model_dir / "model.keras"))
+    split = FINETUNING_TASKS[task].prepare(config, data, "validation",
+                                           convert.load_tokenizer(str(TINY)),
+                                           label_names=getattr(model, "label_names", None))
+    outputs = model.predict(model_inputs(model, split.encoded.features), verbose=0)
+    if task == "token_classifier":
+        from seqeval import metrics
+
+        gold = [[split.label_names[t] for t in e.tags] for e in split.data.examples]
+        found = [[t or "O" for t in tags] for tags in split.encoded.word_predictions(outputs)]
+        return {"precision": metrics.precision_score(gold, found, zero_division=0),
+                "recall": metrics.recall_score(gold, found, zero_division=0),
+                "f1": metrics.f1_score(gold, found, zero_division=0)}
+    answers = split.encoded.decode(outputs["start_logits"], outputs["end_logits"],
+                                   n_best=config.n_best, version_2=False,
+                                   max_answer_length=config.max_answer_length)
+    pairs = [max(squad_v1(answers[e.id]["text"], g) for g, _ in e.answers)
+             for e in split.data.examples]
+    return {"exact_match": 100 * np.mean([p[0] for p in pairs]),
+            "f1": 100 * np.mean([p[1] for p in pairs])}
+
+
+RUN_SETTINGS = dict(checkpoint=str(TINY), global_batch_size=16, epochs=2, learning_rate=1e-3,
+                    verbose=2, jit_compile=False, seed=3, sequence_length=24)
+
+
 def run(tmp_path, **kwargs):
     from kbert.training import FinetuningConfig, run_finetuning
 
-    settings = dict(model_dir=str(tmp_path / "run"), checkpoint=str(TINY),
-                    global_batch_size=16, epochs=2, learning_rate=1e-3, verbose=2,
-                    jit_compile=False, seed=3, sequence_length=24)
+    settings = dict(model_dir=str(tmp_path / "run"), **RUN_SETTINGS)
     settings.update(kwargs)
     return run_finetuning(FinetuningConfig(**settings))
 
@@ -187,8 +250,8 @@ def test_a_classifier_run_keeps_the_best_epoch_and_saves_a_loadable_model(tmp_pa
     logits = model.predict(classification_dataset(data, tokenizer, 24, 16).map(
         lambda x, y: {"token_ids": x["token_ids"], "padding_mask": x["padding_mask"]}),
         verbose=0)
-    accuracy = np.mean(logits.argmax(-1) == [e.label for e in data.examples])
-    assert accuracy == pytest.approx(best["scores"]["accuracy"])
+    predicted, truth = logits.argmax(-1), np.array([e.label for e in data.examples])
+    assert best["scores"] == pytest.approx(binary_scores(truth, predicted))
 
     # Running it again resumes: nothing left to train.
     again = run(tmp_path, train_data=train, validation_data=dev)
@@ -214,6 +277,10 @@ def test_a_tagger_and_a_reader_run_with_their_official_metrics(tmp_path):
                  train_data=str(tmp_path / "train.conll"),
                  validation_data=str(tmp_path / "train.conll"), epochs=1, sequence_length=16)
     assert set(tagged["best"]["scores"]) == {"precision", "recall", "f1"}
+    rescore = dict(epochs=3, sequence_length=16)
+    assert tagged["best"]["scores"] == pytest.approx(rescored(
+        tmp_path / "tagger" / "run", "token_classifier", rescore,
+        str(tmp_path / "train.conll")))
 
     paragraphs = []
     for i in range(24):
@@ -229,6 +296,10 @@ def test_a_tagger_and_a_reader_run_with_their_official_metrics(tmp_path):
                validation_data=str(tmp_path / "squad.json"), epochs=1, sequence_length=24,
                doc_stride=8, max_question_length=8, global_batch_size=8)
     assert set(read["best"]["scores"]) == {"exact_match", "f1"}
+    assert read["best"]["scores"] == pytest.approx(rescored(
+        tmp_path / "reader" / "run", "question_answerer",
+        dict(epochs=1, sequence_length=24, doc_stride=8, max_question_length=8,
+             global_batch_size=8), str(tmp_path / "squad.json")))
 
 
 def final_weights(model_dir):

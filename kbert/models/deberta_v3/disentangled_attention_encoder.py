@@ -106,21 +106,21 @@ class DisentangledAttentionEncoder(EncoderBlock):
         shape = ops.shape(x)
         return ops.reshape(x, tuple(shape[:-1]) + (self.num_heads, self.head_size))
 
-    def _attention(self, x, relative_embeddings, padding_mask, training):
+    def _attention(self, x, relative_embeddings, padding_mask, training, explicit):
         query = self._heads(self.query_dense(x))  # [B, S, N, D]
         key = self._heads(self.key_dense(x))
         value = self._heads(self.value_dense(x))
         scale = ops.cast(1.0 / math.sqrt(self.head_size * (1 + len(self.attention_types))),
                          query.dtype)
-        scores = ops.einsum("bqnd,bknd->bnqk", query, key * scale)  # [B, N, S, S]
+        bias = None  # the c2p and p2c scores, added to the content's
         if self.attention_types:
-            scores = scores + self._relative_scores(query, key, relative_embeddings, scale,
-                                                    training)
-        probs, _ = self._attention_probs(scores, padding_mask, x.dtype, training)
-        context = ops.einsum("bnqk,bknd->bqnd", probs, value)  # [B, S, N, D]
+            bias = self._relative_scores(query, key, relative_embeddings, scale, training)
+        out = self._attend(query, key * scale, value, padding_mask, training, bias=bias,
+                           explicit=explicit)
+        context, probs = (out[0], out[1]) if explicit else (out, None)
         shape = ops.shape(context)
         context = ops.reshape(context, (shape[0], shape[1], self.num_heads * self.head_size))
-        return self.attention_output_dense(context)  # [B, S, H]
+        return self.attention_output_dense(context), probs  # [B, S, H]
 
     def _relative_scores(self, query, key, relative_embeddings, scale, training):
         """The c2p and p2c terms, [B, N, S, S]."""
@@ -146,9 +146,12 @@ class DisentangledAttentionEncoder(EncoderBlock):
             result = result + ops.transpose(p2c, (0, 1, 3, 2))
         return result
 
-    def call(self, inputs, relative_embeddings, padding_mask=None, training=None):
-        x = self._attention(inputs, relative_embeddings, padding_mask, training)
-        return self._feed_forward(inputs, x, training)
+    def call(self, inputs, relative_embeddings, padding_mask=None, training=None,
+             return_attention_probs=False):
+        x, probs = self._attention(inputs, relative_embeddings, padding_mask, training,
+                                   return_attention_probs)
+        x = self._feed_forward(inputs, x, training)
+        return (x, probs) if return_attention_probs else x
 
     def compute_output_shape(self, inputs_shape, relative_embeddings_shape=None,
                              padding_mask_shape=None):

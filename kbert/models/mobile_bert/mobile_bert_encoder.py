@@ -24,7 +24,7 @@ class MobileBertEncoder(EncoderBlock):
         y = norm(dropout(dense(o)) + x)            output bottleneck, intra -> H
 
     Attention runs at the bottleneck width (`intra_bottleneck_size / num_heads` per head);
-    padded keys get -1e9 before a float32 softmax.
+    attention over the real keys with a float32 softmax (`EncoderBlock._attend`).
 
     Args:
         num_heads: attention heads; `intra_bottleneck_size` must be divisible by it.
@@ -114,28 +114,29 @@ class MobileBertEncoder(EncoderBlock):
         shape = ops.shape(x)
         return ops.reshape(x, (shape[0], shape[1], self.num_heads, self._head_size))
 
-    def _attention(self, shared, inputs, padding_mask, training):
+    def _attention(self, shared, inputs, padding_mask, training, explicit):
         query = self._heads(self.query_dense(shared))  # [B, S, N, D]
         key = self._heads(self.key_dense(shared))
         value = self._heads(self.value_dense(inputs))
         query = query * ops.cast(1.0 / self._head_size**0.5, query.dtype)
-        scores = ops.einsum("bqnd,bknd->bnqk", query, key)  # [B, N, S, S]
-        probs, _ = self._attention_probs(scores, padding_mask, value.dtype, training)
-        context = ops.einsum("bnqk,bknd->bqnd", probs, value)  # [B, S, N, D]
+        out = self._attend(query, key, value, padding_mask, training, explicit=explicit)
+        context, probs = (out[0], out[1]) if explicit else (out, None)
         shape = ops.shape(context)
-        return ops.reshape(context, (shape[0], shape[1], self.intra_bottleneck_size))
+        return ops.reshape(context, (shape[0], shape[1], self.intra_bottleneck_size)), probs
 
-    def call(self, inputs, padding_mask=None, training=None):
+    def call(self, inputs, padding_mask=None, training=None, return_attention_probs=False):
         bottleneck = self.input_bottleneck_norm(self.input_bottleneck(inputs))  # [B, S, I]
         shared = self.attention_bottleneck_norm(self.attention_bottleneck(inputs))
-        context = self._attention(shared, inputs, padding_mask, training)
+        context, probs = self._attention(shared, inputs, padding_mask, training,
+                                         return_attention_probs)
         x = self.attention_norm(self.attention_output_dense(context) + bottleneck)
         for intermediate, output, norm in zip(self.ffn_intermediate, self.ffn_output,
                                               self.ffn_norm):
             x = norm(output(intermediate(x)) + x)
         x = self.output_norm(self.output_dense(self.intermediate_dense(x)) + x)
         x = self.output_dropout(self.output_bottleneck(x), training=training)
-        return self.output_bottleneck_norm(x + inputs)  # [B, S, H]
+        x = self.output_bottleneck_norm(x + inputs)  # [B, S, H]
+        return (x, probs) if return_attention_probs else x
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
         return tuple(inputs_shape)

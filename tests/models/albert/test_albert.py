@@ -4,7 +4,7 @@ import pytest
 
 import kbert
 from kbert.models import AlbertBackbone, AlbertConfig, AlbertPretrainer
-from tests.helpers import TINY, random_batch
+from tests.helpers import TINY, random_batch, shapes_only
 from tests.models import _family_checks
 
 ALBERT = dict(TINY, num_layers=4, embedding_size=16)
@@ -57,33 +57,20 @@ def test_pretrainer_trains_mlm_and_sop():
 
 @pytest.mark.parametrize("name,paper_millions", [("albert_base", 12), ("albert_large", 18),
                                                  ("albert_xlarge", 60)])
-@pytest.mark.slow
 def test_preset_parameter_counts(name, paper_millions):
     """Within 2% of the paper's counts (Lan et al. 2019, table 1), heads included; the backbone
     equals Hugging Face's AlbertModel of the released v2 configs exactly."""
     hugging_face = {"albert_base": 11_683_584, "albert_large": 17_683_968,
                     "albert_xlarge": 58_724_864}
-    model = kbert.presets.load(name, weights=None)
+    model = shapes_only(lambda: kbert.presets.load(name, weights=None))
     assert isinstance(model, AlbertPretrainer) and model.next_sentence_prediction
     assert model.backbone.count_params() == hugging_face[name]
     assert abs(model.count_params() / (paper_millions * 1e6) - 1) < 0.02
 
 
-@pytest.mark.slow
 def test_xxlarge_parameter_count():
     """The paper says 235M; the released xxlarge architecture (H4096, I16384, L12, E128) has
     222.6M (Hugging Face's albert-xxlarge-v2: 222,595,584), 5% less. kbert builds the released
     architecture."""
-    backbone = kbert.presets.load("albert_xxlarge", head=None, weights=None)
+    backbone = shapes_only(lambda: kbert.presets.load("albert_xxlarge", head=None, weights=None))
     assert backbone.count_params() == 222_595_584
-
-
-@pytest.mark.slow
-def test_forward_and_train_step_under_jax():
-    _family_checks.check_jax_train_step(
-        """
-        from kbert.models import AlbertBackbone, AlbertPretrainer
-        model = AlbertPretrainer(AlbertBackbone(**dict(TINY, num_layers=4, embedding_size=16,
-                                                       num_groups=2)))
-        """,
-        ["loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy"])

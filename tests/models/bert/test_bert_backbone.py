@@ -1,8 +1,3 @@
-import os
-import subprocess
-import sys
-import textwrap
-
 import keras
 import numpy as np
 import pytest
@@ -93,42 +88,3 @@ def test_mixed_bfloat16(tmp_path):
     restored = keras.saving.load_model(path)
     assert restored.dtype_policy.name == "mixed_bfloat16"
     assert keras.backend.standardize_dtype(restored(INPUTS)["pooled_output"].dtype) == "bfloat16"
-
-
-JAX_SCRIPT = textwrap.dedent(
-    """
-    import sys
-    import numpy as np
-    import keras
-    import kbert.layers, kbert.models
-    from kbert.models import BertBackbone, BertPretrainer
-    from tests.helpers import TINY, random_batch
-
-    assert keras.backend.backend() == "jax"
-    backbone = BertBackbone(**TINY)
-    features, labels = random_batch()
-    out = backbone({k: features[k] for k in ("token_ids", "segment_ids", "padding_mask")})
-    assert out["sequence_output"].shape == (4, 16, 32), out["sequence_output"].shape
-    model = BertPretrainer(backbone)
-    model.compile(optimizer=keras.optimizers.Adam(1e-2))
-    before = keras.ops.convert_to_numpy(backbone.token_embedding.embeddings).copy()
-    logs = model.train_on_batch(features, labels, return_dict=True)
-    assert set(logs) == {"loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy"}, logs
-    assert np.isfinite(logs["loss"]), logs
-    assert not np.allclose(before, keras.ops.convert_to_numpy(backbone.token_embedding.embeddings))
-    assert "tensorflow" not in sys.modules, "kbert.layers / kbert.models imported tensorflow"
-    print("JAX_OK", logs)
-    """
-)
-
-
-@pytest.mark.slow
-def test_forward_and_train_step_under_jax():
-    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
-    result = subprocess.run(
-        [sys.executable, "-c", JAX_SCRIPT], env=env, cwd=root, capture_output=True, text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "JAX_OK" in result.stdout

@@ -138,3 +138,38 @@ def test_mixed_float16_scales_the_loss():
     assert isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
     logs = model.train_on_batch(FEATURES, LABELS, return_dict=True)
     assert np.isfinite(logs["loss"])
+
+
+@pytest.mark.slow
+def test_mixed_float16_differentiates_the_scaled_loss_and_applies_the_unscaled_gradient():
+    """The step differentiates the loss times the dynamic scale (2**15 at first) and divides
+    the gradient by it again: with SGD, the weights move by the learning rate times the
+    float32 twin's gradient of the unscaled loss (a missing unscale would move them 32768
+    times as far); finite gradients keep the scale."""
+    keras.utils.set_random_seed(0)
+    config = dict(TINY, dropout=0.0, attention_dropout=0.0)
+    model = BertPretrainer(BertBackbone(**config, dtype="mixed_float16"))
+    model.compile(optimizer=keras.optimizers.SGD(0.5), run_eagerly=True)
+    optimizer = model.optimizer
+    assert isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+    recorded, scale_loss = [], optimizer.scale_loss
+    optimizer.scale_loss = lambda loss: recorded.append((loss, scale_loss(loss))) or \
+        recorded[-1][1]
+    twin = BertPretrainer(BertBackbone(**config))
+    twin.set_weights(model.get_weights())
+    before = [np.array(v) for v in model.trainable_variables]
+    model.train_on_batch(FEATURES, LABELS)
+
+    (loss, scaled), = recorded
+    assert float(optimizer.dynamic_scale) == 2.0 ** 15
+    assert float(scaled) == pytest.approx(float(loss) * 2.0 ** 15, rel=1e-6)
+    with tf.GradientTape() as tape:
+        twin_loss = twin.compute_loss(FEATURES, LABELS, twin(FEATURES, training=True))
+    gradients = tape.gradient(twin_loss, twin.trainable_variables)
+    assert float(loss) == pytest.approx(float(twin_loss), rel=1e-2)  # float16's rounding
+    moved = np.concatenate([(b - np.array(v)).ravel() / 0.5
+                            for b, v in zip(before, model.trainable_variables)])
+    expected = np.concatenate([np.asarray(tf.convert_to_tensor(g)).ravel() for g in gradients])
+    assert np.abs(expected).max() > 1e-3
+    error = np.abs(moved - expected).max() / np.abs(expected).max()
+    assert error < 0.02, error  # 0.001 seen

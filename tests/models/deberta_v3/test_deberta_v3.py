@@ -6,7 +6,7 @@ import pytest
 import kbert
 from kbert.models import DebertaV3Backbone, DebertaV3Config, DebertaV3Pretrainer
 from kbert.models.deberta_v3.disentangled_attention_encoder import relative_position_indexes
-from tests.helpers import TINY, random_batch
+from tests.helpers import TINY, random_batch, shapes_only
 from tests.models import _family_checks
 
 # 4 buckets: distances beyond +-2 are log-bucketed within the 16-token test batch.
@@ -60,11 +60,10 @@ def test_parity_with_keras_hub(buckets):
 @pytest.mark.parametrize("name,expected", [
     ("deberta_v3_xsmall", 70_682_112), ("deberta_v3_small", 141_304_320),
     ("deberta_v3_base", 183_831_552), ("deberta_v3_large", 434_012_160)])
-@pytest.mark.slow
 def test_preset_parameter_counts(name, expected):
     """Equal to transformers' DebertaV2Model of the microsoft/deberta-v3-* configs (counted
     with transformers 4.57 from configs written out by hand)."""
-    backbone = kbert.presets.load(name, head=None, weights=None)
+    backbone = shapes_only(lambda: kbert.presets.load(name, head=None, weights=None))
     assert isinstance(backbone, DebertaV3Backbone)
     assert backbone.count_params() == expected
 
@@ -91,13 +90,3 @@ def test_mixed_bfloat16_forward():
     assert keras.backend.standardize_dtype(out.dtype) == "bfloat16"
     assert backbone.embeddings.token_embedding.embeddings.dtype == "float32"
     assert np.isfinite(keras.ops.convert_to_numpy(keras.ops.cast(out, "float32"))).all()
-
-
-@pytest.mark.slow
-def test_forward_and_train_step_under_jax():
-    _family_checks.check_jax_train_step(
-        """
-        from kbert.models import DebertaV3Backbone, DebertaV3Pretrainer
-        model = DebertaV3Pretrainer(DebertaV3Backbone(**dict(TINY, position_buckets=4)))
-        """,
-        ["loss", "mlm_loss", "mlm_accuracy"])

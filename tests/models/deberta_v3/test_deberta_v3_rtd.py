@@ -98,15 +98,3 @@ def test_keras_round_trip(tmp_path):
     for key in ("mlm_logits", "rtd_logits"):
         np.testing.assert_allclose(keras.ops.convert_to_numpy(b[key]),
                                    keras.ops.convert_to_numpy(a[key]), atol=1e-6, rtol=0)
-
-
-@pytest.mark.slow
-def test_rtd_forward_and_train_step_under_jax():
-    # The backbone's token table is the delta: the discriminator loss moves it under JAX too.
-    _family_checks.check_jax_train_step(
-        """
-        from kbert.models import DebertaV3Backbone, DebertaV3RtdPretrainer
-        model = DebertaV3RtdPretrainer(DebertaV3Backbone(**dict(TINY, position_buckets=4)),
-                                       seed=1)
-        """,
-        ["loss", "mlm_loss", "mlm_accuracy", "rtd_loss", "rtd_accuracy"])

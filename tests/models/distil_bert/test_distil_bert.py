@@ -51,13 +51,3 @@ def test_preset():
     model = kbert.presets.load("distil_bert_base", weights=None)
     assert isinstance(model, DistilBertPretrainer) and not model.next_sentence_prediction
     assert model.backbone.count_params() == 66_362_880  # Hugging Face's distilbert-base-uncased
-
-
-@pytest.mark.slow
-def test_forward_and_train_step_under_jax():
-    _family_checks.check_jax_train_step(
-        """
-        from kbert.models import DistilBertBackbone, DistilBertPretrainer
-        model = DistilBertPretrainer(DistilBertBackbone(**TINY))
-        """,
-        ["loss", "mlm_loss", "mlm_accuracy"])

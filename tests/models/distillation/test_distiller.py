@@ -11,7 +11,7 @@ from kbert.models import (
 )
 from kbert.models.distillation import student_layers
 from tests.helpers import TINY, random_batch
-from tests.models._family_checks import check_jax_train_step, randomize
+from tests.models._family_checks import randomize
 
 QUIET = {"dropout": 0.0, "attention_dropout": 0.0}
 
@@ -136,19 +136,3 @@ def test_config_round_trip():
     assert restored.get_config() == config
     assert restored.feature_names == ["mask_positions", "padding_mask", "segment_ids",
                                       "token_ids"]
-
-
-@pytest.mark.slow
-def test_jax_train_step():
-    check_jax_train_step(
-        """
-        from kbert.models import (BertBackbone, BertPretrainer, DistilBertBackbone,
-                                  DistilBertPretrainer, Distiller, initialize_student)
-        teacher = BertPretrainer(BertBackbone(**{**TINY, "num_layers": 4}),
-                                 next_sentence_prediction=False)
-        student = DistilBertPretrainer(DistilBertBackbone(**TINY))
-        assert initialize_student(student, teacher) == [0, 3]
-        model = Distiller(student, teacher)
-        """,
-        ["cosine_loss", "kl_loss", "loss", "mlm_accuracy", "mlm_loss"],
-    )

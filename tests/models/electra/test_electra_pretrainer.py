@@ -10,7 +10,6 @@ from kbert.layers.masked_token_sampler import scatter_positions
 from kbert.models import ElectraBackbone, ElectraMaskedLM, ElectraPretrainer
 from kbert.models.electra.electra_generator import generator_size
 from tests.helpers import TINY, random_batch
-from tests.models import _family_checks
 
 
 def make(**kwargs):
@@ -162,14 +161,3 @@ def test_heads_of_the_electra_presets():
     mlm = kbert.models.build("electra", kbert.presets.config("electra_small", num_layers=1),
                              head="mlm")
     assert type(mlm) is ElectraMaskedLM and not mlm.next_sentence_prediction
-
-
-@pytest.mark.slow
-def test_jax_train_step():
-    _family_checks.check_jax_train_step(
-        """
-        model = kbert.models.ElectraPretrainer(
-            kbert.models.ElectraBackbone(**TINY, embedding_size=16), seed=1)
-        """,
-        ["loss", "mlm_accuracy", "mlm_loss", "rtd_accuracy", "rtd_loss"],
-    )

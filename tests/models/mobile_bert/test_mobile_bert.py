@@ -14,7 +14,7 @@ import kbert.convert
 from kbert.convert import CheckpointError
 from kbert.models import MobileBertBackbone, MobileBertConfig, MobileBertPretrainer
 from tests.convert import _families
-from tests.helpers import TINY, random_batch
+from tests.helpers import TINY, random_batch, shapes_only
 from tests.models import _family_checks
 
 FIXTURES = _families.FIXTURES
@@ -193,25 +193,13 @@ def test_mixed_bfloat16_forward():
     assert all(keras.backend.standardize_dtype(w.dtype) == "float32" for w in model.weights)
 
 
-@pytest.mark.slow
 def test_released_parameter_counts():
     """transformers' MobileBertModel of google/mobilebert-uncased's config: 24,581,888 weights
     (no pooler dense: classifier_activation is false there), 24,844,544 with the pooler dense
     (transformers' default, classifier_activation=True); MobileBertForPreTraining 36,597,564."""
-    model = kbert.presets.load("mobile_bert", weights=None)
+    model = shapes_only(lambda: kbert.presets.load("mobile_bert", weights=None))
     assert isinstance(model, MobileBertPretrainer) and model.next_sentence_prediction
     assert model.backbone.count_params() == 24_581_888
     assert model.count_params() == 36_597_564
     config = kbert.presets.config("mobile_bert", classifier_activation=True)
-    assert MobileBertBackbone.from_config(config).count_params() == 24_844_544
-
-
-@pytest.mark.slow
-def test_forward_and_train_step_under_jax():
-    _family_checks.check_jax_train_step(
-        """
-        from kbert.models import MobileBertBackbone, MobileBertPretrainer
-        model = MobileBertPretrainer(MobileBertBackbone(**dict(
-            TINY, embedding_size=8, intra_bottleneck_size=16, num_feedforward_networks=2)))
-        """,
-        ["loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy"])
+    assert shapes_only(lambda: MobileBertBackbone.from_config(config)).count_params() == 24_844_544

@@ -1,0 +1,194 @@
+"""Every backbone family, the distiller and every task model under JAX: a forward pass and one
+train step each, without TensorFlow imported.
+
+All cases run in ONE process (KERAS_BACKEND=jax is read when Keras is imported, so not in this
+one): JAX's import and the compilation of the eager ops that building a model runs are paid
+once, not once per family. Each case runs on its own, its traceback kept: one that fails does
+not hide the others, and each test below asserts its own case.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+HEADER = """
+import sys, traceback
+import numpy as np
+import keras
+import kbert.layers, kbert.models
+from tests.helpers import TINY, random_batch
+
+assert keras.backend.backend() == "jax"
+MODELS_IMPORTED_TENSORFLOW = "tensorflow" in sys.modules
+
+def train_one_step(model):
+    features, labels = random_batch()
+    names = getattr(model, "feature_names", None) or model.input
+    features = {k: v for k, v in features.items() if k in names}
+    model.compile(optimizer=keras.optimizers.Adam(1e-2))
+    table = model.backbone.token_embedding.embeddings
+    before = keras.ops.convert_to_numpy(table).copy()
+    logs = model.train_on_batch(features, labels, return_dict=True)
+    print("LOGS", sorted(logs))
+    assert np.isfinite(logs["loss"]), logs
+    assert not np.allclose(before, keras.ops.convert_to_numpy(table))
+    assert not MODELS_IMPORTED_TENSORFLOW, "kbert.layers / kbert.models imported tensorflow"
+    assert "tensorflow" not in sys.modules, "kbert.models imported tensorflow"
+"""
+
+# Each family's pretrainer: code that defines `model` from TINY, and the train step's logs.
+PRETRAINERS = {
+    "albert": ("""
+        from kbert.models import AlbertBackbone, AlbertPretrainer
+        model = AlbertPretrainer(AlbertBackbone(**dict(TINY, num_layers=4, embedding_size=16,
+                                                       num_groups=2)))
+        """, ["loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy"]),
+    "deberta_v3": ("""
+        from kbert.models import DebertaV3Backbone, DebertaV3Pretrainer
+        model = DebertaV3Pretrainer(DebertaV3Backbone(**dict(TINY, position_buckets=4)))
+        """, ["loss", "mlm_loss", "mlm_accuracy"]),
+    # The backbone's token table is the delta: the discriminator loss moves it under JAX too.
+    "deberta_v3_rtd": ("""
+        from kbert.models import DebertaV3Backbone, DebertaV3RtdPretrainer
+        model = DebertaV3RtdPretrainer(DebertaV3Backbone(**dict(TINY, position_buckets=4)),
+                                       seed=1)
+        """, ["loss", "mlm_loss", "mlm_accuracy", "rtd_loss", "rtd_accuracy"]),
+    "electra": ("""
+        model = kbert.models.ElectraPretrainer(
+            kbert.models.ElectraBackbone(**TINY, embedding_size=16), seed=1)
+        """, ["loss", "mlm_accuracy", "mlm_loss", "rtd_accuracy", "rtd_loss"]),
+    "distil_bert": ("""
+        from kbert.models import DistilBertBackbone, DistilBertPretrainer
+        model = DistilBertPretrainer(DistilBertBackbone(**TINY))
+        """, ["loss", "mlm_loss", "mlm_accuracy"]),
+    "mobile_bert": ("""
+        from kbert.models import MobileBertBackbone, MobileBertPretrainer
+        model = MobileBertPretrainer(MobileBertBackbone(**dict(
+            TINY, embedding_size=8, intra_bottleneck_size=16, num_feedforward_networks=2)))
+        """, ["loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy"]),
+    "roberta": ("""
+        from kbert.models import RobertaBackbone, RobertaPretrainer
+        model = RobertaPretrainer(RobertaBackbone(**TINY))
+        """, ["loss", "mlm_loss", "mlm_accuracy"]),
+    "distiller": ("""
+        from kbert.models import (BertBackbone, BertPretrainer, DistilBertBackbone,
+                                  DistilBertPretrainer, Distiller, initialize_student)
+        teacher = BertPretrainer(BertBackbone(**{**TINY, "num_layers": 4}),
+                                 next_sentence_prediction=False)
+        student = DistilBertPretrainer(DistilBertBackbone(**TINY))
+        assert initialize_student(student, teacher) == [0, 3]
+        model = Distiller(student, teacher)
+        """, ["cosine_loss", "kl_loss", "loss", "mlm_accuracy", "mlm_loss"]),
+}
+
+BERT = """
+    from kbert.models import BertBackbone, BertPretrainer
+    backbone = BertBackbone(**TINY)
+    features, labels = random_batch()
+    out = backbone({k: features[k] for k in ("token_ids", "segment_ids", "padding_mask")})
+    assert out["sequence_output"].shape == (4, 16, 32), out["sequence_output"].shape
+    model = BertPretrainer(backbone)
+    model.compile(optimizer=keras.optimizers.Adam(1e-2))
+    before = keras.ops.convert_to_numpy(backbone.token_embedding.embeddings).copy()
+    logs = model.train_on_batch(features, labels, return_dict=True)
+    assert set(logs) == {"loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy"}, logs
+    assert np.isfinite(logs["loss"]), logs
+    assert not np.allclose(before, keras.ops.convert_to_numpy(backbone.token_embedding.embeddings))
+    assert not MODELS_IMPORTED_TENSORFLOW, "kbert.layers / kbert.models imported tensorflow"
+    assert "tensorflow" not in sys.modules, "kbert.layers / kbert.models imported tensorflow"
+    """
+
+# A forward pass of every task on every family; one train step (jitted) of every task, each on
+# another family, so that every family trains once too.
+TASKS = """
+    import kbert.tasks
+    features, _ = random_batch()
+    rng = np.random.default_rng(0)
+    labels = {
+        "text_classifier": np.array([0, 1, 2, 1]),
+        "token_classifier": rng.integers(0, 3, (4, 16)),
+        "question_answerer": {"start_positions": np.array([1, 2, 0, 3]),
+                              "end_positions": np.array([2, 2, 0, 5])},
+        "text_embedder": rng.normal(size=(4, 32)).astype("float32"),
+    }
+    kwargs = {"text_classifier": {"num_classes": 3}, "token_classifier": {"num_classes": 3},
+              "question_answerer": {}, "text_embedder": {"normalize": True}}
+    shapes = {"text_classifier": (4, 3), "token_classifier": (4, 16, 3),
+              "question_answerer": (4, 16), "text_embedder": (4, 32)}
+    families, tasks = list(kbert.models.FAMILIES), list(kbert.tasks.TASKS)
+    for i, family in enumerate(families):
+        sizes = {**TINY, **TINY_FAMILY.get(family, {})}  # the script defines TINY_FAMILY
+        config = kbert.models.FAMILIES[family].config(**sizes)
+        for j, task in enumerate(tasks):
+            backbone = kbert.models.build(family, config, head=None)
+            model = kbert.tasks.build(task, backbone, **kwargs[task])
+            x = {k: v for k, v in features.items() if k in model.input}
+            out = model(x)
+            for value in (out.values() if isinstance(out, dict) else [out]):
+                assert tuple(value.shape) == shapes[task], (family, task, value.shape)
+            if (i + j) % len(tasks):
+                continue
+            model.compile(optimizer=keras.optimizers.Adam(1e-2))
+            table = backbone.token_embedding.embeddings
+            before = keras.ops.convert_to_numpy(table).copy()
+            logs = model.train_on_batch(x, labels[task], return_dict=True)
+            assert np.isfinite(logs["loss"]), (family, task, logs)
+            assert not np.allclose(before, keras.ops.convert_to_numpy(table)), (family, task)
+            print("TRAINED", family, task, sorted(logs))
+    assert "tensorflow" not in sys.modules, "kbert.tasks imported tensorflow"
+    """
+
+CASES = {
+    "bert": BERT,
+    **{name: textwrap.dedent(code) + "train_one_step(model)\n"
+       for name, (code, _) in PRETRAINERS.items()},
+    "tasks": TASKS,  # last: the families' cases check that kbert.models alone is enough
+}
+
+RUN = """
+for name, code in CASES.items():
+    print(f"=== CASE {name}", flush=True)
+    try:
+        exec(compile(code, f"<case {name}>", "exec"), dict(globals()))
+        print(f"=== OK {name}", flush=True)
+    except BaseException:
+        traceback.print_exc(file=sys.stdout)
+        print(f"=== FAILED {name}", flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def outputs():
+    """Each case's printed output, from one JAX process; "" for a case it never reached."""
+    from tests.tasks._checks import TINY_FAMILY  # imports TensorFlow: so here, not there
+
+    cases = {name: textwrap.dedent(code) for name, code in CASES.items()}
+    script = (textwrap.dedent(HEADER) + f"TINY_FAMILY = {TINY_FAMILY!r}\nCASES = {cases!r}\n"
+              + RUN)
+    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
+    result = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT,
+                            capture_output=True, text=True, timeout=1800)
+    sections = {name: "" for name in CASES}
+    for part in result.stdout.split("=== CASE ")[1:]:
+        name, _, text = part.partition("\n")
+        sections[name] = text
+    return sections, result
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(CASES))
+def test_forward_and_train_step_under_jax(outputs, name):
+    sections, result = outputs
+    assert f"=== OK {name}" in sections[name], (
+        sections[name] or f"exit code {result.returncode}\n{result.stdout}{result.stderr}")
+    if name in PRETRAINERS:
+        assert f"LOGS {sorted(PRETRAINERS[name][1])}" in sections[name], sections[name]
+    if name == "tasks":
+        import kbert.models
+
+        assert sections[name].count("TRAINED") == len(kbert.models.FAMILIES), sections[name]
