@@ -128,6 +128,9 @@ class Inspector:
     def iterate(self, texts, hidden_states=True, attentions=True, progress=False):
         """`inspect` one batch at a time (an `Inspection` per text, in order), so that a
         corpus's attentions need not all be held at once."""
+        if isinstance(texts, str):
+            raise TypeError(f"Expected a list of texts (strings); got the string "
+                            f"{texts!r:.80}: wrap it in a list.")
         texts = list(texts)
         return self.iterate_encoded(texts, self.encode(texts), hidden_states, attentions,
                                     progress)

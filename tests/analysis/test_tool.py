@@ -33,7 +33,7 @@ def test_tool_writes_pictures_statistics_html_and_probe(files, tmp_path):
          f"--probe_input={files / 'tags.conll'}", "--words", "--html_texts=2",
          f"--output_dir={out}"],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)})
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])})
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads((out / "analysis.json").read_text())
     expected = {"attention_text0_layer1_head1.png", "attention_text0_layer1_head1.svg",
@@ -42,7 +42,11 @@ def test_tool_writes_pictures_statistics_html_and_probe(files, tmp_path):
                 "probe.svg", "probe.md"}
     assert set(summary["files"]) == expected
     for name in expected:
-        assert (out / name).stat().st_size > 500, name
+        if not name.endswith(".md"):
+            assert (out / name).stat().st_size > 2000, name
+    # Tables: a row per head (2 layers x 2 heads); a row per hidden state and the baseline.
+    assert len((out / "head_statistics.md").read_text().splitlines()) == 2 + 4
+    assert len((out / "probe.md").read_text().splitlines()) == 2 + 3 + 1
     assert summary["texts"] == 4 and summary["truncated"] == 0
     sep = summary["heads"]["statistics"]["sep"]
     assert len(sep) == 2 and len(sep[0]) == 2 and all(0 <= v <= 1 for row in sep for v in row)
