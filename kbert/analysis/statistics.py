@@ -76,8 +76,17 @@ class HeadStatistics:
     def share_of_heads(self, statistic, above=0.5, layers=None):
         """The share of heads (of `layers`, a range of layer indices; default all) whose
         `statistic` is above `above`: e.g. the heads that put most attention on [SEP]."""
+        if statistic not in self.values:
+            raise ValueError(f"Unknown statistic {statistic!r}. Allowed: "
+                             f"{', '.join(STATISTICS)}.")
         values = self.values[statistic]
-        values = values if layers is None else values[list(layers)]
+        if layers is not None:
+            layers = list(layers)
+            bad = [layer for layer in layers if not -self.num_layers <= layer < self.num_layers]
+            if bad or not layers:
+                raise ValueError(f"layers={layers!r}: the model has {self.num_layers} layers, "
+                                 f"numbered 0 to {self.num_layers - 1}.")
+            values = values[layers]
         return float((values > above).mean())
 
 

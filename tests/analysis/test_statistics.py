@@ -70,3 +70,11 @@ def test_no_attentions_or_no_texts_are_refused():
         head_statistics([Inspection("", [], [], np.zeros(0), np.zeros([0, 2]))])
     with pytest.raises(ValueError, match="no texts"):
         head_statistics([])
+
+
+def test_share_of_heads_names_a_bad_statistic_or_layer():
+    statistics = head_statistics([FIRST, SECOND])
+    with pytest.raises(ValueError, match="Unknown statistic 'mask'. Allowed: entropy"):
+        statistics.share_of_heads("mask")
+    with pytest.raises(ValueError, match=r"layers=\[1\]: the model has 1 layers"):
+        statistics.share_of_heads("sep", layers=[1])
