@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import kbert
 import kbert.convert
 
 FOLDER = Path(__file__).parents[1] / "fixtures" / "hf_tiny"
@@ -46,3 +47,15 @@ def test_asking_for_nothing_is_refused():
         backbone.with_internals(hidden_states=False, attentions=False)
     only = backbone.with_internals(attentions=False)
     assert "hidden_states" in only.output and "attentions" not in only.output
+
+
+def test_kbert_load_takes_transformers_options():
+    loaded = kbert.load(str(FOLDER / "distil_bert"), head=None, output_attentions=True)
+    reference = np.load(FOLDER / "distil_bert" / "internals.npz")
+    outputs = loaded.model({"token_ids": reference["token_ids"],
+                            "padding_mask": reference["padding_mask"]})
+    assert "hidden_states" not in outputs and len(outputs["attentions"]) == 2
+    assert loaded.max_sequence_length == 24
+    with pytest.raises(ValueError, match="head=None or task='feature-extraction', not a "
+                                         "DistilBertPretrainer"):
+        kbert.load(str(FOLDER / "distil_bert"), output_hidden_states=True)
