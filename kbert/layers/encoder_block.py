@@ -28,6 +28,18 @@ class EncoderBlock(_utils.SettingsConfig, keras.layers.Layer):
             activation=activation, dropout=dropout, attention_dropout=attention_dropout,
             layer_norm_epsilon=layer_norm_epsilon, initializer_range=initializer_range)
 
+    def compute_output_spec(self, inputs, *args, return_attention_scores=False,
+                            return_attention_probs=False, **kwargs):
+        """[B, S, H] in the compute dtype; with `return_attention_scores` and/or
+        `return_attention_probs` (a block's `call` takes those it has), also the float32
+        scores and/or the probabilities, [B, N, S, S], in that order."""
+        x = keras.KerasTensor(inputs.shape, dtype=self.compute_dtype)
+        square = (inputs.shape[0], self.num_heads, inputs.shape[1], inputs.shape[1])
+        extra = ([keras.KerasTensor(square, dtype="float32")] if return_attention_scores
+                 else []) + ([keras.KerasTensor(square, dtype=self.compute_dtype)]
+                             if return_attention_probs else [])
+        return (x, *extra) if extra else x
+
     def _dense(self, units, name, activation=None):
         """A `Dense(units)` with the blocks' truncated-normal kernel initializer."""
         return keras.layers.Dense(

@@ -20,6 +20,7 @@ import os
 from typing import Optional
 
 from kbert import presets
+from kbert.models.backbone import Backbone
 from kbert.loading import runs
 from kbert.loading.runs import RunError
 from kbert.loading.sources import (
@@ -98,7 +99,8 @@ def source(spec, weights=presets.PRETRAINED, sha256=None, trusted=False):
 
 
 def load(spec, task=None, head="auto", *, dtype=None, weights=presets.PRETRAINED, sha256=None,
-         trusted=False, **config_overrides):
+         trusted=False, output_hidden_states=False, output_attentions=False,
+         **config_overrides):
     """The model and tokenizer that `spec` names.
 
     Args:
@@ -121,6 +123,10 @@ def load(spec, task=None, head="auto", *, dtype=None, weights=presets.PRETRAINED
             (random initialisation). See `kbert.presets.load`.
         sha256: for a preset's release: the hash to pin (see `kbert.presets.load`).
         trusted: for a SavedModel: skip the check (only for one you made yourself).
+        output_hidden_states, output_attentions: as transformers' options of those names:
+            the backbone (`head=None` or task "feature-extraction") as
+            `Backbone.with_internals`, whose outputs add `hidden_states` (the embeddings'
+            output, then each layer's) and/or `attentions` (each layer's probabilities).
         **config_overrides: dropouts, `activation`, `initializer_range` or a shorter
             `max_sequence_length`; with `weights=None` any architecture field.
 
@@ -130,9 +136,18 @@ def load(spec, task=None, head="auto", *, dtype=None, weights=presets.PRETRAINED
     """
     found = source(spec, weights=weights, sha256=sha256, trusted=trusted)
     model = found.build(task=task, head=head, dtype=dtype, **config_overrides)
+    if output_hidden_states or output_attentions:
+        if not isinstance(model, Backbone):
+            raise ValueError(
+                f"output_hidden_states and output_attentions give a backbone's internals: "
+                f"load {spec!r} with head=None or task='feature-extraction', not a "
+                f"{type(model).__name__} (or call its .backbone.with_internals()).")
     tokenizer = None if (found.kind == "preset" and weights is None) else found.tokenizer()
     length = getattr(getattr(model, "backbone", model), "config", None)
     length = length.max_sequence_length if length is not None else found.max_sequence_length
+    if output_hidden_states or output_attentions:
+        model = model.with_internals(hidden_states=bool(output_hidden_states),
+                                     attentions=bool(output_attentions))
     return Loaded(model, tokenizer, found.description, length,
                   label_names=getattr(model, "label_names", None), kind=found.kind)
 

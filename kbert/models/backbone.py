@@ -29,6 +29,57 @@ def encoder_blocks(block_class, config, count, dtype, **given):
             for i in range(count)]
 
 
+class Internals:
+    """What a backbone's graph collects on request (`Backbone.with_internals`): the hidden
+    states (the embeddings' output, then each layer's) and each layer's attention
+    probabilities, as transformers' `output_hidden_states` and `output_attentions`. A family's
+    `network` passes its embeddings' output through `embedded` and runs each block through
+    `block`; `NO_INTERNALS` (the default) collects nothing and changes nothing in the graph."""
+
+    def __init__(self, hidden_states=False, attentions=False):
+        self.hidden_states = [] if hidden_states else None
+        self.attentions = [] if attentions else None
+
+    def embedded(self, x):
+        if self.hidden_states is not None:
+            self.hidden_states.append(x)
+        return x
+
+    def block(self, block, x, *args, **kwargs):
+        """`block(x, *args, **kwargs)`, keeping its output and attention probabilities."""
+        if self.attentions is not None:
+            x, probs = _WithProbabilities(block)(x, *args, **kwargs)
+            self.attentions.append(probs)
+        else:
+            x = block(x, *args, **kwargs)
+        return self.embedded(x)
+
+    def outputs(self):
+        """{"hidden_states": [...], "attentions": [...]}, of those collected."""
+        return {name: value for name, value in (("hidden_states", self.hidden_states),
+                                                ("attentions", self.attentions))
+                if value is not None}
+
+
+NO_INTERNALS = Internals()
+
+
+class _WithProbabilities(keras.layers.Layer):
+    """`block` returning its attention probabilities too, as an operation of its own: a
+    functional graph maps a layer's outputs by its first call's, which returns one tensor."""
+
+    def __init__(self, block, **kwargs):
+        super().__init__(dtype=block.dtype_policy, **kwargs)
+        self.block = block
+
+    def call(self, inputs, *args, **kwargs):
+        return self.block(inputs, *args, return_attention_probs=True, **kwargs)
+
+    def compute_output_spec(self, inputs, *args, **kwargs):
+        return self.block.compute_output_spec(inputs, *args, return_attention_probs=True,
+                                              **kwargs)
+
+
 def int_inputs(names):
     """A `keras.Input` int32 [B, S] for each of `names`, by name."""
     return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in names}
@@ -40,9 +91,9 @@ class Backbone(keras.Model):
     `MobileBertBackbone`): `isinstance(model, Backbone)` means "any kbert backbone".
 
     A family sets `config_class`, a frozen dataclass whose fields are the constructor's
-    arguments (it validates them and holds their defaults), and writes
-    `build_network(config, dtype)`: its layers and functional graph, returned as
-    `(inputs, outputs, layers)`. `layers` maps attribute names to layers: `embeddings`,
+    arguments (it validates them and holds their defaults), and writes `make_layers(config,
+    dtype)`, `network(config, layers, inputs, internals)` (its functional graph) and, where
+    its inputs differ, `input_names(config)`. `layers` maps attribute names to layers: `embeddings`,
     `transformer_layers` (the blocks, a list), `pooler` (`None` without one) and any of the
     family's own (DeBERTa-v3's `relative_embedding`). The base class makes the config, keeps
     the dtype policy and saves and loads the config (`get_config`, `from_config`).
@@ -78,10 +129,12 @@ class Backbone(keras.Model):
             intermediate_size=intermediate_size,
             **{name: kwargs.pop(name) for name in list(kwargs) if name in fields},
         )
-        inputs, outputs, layers = self.build_network(config, dtype)
+        layers = self.make_layers(config, dtype)
+        inputs = int_inputs(self.input_names(config))
+        outputs = self.network(config, layers, inputs, NO_INTERNALS)
         missing = [name for name in LAYER_ATTRIBUTES if name not in layers]
         if missing:
-            raise TypeError(f"{type(self).__name__}.build_network returned no {missing}: "
+            raise TypeError(f"{type(self).__name__}.make_layers returned no {missing}: "
                             f"every backbone has {list(LAYER_ATTRIBUTES)}.")
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
 
@@ -90,12 +143,38 @@ class Backbone(keras.Model):
             # A functional Model does not keep `dtype`; get_config must save the policy.
             self.dtype_policy = keras.dtype_policies.get(dtype)
         self.config = config  # the family's config (BertConfig, AlbertConfig, ...)
+        self._layer_names = tuple(layers)
         for name, layer in layers.items():
             setattr(self, name, layer)
 
-    def build_network(self, config, dtype):
-        """The family's layers and graph: `(inputs, outputs, layers)` (see the class)."""
-        raise NotImplementedError(f"{type(self).__name__} must define build_network.")
+    def make_layers(self, config, dtype):
+        """The family's layers, by attribute name (see the class)."""
+        raise NotImplementedError(f"{type(self).__name__} must define make_layers.")
+
+    def input_names(self, config):
+        """The names of the int inputs: token_ids, (segment_ids,) padding_mask."""
+        return ("token_ids", "segment_ids", "padding_mask")
+
+    def network(self, config, layers, inputs, internals):
+        """The family's graph on `inputs` (symbolic): its outputs dict (see the class), with
+        the embeddings' output and each block passed through `internals`."""
+        raise NotImplementedError(f"{type(self).__name__} must define network.")
+
+    def with_internals(self, hidden_states=True, attentions=True):
+        """A `keras.Model` on this backbone's layers (its weights, not a copy) whose outputs
+        add, as transformers' `output_hidden_states` / `output_attentions`:
+        `hidden_states`, a list of num_layers + 1 tensors [B, S, H] (the embeddings' output,
+        then each layer's), and `attentions`, a list of num_layers tensors [B, N, S, S] (each
+        layer's attention probabilities after the softmax, 0 on padded keys). The backbone
+        itself computes neither: its attention stays fused."""
+        if not (hidden_states or attentions):
+            raise ValueError("with_internals needs hidden_states=True or attentions=True.")
+        internals = Internals(hidden_states, attentions)
+        inputs = int_inputs(self.input_names(self.config))
+        layers = {name: getattr(self, name) for name in self._layer_names}
+        outputs = self.network(self.config, layers, inputs, internals)
+        return keras.Model(inputs, {**outputs, **internals.outputs()},
+                           name=f"{self.name}_internals")
 
     @property
     def token_embedding(self):

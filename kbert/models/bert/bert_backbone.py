@@ -3,7 +3,7 @@
 import keras
 
 from kbert.layers import Embeddings, Pooler, TransformerEncoder
-from kbert.models.backbone import Backbone, encoder_blocks, int_inputs, layer_from_config
+from kbert.models.backbone import Backbone, encoder_blocks, layer_from_config
 from kbert.models.bert.bert_config import BertConfig
 
 
@@ -33,8 +33,7 @@ class BertBackbone(Backbone):
     # positions counted from an offset (`position_offset`, see `Embeddings`).
     has_segment_input = True
 
-    def build_network(self, config, dtype):
-        # === Layers ===
+    def make_layers(self, config, dtype):
         embeddings = layer_from_config(Embeddings, config, position_offset=self.position_offset,
                                        dtype=dtype, name="embeddings")
         # ALBERT shares one block among num_layers / num_groups consecutive layers.
@@ -44,19 +43,23 @@ class BertBackbone(Backbone):
         if self.has_pooler:
             pooler = Pooler(initializer_range=config.initializer_range, dtype=dtype,
                             name="pooler")
+        return {"embeddings": embeddings, "transformer_layers": blocks, "pooler": pooler}
 
-        # === Functional model ===
-        segments = config.type_vocab_size and self.has_segment_input
-        names = ("token_ids", "segment_ids", "padding_mask") if segments else (
-            "token_ids", "padding_mask")
-        inputs = int_inputs(names)
+    def input_names(self, config):
+        if config.type_vocab_size and self.has_segment_input:
+            return ("token_ids", "segment_ids", "padding_mask")
+        return ("token_ids", "padding_mask")
+
+    def network(self, config, layers, inputs, internals):
+        blocks = layers["transformer_layers"]
         positions = {"padding_mask": inputs["padding_mask"]} if self.position_offset else {}
-        x = embeddings(inputs["token_ids"], inputs.get("segment_ids"), **positions)  # [B, S, H]
+        x = layers["embeddings"](inputs["token_ids"], inputs.get("segment_ids"),
+                                 **positions)  # [B, S, H]
+        x = internals.embedded(x)
         for i in range(config.num_layers):
-            block = blocks[i * num_blocks // config.num_layers]
-            x = block(x, padding_mask=inputs["padding_mask"])  # [B, S, H]
+            block = blocks[i * len(blocks) // config.num_layers]
+            x = internals.block(block, x, padding_mask=inputs["padding_mask"])  # [B, S, H]
         outputs = {"sequence_output": x}  # [B, S, H]
-        if pooler is not None:
-            outputs["pooled_output"] = pooler(x)  # [B, H]
-        layers = {"embeddings": embeddings, "transformer_layers": blocks, "pooler": pooler}
-        return inputs, outputs, layers
+        if layers["pooler"] is not None:
+            outputs["pooled_output"] = layers["pooler"](x)  # [B, H]
+        return outputs

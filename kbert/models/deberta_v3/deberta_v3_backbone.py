@@ -3,7 +3,7 @@ blocks."""
 
 import keras
 
-from kbert.models.backbone import Backbone, encoder_blocks, int_inputs, layer_from_config
+from kbert.models.backbone import Backbone, encoder_blocks, layer_from_config
 from kbert.models.deberta_v3.deberta_v3_config import DebertaV3Config
 from kbert.models.deberta_v3.deberta_v3_embeddings import DebertaV3Embeddings, RelativeEmbedding
 from kbert.models.deberta_v3.disentangled_attention_encoder import DisentangledAttentionEncoder
@@ -31,21 +31,24 @@ class DebertaV3Backbone(Backbone):
 
     config_class = DebertaV3Config
 
-    def build_network(self, config, dtype):
-        # === Layers ===
+    def make_layers(self, config, dtype):
         embeddings = layer_from_config(DebertaV3Embeddings, config, dtype=dtype,
                                        name="embeddings")
         relative_embedding = layer_from_config(RelativeEmbedding, config, dtype=dtype,
                                                name="relative_embedding")
         blocks = encoder_blocks(DisentangledAttentionEncoder, config, config.num_layers, dtype,
                                 max_relative_positions=config.max_relative_distance)
+        return {"embeddings": embeddings, "relative_embedding": relative_embedding,
+                "transformer_layers": blocks, "pooler": None}
 
-        # === Functional model ===
-        inputs = int_inputs(("token_ids", "padding_mask"))
-        x = embeddings(inputs["token_ids"], inputs["padding_mask"])  # [B, S, H]
-        relative = relative_embedding(x)  # [2P, H]
-        for block in blocks:
-            x = block(x, relative, padding_mask=inputs["padding_mask"])  # [B, S, H]
-        layers = {"embeddings": embeddings, "relative_embedding": relative_embedding,
-                  "transformer_layers": blocks, "pooler": None}
-        return inputs, {"sequence_output": x}, layers
+    def input_names(self, config):
+        return ("token_ids", "padding_mask")
+
+    def network(self, config, layers, inputs, internals):
+        x = layers["embeddings"](inputs["token_ids"], inputs["padding_mask"])  # [B, S, H]
+        x = internals.embedded(x)
+        relative = layers["relative_embedding"](x)  # [2P, H]
+        for block in layers["transformer_layers"]:
+            x = internals.block(block, x, relative,
+                                padding_mask=inputs["padding_mask"])  # [B, S, H]
+        return {"sequence_output": x}

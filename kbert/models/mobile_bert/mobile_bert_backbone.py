@@ -3,7 +3,7 @@
 import keras
 
 from kbert.layers import Pooler
-from kbert.models.backbone import Backbone, encoder_blocks, int_inputs, layer_from_config
+from kbert.models.backbone import Backbone, encoder_blocks, layer_from_config
 from kbert.models.mobile_bert.mobile_bert_config import MobileBertConfig
 from kbert.models.mobile_bert.mobile_bert_embeddings import MobileBertEmbeddings
 from kbert.models.mobile_bert.mobile_bert_encoder import MobileBertEncoder
@@ -43,8 +43,7 @@ class MobileBertBackbone(Backbone):
     config_class = MobileBertConfig
     has_pooler = True
 
-    def build_network(self, config, dtype):
-        # === Layers ===
+    def make_layers(self, config, dtype):
         embeddings = layer_from_config(MobileBertEmbeddings, config, dtype=dtype,
                                        name="embeddings")
         blocks = encoder_blocks(MobileBertEncoder, config, config.num_layers, dtype)
@@ -53,13 +52,12 @@ class MobileBertBackbone(Backbone):
                             name="pooler")
         else:
             pooler = FirstTokenPooler(dtype=dtype, name="pooler")
+        return {"embeddings": embeddings, "transformer_layers": blocks, "pooler": pooler}
 
-        # === Functional model ===
-        inputs = int_inputs(("token_ids", "segment_ids", "padding_mask"))
-        x = embeddings(inputs["token_ids"], inputs["segment_ids"],
-                       padding_mask=inputs["padding_mask"])  # [B, S, H]
-        for block in blocks:
-            x = block(x, padding_mask=inputs["padding_mask"])  # [B, S, H]
-        outputs = {"sequence_output": x, "pooled_output": pooler(x)}  # [B, S, H], [B, H]
-        layers = {"embeddings": embeddings, "transformer_layers": blocks, "pooler": pooler}
-        return inputs, outputs, layers
+    def network(self, config, layers, inputs, internals):
+        x = layers["embeddings"](inputs["token_ids"], inputs["segment_ids"],
+                                 padding_mask=inputs["padding_mask"])  # [B, S, H]
+        x = internals.embedded(x)
+        for block in layers["transformer_layers"]:
+            x = internals.block(block, x, padding_mask=inputs["padding_mask"])  # [B, S, H]
+        return {"sequence_output": x, "pooled_output": layers["pooler"](x)}  # [B, S, H], [B, H]
