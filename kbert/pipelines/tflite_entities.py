@@ -2,11 +2,11 @@
 `kbert.tasks.token_classification.decode.entities`: the pipeline's answer for any
 `aggregation_strategy` from one row of the model's outputs), `answer` (a question
 answerer's) and `char_offset` (a UTF-8 byte offset, as the models give them, to a
-character offset; `kbert.data.text_spans.char_offset`)."""
+character offset; `kbert.tokenizers.alignment.char_offset`)."""
 
 import numpy as np
 
-from kbert.data.text_spans import char_offset
+from kbert.tokenizers.alignment import char_offset
 from kbert.tasks.token_classification.decode import entities
 
 __all__ = ["answer", "char_offset", "entities"]

@@ -1,5 +1,5 @@
 """The characters of each wordpiece inside its word, tiling the word (`piece_spans`): what
-NER training labels and SQuAD answers need (`kbert.data.text_spans`), where transformers'
+NER training labels and SQuAD answers need (`kbert.tokenizers.alignment`), where transformers'
 offsets (`kbert.tokenizers.offsets`) leave the characters that normalise to nothing to no
 token. `kbert.tokenizers.words_graph.piece_spans` is its graph twin."""
 

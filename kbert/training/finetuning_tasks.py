@@ -12,8 +12,7 @@ runs them: batches, predictions, the stream `fit` reads.
 import dataclasses
 from typing import Callable
 
-from kbert import data as kdata
-from kbert.tasks import registry
+from kbert.tasks import datasets, registry
 from kbert.tasks.question_answering import finetuning as question_answering
 from kbert.tasks.text_classification import finetuning as text_classification
 from kbert.tasks.token_classification import finetuning as token_classification
@@ -46,7 +45,7 @@ def _array_batches(fit_labels):
     the model's `fit` (the labels, and sample weights where the task has them)."""
 
     def batches(config, split, tokenizer, training, seed):
-        dataset = kdata.task_features.arrays_dataset(
+        dataset = datasets.arrays_dataset(
             split.encoded.features, split.encoded.labels, config.global_batch_size,
             training=training, seed=seed, repeat=training)
         return dataset.map(lambda x, y: (x, *fit_labels(y)))

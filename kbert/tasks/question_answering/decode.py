@@ -6,7 +6,7 @@
   context (by logit), paired into spans of at most `max_answer_length` pieces and scored by
   start logit + end logit, the best `n_best` kept; over the windows of a question, each
   character span keeps its highest score and the best wins (ties: the earliest start, then
-  the earliest end). The answer is the pieces' characters (`kbert.data.text_spans`).
+  the earliest end). The answer is the pieces' characters (`kbert.tokenizers.alignment`).
   SQuAD 2.0: the null score is the lowest [CLS] start + end logit over the windows, and the
   answer is "" when null - best > `null_threshold`.
 - `answer` (with `decode_spans`): transformers' (4.57) question-answering pipeline. Per
@@ -32,7 +32,7 @@ TensorFlow ops, and the host side of a TFLite answerer (`kbert.pipelines.tflite_
 
 import numpy as np
 
-from kbert.data.task_features import check_int
+from kbert.tasks.datasets import check_int
 from kbert.tasks.text_classification.decode import softmax
 
 # The logit of a position no answer may start or end on, before transformers' softmax.

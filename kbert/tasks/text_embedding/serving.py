@@ -8,7 +8,6 @@ normalisation), so that the SavedModel loads with TensorFlow and tensorflow-text
   fitted to the model as the pipeline fits it -> `embedding`.
 """
 
-from kbert.data.task_features import pack_segments
 from kbert.tasks.graph.signatures import (
     STRINGS,
     add_ids_endpoint,
@@ -24,7 +23,7 @@ def add_embedder_endpoints(archive, model, tokenizer, sequence_length):
         return {"embedding": run_model(model, features)}
 
     def serve_text(text):
-        return serve(pack_segments(tokenizer, [tokenizer.tokenize(text)], sequence_length))
+        return serve(tokenizer.pack([tokenizer.tokenize(text)], sequence_length))
 
     archive.add_endpoint("serving_default", serve_text, [STRINGS])
     add_ids_endpoint(archive, model, serve)
