@@ -149,6 +149,12 @@ class WordPieceTokenizer(PieceTokenizer):
 
         return [[(w.text, w.start) for w in split_words(text)] for text in texts]
 
+    def graph_encode(self, text, specials):
+        """`kbert.tokenizers.word_piece_graph.encode`: BERT's words, each tokenized alone."""
+        from kbert.tokenizers import word_piece_graph
+
+        return word_piece_graph.encode(text, self, specials)
+
     def _decode(self, ids):
         from kbert.tokenizers import decoding
 
