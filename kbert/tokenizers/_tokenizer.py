@@ -16,7 +16,9 @@ class Tokenizer(tf.Module):
     Subclasses set `vocabulary` (the tokens, index = id), `_index` (token -> id), `unk_id`,
     `special_tokens` (the special tokens' literals), `split_special_tokens`, `_tokenizer` (a
     tensorflow-text tokenizer with `tokenize` and `detokenize`) and `_normalize(text)`, and
-    implement `starts_word(token)`, the rule that whole-word and n-gram masking go by.
+    implement `starts_word(token)`, the rule that whole-word and n-gram masking go by; their
+    words and tokens with offsets (`offset_words`, `word_offsets`, `graph_encode`), their
+    pair layout (`pair_separators`, `second_segment_id`) and their decoders.
     """
 
     # Special tokens whose literal takes the whitespace before it (transformers' `lstrip`),

@@ -16,7 +16,7 @@ where no other kernel is at hand: `kbert.tasks.graph.tflite_offsets`.)
 
 import tensorflow as tf
 
-from kbert.tokenizers.literals_graph import split_at_literals
+from kbert.tokenizers.literals_graph import part_starts, split_at_literals, with_literals
 from kbert.tokenizers.words_graph import align, trimmed_ends
 
 
@@ -27,37 +27,14 @@ def encode(text, tokenizer, specials):
     -1 for a special literal) and `codes` (ragged [B, (chars)] int32: the texts' code
     points)."""
     parts, special = split_at_literals(text, specials)  # [B, (parts)]
-    is_special = special >= 0
-    aligned = align(tf.where(is_special, "", parts.flat_values), tokenizer)
+    aligned = align(tf.where(special >= 0, "", parts.flat_values), tokenizer)
     words, pieces = aligned["words"], aligned["pieces"]
-    count = tf.size(pieces.flat_values)
-    # Per part, the flat indices of its tokens: its pieces', or (a literal) one after them.
-    part_tokens = tf.RaggedTensor.from_row_splits(  # [parts, (tokens)]
-        tf.RaggedTensor.from_row_splits(tf.range(count), pieces.row_splits, validate=False),
+    token_parts = tf.RaggedTensor.from_row_splits(  # [parts, (tokens)]
+        tf.RaggedTensor.from_row_splits(tf.range(tf.size(pieces.flat_values)),
+                                        pieces.row_splits, validate=False),
         words["row_splits"], validate=False).merge_dims(1, 2)
-    literal_index = count + tf.cumsum(tf.cast(is_special, tf.int32), exclusive=True)
-    part_tokens = tf.concat([part_tokens, tf.RaggedTensor.from_row_lengths(
-        tf.boolean_mask(literal_index, is_special), tf.cast(is_special, tf.int64))], axis=1)
-    tokens = parts.with_flat_values(part_tokens).merge_dims(1, 2)  # [B, (tokens)]
-    # Each part's first character in its text.
-    part_chars = tf.strings.length(parts.flat_values, unit="UTF8_CHAR")
-    before = tf.cumsum(part_chars, exclusive=True)
-    part_start = before - tf.gather(tf.concat([before, [0]], 0),
-                                    tf.gather(tf.cast(parts.row_starts(), tf.int32),
-                                              tf.cast(parts.value_rowids(), tf.int32)))
     piece_word = tf.cast(pieces.value_rowids(), tf.int32)
-    shift = tf.gather(part_start, tf.gather(words["row"], piece_word))
-    literal_start = tf.boolean_mask(part_start, is_special)
-    literal_ids = tf.boolean_mask(special, is_special)
-    flat = {
-        "ids": tf.concat([tf.cast(pieces.flat_values, tf.int32), literal_ids], 0),
-        "starts": tf.concat([aligned["piece_starts"] + shift, literal_start], 0),
-        "ends": tf.concat([trimmed_ends(aligned, tokenizer) + shift,
-                           literal_start + tf.boolean_mask(part_chars, is_special)], 0),
-        "literal": tf.concat([tf.zeros_like(piece_word, tf.bool),
-                              tf.ones_like(literal_ids, tf.bool)], 0),
-        "words": tf.concat([piece_word, -tf.ones_like(literal_ids)], 0)}
-    out = {name: tokens.with_flat_values(tf.gather(values, tokens.flat_values))
-           for name, values in flat.items()}
-    out["codes"] = tf.strings.unicode_decode(text, "UTF-8")
-    return out
+    shift = tf.gather(part_starts(parts)[0], tf.gather(words["row"], piece_word))
+    return with_literals(text, parts, special, token_parts, {
+        "ids": pieces.flat_values, "starts": aligned["piece_starts"] + shift,
+        "ends": trimmed_ends(aligned, tokenizer) + shift, "words": piece_word})

@@ -160,7 +160,8 @@ class EncodedTagging:
         features: `token_ids`, `segment_ids`, `padding_mask`, int32 [N, S].
         labels: `labels` int32 [N, S], `label_weights` float32 [N, S]; None without tags.
         word_ids: int32 [N, S], the word index at each word's first piece, -1 elsewhere.
-        alignments: per example, a `kbert.tokenizers.alignment.Alignment` (text, words with spans, pieces).
+        alignments: per example, a `kbert.tokenizers.alignment.Alignment` (text, words with
+            spans, pieces).
         label_names: the tag names (index = label id), if known.
         truncated_words: words cut off by `sequence_length`.
     """

@@ -18,7 +18,6 @@ from kbert.tasks.graph.signatures import STRINGS, dense_rows, run_model
 from kbert.tokenizers.words_graph import substrings, valid_utf8
 from kbert.tasks.graph import packing as graph
 from kbert.tasks.token_classification.decode import label_tables, strategy_and_ignored
-from kbert.tokenizers.literals_graph import split_at_literals
 
 
 def _label_tables(names):
