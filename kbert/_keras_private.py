@@ -1,4 +1,5 @@
-"""Every private Keras, keras-hub and TensorFlow API kbert relies on, each behind a version guard.
+"""Every private Keras, keras-hub, TensorFlow and tensorflow-text API kbert relies on, each
+behind a version guard.
 
 A private attribute can change in any release. kbert uses one only where no public API does
 the job (the README's "Keras limits" lists each with its upstream issue), and calls `guard`
@@ -12,11 +13,12 @@ import os
 import typing
 
 # The versions the test suite ran with (setup.py pins them): a prefix of `__version__`.
-TESTED = {"keras": ("3.15.",), "keras_hub": ("0.32.",), "tensorflow": ("2.21.",)}
+TESTED = {"keras": ("3.15.",), "keras_hub": ("0.32.",), "tensorflow": ("2.21.",),
+          "tensorflow_text": ("2.21.",)}
 
 
 class PrivateApi(typing.NamedTuple):
-    package: str  # "keras", "keras_hub" or "tensorflow"
+    package: str  # "keras", "keras_hub", "tensorflow" or "tensorflow_text"
     what: str  # what kbert touches
     why: str  # why no public API does
     upstream: str  # the upstream issue
@@ -58,11 +60,26 @@ PRIVATE_APIS = {
         "TensorFlow's function cache keys a trace by the SavedModel save's variable policy; "
         "a trace made outside a save context is traced again by the save",
         "none filed"),
+    "fast_bert_parts": PrivateApi(
+        "tensorflow_text", "FastBertTokenizer._fast_bert_normalizer and "
+        "._fast_wordpiece_tokenizer (read by the TFLite span exports)",
+        "FastBertTokenizer.tokenize_with_offsets gathers with ragged indices, which adds a "
+        "RaggedRange that TFLite has no kernel for; kbert calls its two steps "
+        "(normalize_with_offsets, tokenize_with_offsets) and maps the offsets densely",
+        "none filed"),
+    "sentencepiece_resource": PrivateApi(
+        "tensorflow_text", "tensorflow_text.python.ops.sentencepiece_tokenizer."
+        "gen_sentencepiece_tokenizer.sentencepiece_op and SentencepieceTokenizer."
+        "_model_resource (replaced by a named resource)",
+        "the SentencePiece model's resource has no name, so TensorFlow deletes it when it "
+        "clears its kernel caches (tf.random.set_seed does); kbert gives it a shared name",
+        "none filed"),
 }
 
 
 class UntestedVersionError(RuntimeError):
-    """A private API on a Keras / keras-hub version kbert was not tested with."""
+    """A private API on a Keras / keras-hub / TensorFlow / tensorflow-text version kbert was
+    not tested with."""
 
 
 def guard(name):
@@ -86,3 +103,28 @@ def skip_symbolic_build(model):
         raise UntestedVersionError("keras.Model has no _maybe_symbolic_build any more: the "
                                    "multi-worker work-around needs updating.")
     model._maybe_symbolic_build = lambda *args, **kwargs: None
+
+
+def fast_bert_parts(tokenizer):
+    """(normalizer, wordpiece tokenizer): the two steps of a `tensorflow_text.FastBertTokenizer`
+    (a `FastBertNormalizer` and a `FastWordpieceTokenizer`)."""
+    guard("fast_bert_parts")
+    return tokenizer._fast_bert_normalizer, tokenizer._fast_wordpiece_tokenizer
+
+
+def sentencepiece_op(model, shared_name):
+    """tensorflow-text's op that makes a SentencePiece model's resource, under `shared_name`."""
+    guard("sentencepiece_resource")
+    from tensorflow_text.python.ops.sentencepiece_tokenizer import gen_sentencepiece_tokenizer
+
+    return gen_sentencepiece_tokenizer.sentencepiece_op(model=model, shared_name=shared_name)
+
+
+def replace_sentencepiece_resource(tokenizer, resource):
+    """A `tensorflow_text.SentencepieceTokenizer` reads its model from `resource` from now on."""
+    guard("sentencepiece_resource")
+    if not hasattr(tokenizer, "_model_resource"):
+        raise UntestedVersionError("tensorflow_text.SentencepieceTokenizer has no "
+                                   "_model_resource any more: kbert's named resource needs "
+                                   "updating.")
+    tokenizer._model_resource = resource

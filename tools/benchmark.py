@@ -387,7 +387,7 @@ def serve(argv):
     from kbert.data import corpora
     from kbert.export import export_saved_model
     from kbert.untrusted import load_saved_model
-    from kbert.export.saved_model import pack
+    from kbert.tokenizers.packing import pack_segments as pack
     from kbert.tokenizers import WordPieceTokenizer
     from kbert.tokenizers.vocab_learning import learn_vocabulary, write_vocabulary
 

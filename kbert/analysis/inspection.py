@@ -19,7 +19,7 @@ from typing import Optional
 
 import numpy as np
 
-from kbert.data.task_features import packed_row
+from kbert.tokenizers.packing import packed_row
 
 # What each token is, for the statistics: the first special token, the separators, a token
 # whose text is punctuation only, any other token.

@@ -87,7 +87,7 @@ def token_probe_data(inspector, sentences, tags, label_names=None, progress=Fals
     """`ProbeData` of a tagging task: `sentences` as lists of words, `tags` a tag per word
     (names, or indices into `label_names`). The words are joined by spaces and each word's
     first piece is its example."""
-    from kbert.data.text_spans import align_words
+    from kbert.tokenizers.alignment import align_words
 
     sentences = [list(words) for words in sentences]
     tags = [list(t) for t in tags]

@@ -121,7 +121,7 @@ def define_flags(flag_values=None):
 def main(argv):
     """`tools/analyze.py`'s main: the config from the parsed flags, then `run_analysis`;
     a bad flag is a usage error naming it, a bad data file stops with its message."""
-    from kbert.data.task_features import DataError
+    from kbert.tasks.datasets import DataError
 
     config_fields.run_program(AnalysisConfig, run_analysis, argv,
                               message_errors=(DataError, FileNotFoundError))

@@ -10,7 +10,6 @@ import re
 import keras
 import tensorflow as tf
 
-from kbert.data.task_features import pack_segments as pack
 from kbert.export.archive import write_archive
 from kbert.models.backbone import Backbone
 from kbert.models.bert.bert_pretrainer import BertPretrainer
@@ -179,11 +178,11 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
                 if name in outputs}
 
     def serve_text(text):
-        inputs = pack(tokenizer, [tokenizer.tokenize(text)], sequence_length)
+        inputs = tokenizer.pack([tokenizer.tokenize(text)], sequence_length)
         return {**encode(inputs), "padding_mask": inputs["padding_mask"]}
 
     def serve_pairs(text_a, text_b):
-        inputs = pack(tokenizer, [tokenizer.tokenize(text_a), tokenizer.tokenize(text_b)],
+        inputs = tokenizer.pack([tokenizer.tokenize(text_a), tokenizer.tokenize(text_b)],
                       sequence_length)
         return {**encode(inputs), "padding_mask": inputs["padding_mask"]}
 
@@ -210,7 +209,7 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
         vocabulary = tf.constant(tokenizer.vocabulary)
 
         def fill_mask(text):
-            inputs = pack(tokenizer, [tokenize_with_masks(tokenizer, text)], sequence_length)
+            inputs = tokenizer.pack([tokenize_with_masks(tokenizer, text)], sequence_length)
             is_mask = tf.equal(inputs["token_ids"], tokenizer.mask_id)
             positions = tf.ragged.boolean_mask(
                 tf.broadcast_to(tf.range(sequence_length), tf.shape(is_mask)), is_mask

@@ -7,11 +7,8 @@ graph (`pipeline.export`): texts -> `batching.Sequence`s (tokenization, in
 numpy post-processing of each sequence's output arrays into transformers' dicts.
 """
 
-import numpy as np
-
-from kbert.data import task_features
-from kbert.data.task_features import check_int  # noqa: F401 - the pipelines' check too
 from kbert.pipelines import batching
+from kbert.tasks.datasets import check_int  # noqa: F401 - the pipelines' check too
 from kbert.tokenizers.encoding import Encoder
 
 # Options every pipeline takes, at construction and per call.
@@ -121,22 +118,12 @@ class Pipeline:
 
     def special_count(self, pair):
         """How many special tokens `pack` adds to one text or to a pair."""
-        return task_features.special_count(self.tokenizer, pair)
+        return self.tokenizer.special_count(pair)
 
     def pack(self, first, second=None):
         """[CLS] first [SEP] (second [SEP]) -> a `batching.Sequence`; RoBERTa's pair is
-        <s> first </s></s> second </s> (the tokenizer's `pair_separators`)."""
-        cls, sep = self.tokenizer.cls_id, self.tokenizer.sep_id
-        if second is None:
-            ids = np.concatenate([[cls], first, [sep]])
-            return batching.Sequence(ids)
-        separators = [sep] * task_features.pair_separators(self.tokenizer)
-        ids = np.concatenate([[cls], first, separators, second, [sep]])
-        # The second text's segment id: 1, or 0 for RoBERTa (as fine-tuning packs it).
-        segments = np.concatenate([np.zeros(len(first) + 1 + len(separators)),
-                                   np.full(len(second) + 1,
-                                           task_features.second_segment_id(self.tokenizer))])
-        return batching.Sequence(ids, segments)
+        <s> first </s></s> second </s> (the tokenizer's layout: `Tokenizer.pair_layout`)."""
+        return batching.Sequence(*self.tokenizer.pair_layout(first, second))
 
     def fit(self, first, second=None, truncation=False, what="The text", max_length=None):
         """`first` (and `second`) cut to fit `max_length` tokens (default: the model's) with

@@ -9,7 +9,7 @@ outputs do not depend on its batch.
 
 import numpy as np
 
-from kbert.data.task_features import check_int
+from kbert.tasks.datasets import check_int
 
 DEFAULT_BATCH_SIZE = 32
 # progress=None shows a bar from this many batches on.

@@ -10,7 +10,6 @@ cuts the windows and runs the model."""
 
 import numpy as np
 
-from kbert.data.task_features import pair_separators
 from kbert.pipelines.base import InputTooLongError, Pipeline, check_int
 from kbert.tasks.question_answering.decode import MASKED_LOGIT, answer, word_spans
 from kbert.tasks.question_answering.features import window_starts
@@ -128,7 +127,7 @@ class QuestionAnsweringPipeline(Pipeline):
         per_question = [[] for _ in pairs]
         for (i, start, stop, q_len), sequence, row in zip(owners, sequences, rows):
             per_question[i].append(self._window(contexts[i], start, stop,
-                                                q_len + 1 + pair_separators(self.tokenizer),
+                                                q_len + 1 + self.tokenizer.pair_separators,
                                                 len(sequence), row))
         results = [answer(context, outs, top_k, bool(opts["handle_impossible_answer"]),
                           max_answer_len, bool(opts["align_to_words"]))

@@ -3,10 +3,10 @@
 `aggregation_strategy` from one row of the model's outputs), `answer` (a question
 answerer's, `kbert.tasks.question_answering.decode.tflite_answer`) and `char_offset` (a
 UTF-8 byte offset, as the models give them, to a character offset;
-`kbert.data.text_spans.char_offset`)."""
+`kbert.tokenizers.alignment.char_offset`)."""
 
-from kbert.data.text_spans import char_offset
 from kbert.tasks.question_answering.decode import tflite_answer as answer
 from kbert.tasks.token_classification.decode import entities
+from kbert.tokenizers.alignment import char_offset
 
 __all__ = ["answer", "char_offset", "entities"]

@@ -16,21 +16,26 @@ class Tokenizer(tf.Module):
     Subclasses set `vocabulary` (the tokens, index = id), `_index` (token -> id), `unk_id`,
     `special_tokens` (the special tokens' literals), `split_special_tokens`, `_tokenizer` (a
     tensorflow-text tokenizer with `tokenize` and `detokenize`) and `_normalize(text)`, and
-    implement `starts_word(token)`, the rule that whole-word and n-gram masking go by.
+    implement `starts_word(token)`, the rule that whole-word and n-gram masking go by; their
+    words and tokens with offsets (`offset_words`, `word_offsets`, `graph_encode`), their
+    pair layout (`pair_separators`, `second_segment_id`) and their decoders.
     """
 
     # Special tokens whose literal takes the whitespace before it (transformers' `lstrip`),
     # and the RE2 class of that whitespace.
     left_stripped = ()
     left_strip_class = r"\s"
-    # How many separators stand between the two texts of a pair: 1 for BERT's
-    # [CLS] a [SEP] b [SEP], 2 for RoBERTa's <s> a </s></s> b </s>.
+    # Its pair layout (`kbert.tokenizers.packing`): how many separators stand between the
+    # two texts of a pair (1 for BERT's [CLS] a [SEP] b [SEP], 2 for RoBERTa's
+    # <s> a </s></s> b </s>), and the segment id of the second text and its separator (1;
+    # RoBERTa: 0, its one segment type).
     pair_separators = 1
+    second_segment_id = 1
     # What each kind says of itself, so that no code outside `kbert.tokenizers` needs to ask
     # which kind it holds:
     # its `kbert.tokenizers.tokenizer_types` name ("wordpiece", "sentencepiece", "bpe");
     tokenizer_type = None
-    # whether `kbert.data.text_spans` and the task exports' word alignment find its words by
+    # whether `kbert.tokenizers.alignment` and the task exports' word alignment find its words by
     # BERT's basic split (WordPiece, SentencePiece), not by GPT-2's pieces (byte-level BPE);
     bert_words = True
     # whether its TFLite twin (`tflite_tokenizer`) gives each token's characters
@@ -40,13 +45,6 @@ class Tokenizer(tf.Module):
     # a word's first token carries the mark instead (transformers then tells subwords by
     # the spaces around them).
     continuation_prefix = None
-    # The graph twin of `tokenize_with_offsets` (a method `graph_encode(text, specials)`:
-    # valid UTF-8 strings [B] -> ragged [B, (tokens)] `ids`, `starts` / `ends` in code
-    # points, `literal`, `words`, and the texts' `codes`), where the tokenizer has one of its
-    # own (SentencePiece, byte-level BPE); None where the exports align its tokens by BERT's
-    # words (WordPiece: `kbert.tokenizers.words_graph`).
-    graph_encode = None
-
     @property
     def vocabulary_size(self):
         return len(self.vocabulary)
@@ -67,7 +65,7 @@ class Tokenizer(tf.Module):
         if self.split_special_tokens:
             return self._tokenize_normalized(text)
         shape = tf.shape(text, out_type=tf.int64)
-        ids = self._tokenize_keeping_special_tokens(tf.reshape(text, [-1]))
+        ids = self.tokenize_keeping_special_tokens(tf.reshape(text, [-1]))
         for size in reversed(tf.unstack(shape[1:], num=text.shape.rank - 1)):
             ids = tf.RaggedTensor.from_uniform_row_length(ids, size)
         return ids
@@ -75,9 +73,10 @@ class Tokenizer(tf.Module):
     def _tokenize_normalized(self, text):
         return self._tokenizer.tokenize(self._normalize(text))
 
-    def _tokenize_keeping_special_tokens(self, text):
-        """[strings] -> [strings, (tokens)], where each special-token literal in the raw text
-        is its token (transformers' default): the text between them is tokenized apart.
+    def tokenize_keeping_special_tokens(self, text):
+        """Valid UTF-8 strings [N] -> ids ragged [N, (tokens)], where each special-token
+        literal in the raw text is its token (transformers' default, whatever the
+        tokenizer's `split_special_tokens`): the text between them is tokenized apart.
 
         As in transformers, an uncased tokenizer lower-cases the text before it looks for
         the literals: "<UNK>" is ALBERT's "<unk>" too, while "[sep]" is no BERT "[SEP]".
@@ -150,6 +149,42 @@ class Tokenizer(tf.Module):
 
         return Encoder(self).encode(texts, specials)
 
+    def graph_encode(self, text, specials):
+        """The graph twin of `tokenize_with_offsets`: valid UTF-8 strings [B] -> a dict of
+        ragged [B, (tokens)] tensors: `ids` (int32), `starts` / `ends` (int32 code points
+        into the text), `literal` (bool: a special literal typed in the text), `words`
+        (int32: the token's word, numbered over the batch in order; -1 for a literal), and
+        `codes` (ragged [B, (chars)] int32: the texts' code points).
+
+        specials: {literal: id}, as `tokenize_with_offsets`.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no graph twin of "
+                                  "tokenize_with_offsets; it needs a "
+                                  "`graph_encode(text, specials)` method.")
+
+    def align_texts(self, texts):
+        """Python strings -> one `kbert.tokenizers.alignment.Alignment` each: the text's words
+        with their characters, and the tokens of each word tiling it (NER labels, SQuAD
+        answers). Words by BERT's basic split (`kbert.tokenizers.words.split_words`)."""
+        from kbert.tokenizers import alignment
+
+        return alignment.bert_word_texts(texts, self)
+
+    def align_words(self, word_lists):
+        """Pre-split words (CoNLL sentences) -> one `Alignment` each, over the words joined
+        by single spaces, each word tokenized whole."""
+        from kbert.tokenizers import alignment
+
+        return alignment.bert_word_lists(word_lists, self)
+
+    @property
+    def word_normalization(self):
+        """(lower-case, strip accents): how a word is normalised before its pieces spell it,
+        character by character, where word alignment gives each piece its characters
+        (`kbert.tokenizers.word_pieces.piece_spans` and its graph twin)."""
+        lowercase = bool(getattr(self, "lowercase", False))
+        return lowercase, lowercase
+
     def offset_words(self, texts):
         """Per text (a Python string), its words [(word, start)] in order: the pieces this
         tokenizer tokenizes one by one, as transformers' pre-tokenizer splits the text."""
@@ -166,6 +201,38 @@ class Tokenizer(tf.Module):
         if rule is None:  # (kept out of tf.Module's attribute tracking)
             rule = self.__dict__["_offsets_rule"] = offsets.Rule(self)
         return offsets.word_offsets(word, ids, rule, start, text)
+
+    # === Packing into model inputs, by the tokenizer's layout (`kbert.tokenizers.packing`) ===
+
+    def special_count(self, pair):
+        """How many special tokens packing adds to one text (2) or to a pair (3, or 4 for
+        RoBERTa)."""
+        from kbert.tokenizers import packing
+
+        return packing.special_count(self, pair)
+
+    def pair_layout(self, first, second=None):
+        """numpy: [CLS] first [SEP] (second [SEP]) -> (token_ids, segment_ids) int32
+        [tokens], unpadded (`packing.pair_layout`)."""
+        from kbert.tokenizers import packing
+
+        return packing.pair_layout(self, first, second)
+
+    def pack_row(self, first, second, sequence_length):
+        """numpy: one row padded to `sequence_length` (`packing.packed_row`): (token_ids,
+        segment_ids, padding_mask) and the position of `second`'s first token."""
+        from kbert.tokenizers import packing
+
+        return packing.packed_row(first, second, sequence_length, self.cls_id, self.sep_id,
+                                  self.pad_id, packing.pair_separators(self),
+                                  packing.second_segment_id(self))
+
+    def pack(self, segments, sequence_length):
+        """In the graph: one or two ragged id tensors [B, (pieces)] -> model inputs padded
+        to `sequence_length`, a pair truncated longest first (`packing.pack_segments`)."""
+        from kbert.tokenizers import packing
+
+        return packing.pack_segments(self, segments, sequence_length)
 
     # === Tokens -> text, as transformers' fast tokenizers (`kbert.tokenizers.decoding`) ===
 
@@ -223,3 +290,28 @@ class Tokenizer(tf.Module):
                 f"Token id {token_id} is out of range [0, {len(self.vocabulary)})."
             )
         return self.vocabulary[token_id]
+
+
+class PieceTokenizer(Tokenizer):
+    """A tokenizer whose tokens are pieces of the text, decoded by joining them: WordPiece's
+    ("##" continues a word) and SentencePiece's (`metaspace`: "▁" starts a word, a space)."""
+
+    metaspace = False
+
+    def tokens_to_string(self, tokens):
+        from kbert.tokenizers import decoding
+
+        if self.metaspace:
+            return decoding.metaspace_string(tokens)
+        return decoding.word_piece_string(tokens)
+
+    def graph_tokens_to_string(self, tokens):
+        from kbert.tokenizers import decoding
+
+        return decoding.graph_pieces_string(tokens, metaspace=self.metaspace)
+
+    def graph_decode(self, token_ids):
+        from kbert.tokenizers import decoding
+
+        return decoding.graph_pieces_decode(tf.constant(self.vocabulary), token_ids,
+                                            metaspace=self.metaspace)

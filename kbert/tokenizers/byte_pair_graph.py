@@ -13,7 +13,7 @@ import re
 import tensorflow as tf
 
 from kbert.tokenizers.byte_level import WORD_START, pre_tokenize
-from kbert.tokenizers.literals_graph import FENCE
+from kbert.tokenizers.literals_graph import FENCE, part_starts, with_literals
 
 
 def _split(text, tokenizer, specials):
@@ -55,11 +55,7 @@ def encode(text, tokenizer, specials):
                                   "lowercase=True one.")
     parts, part_special = _split(text, tokenizer, specials)
     is_special = part_special >= 0
-    part_chars = tf.strings.length(parts.flat_values, unit="UTF8_CHAR")
-    part_row = tf.cast(parts.value_rowids(), tf.int32)
-    before = tf.cumsum(part_chars, exclusive=True)
-    part_start = before - tf.gather(tf.concat([before, [0]], 0),
-                                    tf.cast(tf.gather(parts.row_starts(), part_row), tf.int32))
+    part_start, _ = part_starts(parts)
     # GPT-2's pieces of each text part, each tokenized alone (as `tokenize_words`).
     pieces = pre_tokenize(tf.where(is_special, "", parts.flat_values))  # [P, (pieces)]
     piece_codes = tf.strings.unicode_decode(pieces.flat_values, "UTF-8")  # [N, (chars)]
@@ -97,19 +93,5 @@ def encode(text, tokenizer, specials):
     part_tokens = tf.RaggedTensor.from_row_splits(
         tf.RaggedTensor.from_row_splits(tf.range(count), ids.row_splits, validate=False),
         pieces.row_splits, validate=False).merge_dims(1, 2)  # [P, (tokens)]
-    literal_index = count + tf.cumsum(tf.cast(is_special, tf.int32), exclusive=True)
-    part_tokens = tf.concat([part_tokens, tf.RaggedTensor.from_row_lengths(
-        tf.boolean_mask(literal_index, is_special), tf.cast(is_special, tf.int64))], axis=1)
-    tokens = parts.with_flat_values(part_tokens).merge_dims(1, 2)  # [B, (tokens)]
-    literal_start = tf.boolean_mask(part_start, is_special)
-    values = {
-        "ids": tf.concat([flat_ids, tf.boolean_mask(part_special, is_special)], 0),
-        "starts": tf.concat([starts, literal_start], 0),
-        "ends": tf.concat([ends, literal_start + tf.boolean_mask(part_chars, is_special)], 0),
-        "literal": tf.concat([tf.zeros_like(flat_ids, tf.bool),
-                              tf.ones_like(literal_start, tf.bool)], 0),
-        "words": tf.concat([token_piece, -tf.ones_like(literal_start)], 0)}
-    out = {name: tokens.with_flat_values(tf.gather(value, tokens.flat_values))
-           for name, value in values.items()}
-    out["codes"] = tf.strings.unicode_decode(text, "UTF-8")
-    return out
+    return with_literals(text, parts, part_special, part_tokens, {
+        "ids": flat_ids, "starts": starts, "ends": ends, "words": token_piece})

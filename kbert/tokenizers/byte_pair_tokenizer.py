@@ -112,7 +112,8 @@ class BytePairTokenizer(Tokenizer):
     """
 
     left_strip_class = SPACE
-    pair_separators = 2  # RoBERTa's pairs: <s> a </s></s> b </s>
+    pair_separators = 2  # RoBERTa's pairs: <s> a </s></s> b </s>, all of it segment 0
+    second_segment_id = 0
     tokenizer_type = "bpe"
     bert_words = False  # its words are GPT-2's pieces
 
@@ -214,6 +215,18 @@ class BytePairTokenizer(Tokenizer):
         from kbert.tokenizers.words import byte_pair_words
 
         return byte_pair_words(list(texts))
+
+    def align_texts(self, texts):
+        """`kbert.tokenizers.alignment.byte_pair_texts`: GPT-2's pieces are the words."""
+        from kbert.tokenizers import alignment
+
+        return alignment.byte_pair_texts(texts, self)
+
+    def align_words(self, word_lists):
+        """`kbert.tokenizers.alignment.byte_pair_word_lists`: " word" each."""
+        from kbert.tokenizers import alignment
+
+        return alignment.byte_pair_word_lists(word_lists, self)
 
     def word_offsets(self, word, ids, start, text):
         """`kbert.tokenizers.offsets.byte_pair_offsets`: a token covers the characters its

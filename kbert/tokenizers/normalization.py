@@ -171,6 +171,22 @@ def strip_combining_marks(text):
     return tf.strings.regex_replace(text, _re2_class("combining"), "")
 
 
+# The two accent rules in Python (on a `str`), for the offsets that map tokens back to the
+# original characters (`kbert.tokenizers.offsets`, `kbert.tokenizers.word_pieces`).
+
+def python_strip_accents(text):
+    """`strip_accents` of a Python string: NFD, then the nonspacing marks (Mn) dropped."""
+    return "".join(c for c in unicodedata.normalize("NFD", text)
+                   if unicodedata.category(c) != "Mn")
+
+
+def python_strip_combining_marks(text):
+    """`strip_combining_marks` of a Python string: NFKD, then the characters of a nonzero
+    canonical combining class dropped."""
+    return "".join(c for c in unicodedata.normalize("NFKD", text)
+                   if not unicodedata.combining(c))
+
+
 def collapse_whitespace(text):
     """Python's `" ".join(text.split())`: runs of whitespace to one space, ends stripped."""
     text = tf.strings.regex_replace(text, _re2_class("whitespace") + "+", " ")

@@ -24,7 +24,11 @@ import numpy as np
 from kbert.tokenizers.byte_level import WORD_START
 from kbert.tokenizers.decoding import UNDERLINE as SENTENCE_PIECE_MARK
 from kbert.tokenizers.decoding import WORD_PIECE_PREFIX
-from kbert.tokenizers.normalization import character_ranges
+from kbert.tokenizers.normalization import (
+    character_ranges,
+    python_strip_accents,
+    python_strip_combining_marks,
+)
 
 # Longer words are mapped by prefixes only up to here (the cost grows with the square).
 PREFIX_LIMIT = 64
@@ -41,15 +45,6 @@ def is_deleted(char):
     firsts, lasts = _deleted_bounds()
     i = bisect.bisect_right(firsts, ord(char)) - 1
     return i >= 0 and ord(char) <= lasts[i]
-
-
-def _strip_nonspacing(text):
-    return "".join(c for c in unicodedata.normalize("NFD", text)
-                   if unicodedata.category(c) != "Mn")
-
-
-def _strip_combining(text):
-    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
 class Rule:
@@ -69,14 +64,14 @@ class Rule:
         """The normalised form of one character alone."""
         if self.sentence_piece:
             if self.albert_preprocess and not self.keep_accents:
-                char = _strip_combining(char)
+                char = python_strip_combining_marks(char)
             if self.lowercase:
                 char = char.lower()
             return unicodedata.normalize("NFKC", char)  # SentencePiece's nmt_nfkc
         if is_deleted(char):
             return ""
         if self.lowercase:
-            return _strip_nonspacing(char.lower())
+            return python_strip_accents(char.lower())
         return unicodedata.normalize("NFC", char)
 
     def word(self, word):
@@ -85,13 +80,13 @@ class Rule:
             if self.albert_preprocess:
                 word = word.replace("``", '"').replace("''", '"')
             if self.albert_preprocess and not self.keep_accents:
-                word = _strip_combining(word)
+                word = python_strip_combining_marks(word)
             if self.lowercase:
                 word = word.lower()
             return unicodedata.normalize("NFKC", word)
         word = "".join(c for c in word if not is_deleted(c))
         if self.lowercase:
-            return _strip_nonspacing(word.lower())
+            return python_strip_accents(word.lower())
         return unicodedata.normalize("NFC", word)
 
     def piece_text(self, token_id):

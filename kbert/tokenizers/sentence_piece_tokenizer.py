@@ -5,9 +5,9 @@ import re
 
 import tensorflow as tf
 import tensorflow_text as tf_text
-from tensorflow_text.python.ops.sentencepiece_tokenizer import gen_sentencepiece_tokenizer
 
-from kbert.tokenizers._tokenizer import Tokenizer
+from kbert import _keras_private
+from kbert.tokenizers._tokenizer import PieceTokenizer
 from kbert.tokenizers.decoding import UNDERLINE  # SentencePiece's word start
 from kbert.tokenizers.normalization import collapse_whitespace, lower, strip_combining_marks
 
@@ -59,8 +59,7 @@ class _SharedModelResource(tf.saved_model.experimental.TrackableResource):
         _ = self.resource_handle  # creates the resource
 
     def _create_resource(self):
-        return gen_sentencepiece_tokenizer.sentencepiece_op(model=self._model,
-                                                           shared_name=self._shared_name)
+        return _keras_private.sentencepiece_op(self._model, self._shared_name)
 
 
 class _FastSentencePiece(tf.Module):
@@ -75,7 +74,7 @@ class _FastSentencePiece(tf.Module):
         return tf.cast(self._tokenizer.tokenize(text), tf.int32)
 
 
-class SentencePieceTokenizer(Tokenizer):
+class SentencePieceTokenizer(PieceTokenizer):
     """ALBERT's tokenization: text -> ALBERT's normalisation -> SentencePiece ids, in the graph.
 
     Built on `tensorflow_text.SentencepieceTokenizer`; the model (spiece.model) is a constant
@@ -121,7 +120,9 @@ class SentencePieceTokenizer(Tokenizer):
         self.special_pieces = special_pieces
         self.special_tokens = list(special_pieces.values())
         self._tokenizer = tf_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
-        self._tokenizer._model_resource = _SharedModelResource(model)  # see its docstring
+        # (see _SharedModelResource's docstring)
+        _keras_private.replace_sentencepiece_resource(self._tokenizer,
+                                                      _SharedModelResource(model))
         size = int(self._tokenizer.vocab_size())
         self.vocabulary = [piece.decode("utf-8") for piece in
                            self._tokenizer.id_to_string(tf.range(size)).numpy()]
@@ -141,6 +142,7 @@ class SentencePieceTokenizer(Tokenizer):
                               else None)
 
     tokenizer_type = "sentencepiece"
+    metaspace = True  # "▁" starts a word
 
     def write_files(self, directory):
         import os
@@ -181,27 +183,16 @@ class SentencePieceTokenizer(Tokenizer):
         with its "▁" (the words of transformers' Metaspace pre-tokenizer)."""
         return [[(m.group(), m.start()) for m in _CHUNK.finditer(text)] for text in texts]
 
+    @property
+    def word_normalization(self):
+        """ALBERT's tokenizer strips the accents of cased text too (keep_accents=False)."""
+        return self.lowercase, self.lowercase or not self.keep_accents
+
     def graph_encode(self, text, specials):
         """`kbert.tokenizers.sentence_piece_graph.encode`."""
         from kbert.tokenizers import sentence_piece_graph
 
         return sentence_piece_graph.encode(text, self, specials)
-
-    def tokens_to_string(self, tokens):
-        from kbert.tokenizers import decoding
-
-        return decoding.metaspace_string(tokens)
-
-    def graph_tokens_to_string(self, tokens):
-        from kbert.tokenizers import decoding
-
-        return decoding.graph_pieces_string(tokens, metaspace=True)
-
-    def graph_decode(self, token_ids):
-        from kbert.tokenizers import decoding
-
-        return decoding.graph_pieces_decode(tf.constant(self.vocabulary), token_ids,
-                                            metaspace=True)
 
     def starts_word(self, token):
         """A piece starts a word when it starts with "▁" (SentencePiece's space mark: the

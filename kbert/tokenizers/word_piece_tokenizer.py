@@ -5,7 +5,7 @@ import os
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from kbert.tokenizers._tokenizer import Tokenizer
+from kbert.tokenizers._tokenizer import PieceTokenizer
 from kbert.tokenizers.normalization import (
     character_ranges,
     clean_text,
@@ -55,7 +55,7 @@ def read_vocabulary(path):
     return tokens
 
 
-class WordPieceTokenizer(Tokenizer):
+class WordPieceTokenizer(PieceTokenizer):
     """BERT's tokenization: text -> basic split -> WordPiece ids, in the TensorFlow graph.
 
     Built on `tensorflow_text.FastBertTokenizer`, whose WordPiece model is a constant inside
@@ -149,26 +149,16 @@ class WordPieceTokenizer(Tokenizer):
 
         return [[(w.text, w.start) for w in split_words(text)] for text in texts]
 
-    def tokens_to_string(self, tokens):
-        from kbert.tokenizers import decoding
+    def graph_encode(self, text, specials):
+        """`kbert.tokenizers.word_piece_graph.encode`: BERT's words, each tokenized alone."""
+        from kbert.tokenizers import word_piece_graph
 
-        return decoding.word_piece_string(tokens)
+        return word_piece_graph.encode(text, self, specials)
 
     def _decode(self, ids):
         from kbert.tokenizers import decoding
 
         return decoding.replace_all(super()._decode(ids), decoding.CLEAN_UP)
-
-    def graph_tokens_to_string(self, tokens):
-        from kbert.tokenizers import decoding
-
-        return decoding.graph_pieces_string(tokens, metaspace=False)
-
-    def graph_decode(self, token_ids):
-        from kbert.tokenizers import decoding
-
-        return decoding.graph_pieces_decode(tf.constant(self.vocabulary), token_ids,
-                                            metaspace=False)
 
     def starts_word(self, token):
         """A WordPiece continues the word before it when it starts with "##"."""

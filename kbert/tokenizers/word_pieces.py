@@ -1,20 +1,18 @@
 """The characters of each wordpiece inside its word, tiling the word (`piece_spans`): what
-NER training labels and SQuAD answers need (`kbert.data.text_spans`), where transformers'
+NER training labels and SQuAD answers need (`kbert.tokenizers.alignment`), where transformers'
 offsets (`kbert.tokenizers.offsets`) leave the characters that normalise to nothing to no
 token. `kbert.tokenizers.words_graph.piece_spans` is its graph twin."""
 
-import unicodedata
-
 import numpy as np
 
+from kbert.tokenizers.normalization import python_strip_accents, python_strip_combining_marks
 from kbert.tokenizers.words import _patterns
 
-# How uncased tokenizers strip accents: BERT (NFD, drop Mn), ALBERT (NFKD, drop combining).
-_ACCENT_RULES = (("NFD", lambda c: unicodedata.category(c) == "Mn"),
-                 ("NFKD", unicodedata.combining))
+# How uncased tokenizers strip accents: BERT's (NFD, drop Mn), ALBERT's (NFKD, drop combining).
+_ACCENT_RULES = (python_strip_accents, python_strip_combining_marks)
 
 
-def _normalized_characters(word, lowercase, strip_accents, form, is_accent):
+def _normalized_characters(word, lowercase, strip_accents, strip):
     """The normalised form of each character of `word` (the tokenizer's rule, per character)."""
     _, deleted = _patterns()
     out = []
@@ -25,7 +23,7 @@ def _normalized_characters(word, lowercase, strip_accents, form, is_accent):
         if lowercase:
             char = char.lower()
         if strip_accents:
-            char = "".join(c for c in unicodedata.normalize(form, char) if not is_accent(c))
+            char = strip(char)
         out.append(char)
     return out
 
@@ -52,8 +50,8 @@ def piece_spans(word, piece_ids, vocabulary, lowercase, strip_accents=None):
         return whole
     texts = [_piece_text(vocabulary[i]) for i in piece_ids]
     spelled = "".join(texts)
-    for form, is_accent in _ACCENT_RULES:
-        chars = _normalized_characters(word, lowercase, strip_accents, form, is_accent)
+    for strip in _ACCENT_RULES:
+        chars = _normalized_characters(word, lowercase, strip_accents, strip)
         if "".join(chars) == spelled:
             break
     else:

@@ -1,7 +1,7 @@
 """The words a tokenizer tokenizes one by one, with their characters in the original text.
 
 - BERT's BasicTokenizer rule (`split_words`, WordPiece and SentencePiece alignment in
-  `kbert.data.text_spans`): whitespace separates; each punctuation and CJK character is a
+  `kbert.tokenizers.alignment`): whitespace separates; each punctuation and CJK character is a
   word of its own; the characters BERT deletes (NUL, U+FFFD, controls, format characters)
   join their neighbours and never start or end a word.
 - GPT-2's pieces (`byte_pair_words`, a byte-level BPE's own split, " word" with its space).

@@ -1,6 +1,6 @@
 """In the graph: words of the original text with their character spans, each word's
 wordpieces, and the characters of each piece (the graph twin of `kbert.tokenizers.words`,
-`kbert.tokenizers.word_pieces` and `kbert.data.text_spans.align_texts`); and the pieces' ends
+`kbert.tokenizers.word_pieces` and `kbert.tokenizers.alignment.align_texts`); and the pieces' ends
 as transformers' offsets have them (`trimmed_ends`).
 
 Offsets are in Unicode code points (Python `str` indices) of the text as given: the text is
@@ -8,7 +8,7 @@ decoded to code points, each code point is classified by a table built from
 `words.split_words`' own rule (space, deleted, a word of its own, or a word character), and
 words are cut by vectorised run logic. (tensorflow-text's `regex_split_with_offsets` cannot do it:
 RE2 has no look-around to keep the deleted characters off a word's ends, and the op drops
-everything after a NUL.) Every word is then tokenized alone, as `text_spans.align_texts`
+everything after a NUL.) Every word is then tokenized alone, as `alignment.align_texts`
 does, so the first piece of each word is where its prediction is read.
 """
 
@@ -96,12 +96,6 @@ def split_words(text):
             "row_splits": tf.cast(row_splits, tf.int64)}
 
 
-def _normalization(tokenizer):
-    """(lower-case, strip accents) as `kbert.data.text_spans` reads them from the tokenizer."""
-    lowercase = bool(getattr(tokenizer, "lowercase", False))
-    return lowercase, lowercase or not getattr(tokenizer, "keep_accents", True)
-
-
 def _piece_tables(tokenizer):
     texts = [_piece_text(piece) for piece in tokenizer.vocabulary]
     return tf.constant(texts), tf.constant([len(t) for t in texts], tf.int32)
@@ -115,7 +109,7 @@ def piece_spans(words, pieces, tokenizer):
     (BERT's NFD accent rule tried first, ALBERT's NFKD one second), a piece starts at the
     character that holds its first normalised character; else every piece spans its word.
     """
-    lowercase, strip = _normalization(tokenizer)
+    lowercase, strip = tokenizer.word_normalization
     char_index = tf.ragged.range(words["first_char"], words["last_char"] + 1)  # [W, (chars)]
     codes = tf.gather(words["codes"], char_index.flat_values)
     chars = tf.strings.unicode_encode(codes[:, None], "UTF-8")
@@ -176,7 +170,7 @@ def piece_spans(words, pieces, tokenizer):
 
 
 def align(text, tokenizer, spans=True):
-    """`text_spans.align_texts` in the graph: valid UTF-8 strings [B] ->
+    """`alignment.align_texts` in the graph: valid UTF-8 strings [B] ->
 
     `words` (the dict of `split_words`), `pieces` (ragged [W, (pieces)] int32 ids of each
     word) and, with `spans`, `piece_starts` / `piece_ends` (flat over the pieces).
@@ -195,7 +189,7 @@ def trimmed_ends(aligned, tokenizer):
     them: `align` gives a piece the characters up to the next one."""
     words, pieces = aligned["words"], aligned["pieces"]
     chars = tf.strings.unicode_encode(words["codes"][:, None], "UTF-8")
-    lowercase, strip = _normalization(tokenizer)
+    lowercase, strip = tokenizer.word_normalization
     if lowercase:
         chars = normalization.lower(chars, nul_free=True)
     if strip:

@@ -14,8 +14,7 @@ predictions, the stream `fit` reads.
 import dataclasses
 from typing import Callable
 
-from kbert import data as kdata
-from kbert.tasks import registry
+from kbert.tasks import datasets, registry
 from kbert.training import length_groups
 
 
@@ -58,7 +57,7 @@ def _array_batches(module):
                 split.encoded.features, split.encoded.labels, config.global_batch_size,
                 config.sequence_length, seed, config.epochs, token_labels=module.PER_TOKEN)
         else:
-            dataset = kdata.task_features.arrays_dataset(
+            dataset = datasets.arrays_dataset(
                 split.encoded.features, split.encoded.labels, config.global_batch_size,
                 training=training, seed=seed, repeat=training)
         return dataset.map(lambda x, y: (x, *fit_labels(y)))

@@ -101,7 +101,7 @@ def tokenizer(sentence_piece):
 
         return SentencePieceTokenizer(str(ROOT / "tests" / "fixtures" / "tokenizer_parity" /
                                           "spiece.model"))
-    from tests.data.test_task_text_spans import tiny_tokenizer
+    from tests.tokenizers.test_alignment import tiny_tokenizer
 
     return tiny_tokenizer()
 

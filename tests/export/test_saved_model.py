@@ -14,7 +14,8 @@ import tensorflow as tf
 
 from kbert import presets
 from kbert.export import export_saved_model
-from kbert.export.saved_model import pack, tokenize_with_masks
+from kbert.export.saved_model import tokenize_with_masks
+from kbert.tokenizers.packing import pack_segments as pack
 
 ROOT = Path(__file__).resolve().parents[2]
 SEQUENCE_LENGTH = 32

@@ -15,19 +15,18 @@ import tensorflow as tf
 
 import kbert.models
 from kbert import tasks
-from kbert.data import split_words
-from kbert.data.task_features import pack_segments
 from kbert.tasks.question_answering.data import QuestionExample
 from kbert.tasks.question_answering.features import encode_questions
-from kbert.data.text_spans import Word, align_texts
 from kbert.export import export_saved_model
 from kbert.tasks.text_classification.features import classification_dataset
 from kbert.tasks.token_classification import decode as tagging
 from kbert.tasks.token_classification import serving as tagging_signatures
 from kbert.tasks.token_classification.data import encode_tagging
 from kbert.tokenizers import words_graph as word_alignment
+from kbert.tokenizers.alignment import Word, align_texts, split_words
+from kbert.tokenizers.packing import pack_segments
 from tests.tasks.question_answering.test_features import CONTEXTS, sentence_piece_tokenizer
-from tests.data.test_task_text_spans import TRICKY_TEXT, tiny_tokenizer
+from tests.tokenizers.test_alignment import TRICKY_TEXT, tiny_tokenizer
 from tests.helpers import TINY
 
 SEQUENCE_LENGTH = 32
@@ -308,7 +307,7 @@ def test_text_embedder_and_graph_ops(exported):
 
 
 def test_graph_words_and_pieces_match_text_spans():
-    """The in-graph word split, wordpieces and piece spans equal kbert.data.text_spans'
+    """The in-graph word split, wordpieces and piece spans equal kbert.tokenizers.alignment'
     (uncased, cased and SentencePiece tokenizers; offsets in code points)."""
     rng = np.random.default_rng(0)
     alphabet = [*"ab É\u0301é,.東京😀\u200b\x00\t\u3000ΣİﬁIJ-", "\u00a0", "\U0001F3FB"]

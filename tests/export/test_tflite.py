@@ -22,7 +22,7 @@ from kbert.export.tflite import interpreter, tokenization_differences
 from kbert.export.tflite_ops import TEXT_OPS, check_ops, custom_ops, model_ops
 from kbert.tokenizers import WordPieceTokenizer
 from tests.tasks.question_answering.test_features import sentence_piece_tokenizer
-from tests.data.test_task_text_spans import TINY_VOCABULARY, tiny_tokenizer
+from tests.tokenizers.test_alignment import TINY_VOCABULARY, tiny_tokenizer
 from tests.helpers import TINY
 
 ROOT = Path(__file__).resolve().parents[2]

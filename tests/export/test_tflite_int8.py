@@ -99,7 +99,7 @@ def test_zero_shot_dynamic_int8(tmp_path, capsys):
     """A trained tiny NLI model's zero-shot pipeline (the cities as candidate labels, the
     hypothesis "{}": the label alone): dynamic int8 TFLite gives the float pipeline's top
     label on >= 99% of 300 held-out texts; the largest score difference is printed."""
-    from tests.data.test_task_text_spans import tiny_tokenizer
+    from tests.tokenizers.test_alignment import tiny_tokenizer
 
     tokenizer = tiny_tokenizer()
     pipe = kbert.pipeline("zero-shot-classification", model=trained_nli(tokenizer),
@@ -174,7 +174,7 @@ def test_question_answering_dynamic_int8(tmp_path, capsys):
     """A trained tiny reader's pipeline: dynamic int8 TFLite gives the float pipeline's best
     span (top_k=1, align_to_words=False: the rule in the graph) on >= 99% of 300 held-out
     questions; the largest score difference is printed."""
-    from tests.data.test_task_text_spans import tiny_tokenizer
+    from tests.tokenizers.test_alignment import tiny_tokenizer
 
     tokenizer = tiny_tokenizer()
     pipe = kbert.pipeline("question-answering", model=trained_reader(tokenizer),

@@ -169,7 +169,7 @@ def trained_tagger(tokenizer, seed=0, epochs=12):
 def test_token_classifier_dynamic_int8(tmp_path, capsys):
     """A trained tiny tagger: float32 equals the Keras model (1e-4) and dynamic int8 gives
     the same tag on >= 99% of the tokens of 300 held-out texts."""
-    from tests.data.test_task_text_spans import tiny_tokenizer
+    from tests.tokenizers.test_alignment import tiny_tokenizer
     from tests.export.test_tflite import KEYWORDS, topics
 
     tokenizer = tiny_tokenizer()

@@ -73,12 +73,11 @@ EXTRA = {
     **{(family, "token-classification"): [_TEXTS, _COMPOSED] for family in FAMILIES},
     **{(family, "text-classification"): [
         _TEXTS, [{"text": _TEXTS[0], "text_pair": _COMPOSED[0]}]] for family in FAMILIES},
-    # A special literal in a WordPiece context is text in the export, its token in the
-    # pipeline (README: "Serving a pipeline"): literals in DeBERTa-v3's contexts only.
+    # A special literal in a context is its token in the export as in the pipeline, with
+    # WordPiece (MobileBERT) as with SentencePiece (DeBERTa-v3).
     **{(family, "question-answering"): [
         {"question": ["Where do the owners live?", "Who works in London?", "What is it?"],
-         "context": [_TEXTS[0], _TEXTS[1] if family == "deberta_v3" else _TEXTS[2],
-                     _COMPOSED[0]]}] for family in FAMILIES},
+         "context": [_TEXTS[0], _TEXTS[1], _COMPOSED[0]]}] for family in FAMILIES},
 }
 
 def _key(family, task, model, options):

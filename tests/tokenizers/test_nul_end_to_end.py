@@ -10,7 +10,7 @@ import tensorflow as tf
 import kbert
 from kbert.data import pretraining_dataset
 from kbert.export import export_saved_model
-from kbert.export.saved_model import pack
+from kbert.tokenizers.packing import pack_segments as pack
 from kbert.tokenizers import WordPieceTokenizer
 
 CLEAN = "Return the NUMBER of items in a container, or raise an error."

@@ -64,3 +64,18 @@ def test_a_tokenizer_without_a_twin_says_why():
     assert not bpe.tflite_offsets and not bpe.bert_words
     bert = convert.load_tokenizer(str(FIXTURES / "bert_token"))
     assert bert.tflite_offsets and bert.bert_words and bert.continuation_prefix == "##"
+
+
+def test_the_graph_encoding_is_the_python_one(tokenizer):
+    """`graph_encode` (every kind has one) gives `tokenize_with_offsets`' ids and characters,
+    a special literal typed in a text as its token."""
+    mask = tokenizer.vocabulary[tokenizer.mask_id]
+    texts = TEXTS + [f"the {mask} is  big{mask}."]
+    specials = {mask: tokenizer.mask_id}
+    python = tokenizer.tokenize_with_offsets(texts, specials)
+    graph = tokenizer.graph_encode(tf.constant([t.encode() for t in texts]), specials)
+    for row, (text, encoding) in enumerate(zip(texts, python)):
+        assert graph["ids"][row].numpy().tolist() == encoding.ids.tolist(), text
+        assert graph["starts"][row].numpy().tolist() == encoding.offsets[:, 0].tolist(), text
+        assert graph["ends"][row].numpy().tolist() == encoding.offsets[:, 1].tolist(), text
+        assert graph["literal"][row].numpy().tolist() == (encoding.words < 0).tolist(), text

@@ -6,7 +6,7 @@
 Offsets are UTF-8 byte offsets into the text as given (`text.encode("utf-8")[start:end]`):
 what tensorflow-text's `FastBertNormalize` and `FastWordpieceTokenizeWithOffsets` give,
 with TFLite kernels; the host turns bytes into characters
-(`kbert.data.text_spans.char_offset`). The text must be valid UTF-8 (TFLite has
+(`kbert.tokenizers.alignment.char_offset`). The text must be valid UTF-8 (TFLite has
 no kernel to repair it). A fill-mask model finds the literal "[MASK]" in the text's bytes
 (`ByteSplitter`, converted to `TFText>ByteSplitWithOffsets`, which tensorflow-text's
 registrar runs in TFLite) and merges the pieces FastBertTokenizer split it into.

@@ -6,13 +6,14 @@ names; the export tests hold them equal on the reference inputs."""
 
 import tensorflow as tf
 
-from kbert.data.task_features import pair_separators, second_segment_id
+from kbert.tokenizers import packing
+
 
 def ids(tokenizer, text):
     """Strings [B] -> int32 ids ragged [B, (tokens)]: `Encoder.ids(texts, specials)` with
     every special-token literal typed in a text as its token."""
     text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")
-    return tf.cast(tokenizer._tokenize_keeping_special_tokens(text), tf.int32)
+    return tf.cast(tokenizer.tokenize_keeping_special_tokens(text), tf.int32)
 
 
 def lengths(ragged):
@@ -73,23 +74,9 @@ _PAIR_TOO_LONG = ("A pair is too long for the model and cutting only one of its 
 
 def pack(tokenizer, first, second=None):
     """[CLS] first [SEP] (second [SEP]) -> `token_ids`, `segment_ids`, `padding_mask`
-    int32 [B, S], S the batch's longest; a pair has the tokenizer's `pair_separators`
-    between its texts (RoBERTa's <s> first </s></s> second </s>), as `Pipeline.pack`."""
-    cls = tf.fill([first.nrows(), 1], tf.constant(tokenizer.cls_id, tf.int32))
-    sep = tf.fill([first.nrows(), 1], tf.constant(tokenizer.sep_id, tf.int32))
-    parts = [cls, first, sep]
-    segments = [tf.zeros_like(cls), tf.zeros_like(first), tf.zeros_like(sep)]
-    if second is not None:
-        extra = [sep] * (pair_separators(tokenizer) - 1)
-        second_id = second_segment_id(tokenizer)  # 1, or 0 for RoBERTa
-        parts = parts + extra + [second, sep]
-        segments += [tf.zeros_like(s) for s in extra] + [tf.ones_like(second) * second_id,
-                                                          tf.ones_like(sep) * second_id]
-    token_ids = tf.concat(parts, axis=1)
-    segment_ids = tf.concat(segments, axis=1)
-    return {"token_ids": token_ids.to_tensor(tokenizer.pad_id),
-            "segment_ids": segment_ids.to_tensor(0),
-            "padding_mask": tf.ones_like(token_ids).to_tensor(0)}
+    int32 [B, S], S the batch's longest, by the tokenizer's layout (RoBERTa's
+    <s> first </s></s> second </s>), as `Pipeline.pack`: `packing.pack_to_longest`."""
+    return packing.pack_to_longest(tokenizer, first, second)
 
 
 def fit_call(pipe, first, second, truncation, max_length):

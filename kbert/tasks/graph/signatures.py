@@ -1,6 +1,7 @@
 """What every exported signature shares: the input specs, running the model, the
-`serving_ids` endpoint, `pipeline.export`'s endpoint of one text per row, label names. Packing wordpieces into model inputs is
-`kbert.data.task_features.pack_segments`, the fine-tuning data's own."""
+`serving_ids` endpoint, `pipeline.export`'s endpoint of one text per row, label names.
+Packing wordpieces into model inputs is the tokenizer's `pack` (`kbert.tokenizers.packing`),
+the fine-tuning data's own."""
 
 import tensorflow as tf
 

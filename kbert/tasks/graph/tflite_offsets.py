@@ -2,10 +2,12 @@
 `FastBertNormalize` and `FastWordpieceTokenizeWithOffsets`, with TFLite kernels), and those
 offsets placed at the pieces' positions in the model's input. Offsets are bytes of the text
 as given (`text.encode("utf-8")[start:end]`); the host turns them into characters
-(`kbert.data.text_spans.char_offset`). The text must be valid UTF-8 (TFLite has no kernel to
+(`kbert.tokenizers.alignment.char_offset`). The text must be valid UTF-8 (TFLite has no kernel to
 repair it)."""
 
 import tensorflow as tf
+
+from kbert import _keras_private
 
 
 def dense(ragged, width, default):
@@ -17,8 +19,9 @@ def pieces_with_offsets(fast, text):
     """`FastBertTokenizer.tokenize_with_offsets` without ragged gathers (TFLite has no
     kernel for the `RaggedRange` they add): ragged ids [B, (pieces)], and each piece's
     UTF-8 byte start and end in `text`, dense [B, >= pieces]."""
-    normalized, offsets = fast._fast_bert_normalizer.normalize_with_offsets(text)
-    ids, starts, ends = fast._fast_wordpiece_tokenizer.tokenize_with_offsets(normalized)
+    normalizer, wordpiece = _keras_private.fast_bert_parts(fast)
+    normalized, offsets = normalizer.normalize_with_offsets(text)
+    ids, starts, ends = wordpiece.tokenize_with_offsets(normalized)
     # Normalized byte -> input byte (`offsets` has one more entry per text: its end).
     table = offsets.to_tensor(default_value=0)
     to_bytes = lambda post: tf.gather(  # noqa: E731

@@ -10,9 +10,8 @@ import dataclasses
 import json
 import os
 
-from kbert.data.task_features import DataError
-from kbert.data.task_tfds import TfdsTask, builder_rows
-from kbert.data.task_tfds import text as _text  # TFDS bytes -> str
+from kbert.tasks.datasets import DataError, TfdsTask, builder_rows
+from kbert.tasks.datasets import text as _text  # TFDS bytes -> str
 
 # The TFDS builders of SQuAD: question, context, answers {text, answer_start} (and id, v2's
 # is_impossible).
@@ -119,7 +118,7 @@ def read_squad(path, version_2=None, encoding="utf-8"):
 def tfds_squad(name, split="train", data_dir=None, download=True):
     """Reads squad/v1.1 or squad/v2.0 from tensorflow-datasets (features id, question,
     context, answers {text, answer_start}, and v2's is_impossible) as
-    `QuestionAnsweringData`; `data_dir`, `download` as `kbert.data.task_tfds.builder_rows`."""
+    `QuestionAnsweringData`; `data_dir`, `download` as `kbert.tasks.datasets.builder_rows`."""
     if name not in TFDS_NAMES:
         raise ValueError(f"Unknown SQuAD dataset {name!r}; kbert reads {list(TFDS_NAMES)}.")
     _, question, context, answer = TFDS_TASKS[name]

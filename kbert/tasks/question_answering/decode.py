@@ -30,8 +30,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from kbert.data.task_features import check_int
-from kbert.data.text_spans import char_offset
+from kbert.tasks.datasets import check_int
+from kbert.tokenizers.alignment import char_offset
 from kbert.tasks.text_classification.decode import softmax
 
 # The logit of a position no answer may start or end on, before transformers' softmax.

@@ -17,20 +17,16 @@ from typing import Optional
 
 import numpy as np
 
-from kbert.data.task_features import (
+from kbert.tasks.datasets import (
     END_POSITIONS,
     START_POSITIONS,
     DataError,
     arrays_dataset,
     check_int,
-    packed_row,
-    pair_separators,
-    second_segment_id,
-    special_count,
 )
-from kbert.data.text_spans import align_texts, tokenize_words
 from kbert.tasks.question_answering.data import QuestionAnsweringData, QuestionExample
 from kbert.tasks.question_answering.decode import decode_answers
+from kbert.tokenizers.words import tokenize_words
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -138,7 +134,7 @@ def encode_questions(data, tokenizer, sequence_length=384, doc_stride=None,
             the longest question kept (128 for sequence_length 384).
         max_question_length: questions keep their first this many pieces.
     """
-    check_int("sequence_length", sequence_length, special_count(tokenizer, True) + 1)
+    check_int("sequence_length", sequence_length, tokenizer.special_count(True) + 1)
     if doc_stride is not None:
         check_int("doc_stride", doc_stride, 0)
     check_int("max_question_length", max_question_length, 1)
@@ -151,18 +147,16 @@ def encode_questions(data, tokenizer, sequence_length=384, doc_stride=None,
                         "(at least one).")
     questions = tokenize_words(tokenizer, [e.question for e in examples])
     contexts = list(dict.fromkeys(e.context for e in examples))
-    alignments = dict(zip(contexts, align_texts(contexts, tokenizer)))
+    alignments = dict(zip(contexts, tokenizer.align_texts(contexts)))
     if doc_stride is None:
         longest = max(min(len(questions[e.question]), max_question_length) for e in examples)
         doc_stride = default_doc_stride(sequence_length, longest,
-                                        special_count(tokenizer, True))
+                                        tokenizer.special_count(True))
     labelled = any(e.answers or e.is_impossible for e in examples)
     rows, windows, starts, ends = [], [], [], []
-    special = (tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
-    separators, second_segment = pair_separators(tokenizer), second_segment_id(tokenizer)
     for index, example in enumerate(examples):
         question = questions[example.question][:max_question_length]
-        window_length = sequence_length - len(question) - special_count(tokenizer, True)
+        window_length = sequence_length - len(question) - tokenizer.special_count(True)
         if window_length < 1:
             raise ValueError(f"sequence_length={sequence_length} leaves no room for the "
                              f"context after a question of {len(question)} pieces; raise it "
@@ -173,15 +167,14 @@ def encode_questions(data, tokenizer, sequence_length=384, doc_stride=None,
             raise ValueError(
                 f"doc_stride={doc_stride} must be smaller than the window's context length, "
                 f"{window_length} pieces (sequence_length={sequence_length} minus "
-                f"{len(question)} question pieces and {special_count(tokenizer, True)} "
+                f"{len(question)} question pieces and {tokenizer.special_count(True)} "
                 f"special tokens), for question {example.id!r}, whose context of "
                 f"{len(alignment.piece_ids)} pieces needs several windows. Lower doc_stride "
                 f"or max_question_length={max_question_length}, or raise sequence_length.")
         for doc_start, doc_length in window_starts(len(alignment.piece_ids), window_length,
                                                    doc_stride):
             piece_ids = alignment.piece_ids[doc_start : doc_start + doc_length]
-            *row, offset = packed_row(question, piece_ids, sequence_length, *special,
-                                      separators, second_segment)
+            *row, offset = tokenizer.pack_row(question, piece_ids, sequence_length)
             rows.append(row)
             windows.append(Window(index, example.id, example.context, alignment.piece_spans,
                                   doc_start, doc_length, offset, sequence_length))

@@ -12,14 +12,11 @@ widened to its words' characters inside the window. Per question: equal answers
 (lower-cased) merged into the first with their scores added, the null answer appended, the
 `top_k` best kept (of equal scores, the earlier).
 
-The context's tokens, characters and words come, as `Encoder.encode` makes them, from
-`kbert.tokenizers.words_graph` for WordPiece models (words by BERT's rule) and from
-`kbert.tokenizers.sentence_piece_graph` for SentencePiece ones (ALBERT: words are the
-whitespace-separated chunks; a special-token literal typed in the context is its token, of
-no word, as in the pipeline), and from `kbert.tokenizers.byte_pair_graph` for byte-level BPE
-ones (RoBERTa: words are GPT-2's pieces, literals as ALBERT's; its windows are
-`<s> question </s></s> window </s>`). With WordPiece a special-token literal typed in a context is
-text here, where the pipeline makes it its token.
+The context's tokens, characters and words come, as `Encoder.encode` makes them, from the
+tokenizer's `graph_encode`: WordPiece models' words are BERT's, SentencePiece ones' (ALBERT,
+DeBERTa-v3) the whitespace-separated chunks, byte-level BPE ones' (RoBERTa) GPT-2's pieces
+(its windows are `<s> question </s></s> window </s>`); a special-token literal typed in the
+context is its token, of no word, as in the pipeline.
 """
 
 import tensorflow as tf
@@ -29,7 +26,7 @@ from kbert.tasks.graph.signatures import STRINGS, dense_rows, run_model
 from kbert.tasks.question_answering.decode import MASKED_LOGIT
 from kbert.tasks.question_answering.serving import span_band, window_features
 from kbert.tokenizers import normalization
-from kbert.tokenizers.words_graph import align, substrings, trimmed_ends, valid_utf8
+from kbert.tokenizers.words_graph import substrings, valid_utf8
 
 
 def question_answering(pipe, model, opts, given):
@@ -60,10 +57,7 @@ def question_answering(pipe, model, opts, given):
             tf.debugging.Assert(tf.reduce_all(tf.strings.length(context) > 0),
                                 ["`context` cannot be empty"])]
         question_ids = graph.ids(tokenizer, question)
-        if tokenizer.graph_encode is not None:
-            context_ids, tokens = _sentence_piece_context(context, tokenizer, pipe.specials)
-        else:
-            context_ids, tokens = _word_piece_context(context, tokenizer)
+        context_ids, tokens = _context(context, tokenizer, pipe.specials)
         questions = graph.lengths(question_ids)
         room = max_seq_len - questions - specials
         cut = graph.lengths(context_ids) > room
@@ -112,26 +106,12 @@ def question_answering(pipe, model, opts, given):
     return {"serving_default": (serve, [STRINGS, STRINGS])}
 
 
-def _word_piece_context(context, tokenizer):
-    """WordPiece: the contexts' ids ragged [B, (tokens)] and, flat per token, `starts`,
-    `ends` (characters), `word_first` / `word_last` (flat indices of its word's first and
-    last tokens) and `has_word`."""
-    aligned = align(context, tokenizer)
-    pieces = aligned["pieces"]
-    context_ids = tf.RaggedTensor.from_row_splits(
-        pieces, aligned["words"]["row_splits"], validate=False).merge_dims(1, 2)
-    word = tf.cast(pieces.value_rowids(), tf.int32)
-    return context_ids, {
-        "starts": aligned["piece_starts"], "ends": trimmed_ends(aligned, tokenizer),
-        "word_first": tf.gather(tf.cast(pieces.row_starts(), tf.int32), word),
-        "word_last": tf.gather(tf.cast(pieces.row_limits(), tf.int32), word) - 1,
-        "has_word": tf.ones_like(word, tf.bool)}
-
-
-def _sentence_piece_context(context, tokenizer, specials):
-    """SentencePiece, as `_word_piece_context`: a word is a whitespace-separated chunk (its
-    tokens in a row), a special literal typed in the context is its token and of no word.
-    Byte-level BPE: a word is a GPT-2 piece (both: the tokenizer's `graph_encode`)."""
+def _context(context, tokenizer, specials):
+    """The contexts' ids ragged [B, (tokens)] and, flat per token, `starts`, `ends`
+    (characters), `word_first` / `word_last` (flat indices of its word's first and last
+    tokens) and `has_word`, from the tokenizer's `graph_encode`: a word is BERT's (WordPiece),
+    a whitespace-separated chunk (SentencePiece) or a GPT-2 piece (byte-level BPE); a
+    special literal typed in the context is its token and of no word."""
     encoded = tokenizer.graph_encode(context, specials)
     word = encoded["words"].flat_values
     index = tf.range(tf.size(word))

@@ -17,14 +17,10 @@ context. SQuAD 2.0 models answer "" when the null score wins by more than the th
 
 import tensorflow as tf
 
-from kbert.data.task_features import (
-    check_int,
-    pair_separators,
-    second_segment_id,
-    special_count,
-)
+from kbert.tasks.datasets import check_int
 from kbert.tasks.graph.signatures import STRINGS, add_ids_endpoint, run_model
 from kbert.tasks.question_answering.features import default_doc_stride
+from kbert.tokenizers import packing
 from kbert.tokenizers.words_graph import piece_spans, split_words, substrings, valid_utf8
 
 # encode_questions' and decode_answers' defaults (doc_stride None: `default_doc_stride`).
@@ -63,8 +59,8 @@ def windows(question_ids, context_ids, sequence_length, doc_stride, separators=1
 def window_features(tokenizer, question_ids, context_ids, sequence_length, doc_stride,
                     padded_to=None):
     """Every window of `windows` as model inputs `[CLS] question [SEP] window [SEP]`, packed
-    as `kbert.data.task_features.packed_row` packs them (RoBERTa: two separators, segment
-    ids all 0).
+    by the tokenizer's layout, as `Tokenizer.pack_row` packs them (RoBERTa: two separators,
+    segment ids all 0).
 
     Returns a dict: `example`, `doc_length`, `offset` as `windows`; `first_piece` (the
     window's first context piece, an index into `context_ids.flat_values`); `position`
@@ -72,23 +68,19 @@ def window_features(tokenizer, question_ids, context_ids, sequence_length, doc_s
     and `features` (`token_ids`, `segment_ids`, `padding_mask` int32 [W, S], S `padded_to`,
     or the longest window without it).
     """
-    separators = pair_separators(tokenizer)
-    example, doc_start, doc_length, offset = windows(question_ids, context_ids,
-                                                     sequence_length, doc_stride, separators)
+    example, doc_start, doc_length, offset = windows(
+        question_ids, context_ids, sequence_length, doc_stride, packing.pair_separators(tokenizer))
     first_piece = tf.gather(tf.cast(context_ids.row_starts(), tf.int32), example) + doc_start
     window_ids = tf.gather(context_ids.flat_values,
                            tf.ragged.range(first_piece, first_piece + doc_length))
-    count = tf.size(example)
-    cls = tf.fill([count, 1], tf.constant(tokenizer.cls_id, tf.int32))
-    sep = tf.fill([count, 1], tf.constant(tokenizer.sep_id, tf.int32))
-    token_ids = tf.concat([cls, tf.gather(question_ids, example)] + [sep] * separators
-                          + [window_ids, sep],
-                          axis=1).to_tensor(tokenizer.pad_id, shape=[None, padded_to])
+    token_ids, segment_ids = packing.concatenated(
+        tokenizer, tf.cast(tf.gather(question_ids, example), tf.int32),
+        tf.cast(window_ids, tf.int32))
+    token_ids = token_ids.to_tensor(tokenizer.pad_id, shape=[None, padded_to])
+    segment_ids = segment_ids.to_tensor(0, shape=[None, padded_to])
     width = tf.shape(token_ids)[1] if padded_to is None else padded_to
     position = tf.range(width)[None, :]  # [1, S]
     padding_mask = position < (offset + doc_length + 1)[:, None]
-    segment_ids = tf.cast((position >= offset[:, None]) & padding_mask,
-                          tf.int32) * second_segment_id(tokenizer)
     in_context = (position >= offset[:, None]) & (position < (offset + doc_length)[:, None])
     return {"example": example, "doc_length": doc_length, "offset": offset,
             "first_piece": first_piece, "position": position, "in_context": in_context,
@@ -116,7 +108,7 @@ def add_endpoints(archive, model, tokenizer, sequence_length, version_2=None,
     options = {k: DEFAULTS[k] if v is None else v for k, v in given.items()}
     for name in ("max_answer_length", "max_question_length", "n_best"):
         check_int(name, options[name], 1)
-    specials = special_count(tokenizer, True)
+    specials = tokenizer.special_count(True)
     most = sequence_length - specials - 1
     if options["max_question_length"] > most:
         raise ValueError(

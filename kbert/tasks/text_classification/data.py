@@ -20,10 +20,8 @@ import json
 import os
 from typing import Optional
 
-from kbert.data.task_features import DataError
-from kbert.data.task_records import label_indices
-from kbert.data.task_tfds import TfdsTask, builder_rows
-from kbert.data.task_tfds import text as _text  # TFDS bytes -> str
+from kbert.tasks.datasets import DataError, TfdsTask, builder_rows, label_indices
+from kbert.tasks.datasets import text as _text  # TFDS bytes -> str
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Text classification and regression features: texts and text pairs -> `(features, labels)`.
 
 Tokenization and packing run in the graph (`tf.data.Dataset.map` on batches), as in the
-exported SavedModels (`task_features.pack_segments`): `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`
+exported SavedModels (the tokenizer's `pack`): `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`
 (RoBERTa's pairs `<s> A </s></s> B </s>`, as RoBERTa packs them), pairs truncated longest
 first (BERT's `_truncate_seq_pair`), padded to a static `sequence_length`.
 """
@@ -12,17 +12,9 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
-from kbert.data.task_features import (
-    AUTOTUNE,
-    LABELS,
-    DataError,
-    batched,
-    check_int,
-    pack_segments,
-    special_count,
-)
-from kbert.data.text_spans import utf8
+from kbert.tasks.datasets import AUTOTUNE, LABELS, DataError, batched, check_int
 from kbert.tasks.text_classification.data import ClassificationData, ClassificationExample
+from kbert.tokenizers.words import utf8
 
 
 def as_classification_data(data, label_names=None, regression=False):
@@ -126,7 +118,7 @@ def classification_dataset(data, tokenizer, sequence_length=128, batch_size=32,
     columns = _columns(data)
     pair = "text_b" in columns
     # Room for the special tokens and at least one piece of each text.
-    check_int("sequence_length", sequence_length, special_count(tokenizer, pair) + 1 + pair)
+    check_int("sequence_length", sequence_length, tokenizer.special_count(pair) + 1 + pair)
     dataset = tf.data.Dataset.from_tensor_slices(columns)
     dataset = batched(dataset, batch_size, training, shuffle_buffer, seed, drop_remainder,
                       repeat)
@@ -137,7 +129,7 @@ def classification_dataset(data, tokenizer, sequence_length=128, batch_size=32,
         ids = tokenizer.tokenize(tf.concat(texts, 0))
         rows = tf.shape(batch["text_a"], out_type=tf.int64)[0]
         segments = [ids[i * rows : (i + 1) * rows] for i in range(len(texts))]
-        features = pack_segments(tokenizer, segments, sequence_length)
+        features = tokenizer.pack(segments, sequence_length)
         for tensor in features.values():  # the ragged ops lose the static batch size
             tensor.set_shape([batch["text_a"].shape[0], sequence_length])
         if LABELS in batch:

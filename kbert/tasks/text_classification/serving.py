@@ -13,7 +13,6 @@ The rules on options are `decode`'s, the same the Python pipelines call.
 
 import tensorflow as tf
 
-from kbert.data.task_features import pack_segments
 from kbert.tasks.graph.signatures import STRINGS, add_ids_endpoint, label_names_of, run_model
 
 # A string constant in a classifier's serve graph where its one output has no stated
@@ -54,13 +53,13 @@ def add_endpoints(archive, model, tokenizer, sequence_length, label_names=None):
         return classification_outputs(model, run_model(model, features), names)
 
     def serve_text(text):
-        return serve(pack_segments(tokenizer, [tokenizer.tokenize(text)], sequence_length))
+        return serve(tokenizer.pack([tokenizer.tokenize(text)], sequence_length))
 
     def serve_pairs(text_a, text_b):
         # One tokenizer call for both segments: half the graph to build.
         ids = tokenizer.tokenize(tf.concat([text_a, text_b], 0))
         rows = tf.shape(text_a, out_type=tf.int64)[0]
-        return serve(pack_segments(tokenizer, [ids[:rows], ids[rows:]], sequence_length))
+        return serve(tokenizer.pack([ids[:rows], ids[rows:]], sequence_length))
 
     archive.add_endpoint("serving_default", serve_text, [STRINGS])
     archive.add_endpoint("serving_pairs", serve_pairs, [STRINGS, STRINGS])

@@ -6,7 +6,6 @@ normalisation), so that the SavedModel loads with TensorFlow and tensorflow-text
 (transformers' contract) is `pipeline_serving`.
 """
 
-from kbert.data.task_features import pack_segments
 from kbert.tasks.graph.signatures import STRINGS, add_ids_endpoint, run_model
 
 
@@ -17,7 +16,7 @@ def add_endpoints(archive, model, tokenizer, sequence_length):
         return {"embedding": run_model(model, features)}
 
     def serve_text(text):
-        return serve(pack_segments(tokenizer, [tokenizer.tokenize(text)], sequence_length))
+        return serve(tokenizer.pack([tokenizer.tokenize(text)], sequence_length))
 
     archive.add_endpoint("serving_default", serve_text, [STRINGS])
     add_ids_endpoint(archive, model, serve)

@@ -3,9 +3,9 @@ TFDS's conll2003), labels on wordpieces for the model, predictions per word out.
 
 Each word's label sits on its first wordpiece (`label_weights` 1 there, 0 on its other
 pieces), as in the BERT paper; a prediction for a word is read from its first piece too.
-Words are tokenized one by one (`kbert.data.text_spans`), so a word split into many pieces,
-a word the vocabulary does not know ([UNK]) and a word that gives no piece at all keep
-their place. Sentences longer than the sequence lose their last words (counted in
+Words are tokenized one by one (the tokenizer's `align_texts` / `align_words`), so a word
+split into many pieces, a word the vocabulary does not know ([UNK]) and a word that gives no
+piece at all keep their place. Sentences longer than the sequence lose their last words (counted in
 `EncodedTagging.truncated_words`; those words get no prediction).
 
 Every problem in the data raises `DataError` (a `ValueError`) naming the file, the line (or
@@ -18,18 +18,17 @@ from typing import Optional
 
 import numpy as np
 
-from kbert.data.task_features import (
+from kbert.tasks.datasets import (
     LABEL_WEIGHTS,
     LABELS,
     DataError,
+    TfdsTask,
     arrays_dataset,
+    builder_rows,
     check_int,
-    packed_row,
+    label_indices,
 )
-from kbert.data.task_records import label_indices
-from kbert.data.task_tfds import TfdsTask, builder_rows
-from kbert.data.task_tfds import text as _text  # TFDS bytes -> str
-from kbert.data.text_spans import align_texts, align_words
+from kbert.tasks.datasets import text as _text  # TFDS bytes -> str
 from kbert.tasks.token_classification.decode import decode_entities
 
 
@@ -161,7 +160,8 @@ class EncodedTagging:
         features: `token_ids`, `segment_ids`, `padding_mask`, int32 [N, S].
         labels: `labels` int32 [N, S], `label_weights` float32 [N, S]; None without tags.
         word_ids: int32 [N, S], the word index at each word's first piece, -1 elsewhere.
-        alignments: per example, a `text_spans.Alignment` (text, words with spans, pieces).
+        alignments: per example, a `kbert.tokenizers.alignment.Alignment` (text, words with
+            spans, pieces).
         label_names: the tag names (index = label id), if known.
         truncated_words: words cut off by `sequence_length`.
     """
@@ -204,7 +204,7 @@ def encode_tagging(data, tokenizer, sequence_length=128):
     Args:
         data: `TaggingData` (`read_conll`, `read_tfds("conll2003")`), a list of
             `TaggingExample`, or a list of raw texts (split into words by
-            `text_spans.split_words`; for prediction).
+            `kbert.tokenizers.words.split_words`; for prediction).
         tokenizer: a kbert tokenizer.
         sequence_length: the static length S; S - 2 pieces fit beside [CLS] and [SEP].
     """
@@ -214,7 +214,7 @@ def encode_tagging(data, tokenizer, sequence_length=128):
         label_names, data = data.label_names, data.examples
     data = list(data)
     if data and all(isinstance(item, str) for item in data):
-        alignments, tags = align_texts(data, tokenizer), [None] * len(data)
+        alignments, tags = tokenizer.align_texts(data), [None] * len(data)
     else:
         if not all(isinstance(item, TaggingExample) for item in data):
             raise TypeError("encode_tagging takes TaggingData, TaggingExamples or texts.")
@@ -222,7 +222,7 @@ def encode_tagging(data, tokenizer, sequence_length=128):
             if example.tags is not None and len(example.tags) != len(example.words):
                 raise DataError(f"{example.origin}: {len(example.words)} words but "
                                 f"{len(example.tags)} tags.")
-        alignments = align_words([example.words for example in data], tokenizer)
+        alignments = tokenizer.align_words([example.words for example in data])
         tags = [example.tags for example in data]
     if not data:
         raise DataError("No sentences to encode.")
@@ -244,8 +244,7 @@ def encode_tagging(data, tokenizer, sequence_length=128):
         if len(alignment.piece_ids) > len(pieces):
             truncated += len(alignment.words) - kept  # a word cut inside keeps its first piece
         (arrays["token_ids"][i], arrays["segment_ids"][i], arrays["padding_mask"][i],
-         _) = packed_row(pieces, None, length, tokenizer.cls_id, tokenizer.sep_id,
-                         tokenizer.pad_id)
+         _) = tokenizer.pack_row(pieces, None, length)
         first = np.ones(len(owners), bool)
         first[1:] = owners[1:] != owners[:-1]
         positions = np.flatnonzero(first) + 1  # after [CLS]
@@ -262,7 +261,7 @@ def tagging_dataset(data, tokenizer, sequence_length=128, batch_size=32, trainin
                     shuffle_buffer=10_000, seed=0, drop_remainder=None, repeat=False):
     """Batches for a token classifier: `(features, {"labels", "label_weights"})`, or
     `features` alone for untagged data. See `encode_tagging` and
-    `task_features.arrays_dataset` for the arguments."""
+    `kbert.tasks.datasets.arrays_dataset` for the arguments."""
     encoded = encode_tagging(data, tokenizer, sequence_length)
     return arrays_dataset(encoded.features, encoded.labels, batch_size, training,
                           shuffle_buffer, seed, drop_remainder, repeat)

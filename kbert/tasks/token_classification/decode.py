@@ -20,7 +20,7 @@ import collections
 
 import numpy as np
 
-from kbert.data.text_spans import char_offset
+from kbert.tokenizers.alignment import char_offset
 from kbert.tasks.text_classification.decode import softmax
 from kbert.tokenizers.decoding import DECODER_CLEAN_UP as _DECODER_CLEAN_UP
 from kbert.tokenizers.decoding import replace_all as _replace_all

@@ -5,21 +5,19 @@ entities of one type grouped ("simple" and the word strategies), the ignored lab
 out. The graph cannot call the Python rule; the labels' tables come from the one place
 (`decode.label_tables`).
 
-Tokens and their characters come, as `Encoder.encode` makes them, from
-`kbert.tokenizers.words_graph` for WordPiece models (words by BERT's rule, each tokenized
-alone), and from the tokenizer's `graph_encode` for SentencePiece ones (ALBERT:
-whitespace-separated chunks) and byte-level BPE ones (RoBERTa: GPT-2's pieces). A
-special-token literal typed in a text ("[SEP]") is its token, as in the pipeline: it counts
-in the model's length and is no entity.
+Tokens and their characters come, as `Encoder.encode` makes them, from the tokenizer's
+`graph_encode` (WordPiece: words by BERT's rule, each tokenized alone; SentencePiece:
+whitespace-separated chunks; byte-level BPE: GPT-2's pieces). A special-token literal typed
+in a text ("[SEP]") is its token, as in the pipeline: it counts in the model's length and is
+no entity.
 """
 
 import tensorflow as tf
 
 from kbert.tasks.graph.signatures import STRINGS, dense_rows, run_model
-from kbert.tokenizers.words_graph import align, substrings, trimmed_ends, valid_utf8
+from kbert.tokenizers.words_graph import substrings, valid_utf8
 from kbert.tasks.graph import packing as graph
 from kbert.tasks.token_classification.decode import label_tables, strategy_and_ignored
-from kbert.tokenizers.literals_graph import split_at_literals
 
 
 def _label_tables(names):
@@ -46,59 +44,12 @@ def _by_group(values, group, starts):
                                              validate=False)
 
 
-def _word_piece_tokens(text, tokenizer, specials):
-    """WordPiece: ragged [B, (tokens)] flat indices, and flat per-token `ids`, `starts`,
-    `ends`, `word`, `subword`, `entity` (False for a special literal typed in the text).
-    The text between the literals is aligned part by part, as `Encoder.encode` does."""
-    parts, special = split_at_literals(text, specials)  # [B, (parts)]
-    is_special = special >= 0
-    flat_parts = tf.where(is_special, "", parts.flat_values)
-    aligned = align(flat_parts, tokenizer)
-    words, pieces = aligned["words"], aligned["pieces"]
-    count = tf.size(pieces.flat_values)
-    part_tokens = tf.RaggedTensor.from_row_splits(  # [parts, (tokens)]: flat indices
-        tf.RaggedTensor.from_row_splits(tf.range(count), pieces.row_splits, validate=False),
-        words["row_splits"], validate=False).merge_dims(1, 2)
-    literal_index = count + tf.cumsum(tf.cast(is_special, tf.int32), exclusive=True)
-    part_tokens = tf.concat([part_tokens, tf.RaggedTensor.from_row_lengths(
-        tf.boolean_mask(literal_index, is_special), tf.cast(is_special, tf.int64))], axis=1)
-    tokens = parts.with_flat_values(part_tokens).merge_dims(1, 2)  # [B, (tokens)]
-    # Each part's first character in its text.
-    part_chars = tf.strings.length(parts.flat_values, unit="UTF8_CHAR")
-    before = tf.cumsum(part_chars, exclusive=True)
-    part_start = before - tf.gather(tf.concat([before, [0]], 0),
-                                    tf.gather(tf.cast(parts.row_starts(), tf.int32),
-                                              tf.cast(parts.value_rowids(), tf.int32)))
-    part_row = tf.cast(parts.value_rowids(), tf.int32)
-    piece_part = tf.gather(words["row"], tf.cast(pieces.value_rowids(), tf.int32))
-    shift = tf.gather(part_start, piece_part)
-    starts = aligned["piece_starts"] + shift
-    ends = trimmed_ends(aligned, tokenizer) + shift
-    ids = pieces.flat_values
-    unknown = tf.equal(ids, tokenizer.unk_id)
-    token_lengths = tf.constant([len(t) for t in tokenizer.vocabulary], tf.int32)
-    literal_start = tf.boolean_mask(part_start, is_special)
-    literal_rows = tf.boolean_mask(part_row, is_special)
-    literal_ids = tf.boolean_mask(special, is_special)
-    literal_end = literal_start + tf.boolean_mask(part_chars, is_special)
-    rows = tf.concat([tf.gather(part_row, piece_part), literal_rows], 0)
-    ids = tf.concat([tf.cast(ids, tf.int32), literal_ids], 0)
-    starts, ends = tf.concat([starts, literal_start], 0), tf.concat([ends, literal_end], 0)
-    unknown = tf.concat([unknown, tf.zeros_like(literal_ids, tf.bool)], 0)
-    return tokens, {
-        "ids": ids, "starts": starts, "ends": ends,
-        "word": tf.where(unknown, substrings(text, rows, starts, ends),
-                         tf.gather(tf.constant(tokenizer.vocabulary), ids)),
-        "subword": ~unknown & tf.not_equal(tf.gather(token_lengths, ids), ends - starts),
-        "entity": tf.concat([tf.ones_like(piece_part, tf.bool),
-                             tf.zeros_like(literal_ids, tf.bool)], 0)}
-
-
-def _sentence_piece_tokens(text, tokenizer, specials):
-    """SentencePiece and byte-level BPE (the tokenizer's `graph_encode`), as
-    `_word_piece_tokens`: a special literal is no entity, and a token is a subword unless it
-    starts the text or a space (" ") is before or at its start (transformers' rule for
-    tokenizers without a continuing-subword prefix)."""
+def _tokens(text, tokenizer, specials):
+    """Ragged [B, (tokens)] flat indices, and flat per-token `ids`, `starts`, `ends`, `word`,
+    `subword`, `entity` (False for a special literal typed in the text), from the
+    tokenizer's `graph_encode`. A token is a subword, as transformers tells: with a
+    continuing-subword prefix (WordPiece's "##"), where its text is not its characters';
+    without one, unless it starts the text or a space (" ") is before or at its start."""
     encoded = tokenizer.graph_encode(text, specials)
     ids = encoded["ids"].flat_values
     tokens = encoded["ids"].with_flat_values(tf.range(tf.size(ids)))
@@ -115,12 +66,16 @@ def _sentence_piece_tokens(text, tokenizer, specials):
         return inside & tf.equal(tf.gather(flat_codes, where), ord(" "))
 
     unknown = tf.equal(ids, tokenizer.unk_id)
+    if tokenizer.continuation_prefix is not None:
+        token_lengths = tf.constant([len(t) for t in tokenizer.vocabulary], tf.int32)
+        subword = tf.not_equal(tf.gather(token_lengths, ids), ends - starts)
+    else:
+        subword = (starts > 0) & ~is_space(starts - 1) & ~is_space(starts)
     return tokens, {
         "ids": ids, "starts": starts, "ends": ends,
         "word": tf.where(unknown, substrings(text, rows, starts, ends),
                          tf.gather(tf.constant(tokenizer.vocabulary), ids)),
-        "subword": ~unknown & (starts > 0) & ~is_space(starts - 1) & ~is_space(starts),
-        "entity": ~encoded["literal"].flat_values}
+        "subword": ~unknown & subword, "entity": ~encoded["literal"].flat_values}
 
 
 def token_classification(pipe, model, opts, given):
@@ -137,10 +92,7 @@ def token_classification(pipe, model, opts, given):
     def serve(text):
         text = valid_utf8(text)
         batch = tf.shape(text)[0]
-        if tokenizer.graph_encode is not None:
-            tokens, per_token = _sentence_piece_tokens(text, tokenizer, pipe.specials)
-        else:
-            tokens, per_token = _word_piece_tokens(text, tokenizer, pipe.specials)
+        tokens, per_token = _tokens(text, tokenizer, pipe.specials)
         kept = graph.keep_first(tokens, tf.minimum(graph.lengths(tokens), budget))
         logits = run_model(model, graph.pack(tokenizer, tf.gather(per_token["ids"], kept)))
         rows = tf.cast(kept.value_rowids(), tf.int32)

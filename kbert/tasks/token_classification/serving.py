@@ -14,7 +14,6 @@ once, and tests/export/test_task_exports.py checks that the two agree on random 
 
 import tensorflow as tf
 
-from kbert.data.task_features import pack_segments
 from kbert.tasks.graph.signatures import (
     STRINGS,
     add_ids_endpoint,
@@ -76,7 +75,7 @@ def add_endpoints(archive, model, tokenizer, sequence_length, label_names=None, 
         row_splits, rows = words["row_splits"], words["row"]
         per_text = tf.RaggedTensor.from_row_splits(pieces, row_splits, validate=False
                                                    ).merge_dims(1, 2)
-        features = pack_segments(tokenizer, [per_text], sequence_length)
+        features = tokenizer.pack([per_text], sequence_length)
         logits = run_model(model, features)  # [B, S, tags]
         # Each word's first piece: after [CLS] and the pieces of the words before it.
         counts = tf.cast(pieces.row_lengths(), tf.int32)

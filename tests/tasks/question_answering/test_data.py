@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kbert.tasks.question_answering.data import read_squad, tfds_squad
-from tests.data.test_task_readers import _mocked, error_naming, write
+from tests.tasks.text_classification.test_readers import _mocked, error_naming, write
 
 
 def squad_json(qas, context="Paris is the capital of France.", version=None):

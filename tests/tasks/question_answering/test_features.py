@@ -8,12 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from kbert.data.task_features import (
-    FEATURE_KEYS,
-    QUESTION_ANSWERING_LABEL_KEYS,
-    DataError,
-)
-from kbert.data.text_spans import split_words
+from kbert.tasks.datasets import FEATURE_KEYS, QUESTION_ANSWERING_LABEL_KEYS, DataError
 from kbert.tasks.question_answering.data import QuestionAnsweringData, QuestionExample
 from kbert.tasks.question_answering.decode import decode_answers
 from kbert.tasks.question_answering.features import (
@@ -21,7 +16,8 @@ from kbert.tasks.question_answering.features import (
     question_answering_dataset,
     window_starts,
 )
-from tests.data.test_task_text_spans import TRICKY_TEXT, tiny_tokenizer
+from kbert.tokenizers.words import split_words
+from tests.tokenizers.test_alignment import TRICKY_TEXT, tiny_tokenizer
 
 CONTEXTS = [
     TRICKY_TEXT,

@@ -5,15 +5,11 @@ import types
 import numpy as np
 import pytest
 
-from kbert.data.task_features import (
-    CLASSIFICATION_LABEL_KEYS,
-    FEATURE_KEYS,
-    DataError,
-    pack_segments,
-)
+from kbert.tasks.datasets import CLASSIFICATION_LABEL_KEYS, FEATURE_KEYS, DataError
 from kbert.tasks.text_classification.data import ClassificationData, ClassificationExample
 from kbert.tasks.text_classification.features import classification_dataset
-from tests.data.test_task_text_spans import tiny_tokenizer
+from kbert.tokenizers.packing import pack_segments
+from tests.tokenizers.test_alignment import tiny_tokenizer
 
 
 def truncate_seq_pair(a, b, max_length):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from kbert.data.task_features import FEATURE_KEYS, TAGGING_LABEL_KEYS, DataError
+from kbert.tasks.datasets import FEATURE_KEYS, TAGGING_LABEL_KEYS, DataError
 from kbert.tasks.token_classification.data import (
     TaggingData,
     TaggingExample,
@@ -11,8 +11,8 @@ from kbert.tasks.token_classification.data import (
     tagging_dataset,
 )
 from kbert.tasks.token_classification.decode import Entity, decode_entities
-from kbert.data.text_spans import Word, join_words
-from tests.data.test_task_text_spans import tiny_tokenizer
+from kbert.tokenizers.words import Word, join_words
+from tests.tokenizers.test_alignment import tiny_tokenizer
 
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
 

@@ -5,7 +5,7 @@ import pytest
 import tensorflow_datasets as tfds
 
 from kbert.tasks.token_classification.data import read_conll, read_tfds
-from tests.data.test_task_readers import _mocked, error_naming, write
+from tests.tasks.text_classification.test_readers import _mocked, error_naming, write
 
 
 # --- CoNLL ------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kbert.data.task_features import (
+from kbert.tokenizers.packing import (
     pack_segments,
     packed_row,
     pair_separators,
@@ -19,11 +19,11 @@ from kbert.data.task_features import (
 )
 from kbert.tasks.question_answering.data import QuestionExample
 from kbert.tasks.question_answering.features import encode_questions
-from kbert.data.text_spans import tokenize_words
 from kbert.tasks.text_classification.features import (
     classification_dataset,
     encode_classification,
 )
+from kbert.tokenizers.words import tokenize_words
 from tests.pipelines.reference import FIXTURES
 
 FAMILIES = {"bert": "hf_tasks/bert_seq_single", "roberta": "hf_tasks/roberta_seq_single"}
@@ -224,7 +224,7 @@ def test_question_answering_windows_start_the_context_after_the_separators(famil
 def test_exported_question_answering_windows_are_the_fine_tuning_windows(family):
     """answer_signatures.window_features (the QA SavedModel's packing, in the graph) gives
     the rows encode_questions gives for the same pieces."""
-    from kbert.data.text_spans import align_texts
+    from kbert.tokenizers.alignment import align_texts
     from kbert.tasks.question_answering.serving import window_features
 
     tokenizer = tokenizer_of(family)

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from kbert.data.task_features import DataError
+from kbert.tasks.datasets import DataError
 from kbert.tasks.question_answering.data import TFDS_TASKS as SQUAD_TASKS
 from kbert.tasks.text_classification.data import TFDS_TASKS as GLUE_TASKS
 from kbert.tasks.token_classification.data import TFDS_TASKS as TAGGING_TASKS

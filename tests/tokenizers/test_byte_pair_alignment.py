@@ -8,7 +8,7 @@ import pytest
 from kbert.convert import load_tokenizer
 from kbert.tasks.question_answering.data import QuestionExample
 from kbert.tasks.question_answering.features import encode_questions
-from kbert.data.text_spans import align_texts, align_words
+from kbert.tokenizers.alignment import align_texts, align_words
 from kbert.tasks.token_classification.data import TaggingExample, encode_tagging
 from kbert.tokenizers.encoding import Encoder
 

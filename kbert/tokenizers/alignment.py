@@ -1,15 +1,17 @@
-"""Words of the original text with their character spans, and the wordpieces of each word.
+"""Words of the original text with their character spans, and the tokens of each word,
+tiling it (`Alignment`): what NER labels per word, entities by character and extractive QA
+answers by character need, so that a prediction maps back to an exact substring of the
+original text. Each tokenizer aligns by its own words (`Tokenizer.align_texts`,
+`Tokenizer.align_words`); `align_texts(texts, tokenizer)` and `align_words` ask it.
 
-The tokenizers normalise text (clean, lower-case, NFD, strip accents) before they split it,
-so offsets into the normalised string do not point into the original. Alignment is by word
-instead: the original text is split into words by BERT's BasicTokenizer rule (whitespace
-separates; each punctuation and CJK character is a word of its own; the characters BERT
-deletes (NUL, U+FFFD, controls, format characters) join their neighbours and never start or
-end a word), every word is tokenized alone, and each wordpiece keeps its word and, where
-the pieces spell the normalised word, its own characters (else the whole word's).
-
-Used by NER (labels per word, entities by character) and extractive QA (answers by
-character), so that a prediction maps back to an exact substring of the original text.
+WordPiece and SentencePiece: the tokenizers normalise text (clean, lower-case, NFD, strip
+accents) before they split it, so offsets into the normalised string do not point into the
+original. Alignment is by word instead: the original text is split into words by BERT's
+BasicTokenizer rule (whitespace separates; each punctuation and CJK character is a word of
+its own; the characters BERT deletes (NUL, U+FFFD, controls, format characters) join their
+neighbours and never start or end a word), every word is tokenized alone, and each piece
+keeps its word and, where the pieces spell the word normalised as the tokenizer says
+(`Tokenizer.word_normalization`), its own characters (else the whole word's).
 
 A byte-level BPE (RoBERTa's `BytePairTokenizer`) is aligned as the pipelines' encoder does
 it instead: the words are GPT-2's pieces (`byte_pair_words`), each tokenized with its leading
@@ -18,8 +20,8 @@ space (" word" -> "Ġword"; every pre-split CoNLL word gets one, as transformers
 tokenizer's `word_offsets`).
 
 The words themselves (`split_words`, `byte_pair_words`), `tokenize_words` and the pieces'
-characters in a word (`piece_spans`) are the tokenizers' (`kbert.tokenizers.words`,
-`kbert.tokenizers.word_pieces`).
+characters in a word (`piece_spans`) are `kbert.tokenizers.words` and
+`kbert.tokenizers.word_pieces`'.
 """
 
 import collections
@@ -28,7 +30,7 @@ import functools
 import numpy as np
 
 from kbert.tokenizers.word_pieces import piece_spans
-from kbert.tokenizers.words import (  # noqa: F401 (Word, join_words, utf8: this module's API)
+from kbert.tokenizers.words import (  # noqa: F401 (Word, join_words, utf8: re-exported)
     Word,
     byte_pair_words,
     join_words,
@@ -103,9 +105,7 @@ def _byte_pair_align(text, split, pieces, spans_of):
 
 def _aligner(tokenizer, word_texts):
     pieces = tokenize_words(tokenizer, word_texts)
-    lowercase = bool(getattr(tokenizer, "lowercase", False))
-    # ALBERT's SentencePiece tokenizer strips accents of cased text too (keep_accents=False).
-    strip_accents = lowercase or not getattr(tokenizer, "keep_accents", True)
+    lowercase, strip_accents = tokenizer.word_normalization
     vocabulary = tokenizer.vocabulary
 
     @functools.lru_cache(maxsize=None)
@@ -116,34 +116,53 @@ def _aligner(tokenizer, word_texts):
 
 
 def align_texts(texts, tokenizer):
-    """Original texts -> one `Alignment` each (words by `split_words`; for a byte-level
-    BPE (RoBERTa), GPT-2's pieces less their leading space, each tokenized with it as the
-    pipelines' encoder does, so " word" -> "Ġword").
+    """Original texts -> one `Alignment` each, by the tokenizer's words
+    (`Tokenizer.align_texts`).
 
     All distinct words of all texts are tokenized together, in a few tokenizer calls.
     """
-    if not tokenizer.bert_words:
-        splits = byte_pair_words(list(texts))
-        pieces, spans_of = _byte_pair_aligner(tokenizer, [p for s in splits for p, _ in s])
-        return [_byte_pair_align(text, split, pieces, spans_of)
-                for text, split in zip(texts, splits)]
+    return tokenizer.align_texts(texts)
+
+
+def align_words(word_lists, tokenizer):
+    """Pre-split words (CoNLL sentences) -> one `Alignment` each, over the words joined by
+    single spaces (`Tokenizer.align_words`). Each given word is tokenized whole: a word with
+    punctuation inside ("U.S.") keeps all its pieces under its one index."""
+    return tokenizer.align_words(word_lists)
+
+
+def bert_word_texts(texts, tokenizer):
+    """`align_texts` by BERT's words (`split_words`): WordPiece and SentencePiece."""
     words = [split_words(text) for text in texts]
     pieces, spans_of = _aligner(tokenizer, [w.text for ws in words for w in ws])
     return [_align(text, ws, pieces, spans_of) for text, ws in zip(texts, words)]
 
 
-def align_words(word_lists, tokenizer):
-    """Pre-split words (CoNLL sentences) -> one `Alignment` each, over the words joined by
-    single spaces. Each given word is tokenized whole: a word with punctuation inside
-    ("U.S.") keeps all its pieces under its one index."""
+def bert_word_lists(word_lists, tokenizer):
+    """`align_words` by BERT's words: each word tokenized alone."""
     joined = [join_words(list(ws)) for ws in word_lists]
-    if not tokenizer.bert_words:  # transformers' add_prefix_space=True: " word" each
-        pieces, spans_of = _byte_pair_aligner(tokenizer, [" " + w for ws in word_lists
-                                                          for w in ws])
-        return [_byte_pair_align(text, [(" " + w.text, w.start - 1) for w in ws], pieces,
-                                 spans_of) for text, ws in joined]
     pieces, spans_of = _aligner(tokenizer, [w for ws in word_lists for w in ws])
     return [_align(text, ws, pieces, spans_of) for text, ws in joined]
+
+
+def byte_pair_texts(texts, tokenizer):
+    """`align_texts` of a byte-level BPE (RoBERTa): GPT-2's pieces less their leading space
+    are the words, each piece tokenized with it as the pipelines' encoder does, so
+    " word" -> "Ġword"."""
+    splits = byte_pair_words(list(texts))
+    pieces, spans_of = _byte_pair_aligner(tokenizer, [p for s in splits for p, _ in s])
+    return [_byte_pair_align(text, split, pieces, spans_of)
+            for text, split in zip(texts, splits)]
+
+
+def byte_pair_word_lists(word_lists, tokenizer):
+    """`align_words` of a byte-level BPE: transformers' add_prefix_space=True, " word"
+    each."""
+    joined = [join_words(list(ws)) for ws in word_lists]
+    pieces, spans_of = _byte_pair_aligner(tokenizer, [" " + w for ws in word_lists
+                                                      for w in ws])
+    return [_byte_pair_align(text, [(" " + w.text, w.start - 1) for w in ws], pieces,
+                             spans_of) for text, ws in joined]
 
 
 def char_offset(text, byte_offset):

@@ -7,8 +7,8 @@ import unicodedata
 import numpy as np
 import pytest
 
-from kbert.data import text_spans
-from kbert.data.text_spans import Word, align_texts, align_words, join_words, split_words
+from kbert.tokenizers import alignment as text_spans
+from kbert.tokenizers.alignment import Word, align_texts, align_words, join_words, split_words
 from kbert.tokenizers import words as tokenizer_words
 
 _LETTERS = list(string.ascii_lowercase) + list(string.digits)
