@@ -1,6 +1,7 @@
 """ModernBERT's embeddings (tokens only, LayerNorm, dropout) and its masked-LM head."""
 
 import keras
+import numpy as np
 
 from kbert.layers import _utils
 from kbert.layers.hash_dropout import HashDropout
@@ -97,9 +98,12 @@ class ModernBertMaskedLMHead(MaskedLMHead):
             self.output_kernel = self.add_weight(
                 name="output_kernel", shape=(self.vocabulary_size, width),
                 initializer=_utils.truncated_normal(self.initializer_range))
-        # Without `decoder_bias` the bias stays zeros, not trained (no weight of the file).
-        self.output_bias = self.add_weight(name="output_bias", shape=(self.vocabulary_size,),
-                                           initializer="zeros", trainable=self.decoder_bias)
+        if self.decoder_bias:
+            self.output_bias = self.add_weight(name="output_bias",
+                                               shape=(self.vocabulary_size,),
+                                               initializer="zeros")
+        else:  # no weight: `MaskedLMHead.call` adds zeros
+            self.output_bias = np.zeros((self.vocabulary_size,), "float32")
         self.built = True
 
     def get_config(self):
