@@ -15,30 +15,19 @@ from kbert.models import ModernBertConfig
 
 MODEL_TYPE = "modernbert"
 
-# config.json fields -> ModernBertConfig fields (the activations are read apart).
+# config.json fields -> ModernBertConfig fields (the activations are read apart): BERT's sizes,
+# and ModernBERT's own.
 CONFIG_FIELDS = {
-    "vocab_size": "vocabulary_size",
-    "num_hidden_layers": "num_layers",
-    "hidden_size": "hidden_size",
-    "num_attention_heads": "num_heads",
-    "intermediate_size": "intermediate_size",
+    **{name: bert.CONFIG_FIELDS[name] for name in (
+        "vocab_size", "num_hidden_layers", "hidden_size", "num_attention_heads",
+        "intermediate_size", "max_position_embeddings", "initializer_range")},
+    **{name: name for name in (
+        "attention_dropout", "embedding_dropout", "norm_bias", "global_rope_theta",
+        "local_rope_theta", "local_attention", "global_attn_every_n_layers", "attention_bias",
+        "mlp_bias", "classifier_bias", "decoder_bias", "classifier_pooling",
+        "classifier_dropout")},
     "mlp_dropout": "dropout",
-    "attention_dropout": "attention_dropout",
-    "embedding_dropout": "embedding_dropout",
-    "max_position_embeddings": "max_sequence_length",
-    "initializer_range": "initializer_range",
     "norm_eps": "layer_norm_epsilon",
-    "norm_bias": "norm_bias",
-    "global_rope_theta": "global_rope_theta",
-    "local_rope_theta": "local_rope_theta",
-    "local_attention": "local_attention",
-    "global_attn_every_n_layers": "global_attn_every_n_layers",
-    "attention_bias": "attention_bias",
-    "mlp_bias": "mlp_bias",
-    "classifier_bias": "classifier_bias",
-    "decoder_bias": "decoder_bias",
-    "classifier_pooling": "classifier_pooling",
-    "classifier_dropout": "classifier_dropout",
 }
 _ACTIVATION = "hidden_activation"
 _HEAD_ACTIVATION = "classifier_activation"
