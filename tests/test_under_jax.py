@@ -71,6 +71,12 @@ PRETRAINERS = {
         model = MobileBertPretrainer(MobileBertBackbone(**dict(
             TINY, embedding_size=8, intra_bottleneck_size=16, num_feedforward_networks=2)))
         """, ["loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy"]),
+    # Windows of 4 on 16 tokens: the chunked window layers are traced and trained under JAX.
+    "modern_bert": ("""
+        from kbert.models import ModernBertBackbone, ModernBertPretrainer
+        model = ModernBertPretrainer(ModernBertBackbone(**dict(
+            TINY, local_attention=4, global_attn_every_n_layers=2)))
+        """, ["loss", "mlm_loss", "mlm_accuracy"]),
     "roberta": ("""
         from kbert.models import RobertaBackbone, RobertaPretrainer
         model = RobertaPretrainer(RobertaBackbone(**TINY))

@@ -5,12 +5,15 @@
 """
 
 from kbert import models
-from kbert.convert import albert, bert, deberta_v3, distil_bert, electra, mobile_bert, roberta
+from kbert.convert import (
+    albert, bert, deberta_v3, distil_bert, electra, mobile_bert, modern_bert, roberta,
+)
 from kbert.convert._family import Companion, FamilyFormat
 
 # name -> record, in the order of `kbert.models.FAMILIES`.
 FORMATS = {f.name: f for f in (bert.FAMILY, albert.FAMILY, distil_bert.FAMILY, electra.FAMILY,
-                                roberta.FAMILY, deberta_v3.FAMILY, mobile_bert.FAMILY)}
+                                roberta.FAMILY, deberta_v3.FAMILY, mobile_bert.FAMILY,
+                                modern_bert.FAMILY)}
 
 
 def get(name):

@@ -16,6 +16,9 @@ from kbert.models.electra import (
 from kbert.models.mobile_bert import (
     MobileBertBackbone, MobileBertConfig, MobileBertPretrainer,
 )
+from kbert.models.modern_bert import (
+    ModernBertBackbone, ModernBertConfig, ModernBertPretrainer,
+)
 from kbert.models.optimizers import AdamW, Lamb, WarmupSchedule
 from kbert.models.roberta import RobertaBackbone, RobertaConfig, RobertaPretrainer
 
@@ -38,6 +41,7 @@ FAMILIES = {
     "roberta": Family(RobertaConfig, RobertaBackbone, RobertaPretrainer),
     "deberta_v3": Family(DebertaV3Config, DebertaV3Backbone, DebertaV3Pretrainer),
     "mobile_bert": Family(MobileBertConfig, MobileBertBackbone, MobileBertPretrainer),
+    "modern_bert": Family(ModernBertConfig, ModernBertBackbone, ModernBertPretrainer),
 }
 # What `build` (and `kbert.presets.load`) put on top of the backbone.
 HEADS = ("pretrainer", "mlm", None)
@@ -83,6 +87,7 @@ __all__ = [
     "DebertaV3Pretrainer", "DebertaV3RtdPretrainer", "DistilBertBackbone", "DistilBertConfig",
     "DistilBertPretrainer", "Distiller", "ElectraBackbone", "ElectraConfig", "ElectraMaskedLM",
     "ElectraPretrainer", "FAMILIES", "Family", "HEADS", "MobileBertBackbone",
-    "MobileBertConfig", "MobileBertPretrainer", "RobertaBackbone", "RobertaConfig",
+    "MobileBertConfig", "MobileBertPretrainer", "ModernBertBackbone", "ModernBertConfig",
+    "ModernBertPretrainer", "RobertaBackbone", "RobertaConfig",
     "RobertaPretrainer", "TinyBertDistiller", "build", "initialize_student",
 ]

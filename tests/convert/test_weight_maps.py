@@ -12,7 +12,7 @@ from safetensors import safe_open
 import kbert.convert
 from kbert import models
 from kbert.convert import (_mapping, albert, bert, deberta_v3, distil_bert, electra, families,
-                           mobile_bert, roberta, tf1)
+                           mobile_bert, modern_bert, roberta, tf1)
 from kbert.convert._family import Companion, FamilyFormat
 from kbert.models.electra.electra_generator import generator_size
 from tests.convert import _families
@@ -30,6 +30,10 @@ CONFIGS = {
     "deberta_v3": models.DebertaV3Config(**TINY, position_buckets=4),
     "mobile_bert": models.MobileBertConfig(**TINY, embedding_size=8, intra_bottleneck_size=8,
                                            num_feedforward_networks=2),
+    # A window layer (1) and global ones (0, 2, 3), every bias on.
+    "modern_bert": models.ModernBertConfig(**TINY, global_attn_every_n_layers=2, norm_bias=True,
+                                           attention_bias=True, mlp_bias=True,
+                                           classifier_bias=True),
 }
 
 
@@ -135,7 +139,8 @@ def test_an_electra_pretrainer_maps_onto_its_discriminator_and_generator_files()
 
 def test_every_family_has_one_complete_record():
     assert list(families.FORMATS) == list(models.FAMILIES)
-    for module in (bert, albert, distil_bert, electra, roberta, deberta_v3, mobile_bert):
+    for module in (bert, albert, distil_bert, electra, roberta, deberta_v3, mobile_bert,
+                   modern_bert):
         records = [v for v in vars(module).values() if isinstance(v, FamilyFormat)]
         assert records == [module.FAMILY]
         assert families.get(module.FAMILY.name) is module.FAMILY
@@ -152,7 +157,7 @@ def test_every_family_has_one_complete_record():
         assert family.companion is None or isinstance(family.companion, Companion)
     records = list(families.FORMATS.values())
     for field in ("model_type", "prefix", "keras_hub_class"):
-        values = [getattr(f, field) for f in records]
+        values = [getattr(f, field) for f in records if getattr(f, field) is not None]
         assert len(set(values)) == len(values), field
     # tf1.family_of needs exactly one catch-all family among those with TF1 releases.
     assert [f.name for f in records if f.tf1_name and f.tf1_pattern is None] == ["bert"]
@@ -185,11 +190,11 @@ def test_records_that_break_the_contract_are_refused():
 def test_unknown_families_are_named_with_the_known_ones():
     with pytest.raises(ValueError, match=r"Unknown model family 'gpt2'\. Known: bert, "
                                          r"albert, distil_bert, electra, roberta, deberta_v3, "
-                                         r"mobile_bert\."):
+                                         r"mobile_bert, modern_bert\."):
         families.get("gpt2")
     with pytest.raises(ValueError, match=r"model_type='gpt2' is not supported\. Supported: "
                                          r"albert, bert, deberta-v2, distilbert, electra, "
-                                         r"mobilebert, "
+                                         r"mobilebert, modernbert, "
                                          r"roberta\."):
         families.by_model_type("gpt2")
     with pytest.raises(ValueError, match=r"holds a keras-hub GPT2Backbone; kbert reads "

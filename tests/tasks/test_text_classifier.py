@@ -73,7 +73,7 @@ def test_default_dropout_is_transformers_per_family():
     # classifier_dropout_prob (the backbone has none); DistilBERT: seq_classif_dropout;
     # DeBERTa-v3: hidden_dropout_prob (cls_dropout).
     assert rates == {"bert": 0.1, "albert": 0.1, "distil_bert": 0.2, "electra": 0.1,
-                     "roberta": 0.1, "deberta_v3": 0.1, "mobile_bert": 0.0}
+                     "roberta": 0.1, "deberta_v3": 0.1, "mobile_bert": 0.0, "modern_bert": 0.0}
     model = TextClassifier(tiny_backbone("electra"), num_classes=2)
     assert model.classifier.dropout_layer.rate == 0.1
     assert TextClassifier(tiny_backbone("bert"), num_classes=2, dropout=0.3).get_layer(

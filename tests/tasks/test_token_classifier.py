@@ -82,8 +82,8 @@ def test_head_is_dropout_then_classifier(family):
     assert names[1:] == ["dropout", "classifier"]
     # transformers: classifier_dropout / hidden_dropout_prob; ALBERT's classifier_dropout_prob
     # (0.1; its backbone has no dropout); DistilBERT's dropout; MobileBERT's hidden dropout
-    # is 0.
-    assert model.dropout == (0.0 if family == "mobile_bert" else 0.1)
+    # is 0, as ModernBERT's classifier_dropout.
+    assert model.dropout == (0.0 if family in ("mobile_bert", "modern_bert") else 0.1)
     x = inputs_for(model)
     rng = np.random.default_rng(4)
     kernel, bias = model.classifier.weights

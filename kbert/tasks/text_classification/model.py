@@ -13,7 +13,7 @@ HEADS = ("auto", "pooled", "cls")
 # DistilBERT, ELECTRA and RoBERTa (no trained pooler) the [CLS] (<s>) hidden state;
 # DeBERTa-v3's ContextPooler (dense + GELU on [CLS]) and classifier compute ELECTRA's head.
 _AUTO_HEAD = {"bert": "pooled", "albert": "pooled", "distil_bert": "cls", "electra": "cls",
-              "roberta": "cls", "deberta_v3": "cls", "mobile_bert": "pooled"}
+              "roberta": "cls", "deberta_v3": "cls", "mobile_bert": "pooled", "modern_bert": "cls"}
 # The activation of the "cls" `ClassificationHead`: ELECTRA's GELU, RoBERTa's tanh
 # (transformers' `RobertaClassificationHead`).
 _CLS_ACTIVATION = {"roberta": "tanh"}

@@ -86,7 +86,8 @@ def test_dropout_and_layers_per_family():
     rates = {family: QuestionAnswerer(tiny_backbone(family)).dropout for family in FAMILIES}
     # Only DistilBERT's QA model has a dropout (qa_dropout) before qa_outputs.
     assert rates == {"bert": 0.0, "albert": 0.0, "distil_bert": 0.1, "electra": 0.0,
-                     "roberta": 0.0, "deberta_v3": 0.0, "mobile_bert": 0.0}
+                     "roberta": 0.0, "deberta_v3": 0.0, "mobile_bert": 0.0,
+                     "modern_bert": 0.0}
     model = QuestionAnswerer(tiny_backbone("bert"))
     names = [layer.name for layer in model.layers[len(model.input):]]
     assert names[1:] == ["dropout", "qa_outputs", "span_logits"]

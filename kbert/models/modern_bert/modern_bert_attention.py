@@ -1,0 +1,79 @@
+"""ModernBERT's attention arithmetic: rotary positions, and sliding-window attention in
+chunks, so that a window layer's cost and memory grow linearly with the sequence."""
+
+import numpy as np
+from keras import ops
+
+# Added to the scores of the keys outside a window (as `EncoderBlock._attend` adds to padded
+# keys): exp() of it is exactly 0 next to any real score.
+FAR = -1e9
+
+
+def rotary(x, theta):
+    """`x` [B, S, N, D] with its positions turned in (transformers' `rotate_half` form: unit
+    d pairs with unit d + D/2, frequency theta^(-2d/D) at position s), in float32 and back to
+    `x`'s dtype."""
+    size = x.shape[-1]
+    inverse = 1.0 / theta ** (np.arange(0, size, 2, dtype="float32") / size)  # [D/2]
+    positions = ops.cast(ops.arange(ops.shape(x)[1]), "float32")  # [S]
+    angles = positions[:, None] * ops.convert_to_tensor(inverse.astype("float32"))[None]
+    angles = ops.concatenate([angles, angles], axis=-1)[None, :, None, :]  # [1, S, 1, D]
+    y = ops.cast(x, "float32")
+    half = size // 2
+    turned = ops.concatenate([-y[..., half:], y[..., :half]], axis=-1)
+    return ops.cast(y * ops.cos(angles) + turned * ops.sin(angles), x.dtype)
+
+
+def window_bias(length, radius):
+    """[length, length] float32: 0 where |i - j| <= radius, `FAR` elsewhere (the whole
+    matrix: the explicit path's and the reference's)."""
+    index = ops.arange(length)
+    distance = ops.abs(index[:, None] - index[None, :])
+    return ops.where(distance <= radius, 0.0, FAR)
+
+
+def _chunk_bias(radius):
+    """[C, 3C] float32 with C = radius: 0 where query a of chunk k may see key b of chunks
+    k-1, k, k+1 (|a - (b - C)| <= radius), `FAR` elsewhere. The same for every chunk."""
+    a = np.arange(radius)[:, None]
+    b = np.arange(3 * radius)[None, :]
+    return np.where(np.abs(a - (b - radius)) <= radius, 0.0, FAR).astype("float32")
+
+
+def _neighbours(x, chunk, count):
+    """[B, S, ...] padded by one chunk each side (and up to `count` chunks) -> [B * count,
+    3 * chunk, ...]: for each chunk, the keys of itself and of its neighbours."""
+    trailing = x.shape[2:]
+    x = ops.reshape(x, (ops.shape(x)[0], count + 2, chunk) + tuple(trailing))
+    x = ops.concatenate([x[:, :-2], x[:, 1:-1], x[:, 2:]], axis=2)  # [B, n, 3C, ...]
+    return ops.reshape(x, (-1, 3 * chunk) + tuple(trailing))
+
+
+def windowed_attention(attend, query, key, value, padding_mask, radius, training):
+    """Sliding-window attention of `query` (already scaled) over `key`, `value` [B, S, N, D]:
+    query i sees the real keys j with |i - j| <= `radius`.
+
+    The sequence is cut into chunks of `radius` tokens; each chunk attends to its own keys and
+    its two neighbours' (3 * radius keys) through `attend` (`EncoderBlock._attend`, fused where
+    the backend can), so the scores are [B * S / radius, N, radius, 3 * radius]: linear in S.
+
+    Returns: the context [B, S, N, D].
+    """
+    chunk = radius
+    batch, length = ops.shape(query)[0], ops.shape(query)[1]
+    count = (length + chunk - 1) // chunk
+    extra = count * chunk - length
+    heads, size = query.shape[2], query.shape[3]
+    query = ops.pad(query, [[0, 0], [0, extra], [0, 0], [0, 0]])
+    query = ops.reshape(query, (-1, chunk, heads, size))  # [B * n, C, N, D]
+    around = [[0, 0], [chunk, chunk + extra], [0, 0], [0, 0]]
+    key = _neighbours(ops.pad(key, around), chunk, count)  # [B * n, 3C, N, D]
+    value = _neighbours(ops.pad(value, around), chunk, count)
+    if padding_mask is None:
+        padding_mask = ops.ones((batch, length), "int32")
+    valid = ops.pad(ops.cast(padding_mask, "int32"), around[:2])  # 0 past both ends
+    valid = _neighbours(valid, chunk, count)  # [B * n, 3C]
+    bias = ops.convert_to_tensor(_chunk_bias(radius))[None, None]  # [1, 1, C, 3C]
+    context = attend(query, key, value, valid, training, bias=bias)  # [B * n, C, N, D]
+    context = ops.reshape(context, (batch, count * chunk, heads, size))
+    return context[:, :length]

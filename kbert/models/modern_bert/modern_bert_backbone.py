@@ -1,0 +1,57 @@
+"""ModernBERT encoder: token embeddings, pre-LN blocks of rotary attention (global and sliding
+window) and GeGLU, a final LayerNorm."""
+
+import keras
+
+from kbert.models.backbone import Backbone, layer_from_config
+from kbert.models.modern_bert.modern_bert_config import ModernBertConfig
+from kbert.models.modern_bert.modern_bert_encoder import ModernBertEncoder
+from kbert.models.modern_bert.modern_bert_layers import ModernBertEmbeddings
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class ModernBertBackbone(Backbone):
+    """ModernBERT encoder (Warner et al. 2024): token embeddings and their LayerNorm,
+    `num_layers` pre-LN blocks (`ModernBertEncoder`), global attention in every
+    `global_attn_every_n_layers`-th layer from the first and a sliding window of
+    `local_attention` tokens in the others, each with its own rotary base, and a final
+    LayerNorm. No pooler, no segments, no position table. The outputs equal transformers'
+    `ModernBertModel` at the real tokens given the same weights.
+
+    The window layers compute the window in chunks (cost and memory linear in the sequence);
+    the global layers go through `keras.ops.dot_product_attention`.
+
+    It takes the fields of `ModernBertConfig` (validated there; its defaults apply), plus
+        `dtype` and the usual `keras.Model` keyword arguments.
+
+    Inputs (a dict): `token_ids`, `padding_mask`, each int [B, S].
+    Outputs (a dict): `sequence_output` [B, S, H].
+    """
+
+    config_class = ModernBertConfig
+
+    def make_layers(self, config, dtype):
+        embeddings = layer_from_config(ModernBertEmbeddings, config, dtype=dtype,
+                                       name="embeddings")
+        blocks = []
+        for i in range(config.num_layers):
+            is_global = config.is_global(i)
+            blocks.append(layer_from_config(
+                ModernBertEncoder, config, dtype=dtype, name=f"transformer_layer_{i}",
+                rope_theta=config.global_rope_theta if is_global else config.local_rope_theta,
+                window_radius=None if is_global else config.window_radius,
+                attention_norm=i > 0))
+        final_norm = keras.layers.LayerNormalization(
+            epsilon=config.layer_norm_epsilon, center=config.norm_bias, dtype=dtype,
+            name="final_layer_norm")
+        return {"embeddings": embeddings, "transformer_layers": blocks,
+                "final_layer_norm": final_norm, "pooler": None}
+
+    def input_names(self, config):
+        return ("token_ids", "padding_mask")
+
+    def network(self, config, layers, inputs, internals):
+        x = internals.embedded(layers["embeddings"](inputs["token_ids"]))  # [B, S, H]
+        for block in layers["transformer_layers"]:
+            x = internals.block(block, x, padding_mask=inputs["padding_mask"])  # [B, S, H]
+        return {"sequence_output": layers["final_layer_norm"](x)}

@@ -1,0 +1,107 @@
+"""Every architecture field of a ModernBERT encoder."""
+
+import dataclasses
+
+from kbert.layers import _utils
+from kbert.models.bert.bert_config import BertConfig
+
+POOLINGS = ("cls", "mean")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModernBertConfig(BertConfig):
+    """Architecture of a ModernBERT encoder (Warner et al. 2024): rotary positions, GeGLU
+    feed-forward layers, pre-LayerNorm blocks, and attention that is global in every
+    `global_attn_every_n_layers`-th layer (0, N, 2N, ...) and a sliding window elsewhere.
+
+    Args: those of `BertConfig` with ModernBERT's defaults (exact GELU, LayerNorm epsilon
+        1e-5, no dropout, 8,192 positions, no segments: `type_vocab_size` must be 0;
+        `embedding_size` must be `None`; `intermediate_size` is the width of the GeGLU's
+        gated half, transformers' `intermediate_size`), plus
+        global_rope_theta: the rotary base of the global layers (160,000).
+        local_rope_theta: the rotary base of the sliding-window layers (10,000).
+        local_attention: the window: a token attends to the tokens at most
+            `local_attention // 2` positions away (128: 64 each side).
+        global_attn_every_n_layers: layer i is global where i % N == 0 (3).
+        norm_bias: whether the LayerNorms have a bias (beta) (False).
+        attention_bias: whether the query/key/value and output projections have biases.
+        mlp_bias: whether the GeGLU's two dense layers have biases.
+        embedding_dropout: dropout after the embeddings' LayerNorm (`dropout` is the
+            feed-forward's, transformers' `mlp_dropout`; `attention_dropout` is on the
+            probabilities and on the attention output, as transformers').
+        classifier_activation: the activation of the prediction head (the masked LM's and
+            the task heads' dense + activation + LayerNorm) (exact GELU).
+        classifier_bias: whether that head's dense layer has a bias.
+        decoder_bias: whether the masked LM's output layer has a bias (True).
+        classifier_pooling: how a sequence classifier reads the sequence, "cls" (the first
+            token) or "mean" (over the real tokens).
+        classifier_dropout: the task heads' dropout.
+
+    There is no table of absolute positions: `max_sequence_length` is the length the model
+    was trained to (the tokenizer's limit), and the rotary positions reach any length.
+    """
+
+    activation: str = "gelu"
+    dropout: float = 0.0
+    attention_dropout: float = 0.0
+    max_sequence_length: int = 8192
+    type_vocab_size: int = 0
+    layer_norm_epsilon: float = 1e-5
+    global_rope_theta: float = 160000.0
+    local_rope_theta: float = 10000.0
+    local_attention: int = 128
+    global_attn_every_n_layers: int = 3
+    norm_bias: bool = False
+    attention_bias: bool = False
+    mlp_bias: bool = False
+    embedding_dropout: float = 0.0
+    classifier_activation: str = "gelu"
+    classifier_bias: bool = False
+    decoder_bias: bool = True
+    classifier_pooling: str = "cls"
+    classifier_dropout: float = 0.0
+
+    FAMILY = "ModernBERT"
+    ORIGINAL_NAMES = {**BertConfig.ORIGINAL_NAMES, "hidden_activation": "activation",
+                      "norm_eps": "layer_norm_epsilon", "mlp_dropout": "dropout"}
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.type_vocab_size:
+            raise ValueError(f"type_vocab_size={self.type_vocab_size}: ModernBERT has no "
+                             "segment embeddings (0).")
+        if self.embedding_size not in (None, self.hidden_size):
+            raise ValueError(f"embedding_size={self.embedding_size}: ModernBERT has no "
+                             "factorized embedding (None).")
+        if (self.hidden_size // self.num_heads) % 2:
+            raise ValueError(
+                f"hidden_size / num_heads = {self.hidden_size // self.num_heads}: the rotary "
+                "positions turn pairs of a head's units, so each head needs an even width.")
+        _utils.check_positive_float("global_rope_theta", self.global_rope_theta)
+        _utils.check_positive_float("local_rope_theta", self.local_rope_theta)
+        _utils.check_positive_int("local_attention", self.local_attention)
+        if self.local_attention < 2:
+            raise ValueError(f"local_attention={self.local_attention}: the window reaches "
+                             "local_attention // 2 tokens each side, so it must be at least 2.")
+        _utils.check_positive_int("global_attn_every_n_layers",
+                                  self.global_attn_every_n_layers)
+        for name in ("norm_bias", "attention_bias", "mlp_bias", "classifier_bias",
+                     "decoder_bias"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"`{name}` must be True or False, got "
+                                 f"{getattr(self, name)!r}.")
+        _utils.check_rate("embedding_dropout", self.embedding_dropout)
+        _utils.check_rate("classifier_dropout", self.classifier_dropout)
+        _utils.get_activation(self.classifier_activation)
+        if self.classifier_pooling not in POOLINGS:
+            raise ValueError(f"classifier_pooling={self.classifier_pooling!r}; allowed: "
+                             f"{', '.join(map(repr, POOLINGS))}.")
+
+    @property
+    def window_radius(self):
+        """How far a sliding-window layer's token sees each side: `local_attention // 2`."""
+        return self.local_attention // 2
+
+    def is_global(self, layer):
+        """Whether layer `layer` (0-based) attends to the whole sequence."""
+        return layer % self.global_attn_every_n_layers == 0

@@ -1,0 +1,131 @@
+"""ModernBERT's pre-LayerNorm block: rotary attention (global or a sliding window) and a
+GeGLU feed-forward network."""
+
+import keras
+from keras import ops
+
+from kbert.layers import _utils
+from kbert.layers.encoder_block import EncoderBlock
+from kbert.layers.hash_dropout import HashDropout
+from kbert.models.modern_bert import modern_bert_attention as attention
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class ModernBertEncoder(EncoderBlock):
+    """One layer of transformers' `ModernBertEncoderLayer`:
+
+        x = x + dropout(Wo(attention(rotary(Wqkv(attention_norm(x))))))
+        x = x + mlp_output(dropout(activation(input) * gate)),
+            (input, gate) = mlp_input(mlp_norm(x))
+
+    Attention is global (`window_radius=None`: through `EncoderBlock._attend`, i.e.
+    `keras.ops.dot_product_attention`) or a sliding window (query i sees the keys j with
+    |i - j| <= `window_radius`, computed in chunks: linear in the sequence,
+    `modern_bert_attention.windowed_attention`). The first layer has no `attention_norm`
+    (the embeddings' LayerNorm precedes it).
+
+    Args:
+        num_heads, intermediate_size (the GeGLU's gated half: `mlp_input` is twice as wide),
+            activation, dropout (the feed-forward's), attention_dropout (on the
+            probabilities and on the attention output), layer_norm_epsilon,
+            initializer_range: as `ModernBertConfig`.
+        norm_bias, attention_bias, mlp_bias: whether the LayerNorms, the attention's and the
+            feed-forward's dense layers have biases.
+        rope_theta: the rotary base.
+        window_radius: `None` (global attention) or how far the window reaches each side.
+        attention_norm: whether the block normalizes its input before attention.
+
+    Call args:
+        inputs: float [B, S, H].
+        padding_mask: [B, S], 1 for real tokens; `None` attends to all.
+        return_attention_probs: also return the probabilities [B, N, S, S] (computed whole,
+            with the window as a mask: for inspection, not for long inputs).
+    """
+
+    def __init__(self, num_heads, intermediate_size, activation="gelu", dropout=0.0,
+                 attention_dropout=0.0, layer_norm_epsilon=1e-5, initializer_range=0.02,
+                 norm_bias=False, attention_bias=False, mlp_bias=False,
+                 rope_theta=160000.0, window_radius=None, attention_norm=True, **kwargs):
+        super().__init__(num_heads, intermediate_size, activation, dropout, attention_dropout,
+                         layer_norm_epsilon, initializer_range, **kwargs)
+        if window_radius is not None:
+            _utils.check_positive_int("window_radius", window_radius)
+        _utils.keep_settings(self, norm_bias=bool(norm_bias),
+                             attention_bias=bool(attention_bias), mlp_bias=bool(mlp_bias),
+                             rope_theta=_utils.check_positive_float("rope_theta", rope_theta),
+                             window_radius=window_radius, attention_norm=bool(attention_norm))
+
+    def _linear(self, units, use_bias, name):
+        return keras.layers.Dense(
+            units, use_bias=use_bias,
+            kernel_initializer=_utils.truncated_normal(self.initializer_range),
+            dtype=self.dtype_policy, name=name)
+
+    def _norm(self, name):
+        return keras.layers.LayerNormalization(epsilon=self.layer_norm_epsilon,
+                                               center=self.norm_bias,
+                                               dtype=self.dtype_policy, name=name)
+
+    def build(self, inputs_shape, padding_mask_shape=None):
+        hidden_size = inputs_shape[-1]
+        self.head_size = self._head_size_of(hidden_size)
+        policy = self.dtype_policy
+        self.attention_layer_norm = (self._norm("attention_layer_norm")
+                                     if self.attention_norm else None)
+        self.qkv_dense = self._linear(3 * hidden_size, self.attention_bias, "qkv_dense")
+        self.attention_output_dense = self._linear(hidden_size, self.attention_bias,
+                                                   "attention_output_dense")
+        self.attention_probs_dropout = HashDropout(self.attention_dropout, dtype=policy)
+        self.attention_output_dropout = HashDropout(self.attention_dropout, dtype=policy)
+        self.mlp_layer_norm = self._norm("mlp_layer_norm")
+        self.mlp_input_dense = self._linear(2 * self.intermediate_size, self.mlp_bias,
+                                            "mlp_input_dense")
+        self.mlp_dropout = HashDropout(self.dropout, dtype=policy)
+        self.mlp_output_dense = self._linear(hidden_size, self.mlp_bias, "mlp_output_dense")
+
+        shape = tuple(inputs_shape)
+        for layer in (self.attention_layer_norm, self.qkv_dense, self.attention_output_dense,
+                      self.mlp_layer_norm, self.mlp_input_dense):
+            if layer is not None:
+                layer.build(shape)
+        self.mlp_output_dense.build(shape[:-1] + (self.intermediate_size,))
+        self.built = True
+
+    def _attention(self, x, padding_mask, training, explicit):
+        if self.attention_layer_norm is not None:
+            x = self.attention_layer_norm(x)
+        qkv = self.qkv_dense(x)  # [B, S, 3H]
+        shape = ops.shape(qkv)
+        qkv = ops.reshape(qkv, (shape[0], shape[1], 3, self.num_heads, self.head_size))
+        query = attention.rotary(qkv[:, :, 0], self.rope_theta)
+        key = attention.rotary(qkv[:, :, 1], self.rope_theta)
+        query = query * ops.cast(self.head_size ** -0.5, query.dtype)
+        value, probs = qkv[:, :, 2], None
+        if explicit or self.window_radius is None:
+            bias = None
+            if self.window_radius is not None:
+                bias = attention.window_bias(shape[1], self.window_radius)[None, None]
+            out = self._attend(query, key, value, padding_mask, training, bias=bias,
+                               explicit=explicit)
+            context, probs = (out[0], out[1]) if explicit else (out, None)
+        else:
+            context = attention.windowed_attention(self._attend, query, key, value,
+                                                   padding_mask, self.window_radius, training)
+        context = ops.reshape(context, (shape[0], shape[1], self.num_heads * self.head_size))
+        x = self.attention_output_dense(context)
+        return self.attention_output_dropout(x, training=training), probs  # [B, S, H]
+
+    def _gated_feed_forward(self, x, training):
+        gated = self.mlp_input_dense(self.mlp_layer_norm(x))  # [B, S, 2I]
+        inputs, gate = gated[..., :self.intermediate_size], gated[..., self.intermediate_size:]
+        x = self.mlp_dropout(self._activation_fn(inputs) * gate, training=training)
+        return self.mlp_output_dense(x)
+
+    def call(self, inputs, padding_mask=None, training=None, return_attention_probs=False):
+        x, probs = self._attention(inputs, padding_mask, training, return_attention_probs)
+        x = inputs + x
+        x = x + self._gated_feed_forward(x, training)
+        return (x, probs) if return_attention_probs else x
+
+    def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
+        return tuple(inputs_shape)
