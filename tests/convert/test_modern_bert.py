@@ -111,3 +111,17 @@ def test_rope_scaling_is_refused(tmp_path):
     (folder / "config.json").write_text(json.dumps(config))
     with pytest.raises(ValueError, match=r"rope_scaling=.*kbert's ModernBERT has plain rotary"):
         kbert.convert.read(folder)
+
+
+def test_a_task_model_is_not_written_under_names_transformers_would_not_read(tmp_path):
+    """transformers' ModernBERT task classes put a prediction head (dense, activation, norm)
+    before the classifier, which kbert's task models do not have: writing one is refused, as
+    reading one is, and nothing is written."""
+    from kbert.tasks import TextClassifier
+
+    backbone = kbert.convert.load(FIXTURES / "modern_bert", head=None)
+    classifier = TextClassifier(backbone, num_classes=2)
+    with pytest.raises(ValueError, match="not yet its task heads"):
+        kbert.convert.save_hugging_face(classifier, tmp_path / "out",
+                                        vocabulary=["[PAD]", "[UNK]", "[CLS]", "[SEP]"])
+    assert not (tmp_path / "out" / "model.safetensors").exists()
