@@ -5,10 +5,14 @@ its `decode`'s; this class takes the options and runs the model."""
 
 import numpy as np
 
-from kbert.pipelines.base import Pipeline, check_int
+from kbert.pipelines.base import Pipeline
 from kbert.pipelines.batching import Sequence
 from kbert.tasks.extractive_summarization.data import sentences_of
-from kbert.tasks.extractive_summarization.decode import DEFAULT_SENTENCES, summary
+from kbert.tasks.extractive_summarization.decode import (
+    DEFAULT_SENTENCES,
+    summary,
+    summary_options,
+)
 from kbert.tasks.extractive_summarization.features import document_windows
 
 
@@ -41,10 +45,7 @@ class SummarizationPipeline(Pipeline):
 
     def __call__(self, inputs, **options):
         opts, _ = self.options(options)
-        count = check_int("num_sentences", opts["num_sentences"], 1)
-        blocking = opts["trigram_blocking"]
-        if not isinstance(blocking, bool):
-            raise ValueError(f"trigram_blocking must be True or False, got {blocking!r}.")
+        count, blocking = summary_options(opts)
         texts = [inputs] if isinstance(inputs, str) else inputs
         if not isinstance(texts, (list, tuple)) or not texts or not all(
                 isinstance(t, str) for t in texts):

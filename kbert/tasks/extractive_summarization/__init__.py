@@ -10,6 +10,6 @@ TASK = TaskRecord(
     name="extractive_summarizer",
     summary="the best sentences of a document as its summary, with their scores and offsets",
     pipelines=("summarization",), model=ExtractiveSummarizer, finetuning=True,
-    exports=(), package=__name__)
+    exports=("saved_model",), package=__name__)
 
 __all__ = ["TASK", "ExtractiveSummarizer"]

@@ -46,3 +46,12 @@ def summary(document, sentences, scores, count=DEFAULT_SENTENCES, trigram_blocki
               "score": float(scores[i]), "start": sentences[i].start,
               "end": sentences[i].end} for i in chosen]
     return {"summary_text": " ".join(p["text"] for p in parts), "sentences": parts}
+
+
+def summary_options(opts):
+    """(`num_sentences`, `trigram_blocking`) of the pipeline's options, checked."""
+    count = check_int("num_sentences", opts["num_sentences"], 1)
+    blocking = opts["trigram_blocking"]
+    if not isinstance(blocking, bool):
+        raise ValueError(f"trigram_blocking must be True or False, got {blocking!r}.")
+    return count, blocking

@@ -8,10 +8,17 @@ from kbert.tasks import task as task_lib
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-def sentence_crossentropy(labels, logits):
-    """Sigmoid cross-entropy at every position, [B, S] (weighted by the caller: 1 at each
-    sentence's [CLS], 0 elsewhere)."""
-    return ops.binary_crossentropy(ops.cast(labels, logits.dtype), logits, from_logits=True)
+class SentenceCrossentropy(keras.losses.Loss):
+    """Sigmoid cross-entropy at every position of logits [B, S], weighted by the sample
+    weights (1 at each sentence's [CLS], 0 elsewhere) and averaged over their sum."""
+
+    def __init__(self, name="sentence_crossentropy", reduction="mean_with_sample_weight",
+                 dtype=None):
+        super().__init__(name=name, reduction=reduction, dtype=dtype)
+
+    def call(self, y_true, y_pred):
+        return ops.binary_crossentropy(ops.cast(y_true, y_pred.dtype), y_pred,
+                                       from_logits=True)
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -62,9 +69,7 @@ class ExtractiveSummarizer(task_lib.Task, keras.Model):
         self.scorer = scorer
 
     def default_loss(self):
-        return keras.losses.LossFunctionWrapper(
-            sentence_crossentropy, reduction="mean_with_sample_weight",
-            name="sentence_crossentropy"), None
+        return SentenceCrossentropy(), None
 
     def default_metrics(self):
         return None, [keras.metrics.BinaryAccuracy(name="accuracy", threshold=0.0)]
