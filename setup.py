@@ -37,6 +37,9 @@ setup(
         "scikit-learn==1.9.1",
         "scipy==1.17.1",
         "seqeval==1.2.2",
+        # ROUGE of extractive summaries and their greedy oracle labels
+        # (kbert.tasks.extractive_summarization); it requires nltk (its Porter stemmer).
+        "rouge-score==0.1.2",
         "matplotlib==3.11.2",  # kbert.analysis: attention pictures, statistics and probe plots
         "numpy>=1.26,<3",
     ],

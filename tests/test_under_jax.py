@@ -121,11 +121,17 @@ TASKS = """
         "question_answerer": {"start_positions": np.array([1, 2, 0, 3]),
                               "end_positions": np.array([2, 2, 0, 5])},
         "text_embedder": rng.normal(size=(4, 32)).astype("float32"),
+        "extractive_summarizer": (np.arange(16)[None] % 5 == 0).repeat(4, 0).astype("float32"),
     }
+    # The summarizer trains on its sentences' [CLS] positions alone (here every 4th token).
+    weights = {"extractive_summarizer": ((np.arange(16)[None] % 4 == 0)
+                                         * features["padding_mask"]).astype("float32")}
     kwargs = {"text_classifier": {"num_classes": 3}, "token_classifier": {"num_classes": 3},
-              "question_answerer": {}, "text_embedder": {"normalize": True}}
+              "question_answerer": {}, "text_embedder": {"normalize": True},
+              "extractive_summarizer": {}}
     shapes = {"text_classifier": (4, 3), "token_classifier": (4, 16, 3),
-              "question_answerer": (4, 16), "text_embedder": (4, 32)}
+              "question_answerer": (4, 16), "text_embedder": (4, 32),
+              "extractive_summarizer": (4, 16)}
     families, tasks = list(kbert.models.FAMILIES), list(kbert.tasks.TASKS)
     for i, family in enumerate(families):
         sizes = {**TINY, **TINY_FAMILY.get(family, {})}  # the script defines TINY_FAMILY
@@ -142,7 +148,8 @@ TASKS = """
             model.compile(optimizer=keras.optimizers.Adam(1e-2))
             table = backbone.token_embedding.embeddings
             before = keras.ops.convert_to_numpy(table).copy()
-            logs = model.train_on_batch(x, labels[task], return_dict=True)
+            logs = model.train_on_batch(x, labels[task], sample_weight=weights.get(task),
+                                        return_dict=True)
             assert np.isfinite(logs["loss"]), (family, task, logs)
             assert not np.allclose(before, keras.ops.convert_to_numpy(table)), (family, task)
             print("TRAINED", family, task, sorted(logs))

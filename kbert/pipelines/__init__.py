@@ -21,6 +21,7 @@ from kbert.pipelines.feature_extraction import (
 )
 from kbert.pipelines.fill_mask import FillMaskPipeline
 from kbert.pipelines.question_answering import QuestionAnsweringPipeline
+from kbert.pipelines.summarization import SummarizationPipeline
 from kbert.pipelines.text_classification import TextClassificationPipeline
 from kbert.pipelines.token_classification import TokenClassificationPipeline
 from kbert.pipelines.zero_shot import ZeroShotClassificationPipeline
@@ -29,7 +30,7 @@ from kbert.tasks import registry
 _CLASSES = {cls.task: cls for cls in (
     TextClassificationPipeline, TokenClassificationPipeline, QuestionAnsweringPipeline,
     ZeroShotClassificationPipeline, FeatureExtractionPipeline, SentenceEmbeddingPipeline,
-    FillMaskPipeline)}
+    FillMaskPipeline, SummarizationPipeline)}
 # Pipeline name -> class, for every pipeline of the task table (a KeyError here: a task
 # record names a pipeline that has no class).
 TASKS = {name: _CLASSES[name] for name in registry.pipeline_names()}
@@ -70,7 +71,8 @@ def pipeline(task, model=None, tokenizer=None, *, trusted=False, **options):
 
 __all__ = [
     "ALIASES", "FeatureExtractionPipeline", "FillMaskPipeline", "InputTooLongError",
-    "Pipeline", "QuestionAnsweringPipeline", "SentenceEmbeddingPipeline", "TASKS",
+    "Pipeline", "QuestionAnsweringPipeline", "SentenceEmbeddingPipeline", "SummarizationPipeline",
+    "TASKS",
     "TextClassificationPipeline", "TokenClassificationPipeline",
     "ZeroShotClassificationPipeline", "batching", "pipeline", "sources",
 ]

@@ -5,6 +5,7 @@ hooks), and the one table of task names (`kbert.tasks.registry`: a `TaskRecord` 
 
 from kbert.tasks import registry
 from kbert.tasks._heads import ClassificationHead, TokenPooling
+from kbert.tasks.extractive_summarization import ExtractiveSummarizer
 from kbert.tasks.question_answering import QuestionAnswerer
 from kbert.tasks.question_answering.model import SpanLogits
 from kbert.tasks.record import TaskRecord
@@ -45,7 +46,7 @@ def task_name(task):
 
 
 __all__ = [
-    "ALIASES", "ClassificationHead", "QuestionAnswerer", "SpanLogits", "TASKS", "Task",
+    "ALIASES", "ClassificationHead", "ExtractiveSummarizer", "QuestionAnswerer", "SpanLogits", "TASKS", "Task",
     "TaskRecord", "TextClassifier", "TextEmbedder", "TokenClassifier", "TokenPooling", "build",
     "cosine_similarity", "family_of", "registry", "semantic_search", "task_name",
 ]

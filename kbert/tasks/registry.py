@@ -22,6 +22,7 @@ is built from this one: a record names what they must hold, and they fail on imp
 tests/tasks/test_registry.py) when they miss a task.
 """
 
+from kbert.tasks.extractive_summarization import TASK as EXTRACTIVE_SUMMARIZER
 from kbert.tasks.feature_extraction import TASK as BACKBONE
 from kbert.tasks.fill_mask import TASK as MASKED_LM
 from kbert.tasks.question_answering import TASK as QUESTION_ANSWERER
@@ -30,14 +31,15 @@ from kbert.tasks.text_classification import TASK as TEXT_CLASSIFIER
 from kbert.tasks.text_embedding import TASK as TEXT_EMBEDDER
 from kbert.tasks.token_classification import TASK as TOKEN_CLASSIFIER
 
-__all__ = ["BACKBONE", "EXPORTS", "MASKED_LM", "QUESTION_ANSWERER", "RECORDS", "TEXT_CLASSIFIER",
+__all__ = ["BACKBONE", "EXPORTS", "EXTRACTIVE_SUMMARIZER", "MASKED_LM", "QUESTION_ANSWERER", "RECORDS", "TEXT_CLASSIFIER",
            "TEXT_EMBEDDER", "TOKEN_CLASSIFIER", "TaskRecord", "finetuning_tasks", "get",
            "hugging_face_tasks", "names", "of_model", "pipeline_names", "pipeline_task",
            "task_models"]
 
 # The table. Order matters where a model could match two records: task models first.
 RECORDS = {record.name: record for record in (
-    TEXT_CLASSIFIER, TOKEN_CLASSIFIER, QUESTION_ANSWERER, TEXT_EMBEDDER, MASKED_LM, BACKBONE)}
+    TEXT_CLASSIFIER, TOKEN_CLASSIFIER, QUESTION_ANSWERER, TEXT_EMBEDDER, EXTRACTIVE_SUMMARIZER,
+    MASKED_LM, BACKBONE)}
 
 
 def _index():

@@ -105,11 +105,11 @@ def test_feature_extraction_is_the_backbones_hidden_states_as_in_transformers():
 
 def test_unknown_names_are_refused_listing_the_known_ones():
     known = ", ".join(registry.names())
-    message = f"Unknown task 'summarization'. Known: {known}."
-    for call in (lambda: registry.get("summarization"),
-                 lambda: kbert.tasks.build("summarization", None),
-                 lambda: kbert.tasks.task_name("summarization"),
-                 lambda: kbert.pipeline("summarization", model="anything")):
+    message = f"Unknown task 'translation'. Known: {known}."
+    for call in (lambda: registry.get("translation"),
+                 lambda: kbert.tasks.build("translation", None),
+                 lambda: kbert.tasks.task_name("translation"),
+                 lambda: kbert.pipeline("translation", model="anything")):
         with pytest.raises(ValueError) as caught:
             call()
         assert str(caught.value) == message
@@ -172,24 +172,24 @@ def test_a_task_without_a_part_or_an_unknown_task_fails_naming_it(monkeypatch):
     with pytest.raises(ValueError, match="Unknown task module role 'decoder'. Allowed: "
                                          "serving, pipeline_serving, tflite, finetuning"):
         registry.TEXT_EMBEDDER.module("decoder")
-    bare = registry.TaskRecord(name="summarizer", summary="x", pipelines=("summarization",),
+    bare = registry.TaskRecord(name="translator", summary="x", pipelines=("translation",),
                                model_head=None)
-    with pytest.raises(LookupError, match=r"summarizer .* names no folder \(package=None\): "
+    with pytest.raises(LookupError, match=r"translator .* names no folder \(package=None\): "
                                           "it has no tflite module"):
-        bare.pipeline_export("summarization", "tflite")
-    with pytest.raises(LookupError, match="'fill-mask' is no pipeline of the task summarizer"):
+        bare.pipeline_export("translation", "tflite")
+    with pytest.raises(LookupError, match="'fill-mask' is no pipeline of the task translator"):
         bare.pipeline_export("fill-mask", "saved_model")
     with pytest.raises(ValueError, match="Unknown export 'onnx'"):
-        bare.pipeline_export("summarization", "onnx")
+        bare.pipeline_export("translation", "onnx")
 
     class Pipe:  # a pipeline of a task no export holds
-        task = "summarization"
+        task = "translation"
 
     with pytest.raises(NotImplementedError, match="pipeline.export covers text-classification"
-                                                  ".*, not 'summarization'"):
+                                                  ".*, not 'translation'"):
         exporting.export(Pipe(), "unused", {})
     with pytest.raises(NotImplementedError, match="pipeline.export_tflite covers "
-                                                  "text-classification.*, not summarization"):
+                                                  "text-classification.*, not translation"):
         tflite_exporting.export_tflite(Pipe(), "unused", None, {})
     with pytest.raises(TypeError, match="export_saved_model has no signatures for object; its "
                                         "task models are TextClassifier, TokenClassifier"):

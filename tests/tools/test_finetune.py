@@ -355,3 +355,22 @@ def test_a_roberta_tagger_or_reader_with_an_export_dir_is_refused_before_trainin
                                           r"\w+ with a BytePairTokenizer \(RoBERTa\)"):
         run_finetuning(config)
     assert not (tmp_path / "export").exists()
+
+
+def test_an_extractive_summarizer_runs_with_rouge(tmp_path):
+    """--task=extractive_summarizer on a JSONL file of documents and reference summaries:
+    the oracle labels, a DistilBERT (no segment ids) run scored by ROUGE."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for _ in range(24):
+        sentences = [" ".join(rng.choice(WORDS, 4)) + " ." for _ in range(4)]
+        keyed = int(rng.integers(1, 4))
+        sentences[keyed] = "she " + sentences[keyed]
+        rows.append(json.dumps({"document": " ".join(s.capitalize() for s in sentences),
+                                "summary": sentences[keyed].capitalize()}) + "\n")
+    (tmp_path / "docs.jsonl").write_text("".join(rows))
+    data = str(tmp_path / "docs.jsonl")
+    result = run(tmp_path, task="extractive_summarizer", train_data=data, validation_data=data,
+                 text_column="document", label_column="summary", epochs=1)
+    assert set(result["best"]["scores"]) == {"rouge1", "rouge2", "rougeL"}
+    assert all(0 <= v <= 1 for v in result["best"]["scores"].values())

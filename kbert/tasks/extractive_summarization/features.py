@@ -1,0 +1,127 @@
+"""BERTSum's input layout, and documents -> model rows with their oracle labels.
+
+A document's sentences are packed `[CLS] s1 [SEP] [CLS] s2 [SEP] ...` (RoBERTa: `<s> s1 </s>
+<s> s2 </s>`), segment ids alternating by sentence (BERTSum's interval segments: 0 for the
+1st, 3rd, ... sentence, the tokenizer's second segment id for the 2nd, 4th, ...: 1, or 0 for
+RoBERTa's one segment type).
+
+Documents longer than the model's positions are cut into windows at sentence boundaries:
+each window holds as many whole sentences as fit in `sequence_length` and is a model row of
+its own (segments alternate again from 0), so every sentence is scored. A sentence longer
+than a window by itself keeps its first `sequence_length - 2` pieces.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from kbert.data.task_features import (
+    LABEL_WEIGHTS,
+    LABELS,
+    PADDING_MASK,
+    SEGMENT_IDS,
+    TOKEN_IDS,
+    check_int,
+    second_segment_id,
+)
+from kbert.tasks.extractive_summarization import oracle as oracle_lib
+from kbert.tokenizers.encoding import Encoder
+
+
+@dataclasses.dataclass
+class Window:
+    """One model row of a document: its `token_ids`, `segment_ids` (int32 [length]), the
+    index of its first sentence in the document and each sentence's [CLS] position."""
+
+    token_ids: np.ndarray
+    segment_ids: np.ndarray
+    first: int
+    positions: np.ndarray
+
+
+def windows(sentence_ids, sequence_length, cls_id, sep_id, second_segment=1):
+    """The `Window`s of a document, given each sentence's piece ids (see the module's
+    docstring)."""
+    check_int("sequence_length", sequence_length, 3)
+    out, ids, segments, positions, first = [], [], [], [], 0
+    for index, pieces in enumerate(sentence_ids):
+        pieces = np.asarray(pieces, np.int32)[:sequence_length - 2]
+        if ids and len(ids) + len(pieces) + 2 > sequence_length:
+            out.append(Window(np.array(ids, np.int32), np.array(segments, np.int32), first,
+                              np.array(positions, np.int32)))
+            ids, segments, positions, first = [], [], [], index
+        segment = second_segment if (index - first) % 2 else 0
+        positions.append(len(ids))
+        ids.extend([cls_id, *pieces.tolist(), sep_id])
+        segments.extend([segment] * (len(pieces) + 2))
+    if ids:
+        out.append(Window(np.array(ids, np.int32), np.array(segments, np.int32), first,
+                          np.array(positions, np.int32)))
+    return out
+
+
+def document_windows(examples, tokenizer, sequence_length):
+    """The `Window`s of each example's sentences (a list per example), tokenized together."""
+    encoder = Encoder(tokenizer)
+    texts = [s.text for example in examples for s in example.sentences]
+    ids = iter(encoder.ids(texts))
+    second = second_segment_id(tokenizer)
+    return [windows([next(ids) for _ in example.sentences], sequence_length,
+                    tokenizer.cls_id, tokenizer.sep_id, second) for example in examples]
+
+
+@dataclasses.dataclass
+class EncodedSummaries:
+    """A split as model rows.
+
+    Attributes:
+        features: `token_ids`, `segment_ids`, `padding_mask`, int32 [rows, sequence_length].
+        labels: `labels` (1 at the [CLS] of an oracle sentence) and `label_weights` (1 at
+            every sentence's [CLS]), float32 [rows, sequence_length]; `None` unlabelled.
+        rows: per row, (example index, `Window`).
+        oracles: per example, the oracle's sentence indices (`None` unlabelled).
+    """
+
+    features: dict
+    labels: dict
+    rows: list
+    oracles: list
+    count: int
+
+    def sentence_scores(self, logits):
+        """Logits [rows, >= row length] -> per example, the sigmoid score of each of its
+        sentences (float32 [sentences])."""
+        scores = [[] for _ in range(self.count)]
+        for (example, window), row in zip(self.rows, np.asarray(logits, np.float32)):
+            scores[example].append(row[window.positions])
+        return [1.0 / (1.0 + np.exp(-np.concatenate(s))) if s else np.zeros([0], np.float32)
+                for s in scores]
+
+
+def encode_summaries(data, tokenizer, sequence_length, oracle_size=oracle_lib.ORACLE_SIZE):
+    """`SummaryData` -> `EncodedSummaries` at `sequence_length`, labelled by the greedy oracle
+    (`oracle.greedy_oracle`, at most `oracle_size` sentences) where the examples have
+    reference summaries."""
+    examples = data.examples
+    labelled = all(e.summary is not None for e in examples)
+    rouge = oracle_lib.scorer() if labelled else None
+    oracles = [oracle_lib.greedy_oracle([s.text for s in e.sentences], e.summary, oracle_size,
+                                        rouge) if labelled else None for e in examples]
+    rows = [(i, w) for i, ws in enumerate(document_windows(examples, tokenizer,
+                                                           sequence_length)) for w in ws]
+    shape = (len(rows), sequence_length)
+    features = {TOKEN_IDS: np.full(shape, tokenizer.pad_id, np.int32),
+                SEGMENT_IDS: np.zeros(shape, np.int32), PADDING_MASK: np.zeros(shape, np.int32)}
+    labels = {LABELS: np.zeros(shape, np.float32), LABEL_WEIGHTS: np.zeros(shape, np.float32)}
+    for r, (example, window) in enumerate(rows):
+        length = len(window.token_ids)
+        features[TOKEN_IDS][r, :length] = window.token_ids
+        features[SEGMENT_IDS][r, :length] = window.segment_ids
+        features[PADDING_MASK][r, :length] = 1
+        labels[LABEL_WEIGHTS][r, window.positions] = 1.0
+        if labelled:
+            chosen = [p for k, p in enumerate(window.positions)
+                      if window.first + k in oracles[example]]
+            labels[LABELS][r, chosen] = 1.0
+    return EncodedSummaries(features, labels if labelled else None, rows, oracles,
+                            len(examples))

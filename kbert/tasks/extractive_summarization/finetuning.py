@@ -1,0 +1,64 @@
+"""Extractive summarization's fine-tuning hooks (`tools/finetune.py
+--task=extractive_summarizer`): its data (`tfds:cnn_dailymail`, or a CSV/TSV/JSONL file whose
+--text_column is the document and --label_column the reference summary), its rows and oracle
+labels, its model, its ROUGE scores and the metric that picks the best epoch. `config` is a
+`kbert.training.FinetuningConfig` (read by its fields)."""
+
+from kbert.tasks.extractive_summarization import TASK, decode, metrics
+from kbert.tasks.extractive_summarization.data import read_summaries_file, read_tfds
+from kbert.tasks.extractive_summarization.features import encode_summaries
+from kbert.tasks.text_classification.finetuning import _column
+
+# How its batches are cut (`kbert.training.finetuning_tasks`): documents vary in length (a
+# window holds the sentences that fit); labels and logits are per position.
+BY_LENGTH = True
+PER_TOKEN = True
+
+
+def read(config, spec, split, label_names=None):
+    """`SummaryData` of 'tfds:cnn_dailymail' (at `split`) or of a file (the document in
+    --text_column, the reference summary in --label_column)."""
+    if spec.startswith("tfds:"):
+        return read_tfds(spec.removeprefix("tfds:"), split=split)
+    return read_summaries_file(spec, _column(config.text_column), _column(config.label_column))
+
+
+def encode(config, data, tokenizer):
+    """Windows of --sequence_length with the greedy oracle's labels, encoded once."""
+    return encode_summaries(data, tokenizer, config.sequence_length)
+
+
+def fit_labels(labels):
+    """What follows the features in `fit`: the labels and their weights (the [CLS] of each
+    sentence)."""
+    return labels["labels"], labels["label_weights"]
+
+
+def build(config, backbone, train):
+    return TASK.build(backbone)
+
+
+def summaries(split, logits, count=decode.DEFAULT_SENTENCES):
+    """The summary text of each example of the prepared `split` from the model's logits."""
+    out = []
+    for example, scores in zip(split.data.examples, split.encoded.sentence_scores(logits)):
+        chosen = decode.select([s.text for s in example.sentences], scores, count)
+        out.append("\n".join(example.sentences[i].text for i in chosen))
+    return out
+
+
+def scores(config, split, logits):
+    """ROUGE-1/2/L F1 (rouge-score) of the 3 best sentences with trigram blocking against
+    the reference summaries."""
+    return metrics.rouge_scores(summaries(split, logits),
+                                [example.summary for example in split.data.examples])
+
+
+def metric(config, train):
+    """The metric that picks the best epoch: ROUGE-2."""
+    return "rouge2"
+
+
+def export_options(config, train):
+    """What the SavedModel of `--export_dir` needs besides the model: nothing."""
+    return {}

@@ -1,0 +1,85 @@
+"""Extractive summarization (BERTSum, Liu 2019) on any kbert backbone: a score per sentence,
+read at the sentence's own [CLS]."""
+
+import keras
+from keras import ops
+
+from kbert.tasks import task as task_lib
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class SentenceCrossentropy(keras.losses.Loss):
+    """Sigmoid cross-entropy at every position of logits [B, S], weighted by the sample
+    weights (1 at each sentence's [CLS], 0 elsewhere) and averaged over their sum."""
+
+    def __init__(self, name="sentence_crossentropy", reduction="mean_with_sample_weight",
+                 dtype=None):
+        super().__init__(name=name, reduction=reduction, dtype=dtype)
+
+    def call(self, y_true, y_pred):
+        return ops.binary_crossentropy(ops.cast(y_true, y_pred.dtype), y_pred,
+                                       from_logits=True)
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class ExtractiveSummarizer(task_lib.Task, keras.Model):
+    """BERTSum's sentence scorer: the document is packed as `[CLS] s1 [SEP] [CLS] s2 [SEP]
+    ...` with segment ids alternating by sentence (0, 1, 0, ...: BERTSum's interval
+    segments; all 0 for RoBERTa, which has one segment type, and absent for DistilBERT,
+    which has none), and each sentence is scored by `scorer`, a dense(1) on the sequence
+    output at its [CLS], sigmoid -> the probability that it belongs to the summary
+    (BERTSum's "simple classifier").
+
+    The layer is position-wise, so the model scores every position, [B, S]; only the
+    sentences' [CLS] positions are read (`kbert.tasks.extractive_summarization.features`
+    packs documents and knows them), and training weighs those alone: pass label weights (1
+    at each real sentence's [CLS], 0 at other tokens, padding and padding sentences) as
+    Keras sample weights, `fit(features, labels, sample_weight=label_weights)` or a dataset
+    of `(features, labels, label_weights)`; fitting without them is refused.
+
+    Args:
+        backbone: a kbert backbone of any family.
+        dropout: the rate before `scorer`; `None`: the backbone's dropout.
+
+    Inputs (a dict): the backbone's inputs, int [B, S].
+    Labels: float [B, S] (1 at the [CLS] of a sentence of the oracle summary).
+    Outputs: logits [B, S] (no sigmoid).
+
+    `compile()` defaults: BERT's fine-tuning AdamW (2e-5), sigmoid cross-entropy averaged
+    over the weighted positions (`reduction="mean_with_sample_weight"`), and the weighted
+    sentence `accuracy` (at logit 0).
+    """
+
+    def __init__(self, backbone, dropout=None, **kwargs):
+        dropout = task_lib.head_dropout(backbone, "extractive_summarizer", dropout)
+
+        # === Layers ===
+        dropout_layer = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy,
+                                             name="dropout")
+        scorer = task_lib.dense_layer(backbone, 1, "scorer")
+
+        # === Functional model ===
+        inputs = task_lib.backbone_inputs(backbone)
+        sequence = backbone(inputs)["sequence_output"]  # [B, S, H]
+        logits = ops.squeeze(scorer(dropout_layer(sequence)), -1)  # [B, S]
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+
+        # === Config ===
+        self._init_task(backbone, dropout=dropout)
+        self.scorer = scorer
+
+    def default_loss(self):
+        return SentenceCrossentropy(), None
+
+    def default_metrics(self):
+        return None, [keras.metrics.BinaryAccuracy(name="accuracy", threshold=0.0)]
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        if y is not None and sample_weight is None:
+            raise ValueError(
+                "An ExtractiveSummarizer trains on its sentences' [CLS] positions alone: pass "
+                "the label weights as sample weights (fit(features, labels, "
+                "sample_weight=label_weights), or a dataset of (features, labels, "
+                "label_weights): kbert.tasks.extractive_summarization.features).")
+        return super().compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
+                                    training=training)

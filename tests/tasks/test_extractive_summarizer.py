@@ -1,0 +1,215 @@
+"""Extractive summarization (kbert.tasks.extractive_summarization): BERTSum's layout, the
+greedy ROUGE oracle, trigram blocking, offsets into the document, the model, the pipeline,
+and a tiny model that learns a planted rule and beats lead-1."""
+
+import keras
+import numpy as np
+import pytest
+
+import kbert
+from kbert.tasks import ExtractiveSummarizer
+from kbert.tasks.extractive_summarization import decode, features, finetuning, metrics, oracle
+from kbert.tasks.extractive_summarization.data import (
+    SummaryData,
+    SummaryExample,
+    read_summaries_file,
+    sentences_of,
+)
+from kbert.tokenizers import WordPieceTokenizer
+from tests.tasks import _checks
+from tests.tasks._checks import inputs_for, tiny_backbone
+
+WORDS = ["the", "of", "to", "and", "in", "it", "that", "was", "for", "on", "with", "as",
+         "they", "at", "one", "this", "from", "or", "had", "by", "word", "but", "what", "some"]
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+VOCABULARY = SPECIALS + [".", "key"] + WORDS  # ids: [CLS] 2, [SEP] 3, "." 5, "key" 6
+
+
+def tokenizer():
+    return WordPieceTokenizer(VOCABULARY)
+
+
+def test_layout_has_a_cls_per_sentence_and_interval_segments():
+    tok = tokenizer()
+    document = "The word was. It had one word! On the key."
+    example = SummaryExample(document)
+    assert [s.text for s in example.sentences] == ["The word was.", "It had one word!",
+                                                   "On the key."]
+    [[window]] = features.document_windows([example], tok, 24)
+    ids = [VOCABULARY[i] for i in window.token_ids]
+    assert ids == ["[CLS]", "the", "word", "was", ".", "[SEP]",
+                   "[CLS]", "it", "had", "one", "word", "[UNK]", "[SEP]",
+                   "[CLS]", "on", "the", "key", ".", "[SEP]"]
+    assert window.positions.tolist() == [0, 6, 13] and window.first == 0
+    assert window.segment_ids.tolist() == [0] * 6 + [1] * 7 + [0] * 6
+    # Too long for one row: windows cut at sentence boundaries, segments from 0 again; a
+    # sentence longer than a row keeps what fits.
+    windows = features.windows([[7, 8, 9], [10, 11], [12, 13, 14], list(range(7, 30))], 12,
+                               cls_id=2, sep_id=3, second_segment=0)
+    assert [w.first for w in windows] == [0, 2, 3]
+    assert windows[0].token_ids.tolist() == [2, 7, 8, 9, 3, 2, 10, 11, 3]
+    assert windows[0].positions.tolist() == [0, 5] and windows[1].positions.tolist() == [0]
+    assert windows[0].segment_ids.tolist() == [0] * 9  # RoBERTa: one segment type
+    assert windows[2].token_ids.tolist() == [2, *range(7, 17), 3]
+
+
+def test_sentences_point_into_the_document_as_given():
+    document = "  First  one\there.\n\nSecond\u200b one \x07 is\nhere!  Third (one)?"
+    sentences = sentences_of(document)
+    assert [s.text for s in sentences] == ["First one here.", "Second one is here!",
+                                           "Third (one)?"]
+    assert [document[s.start:s.end] for s in sentences] == [
+        "First  one\there.", "Second\u200b one \x07 is\nhere!", "Third (one)?"]
+
+
+def test_greedy_oracle_picks_the_best_pair_and_stops_when_nothing_helps():
+    sentences = ["The storm closed every school in the city.",
+                 "Officials met on Tuesday.",
+                 "Ten thousand homes lost power overnight.",
+                 "The storm closed schools.",
+                 "A local team won its game."]
+    reference = "A storm closed every school in the city. Ten thousand homes lost power."
+    assert oracle.greedy_oracle(sentences, reference) == [0, 2]
+    assert oracle.greedy_oracle(sentences, reference, size=1) == [0]
+    assert oracle.greedy_oracle(["Nothing related."], reference) == []
+    with pytest.raises(ValueError, match="`size` must be an integer >= 1, got 0"):
+        oracle.greedy_oracle(sentences, reference, size=0)
+
+
+def test_trigram_blocking_skips_a_sentence_repeating_a_chosen_trigram():
+    texts = ["The storm closed every school.", "Power lines fell across the town.",
+             "The storm closed every road.", "Power came back."]
+    scores = [0.9, 0.5, 0.8, 0.1]
+    assert decode.select(texts, scores, 2) == [0, 1]  # 2 shares "the storm closed" with 0
+    assert decode.select(texts, scores, 2, trigram_blocking=False) == [0, 2]
+    assert decode.select(texts, scores, 3) == [0, 1, 3]
+
+
+def test_the_model_trains_and_round_trips_and_needs_its_weights(tmp_path):
+    model = ExtractiveSummarizer(tiny_backbone("bert"))
+    x = inputs_for(model)
+    assert _checks.numpy_outputs(model, x).shape == (4, 16)
+    _checks.check_round_trips(model, tmp_path)
+    labels = (np.arange(16)[None] % 5 == 0).astype("float32").repeat(4, 0)
+    weights = ((np.arange(16)[None] % 4 == 0) * x["padding_mask"]).astype("float32")
+    logs = _checks.check_train_step(model, x, labels, sample_weight=weights)
+    assert sorted(logs) == ["accuracy", "loss"]
+    with pytest.raises(ValueError, match="pass the label weights as sample weights"):
+        model.train_on_batch(x, labels)
+
+
+def _document(rng, count):
+    """Sentences of common words; one of them (not the first) holds "key": the summary."""
+    sentences = [" ".join(rng.choice(WORDS, int(rng.integers(3, 6)))) for _ in range(count)]
+    keyed = int(rng.integers(1, count))
+    words = sentences[keyed].split()
+    words.insert(int(rng.integers(0, len(words) + 1)), "key")
+    sentences[keyed] = " ".join(words)
+    return " ".join(s.capitalize() + "." for s in sentences), sentences[keyed].capitalize() + "."
+
+
+def test_a_tiny_model_learns_which_sentence_summarizes_and_beats_lead_1():
+    keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(0)
+    tok = tokenizer()
+
+    def split(n):
+        return SummaryData([SummaryExample(*_document(rng, int(rng.integers(3, 6))))
+                            for _ in range(n)])
+
+    train, test = split(320), split(40)
+    encoded = features.encode_summaries(train, tok, 48, oracle_size=1)
+    # The oracle finds the planted sentence.
+    assert all(e.sentences[o[0]].text == e.summary
+               for e, o in zip(train.examples, encoded.oracles))
+    model = ExtractiveSummarizer(tiny_backbone("bert", vocabulary_size=len(VOCABULARY),
+                                               max_sequence_length=48))
+    model.compile(optimizer=keras.optimizers.Adam(5e-3))
+    model.fit(encoded.features, encoded.labels["labels"],
+              sample_weight=encoded.labels["label_weights"], batch_size=16, epochs=12,
+              verbose=0)
+
+    class Split:
+        data = test
+        encoded = features.encode_summaries(test, tok, 48)
+
+    logits = model.predict(Split.encoded.features, verbose=0)
+    found = finetuning.summaries(Split, logits, count=1)
+    references = [e.summary for e in test.examples]
+    lead = metrics.rouge_scores([metrics.lead([s.text for s in e.sentences], 1)
+                                 for e in test.examples], references)
+    learned = metrics.rouge_scores(found, references)
+    assert learned["rouge2"] > 0.9 > lead["rouge2"] + 0.5, (learned, lead)
+
+    pipe = kbert.pipeline("summarization", model=model, tokenizer=tok, num_sentences=1)
+    document = test.examples[0].document
+    [answer] = pipe(document)
+    assert set(answer) == {"summary_text", "sentences"}
+    [chosen] = answer["sentences"]
+    assert set(chosen) == {"text", "score", "start", "end"} and 0 < chosen["score"] < 1
+    assert chosen["text"] == document[chosen["start"]:chosen["end"]] == answer["summary_text"]
+    assert "key" in chosen["text"].lower()
+
+
+def test_the_pipeline_scores_every_sentence_of_a_long_document_and_checks_options():
+    tok = tokenizer()
+    model = ExtractiveSummarizer(tiny_backbone("bert", vocabulary_size=len(VOCABULARY)))
+    pipe = kbert.pipeline("summarization", model=model, tokenizer=tok)
+    document = " ".join(f"The word {w} was one of {w}." for w in WORDS[:12])
+    assert len(features.document_windows([SummaryExample(document)], tok, 24)[0]) == 6
+    answers = pipe([document, "It was one.\n\nOn it!"], num_sentences=12,
+                   trigram_blocking=False)
+    assert len(answers) == 2 and len(answers[0][0]["sentences"]) == 12
+    for text, [answer] in zip([document, "It was one.\n\nOn it!"], answers):
+        starts = [s["start"] for s in answer["sentences"]]
+        assert starts == sorted(starts)
+        assert all(text[s["start"]:s["end"]] == s["text"] for s in answer["sentences"])
+    # Every sentence repeats "the word ... was": blocking keeps one.
+    assert len(pipe(document, num_sentences=12)[0]["sentences"]) == 1
+    with pytest.raises(ValueError, match="`num_sentences` must be an integer >= 1, got 0"):
+        pipe(document, num_sentences=0)
+    with pytest.raises(ValueError, match="takes a document or a non-empty list"):
+        pipe([])
+
+
+def test_summaries_file_and_rouge(tmp_path):
+    path = tmp_path / "docs.jsonl"
+    path.write_text('{"document": "One word. Two words.", "summary": "Two words."}\n'
+                    '{"document": "", "summary": "x"}\n')
+    with pytest.raises(ValueError, match="line 2: empty text in column 'document'"):
+        read_summaries_file(path)
+    path.write_text('{"article": "One word. Two words.", "highlights": "Two words."}\n')
+    [example] = read_summaries_file(path, "article", "highlights").examples
+    assert [s.text for s in example.sentences] == ["One word.", "Two words."]
+    assert example.summary == "Two words."
+    scores = metrics.rouge_scores(["Two words.", "a b"], ["Two words.", "c d"])
+    assert scores == {"rouge1": 0.5, "rouge2": 0.5, "rougeL": 0.5}
+
+
+def test_the_saved_models_summarize_as_the_pipeline(tmp_path):
+    """export_saved_model's `serving_default` and pipeline.export take documents and choose
+    the pipeline's sentences (windows, trigram blocking) in the graph; DistilBERT has no
+    segment ids."""
+    import tensorflow as tf
+
+    from kbert.export import export_saved_model
+
+    tok = tokenizer()
+    model = ExtractiveSummarizer(tiny_backbone("distil_bert", vocabulary_size=len(VOCABULARY)))
+    pipe = kbert.pipeline("summarization", model=model, tokenizer=tok)
+    documents = ["The word was. It had one word! On the key.\n\nThe  word\tof it.  Key one?",
+                 "One.", " ".join(f"The word {w} was one of {w}." for w in WORDS[:7])]
+    export_saved_model(model, str(tmp_path / "model"), tok, sequence_length=24)
+    pipe.export(str(tmp_path / "pipe"), num_sentences=5, trigram_blocking=False)
+    for path, options in (("model", {}), ("pipe", dict(num_sentences=5,
+                                                       trigram_blocking=False))):
+        serve = tf.saved_model.load(str(tmp_path / path)).signatures["serving_default"]
+        out = serve(text=tf.constant(documents))
+        for row, [answer] in enumerate(pipe(documents, **options)):
+            chosen = answer["sentences"]
+            count = int(out["num_sentences"][row])
+            assert count == len(chosen)
+            assert [s.decode() for s in out["sentences"].numpy()[row, :count]] == [
+                " ".join(s["text"].split()) for s in chosen]
+            np.testing.assert_allclose(out["scores"].numpy()[row, :count],
+                                       [s["score"] for s in chosen], atol=1e-5)
