@@ -14,9 +14,8 @@ import unicodedata
 from typing import Optional
 
 from kbert.data.corpora import split_sentences
-from kbert.data.task_features import DataError
-from kbert.data.task_tfds import TfdsTask, builder_rows
-from kbert.data.task_tfds import text as _text
+from kbert.tasks.datasets import DataError, TfdsTask, builder_rows
+from kbert.tasks.datasets import text as _text
 from kbert.tasks.text_classification.data import read_classification_file
 
 # TFDS builders kbert reads, by name: the document and the reference summary features.

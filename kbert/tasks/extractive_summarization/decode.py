@@ -5,7 +5,7 @@ import re
 
 import numpy as np
 
-from kbert.data.task_features import check_int
+from kbert.tasks.datasets import check_int
 
 # BERTSum picks 3 sentences for CNN/DailyMail.
 DEFAULT_SENTENCES = 3

@@ -15,15 +15,8 @@ import dataclasses
 
 import numpy as np
 
-from kbert.data.task_features import (
-    LABEL_WEIGHTS,
-    LABELS,
-    PADDING_MASK,
-    SEGMENT_IDS,
-    TOKEN_IDS,
-    check_int,
-    second_segment_id,
-)
+from kbert.tasks.datasets import LABEL_WEIGHTS, LABELS, check_int
+from kbert.tokenizers.packing import PADDING_MASK, SEGMENT_IDS, TOKEN_IDS, second_segment_id
 from kbert.tasks.extractive_summarization import oracle as oracle_lib
 from kbert.tokenizers.encoding import Encoder
 

@@ -16,7 +16,7 @@ the SavedModel loads with TensorFlow and tensorflow-text alone.
 
 import tensorflow as tf
 
-from kbert.data.task_features import second_segment_id
+from kbert.tokenizers.packing import second_segment_id
 from kbert.tasks.extractive_summarization.decode import DEFAULT_SENTENCES
 from kbert.tasks.graph.signatures import STRINGS, add_ids_endpoint, run_model
 
