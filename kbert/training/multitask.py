@@ -199,14 +199,19 @@ def run_multitask(config):
 
 
 def _save(model, tokenizer, config, prepared):
-    """model_dir/NAME/model.keras and the tokenizer's files for each head; the SavedModel
-    with every head's signatures in --export_dir."""
+    """model_dir/NAME/model.keras (compiled with the task's defaults) and the tokenizer's
+    files for each head; the SavedModel with every head's signatures in --export_dir."""
     from kbert.export.saved_model import write_tokenizer_files
 
     for head in prepared:
         directory = os.path.join(config.model_dir, head.name)
         tf.io.gfile.makedirs(directory)
-        model.heads[head.name].save(os.path.join(directory, "model.keras"))
+        saved = model.heads[head.name]
+        # Compiled with its task's defaults: the run's optimizer state spans every head (a
+        # run resumes from checkpoints/, not from these).
+        saved.compile()
+        saved.optimizer.build(saved.trainable_variables)  # as a reload builds it
+        saved.save(os.path.join(directory, "model.keras"))
         write_tokenizer_files(tokenizer, directory)
     print(f"Saved each head's fine-tuned model to {config.model_dir}/<head>/model.keras.")
     if config.export_dir:
