@@ -6,12 +6,12 @@ from kbert.training.strategies import create_strategy, find_tpu
 
 __all__ = ["ConfigError", "FinetuningConfig", "PretrainingConfig", "WarmupSchedule",
            "create_optimizer", "create_strategy", "find_tpu", "run_finetuning",
-           "run_multitask", "run_pretraining"]
+           "run_pretraining"]
 
 # The runs pull in kbert.data and tensorflow-text: load them on first use.
 _LAZY = {"ConfigError": "config_fields", "PretrainingConfig": "pretraining_config",
          "run_pretraining": "pretraining", "FinetuningConfig": "finetuning_config",
-         "run_finetuning": "finetuning", "run_multitask": "multitask"}
+         "run_finetuning": "finetuning"}
 
 
 def __getattr__(name):

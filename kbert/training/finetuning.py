@@ -122,12 +122,7 @@ def run_finetuning(config):
                             steps_per_epoch=steps_per_epoch, verbose=config.verbose,
                             callbacks=callbacks)
         logs = {k: v[-1] for k, v in history.history.items()}
-    best = None
-    if evaluation is not None:
-        best = evaluation.restore_best(model) if config.keep_best else evaluation.best
-        if best:
-            print(f"Best epoch {best['epoch']}: " + ", ".join(
-                f"{k} {v:.4f}" for k, v in best["scores"].items()))
+    best = evaluation and evaluation.finish(model, restore=config.keep_best)
     if work_dir == config.model_dir:
         _save(model, tokenizer, config, train)
     return {"best": best, "logs": logs}

@@ -188,12 +188,7 @@ def run_multitask(config):
                         initial_epoch=start_step // steps_per_epoch, callbacks=callbacks,
                         verbose=config.verbose)
         logs = {k: v[-1] for k, v in history.history.items()}
-    best = None
-    if evaluation is not None:
-        best = evaluation.restore_best(model) if config.keep_best else evaluation.best
-        if best:
-            print(f"Best epoch {best['epoch']}: " + ", ".join(
-                f"{k} {v:.4f}" for k, v in best["scores"].items()))
+    best = evaluation and evaluation.finish(model, restore=config.keep_best)
     _save(model, tokenizer, config, prepared)
     return {"best": best, "logs": logs, "sequence": sequence}
 
