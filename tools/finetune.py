@@ -4,6 +4,15 @@
     python tools/finetune.py --task=token_classifier --checkpoint=path/to/bert \\
         --train_data=train.conll --validation_data=dev.conll --model_dir=runs/ner
 
+Several tasks on one backbone (a head each, one head trained per step, every head scored
+after each epoch; see docs/fine-tuning.md, "Several tasks at once"):
+
+    python tools/finetune.py --flagfile=tools/flags/glue_multitask.flags
+    python tools/finetune.py --checkpoint=path/to/bert --model_dir=runs/mt \
+        --multitask=sst2:task=text_classifier,train_data=tfds:glue/sst2 \
+        --multitask=ner:task=token_classifier,train_data=train.conll,loss_weight=0.5 \
+        --sampling=temperature --sampling_temperature=2 --best_by=mean
+
 Every flag is a field of `kbert.training.FinetuningConfig` (same name, same help), so Python
 code can do what this program does. Running the same command again resumes from the newest
 checkpoint in --model_dir.

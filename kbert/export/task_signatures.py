@@ -21,11 +21,25 @@ TASK_OPTIONS = {name: tuple(r for r in registry.task_models() if name in r.expor
                 for record in registry.task_models() for name in record.export_options}
 
 
-def task_archive(model, tokenizer, sequence_length, **options):
+class _Prefixed:
+    """An archive whose endpoints are named after a head: `serving_default` -> NAME,
+    `serving_pairs` -> NAME_pairs, `serving_ids` -> NAME_ids (a multi-task SavedModel)."""
+
+    def __init__(self, archive, prefix):
+        self.archive, self.prefix = archive, prefix
+
+    def add_endpoint(self, name, fn, input_signature=None, **kwargs):
+        suffix = name.removeprefix("serving").removeprefix("_default")
+        return self.archive.add_endpoint(self.prefix + suffix, fn, input_signature, **kwargs)
+
+
+def task_archive(model, tokenizer, sequence_length, archive=None, signature_prefix=None,
+                 **options):
     """A `keras.export.ExportArchive` with the signatures of the task model `model`.
 
     `options`: the task arguments of `export_saved_model` (None: not given; a given one
-    that is not for this task is an error).
+    that is not for this task is an error). `archive`: add them to this one (default: a new
+    one); `signature_prefix`: named after a head (see `_Prefixed`).
     """
     record = registry.of_model(model)
     if record is None or record.model is None:
@@ -38,10 +52,10 @@ def task_archive(model, tokenizer, sequence_length, **options):
             raise ValueError(f"`{name}` is for a {' or '.join(r.model.__name__ for r in takers)}"
                              f", not a {type(model).__name__}.")
     refuse_byte_pair_words(tokenizer, record)
-    archive = keras.export.ExportArchive()
+    archive = archive if archive is not None else keras.export.ExportArchive()
     archive.track(model)
     archive.track(tokenizer)
     record.module("serving").add_endpoints(
-        archive, model, tokenizer, sequence_length,
+        archive if signature_prefix is None else _Prefixed(archive, signature_prefix), model, tokenizer, sequence_length,
         **{name: options.get(name) for name in record.export_options})
     return archive

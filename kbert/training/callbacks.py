@@ -134,6 +134,15 @@ class Evaluation(keras.callbacks.Callback):
                 with tf.io.gfile.GFile(os.path.join(self.best_dir, "best.json"), "w") as f:
                     json.dump(self.best, f, indent=2)
 
+    def finish(self, model, restore=True):
+        """At the end of a run: `best`, printed, its weights loaded into `model` when
+        `restore` (and kept in `best_dir`)."""
+        best = self.restore_best(model) if restore else self.best
+        if best:
+            print(f"Best epoch {best['epoch']}: " + ", ".join(
+                f"{k} {v:.4f}" for k, v in best["scores"].items()))
+        return best
+
     def restore_best(self, model):
         """Loads the best epoch's weights into `model`; returns `best` (None if none)."""
         if self.best is not None and self.best_dir:

@@ -16,53 +16,15 @@ import os
 import keras
 import tensorflow as tf
 
-from kbert import loading
 from kbert.tasks import registry
 from kbert.training import callbacks as kbert_callbacks
 from kbert.training import finetuning_config, layer_wise, multi_worker
 from kbert.training.finetuning_config import FinetuningConfig  # noqa: F401 - public name
-from kbert.training.finetuning_tasks import FINETUNING_TASKS
+from kbert.training.finetuning_tasks import FINETUNING_TASKS, validation_spec
 from kbert.training.config_fields import ConfigError
+from kbert.training.encoders import PretrainedEncoder, encoder_source  # noqa: F401 - public
+from kbert.training.multitask import run_multitask
 from kbert.training.strategies import create_strategy
-
-
-@dataclasses.dataclass
-class PretrainedEncoder:
-    """Where the pretrained encoder comes from: its tokenizer now, its backbone later (built
-    inside the strategy's scope)."""
-
-    description: str
-    tokenizer: object
-    max_sequence_length: int
-    backbone: object  # dtype -> a kbert backbone with pretrained weights
-
-
-def encoder_source(config):
-    """The `PretrainedEncoder` of `--preset` or `--checkpoint` (a tools/pretrain.py or
-    tools/finetune.py run, or any checkpoint kbert reads), as `kbert.loading.source` finds
-    it."""
-    overrides = config.config_overrides
-    spec = config.preset if config.preset is not None else config.checkpoint
-    try:
-        found = loading.source(spec)
-    except (FileNotFoundError, ValueError) as e:
-        if config.preset is not None:  # the preset's own errors, as presets.load raises them
-            raise
-        raise ConfigError(f"--checkpoint={config.checkpoint!r}: {e}") from None
-    if found.kind == "saved_model":
-        raise ConfigError(f"--checkpoint={spec}: a SavedModel runs as it was exported; "
-                          "fine-tuning starts from a checkpoint directory or a run.")
-    if found.kind == "pretraining_run" and overrides:
-        raise ConfigError("--config_override: a tools/pretrain.py run is rebuilt from its "
-                          "own config.json; it takes no overrides.")
-    return PretrainedEncoder(found.description, found.tokenizer(), found.max_sequence_length,
-                             lambda dtype: found.build(head=None, dtype=dtype, **overrides))
-
-
-def _validation_spec(config):
-    if config.validation_data is not None:
-        return config.validation_data
-    return config.train_data if config.train_data.startswith("tfds:") else None
 
 
 def _rows(prepared):
@@ -73,8 +35,11 @@ def _rows(prepared):
 def run_finetuning(config):
     """Fine-tunes, checkpointing every epoch and resuming from `model_dir` when it has a
     checkpoint. Returns {"best": {"epoch", "scores"} or None, "logs": the last epoch's logs}.
+    With `config.multitask`: `kbert.training.multitask.run_multitask`'s run.
     """
     config.validate()
+    if config.multitask:
+        return run_multitask(config)
     task = FINETUNING_TASKS[config.task]
     keras.utils.set_random_seed(config.seed)
     strategy = create_strategy(config.strategy, config.tpu)
@@ -101,7 +66,7 @@ def run_finetuning(config):
             raise ConfigError(f"--export_dir: {e} (Or leave out --export_dir: the run saves "
                               "model.keras in --model_dir.)") from None
     train = task.prepare(config, config.train_data, "train", tokenizer)
-    spec = _validation_spec(config)
+    spec = validation_spec(config)
     validation = spec and task.prepare(config, spec, "validation", tokenizer,
                                        label_names=train.label_names)
     steps_per_epoch = _rows(train) // config.global_batch_size
@@ -157,12 +122,7 @@ def run_finetuning(config):
                             steps_per_epoch=steps_per_epoch, verbose=config.verbose,
                             callbacks=callbacks)
         logs = {k: v[-1] for k, v in history.history.items()}
-    best = None
-    if evaluation is not None:
-        best = evaluation.restore_best(model) if config.keep_best else evaluation.best
-        if best:
-            print(f"Best epoch {best['epoch']}: " + ", ".join(
-                f"{k} {v:.4f}" for k, v in best["scores"].items()))
+    best = evaluation and evaluation.finish(model, restore=config.keep_best)
     if work_dir == config.model_dir:
         _save(model, tokenizer, config, train)
     return {"best": best, "logs": logs}

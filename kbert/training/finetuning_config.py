@@ -8,8 +8,9 @@ from typing import Optional
 from kbert import presets
 from kbert.tasks.question_answering.features import default_doc_stride
 from kbert.tasks import registry
-from kbert.training import config_fields
+from kbert.training import config_fields, multitask_config
 from kbert.training.config_fields import ConfigError, setting
+from kbert.training.task_sampling import SAMPLINGS
 from kbert.training.run_settings import RunConfig
 
 # The tasks `--task` takes: the records of `kbert.tasks.registry` with fine-tuning.
@@ -51,7 +52,8 @@ class FinetuningConfig(RunConfig):
                         "has it), pooled (the pooler's output) or cls (the [CLS] hidden "
                         "state).", group="Model", choices=("auto", "pooled", "cls"))
     # === Data ===
-    train_data: str = setting(help=f"Training data: {DATA_HELP} (required).", group="Data")
+    train_data: Optional[str] = setting(
+        None, f"Training data: {DATA_HELP} (required, but for --multitask).", group="Data")
     validation_data: Optional[str] = setting(
         None, "Evaluation data after every epoch, in the same forms; unset: the TFDS "
               "dataset's validation split, or no evaluation for files.", group="Data")
@@ -114,6 +116,26 @@ class FinetuningConfig(RunConfig):
                                   group="Schedule", minimum=0)
     unfreeze_unit: str = setting("epoch", "What --unfreeze_every counts: step or epoch.",
                                  group="Schedule", choices=UNFREEZE_UNITS)
+    # === Several tasks: one backbone, a head each (kbert.training.multitask) ===
+    multitask: dict = setting(
+        help="A head of a multi-task run, repeatable (two or more): NAME:KEY=VALUE,... with "
+             "task=, train_data= (required), loss_weight= (default 1) and any Data flag "
+             "(validation_data=, text_column=, sequence_length=, ...), head= or "
+             "global_batch_size= for that head alone; e.g. --multitask=sst2:task="
+             "text_classifier,train_data=tfds:glue/sst2. --task, --train_data and "
+             "--validation_data are then not given.", group="Model",
+        from_flag=multitask_config.parse_heads, default_factory=dict)
+    sampling: str = setting(
+        "proportional", "--multitask: the head of each step, drawn from the seed: "
+        "proportional (to its training rows), temperature (p ~ rows ** (1 / "
+        "--sampling_temperature)) or round_robin.", group="Schedule", choices=SAMPLINGS)
+    sampling_temperature: float = setting(
+        2.0, "--multitask with --sampling=temperature: T > 0 (1: proportional; larger: "
+             "nearer uniform).", group="Schedule")
+    best_by: str = setting(
+        "mean", "--multitask: the best epoch by the mean of the heads' metrics (mean; "
+                "percentages counted as fractions) or by one head's metric (its NAME).",
+        group="Output")
     # === Output ===
     keep_best: bool = setting(True, "Keep the weights of the epoch with the best validation "
                               "metric in model_dir/best and export those: true or false.",
@@ -122,6 +144,10 @@ class FinetuningConfig(RunConfig):
     def validate(self):
         """Fails fast, naming the flag, before any work starts."""
         super().validate()
+        if not self.multitask and self.train_data is None:
+            raise ConfigError("Give --train_data (or two or more --multitask heads).")
+        if not self.multitask and self.best_by != "mean":
+            raise ConfigError(f"--best_by={self.best_by!r} is for --multitask runs.")
         if (self.preset is None) == (self.checkpoint is None):
             raise ConfigError("Give exactly one of --preset and --checkpoint.")
         if self.preset is not None:
@@ -161,6 +187,8 @@ class FinetuningConfig(RunConfig):
                     "--max_question_length, or raise --sequence_length.")
         if self.learning_rate <= 0:
             raise ConfigError(f"--learning_rate must be > 0, got {self.learning_rate!r}.")
+        if self.multitask:  # last: each head's config is this one, checked above
+            multitask_config.validate(self)
 
     def qa_doc_stride(self):
         """--doc_stride, or its default for --sequence_length and --max_question_length:

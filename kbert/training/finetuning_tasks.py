@@ -23,6 +23,14 @@ def model_inputs(model, features):
     return {name: value for name, value in features.items() if name in model.input}
 
 
+def validation_spec(config):
+    """The data scored after each epoch: --validation_data, else a TFDS dataset's own
+    validation split, else none (a training file alone)."""
+    if config.validation_data is not None:
+        return config.validation_data
+    return config.train_data if config.train_data.startswith("tfds:") else None
+
+
 def _only_inputs(model, dataset):
     return dataset.map(lambda x, *rest: (model_inputs(model, x), *rest))
 
