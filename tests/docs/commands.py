@@ -21,6 +21,7 @@ CONFIG_PROGRAMS = {
 }
 DEFINED = re.compile(r"DEFINE_(\w+)\(\s*[\"'](\w+)[\"']")
 ABSL = {"flagfile", "help", "helpfull", "helpshort"}
+ENVIRONMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 
 
 def commands(code):
@@ -33,6 +34,8 @@ def commands(code):
 def check_block(code, folder):
     """Raises AssertionError naming the first command that would fail."""
     for words in commands(code):
+        while words and ENVIRONMENT.match(words[0]):  # VARIABLE=value python tools/X.py
+            words = words[1:]
         assert words[:1] == ["python"] and len(words) > 1 and words[1].startswith("tools/"), (
             f"{' '.join(words)!r} is not a `python tools/X.py` command: run it in a test or "
             "mark the block <!-- skip: REASON -->")
