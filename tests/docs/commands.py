@@ -1,11 +1,11 @@
 """Checks the shell blocks' commands without running their long jobs.
 
-Each `python tools/X.py ...` command is parsed as the program parses it: the programs whose
-flags are a config's fields (pretrain, finetune, predict) build and validate their config
-from the flags, in the stand-in folder, as `--dry_run` does; the others have every flag
-(and every flag of a `--flagfile`) checked against the flags the program defines, and a
-command word (tools/benchmark.py's) against its commands. Any other command needs a
-`<!-- skip: ... -->` marker.
+Each `python tools/X.py ...` command (after any `VARIABLE=value`) is parsed as the program
+parses it: the programs whose flags are a config's fields (pretrain, finetune, predict) build
+and validate their config from the flags, in the stand-in folder, as `--dry_run` does; the
+others have every flag (and every flag of a `--flagfile`) checked against the flags the
+program defines, and a command word (tools/benchmark.py's) against its commands. Any other
+command needs a `<!-- skip: ... -->` marker.
 """
 
 import os
