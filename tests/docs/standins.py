@@ -69,7 +69,7 @@ FILES = {
     # 24 documents (the sentences in every order): 36 examples, a batch of 32 at length 128.
     "corpus/part-0.txt": "\n\n".join("\n".join(order) for order in permutations(SENTENCES)) + "\n",
     # 32 rows: the examples' batch of 32 (training drops a partial batch).
-    "train.csv": "sentence,label\n" + "A great movie!,pos\nAwful.,neg\nLovely.,pos\nBad.,neg\n" * 8,
+    "train.csv": "sentence,label\n" + "Great!,pos\nAwful.,neg\nLovely.,pos\nBad.,neg\n" * 8,
     "dev.csv": "sentence,label\nGreat!,pos\nTerrible.,neg\n",
     "reviews.csv": "review,label\nA great movie!,pos\nAwful.,neg\n",
     "train.conll": "John B-PER\nlives O\nin O\nParis B-LOC\n. O\n\nMary B-PER\nsat O\n. O\n",
