@@ -88,7 +88,7 @@ import sys
 import time
 import warnings
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import quiet_tensorflow  # noqa: F401  first: keeps TensorFlow's C++ start-up log quiet
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app, flags  # noqa: E402

@@ -21,7 +21,7 @@ checkpoint in --model_dir.
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import quiet_tensorflow  # noqa: F401  first: keeps TensorFlow's C++ start-up log quiet
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app  # noqa: E402

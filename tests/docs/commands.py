@@ -1,11 +1,11 @@
 """Checks the shell blocks' commands without running their long jobs.
 
-Each `python tools/X.py ...` command is parsed as the program parses it: the programs whose
-flags are a config's fields (pretrain, finetune, predict) build and validate their config
-from the flags, in the stand-in folder, as `--dry_run` does; the others have every flag
-(and every flag of a `--flagfile`) checked against the flags the program defines, and a
-command word (tools/benchmark.py's) against its commands. Any other command needs a
-`<!-- skip: ... -->` marker.
+Each `python tools/X.py ...` command (after any `VARIABLE=value`) is parsed as the program
+parses it: the programs whose flags are a config's fields (pretrain, finetune, predict) build
+and validate their config from the flags, in the stand-in folder, as `--dry_run` does; the
+others have every flag (and every flag of a `--flagfile`) checked against the flags the
+program defines, and a command word (tools/benchmark.py's) against its commands. Any other
+command needs a `<!-- skip: ... -->` marker.
 """
 
 import os
@@ -22,6 +22,7 @@ CONFIG_PROGRAMS = {
 }
 DEFINED = re.compile(r"DEFINE_(\w+)\(\s*[\"'](\w+)[\"']")
 ABSL = {"flagfile", "help", "helpfull", "helpshort"}
+ENVIRONMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 
 
 def commands(code):
@@ -34,6 +35,8 @@ def commands(code):
 def check_block(code, folder):
     """Raises AssertionError naming the first command that would fail."""
     for words in commands(code):
+        while words and ENVIRONMENT.match(words[0]):  # VARIABLE=value python tools/X.py
+            words = words[1:]
         assert words[:1] == ["python"] and len(words) > 1 and words[1].startswith("tools/"), (
             f"{' '.join(words)!r} is not a `python tools/X.py` command: run it in a test or "
             "mark the block <!-- skip: REASON -->")

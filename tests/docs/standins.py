@@ -5,15 +5,18 @@ test suite ships (tests/fixtures) or small files written here, and where
 `kbert.presets.load` / `load_tokenizer` give tiny models of the preset's family
 (`presets_as_tiny_models`): 2 layers, hidden 32, random weights; "pretrained" ones take
 the vocabulary of the family's tiny fixture checkpoint, whose tokenizer `load_tokenizer`
-returns. Nothing is downloaded. So that the examples' training runs take seconds, `fit`
-runs one epoch of at most 2 batches, and the standard library's docstrings (the corpus
-that needs no download) are the stand-in folder's two small documents.
+returns. Nothing is downloaded. So that the examples' training runs take a second, `fit`
+runs eagerly (tracing a train step costs 5-20 s, the 2 steps of a tiny model well under
+one; the graph path is tested elsewhere) one epoch of at most 2 batches, and fails if it ran
+no step (the stand-in data must fill one batch); and the standard library's docstrings (the
+corpus that needs no download) are the stand-in folder's 24 short documents.
 """
 
 import contextlib
 import gzip
 import json
 import os
+from itertools import permutations
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -63,8 +66,10 @@ LATER = {"runs/quickstart/export": "export/kbert/1", "some/export/dir": "export/
 SENTENCES = ["The cat sat on the mat.", "It was a sunny day in the park.",
              "Return the number of items in a container.", "John lives in Paris."]
 FILES = {
-    "corpus/part-0.txt": "\n".join(SENTENCES) + "\n\n" + "\n".join(reversed(SENTENCES)) + "\n",
-    "train.csv": "sentence,label\nA great movie!,pos\nAwful.,neg\nLovely.,pos\nBad.,neg\n",
+    # 24 documents (the sentences in every order): 36 examples, a batch of 32 at length 128.
+    "corpus/part-0.txt": "\n\n".join("\n".join(order) for order in permutations(SENTENCES)) + "\n",
+    # 32 rows: the examples' batch of 32 (training drops a partial batch).
+    "train.csv": "sentence,label\n" + "Great!,pos\nAwful.,neg\nLovely.,pos\nBad.,neg\n" * 8,
     "dev.csv": "sentence,label\nGreat!,pos\nTerrible.,neg\n",
     "reviews.csv": "review,label\nA great movie!,pos\nAwful.,neg\n",
     "train.conll": "John B-PER\nlives O\nin O\nParis B-LOC\n. O\n\nMary B-PER\nsat O\n. O\n",
@@ -132,7 +137,10 @@ def presets_as_tiny_models():
         if isinstance(x, tf.data.Dataset):
             x = x.take(2)
         kwargs["epochs"] = 1
-        return fit(self, x, y, **kwargs)
+        self.run_eagerly = True
+        history = fit(self, x, y, **kwargs)
+        assert history.history, "fit ran no step: the stand-in data is less than one batch"
+        return history
 
     def small_corpus(min_sentences=2, cache=True):
         return corpora.text_files(os.path.join(os.getcwd(), "corpus", "part-0.txt"))

@@ -50,8 +50,8 @@ def runs_here(block):
     return block.marker("skip") is None and block.marker("example") is None
 
 
-# Pages whose examples train or export (tens of seconds each on 2 shared cores); untrusted.md
-# loads the export serving.md makes.
+# Pages whose examples train or export (2-15 s each on 2 shared cores, the first to train
+# paying TensorFlow's warm-up); untrusted.md loads the export serving.md makes.
 SLOW_PAGES = {"README.md", "docs/fine-tuning.md", "docs/pretraining.md",
               "docs/pretraining-data.md", "docs/serving.md", "docs/untrusted.md"}
 
