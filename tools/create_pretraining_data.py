@@ -14,7 +14,10 @@ import os
 import sys
 import time
 
-import quiet_tensorflow  # noqa: F401  first: keeps TensorFlow's C++ start-up log quiet
+try:  # first: keeps TensorFlow's C++ start-up log quiet
+    import quiet_tensorflow  # noqa: F401
+except ModuleNotFoundError:  # imported as tools.<name> (the tests)
+    from tools import quiet_tensorflow  # noqa: F401
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app, flags  # noqa: E402

@@ -69,7 +69,8 @@ class HeadStatistics:
         return "\n".join(lines)
 
     def to_dict(self):
-        """JSON-ready: the texts counted and, per statistic, a [layers][heads] list."""
+        """JSON-ready: the texts counted and, per statistic, a list by layer of lists by
+        head."""
         return {"texts": self.texts,
                 "statistics": {name: self.values[name].tolist() for name in STATISTICS}}
 

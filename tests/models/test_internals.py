@@ -12,13 +12,14 @@ import kbert
 import kbert.convert
 
 FOLDER = Path(__file__).parents[1] / "fixtures" / "hf_tiny"
+REFERENCES = Path(__file__).parents[1] / "fixtures" / "internals"
 MODELS = ("albert", "deberta_v3", "distil_bert", "electra", "mobile_bert", "roberta",
           "tiny_bert_general")
 
 
 @pytest.mark.parametrize("name", MODELS)
 def test_hidden_states_and_attentions_equal_transformers(name):
-    reference = np.load(FOLDER / name / "internals.npz")
+    reference = np.load(REFERENCES / f"{name}.npz")
     backbone = kbert.convert.read(FOLDER / name).build(head=None)
     inspected = backbone.with_internals()
     # The inspecting model runs on the backbone's own weights.
@@ -51,7 +52,7 @@ def test_asking_for_nothing_is_refused():
 
 def test_kbert_load_takes_transformers_options():
     loaded = kbert.load(str(FOLDER / "distil_bert"), head=None, output_attentions=True)
-    reference = np.load(FOLDER / "distil_bert" / "internals.npz")
+    reference = np.load(REFERENCES / "distil_bert.npz")
     outputs = loaded.model({"token_ids": reference["token_ids"],
                             "padding_mask": reference["padding_mask"]})
     assert "hidden_states" not in outputs and len(outputs["attentions"]) == 2

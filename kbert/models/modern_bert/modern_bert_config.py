@@ -14,10 +14,12 @@ class ModernBertConfig(BertConfig):
     feed-forward layers, pre-LayerNorm blocks, and attention that is global in every
     `global_attn_every_n_layers`-th layer (0, N, 2N, ...) and a sliding window elsewhere.
 
-    Args: those of `BertConfig` with ModernBERT's defaults (exact GELU, LayerNorm epsilon
-        1e-5, no dropout, 8,192 positions, no segments: `type_vocab_size` must be 0;
-        `embedding_size` must be `None`; `intermediate_size` is the width of the GeGLU's
-        gated half, transformers' `intermediate_size`), plus
+    It takes the fields of `BertConfig` with ModernBERT's defaults (exact GELU, LayerNorm
+    epsilon 1e-5, no dropout, 8,192 positions, no segments: `type_vocab_size` must be 0 and
+    `embedding_size` `None`; `intermediate_size` is the width of the GeGLU's gated half, as
+    transformers' `intermediate_size`), and those below.
+
+    Args:
         global_rope_theta: the rotary base of the global layers (160,000).
         local_rope_theta: the rotary base of the sliding-window layers (10,000).
         local_attention: the window: a token attends to the tokens at most

@@ -17,6 +17,7 @@ import numpy as np
 
 from kbert.tasks.datasets import LABEL_WEIGHTS, LABELS, check_int
 from kbert.tokenizers.packing import PADDING_MASK, SEGMENT_IDS, TOKEN_IDS, second_segment_id
+from kbert.tasks.extractive_summarization import metrics
 from kbert.tasks.extractive_summarization import oracle as oracle_lib
 from kbert.tokenizers.encoding import Encoder
 
@@ -97,7 +98,7 @@ def encode_summaries(data, tokenizer, sequence_length, oracle_size=oracle_lib.OR
     reference summaries."""
     examples = data.examples
     labelled = all(e.summary is not None for e in examples)
-    rouge = oracle_lib.scorer() if labelled else None
+    rouge = metrics.scorer() if labelled else None
     oracles = [oracle_lib.greedy_oracle([s.text for s in e.sentences], e.summary, oracle_size,
                                         rouge) if labelled else None for e in examples]
     rows = [(i, w) for i, ws in enumerate(document_windows(examples, tokenizer,

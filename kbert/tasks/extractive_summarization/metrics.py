@@ -2,10 +2,15 @@
 stemmer on, as ROUGE-1.5.5 -m), averaged over the documents; and the lead-k baseline."""
 
 import numpy as np
-
-from kbert.tasks.extractive_summarization.oracle import scorer
+from rouge_score import rouge_scorer
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
+
+
+def scorer(types=("rouge1", "rouge2")):
+    """rouge-score's scorer of `types`, with the Porter stemmer (as ROUGE-1.5.5 -m, the
+    setting summarization papers report)."""
+    return rouge_scorer.RougeScorer(list(types), use_stemmer=True)
 
 
 def rouge_scores(predictions, references):

@@ -6,16 +6,10 @@ the chosen sentences (joined in document order) against the reference summary; i
 no sentence raises it, or at `size` sentences.
 """
 
-from rouge_score import rouge_scorer
+from kbert.tasks.extractive_summarization.metrics import scorer
 
 # BERTSum's oracle summaries are at most 3 sentences (CNN/DailyMail's highlights are ~3.6).
 ORACLE_SIZE = 3
-
-
-def scorer(types=("rouge1", "rouge2")):
-    """rouge-score's scorer of `types`, with the Porter stemmer (as ROUGE-1.5.5 -m, the
-    setting summarization papers report)."""
-    return rouge_scorer.RougeScorer(list(types), use_stemmer=True)
 
 
 def greedy_oracle(sentences, reference, size=ORACLE_SIZE, rouge=None):
