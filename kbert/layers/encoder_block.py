@@ -40,15 +40,15 @@ class EncoderBlock(_utils.SettingsConfig, keras.layers.Layer):
                              if return_attention_probs else [])
         return (x, *extra) if extra else x
 
-    def _dense(self, units, name, activation=None):
+    def _dense(self, units, name, activation=None, use_bias=True):
         """A `Dense(units)` with the blocks' truncated-normal kernel initializer."""
         return keras.layers.Dense(
-            units, activation=activation,
+            units, activation=activation, use_bias=use_bias,
             kernel_initializer=_utils.truncated_normal(self.initializer_range),
             dtype=self.dtype_policy, name=name)
 
-    def _layer_norm(self, name):
-        return keras.layers.LayerNormalization(epsilon=self.layer_norm_epsilon,
+    def _layer_norm(self, name, center=True):
+        return keras.layers.LayerNormalization(epsilon=self.layer_norm_epsilon, center=center,
                                                dtype=self.dtype_policy, name=name)
 
     def _head_size_of(self, hidden_size):

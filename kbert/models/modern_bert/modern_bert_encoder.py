@@ -56,15 +56,10 @@ class ModernBertEncoder(EncoderBlock):
                              window_radius=window_radius, attention_norm=bool(attention_norm))
 
     def _linear(self, units, use_bias, name):
-        return keras.layers.Dense(
-            units, use_bias=use_bias,
-            kernel_initializer=_utils.truncated_normal(self.initializer_range),
-            dtype=self.dtype_policy, name=name)
+        return self._dense(units, name, use_bias=use_bias)
 
     def _norm(self, name):
-        return keras.layers.LayerNormalization(epsilon=self.layer_norm_epsilon,
-                                               center=self.norm_bias,
-                                               dtype=self.dtype_policy, name=name)
+        return self._layer_norm(name, center=self.norm_bias)
 
     def build(self, inputs_shape, padding_mask_shape=None):
         hidden_size = inputs_shape[-1]
