@@ -169,9 +169,10 @@ class Pipeline:
         keep = keep[:room]
         return (keep, second) if truncation == "only_first" else (first, keep)
 
-    def run(self, sequences, options):
-        """The model's output row of each sequence (`batching.run`)."""
-        return batching.run(self.source.runner, sequences, self.tokenizer.pad_id,
+    def run(self, sequences, options, runner=None):
+        """The model's output row of each sequence (`batching.run`), by the source's runner
+        or `runner`."""
+        return batching.run(runner or self.source.runner, sequences, self.tokenizer.pad_id,
                             batch_size=options["batch_size"],
                             progress=options["progress"])
 
