@@ -60,3 +60,37 @@ def test_kbert_load_takes_transformers_options():
     with pytest.raises(ValueError, match="head=None or task='feature-extraction', not a "
                                          "DistilBertPretrainer"):
         kbert.load(str(FOLDER / "distil_bert"), output_hidden_states=True)
+
+
+def graph_ops(model):
+    """Op type -> count in the TensorFlow graph of `model` (training=False) on open shapes."""
+    import collections
+
+    import tensorflow as tf
+
+    spec = {k: tf.TensorSpec([None, None], tf.int32, k) for k in model.input}
+    graph = tf.function(lambda x: model(x, training=False)).get_concrete_function(spec).graph
+    return collections.Counter(op.type for op in graph.get_operations())
+
+
+@pytest.mark.parametrize("name", ["tiny_bert_general", "modern_bert"])
+def test_a_backbone_asked_for_nothing_computes_nothing_more(name):
+    """Internals cost nothing when off: the backbone's graph holds no probability outputs
+    (its blocks are called as they are, no `_WithProbabilities`), and collecting the hidden
+    states adds no operation to it: they are tensors the graph computes anyway. (Measured
+    once against the commit before with_internals, 639a15f^: every family's traced graph had
+    the same operations, type by type: 406 for tiny_bert_general, 1078 for deberta_v3, ...)"""
+    backbone = kbert.convert.read(FOLDER / name).build(head=None)
+    assert set(backbone.output) <= {"sequence_output", "pooled_output"}
+    names = [type(op).__name__ for op in backbone.operations]
+    assert "_WithProbabilities" not in names
+    blocks = [op for op in backbone.operations if op in backbone.transformer_layers]
+    assert blocks == list(backbone.transformer_layers)  # each block called once, as it is
+    plain = graph_ops(backbone)
+    hidden = graph_ops(backbone.with_internals(attentions=False))
+    # More outputs, the same computation (Identity ops aside, one per output).
+    hidden.pop("Identity", None), plain.pop("Identity", None)
+    assert hidden == plain
+    attentions = graph_ops(backbone.with_internals(hidden_states=False))
+    attentions.pop("Identity", None)
+    assert attentions != plain  # written out to return the probabilities
