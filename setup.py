@@ -60,6 +60,7 @@ setup(
             # The TFLite interpreter of tests/export/test_tflite.py (takes tensorflow-text's
             # kernel registrar, as an app on a device does).
             "ai-edge-litert==2.3.0",
+            "PySide6-Addons==6.11.3",  # Qt WebEngine: the browser of tests/analysis/test_browser.py
             # tests/docs builds the documentation site (mkdocs build --strict).
             *DOCS,
         ],
