@@ -141,9 +141,24 @@ def plot_head_statistics(statistics, path, names=None):
             axes.set_ylim(bottom=0)
         else:
             axes.set_ylim(-0.03, 1.03)
+    colours = heads <= 20  # tab20's colours: more heads would share them
+    if colours:  # which colour is which head
+        from matplotlib.lines import Line2D
+
+        cmap = _colormap("tab20")  # as the dots: c=head, vmin=0, vmax=19
+        handles = [Line2D([], [], linestyle="", marker="o", color=cmap(h / 19)) for h in range(heads)]
+        figure.legend(handles, [str(h) for h in range(heads)], title="head",
+                      loc="outside lower center", ncols=min(heads, 12), fontsize=9,
+                      handletextpad=0.1, columnspacing=1.0)
     figure.suptitle(f"Attention statistics per head ({statistics.texts} texts; a dot per "
-                    "head, coloured by head)")
+                    f"head{', coloured by head' if colours else ''})")
     return _save(figure, path)
+
+
+def _colormap(name):
+    import matplotlib
+
+    return matplotlib.colormaps[name]
 
 
 def plot_probe(result, path, title=None):
