@@ -64,7 +64,10 @@ def attention_heatmap(inspection, path, layer=-1, head=0, title=None):
     weights = inspection.attentions[layer, head]
     tokens = inspection.tokens
     size = 2.5 + 0.28 * len(tokens)
-    figure = _figure(size + 1.0, size)
+    # Room for the longest label (9 pt: ~0.08 inch a character) on both axes, so that the
+    # matrix keeps its size beside a long merged word.
+    labels = 0.08 * max(len(token) for token in tokens)
+    figure = _figure(size + 1.0 + labels, size + labels)
     axes = figure.add_subplot()
     image = axes.imshow(weights, cmap="viridis", vmin=0.0, vmax=max(float(weights.max()), 1e-6))
     axes.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=9)
