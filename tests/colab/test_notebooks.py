@@ -1,6 +1,7 @@
 """colab/*.ipynb run top to bottom on a CPU with tiny settings (nbclient), so they cannot rot."""
 
 import os
+import re
 from pathlib import Path
 
 import nbformat
@@ -93,3 +94,21 @@ def test_finetune_tpu_notebook_runs_on_cpu(tmp_path):
     assert "labels: [" in stdout and "answer:" in stdout
     for name in ("classifier", "reader"):
         assert (tmp_path / "runs" / name / "export" / "saved_model.pb").exists()
+
+
+def test_analyze_attention_notebook_runs_on_cpu(tmp_path):
+    """kbert.analysis and tools/analyze.py's engine on the tiny TinyBERT checkpoint: the
+    notebook's own cells, every picture and the HTML view written."""
+    notebook = nbformat.read(ROOT / "colab" / "analyze_attention.ipynb", as_version=4)
+    with_parameters(notebook, MODEL=str(ROOT / "tests" / "fixtures" / "hf_tiny" /
+                                        "tiny_bert_general"),
+                    OUTPUT_DIR=str(tmp_path / "analysis"), LAYER=1, HEAD=1, FORMATS=["png"],
+                    PICTURES=1)
+    stdout = run(notebook, tmp_path)
+    assert "attention_text0_layer1_head1.png" in stdout and "head_statistics.png" in stdout
+    assert "attentions (2, 2, " in stdout and "| majority class |" in stdout
+    assert "share of heads with over half their attention on sep" in stdout
+    assert re.search(r"'attentions': \(2, \(1, 2, (\d+), \1\)\)", stdout)
+    for name in ("attention.html", "analysis.json", "attention_grid_text0.png",
+                 "noun_or_verb.png"):
+        assert (tmp_path / "analysis" / name).stat().st_size > 1000, name
