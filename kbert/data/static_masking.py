@@ -17,8 +17,6 @@ one after another, `kbert.batch.pretraining_beam` runs them on Beam workers.
 """
 
 import itertools
-import logging
-import time
 
 import numpy as np
 import tensorflow as tf
@@ -131,21 +129,13 @@ def write(spec, maker, path, num_shards=1, dupe_factor=1, log_every=10000):
     """
     if not isinstance(dupe_factor, int) or dupe_factor < 1:
         raise ValueError(f"dupe_factor must be an integer >= 1, got {dupe_factor!r}.")
-    files = tfrecords.shard_files(path, num_shards)
-    if "/" in path:
-        tf.io.gfile.makedirs(path.rsplit("/", 1)[0])
-    writers = [tf.io.TFRecordWriter(f) for f in files]
-    count, start = 0, time.time()
-    try:
+    tfrecords.shard_files(path, num_shards)  # bad values fail before any work
+    numbered = numbered_documents(spec)  # and a bad spec too
+
+    def records():
         for pass_index in range(dupe_factor):
-            for block, numbered in blocks(numbered_documents(spec), maker.block_size):
-                for record in maker.examples(block, numbered, [pass_index])[pass_index]:
-                    writers[count % num_shards].write(record)
-                    count += 1
-                    if log_every and count % log_every == 0:
-                        logging.info("%d examples written (%.0f/s)", count,
-                                     count / (time.time() - start))
-    finally:
-        for writer in writers:
-            writer.close()
-    return files, count
+            documents = numbered if pass_index == 0 else numbered_documents(spec)
+            for block, group in blocks(documents, maker.block_size):
+                yield from maker.examples(block, group, [pass_index])[pass_index]
+
+    return tfrecords.write_records(records(), path, num_shards, log_every)

@@ -64,6 +64,21 @@ def write(dataset, path, num_shards=1, log_every=10000):
     Logs progress every `log_every` examples. Returns the files written and the number of
     examples.
     """
+
+    def records():
+        for features, labels in dataset.as_numpy_iterator():
+            merged = {**features, **labels}
+            batched = merged["token_ids"].ndim == 2
+            rows = len(merged["token_ids"]) if batched else 1
+            for r in range(rows):
+                yield serialize({k: (v[r] if batched else v) for k, v in merged.items()})
+
+    return write_records(records(), path, num_shards, log_every)
+
+
+def write_records(records, path, num_shards=1, log_every=10000):
+    """Writes serialized examples round-robin to `shard_files(path, num_shards)`, logging
+    progress every `log_every`. Returns the files written and the number of examples."""
     files = shard_files(path, num_shards)
     folder = os.path.dirname(path)
     if folder:
@@ -72,17 +87,11 @@ def write(dataset, path, num_shards=1, log_every=10000):
     count = 0
     start = time.time()
     try:
-        for features, labels in dataset.as_numpy_iterator():
-            merged = {**features, **labels}
-            batched = merged["token_ids"].ndim == 2
-            rows = len(merged["token_ids"]) if batched else 1
-            for r in range(rows):
-                row = {k: (v[r] if batched else v) for k, v in merged.items()}
-                writers[count % num_shards].write(serialize(row))
-                count += 1
-                if log_every and count % log_every == 0:
-                    logging.info("%d examples written (%.0f/s)", count,
-                                 count / (time.time() - start))
+        for record in records:
+            writers[count % num_shards].write(record)
+            count += 1
+            if log_every and count % log_every == 0:
+                logging.info("%d examples written (%.0f/s)", count, count / (time.time() - start))
     finally:
         for w in writers:
             w.close()

@@ -75,6 +75,7 @@ def test_same_examples_as_the_single_process_tool(corpus, tmp_path, sentence_tas
     assert len(set(records(one))) > 0.9 * count  # the two passes mask anew
 
 
+@pytest.mark.slow  # two worker processes, each starting TensorFlow: 20-50 s on 2 shared cores
 def test_output_does_not_depend_on_the_number_of_workers(corpus, tmp_path):
     one_worker, _ = beam_run(corpus, tmp_path / "one" / "t.tfrecord", ["--runner=DirectRunner"],
                              num_shards=3)
