@@ -8,6 +8,14 @@ masked_lm_positions, masked_lm_ids, masked_lm_weights, next_sentence_labels), so
 project can train on them; `kbert.data.tfrecords.read` maps them to kbert's names. Each of the
 `--dupe_factor` passes over the corpus draws new masks (dynamic masking does this every epoch
 without files: see `kbert.data.pretraining_examples`).
+
+With `--runner` (DirectRunner, DataflowRunner, FlinkRunner, SparkRunner) the same examples
+are made by an Apache Beam pipeline (`kbert.batch.pretraining_beam`; `pip install
+"kbert[beam]"`); flags this program does not define go to Beam as its pipeline options:
+
+    python tools/create_pretraining_data.py --input='corpus/*.txt' --vocab_file=vocab.txt \\
+        --output=data/train.tfrecord --num_shards=4 --runner=DirectRunner \\
+        --direct_num_workers=2 --direct_running_mode=multi_processing
 """
 
 import os
@@ -46,17 +54,51 @@ flags.DEFINE_enum("masking", "token", ["token", "word", "ngram"],
 flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of the tokens to predict, in (0, 1).")
 flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target length.")
 flags.DEFINE_integer("dupe_factor", 1, "Passes over the corpus, each with new masks.")
-flags.DEFINE_integer("seed", 12345, "Random seed.")
+flags.DEFINE_integer("seed", 12345, "Random seed, >= 0.")
+flags.DEFINE_integer("block_size", 1000, "Documents per block, the unit of work: NSP's "
+                     "random B segments come from the block's other documents.")
+flags.DEFINE_string("runner", None, "Run as an Apache Beam pipeline on this runner "
+                    "(DirectRunner, DataflowRunner, FlinkRunner, SparkRunner, ...); flags "
+                    "this program does not define go to Beam as pipeline options. Needs "
+                    'pip install "kbert[beam]". Default: one process, no Beam.')
 flags.mark_flags_as_required(["input", "vocab_file", "output"])
+
+BEAM_MISSING = ('--runner={runner} runs an Apache Beam pipeline, and Apache Beam is not '
+                'installed: pip install "kbert[beam]"')
+
+
+def parse_flags(argv):
+    """absl's parsing, except that flags this program does not define are kept for Beam."""
+    try:
+        rest = FLAGS(argv, known_only=True)
+    except flags.Error as e:
+        print(f"FATAL Flags parsing error: {e}", file=sys.stderr)
+        sys.exit(1)
+    return rest
 
 
 def main(argv):
-    del argv
-    from kbert.data import pretraining_dataset, tfrecords
+    from kbert.data import static_masking
     from kbert.tokenizers import tokenizer_types
 
-    try:
-        documents = inputs.documents(FLAGS.input)
+    pipeline_args = argv[1:]
+    if pipeline_args and not FLAGS.runner:
+        raise app.UsageError(f"Unknown flags {' '.join(pipeline_args)} (flags go to Beam "
+                             "only with --runner).")
+
+    beam_runner = None
+    if FLAGS.runner:
+        try:
+            from kbert.batch import pretraining_beam as beam_runner
+        except ModuleNotFoundError as e:
+            if e.name != "apache_beam":
+                raise
+            raise app.UsageError(BEAM_MISSING.format(runner=FLAGS.runner)) from None
+    try:  # Beam's file systems read gs:// and the like, tf.data's glob local files
+        if beam_runner and beam_runner.is_file_spec(FLAGS.input):
+            beam_runner.match_files(FLAGS.input)
+        else:
+            inputs.documents(FLAGS.input)
     except (FileNotFoundError, ValueError) as e:
         raise app.UsageError(f"--input: {e}")
     try:
@@ -65,20 +107,31 @@ def main(argv):
         tokenizer = tokenizer_types.load(FLAGS.vocab_file, lowercase=lowercase)
     except (FileNotFoundError, ValueError) as e:
         raise app.UsageError(f"--vocab_file: {e}")
-    data = pretraining_dataset(
-        documents, tokenizer, sequence_length=FLAGS.sequence_length,
-        max_predictions=FLAGS.max_predictions, batch_size=256,
+    maker_args = dict(
+        sequence_length=FLAGS.sequence_length, max_predictions=FLAGS.max_predictions,
         sentence_task=FLAGS.sentence_task, masking=FLAGS.masking,
         masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
-        seed=FLAGS.seed, drop_remainder=False,
-    )
-    # Each repetition is a new pass over the dataset, so it draws new masks.
-    data = data.repeat(FLAGS.dupe_factor)
+        seed=FLAGS.seed, block_size=FLAGS.block_size)
+    try:
+        maker = static_masking.BlockMaker(tokenizer, **maker_args)  # bad values fail here
+        if FLAGS.dupe_factor < 1 or FLAGS.num_shards < 1:
+            raise ValueError(f"--dupe_factor={FLAGS.dupe_factor} and --num_shards="
+                             f"{FLAGS.num_shards} must be >= 1.")
+    except ValueError as e:
+        raise app.UsageError(str(e))
     start = time.time()
-    files, count = tfrecords.write(data, FLAGS.output, num_shards=FLAGS.num_shards)
+    if beam_runner:
+        files, count = beam_runner.run(
+            FLAGS.input, FLAGS.vocab_file, lowercase, FLAGS.output, FLAGS.num_shards,
+            FLAGS.dupe_factor, maker_args, [f"--runner={FLAGS.runner}"] + pipeline_args)
+    else:
+        # Each pass over the corpus draws new masks (the same pairs).
+        files, count = static_masking.write(FLAGS.input, maker, FLAGS.output,
+                                            num_shards=FLAGS.num_shards,
+                                            dupe_factor=FLAGS.dupe_factor)
     print(f"Wrote {count} examples to {len(files)} file(s) ({files[0]}...) "
           f"in {time.time() - start:.0f} s.")
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, flags_parser=parse_flags)

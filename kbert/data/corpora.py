@@ -88,18 +88,28 @@ def text_files(patterns):
 
     def generate():
         for path in files:
-            document = []
-            for line in _read_lines(path):
-                sentence = clean_text(line)
-                if sentence:
-                    document.append(sentence)
-                elif document:
-                    yield document
-                    document = []
-            if document:
-                yield document
+            yield from file_documents(path)
 
     return _documents_dataset(generate)
+
+
+def file_documents(path):
+    """The documents of one BERT-format text file, in order: lists of sentences (str)."""
+    return line_documents(_read_lines(path))
+
+
+def line_documents(lines):
+    """Documents from the lines of a BERT-format file (str): a blank line ends one."""
+    document = []
+    for line in lines:
+        sentence = clean_text(line)
+        if sentence:
+            document.append(sentence)
+        elif document:
+            yield document
+            document = []
+    if document:
+        yield document
 
 
 def tfds_documents(name, split="train", text_key="text", data_dir=None, download=True):

@@ -167,6 +167,20 @@ class PairBuilder:
         finally:
             self._log_statistics()
 
+    def block_examples(self, documents, rngs):
+        """Examples of one block of documents, each document's drawn from its own generator
+        (`rngs[i]` for `documents[i]`); NSP's random B segments come from the block's other
+        documents. What a block gives depends on its documents and generators only, never
+        on what was read before it: the same block on any worker gives the same examples."""
+        documents = [[np.asarray(s, np.int32) for s in document if len(s)]
+                     for document in documents]
+        self.window = collections.deque((d for d in documents if d),
+                                        maxlen=max(len(documents), 2))
+        for document, rng in zip(documents, rngs):
+            if document:
+                self.rng = rng
+                yield from self._document_examples(document)
+
     def _log_statistics(self):
         counts = self.statistics
         if self.sentence_task == "none":

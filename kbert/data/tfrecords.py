@@ -10,6 +10,7 @@ masked_lm_weights -> mask_weights, next_sentence_labels -> next_sentence_labels.
 import os
 import time
 
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -36,44 +37,61 @@ def _float_feature(values):
     return tf.train.Feature(float_list=tf.train.FloatList(value=[float(v) for v in values]))
 
 
+def serialize(example):
+    """One example (kbert names -> numpy arrays) as a serialized `tf.train.Example` with the
+    original feature names."""
+    feature = {}
+    for name, value in example.items():
+        values = np.asarray(value).reshape(-1)
+        feature[KBERT_NAMES[name]] = (
+            _float_feature(values) if name == "mask_weights" else _int_feature(values))
+    example = tf.train.Example(features=tf.train.Features(feature=feature))
+    return example.SerializeToString(deterministic=True)  # keys sorted: the same bytes anywhere
+
+
+def shard_files(path, num_shards):
+    """The files `write` writes: `path`, or with num_shards > 1 `path`-NNNNN-of-NNNNN."""
+    if not isinstance(num_shards, int) or num_shards < 1:
+        raise ValueError(f"num_shards must be an integer >= 1, got {num_shards!r}.")
+    if num_shards == 1:
+        return [path]
+    return [f"{path}-{i:05d}-of-{num_shards:05d}" for i in range(num_shards)]
+
+
 def write(dataset, path, num_shards=1, log_every=10000):
     """Writes a (features, labels) dataset (batched or not) to `path`[-NNNNN-of-NNNNN].
 
     Logs progress every `log_every` examples. Returns the files written and the number of
     examples.
     """
-    if not isinstance(num_shards, int) or num_shards < 1:
-        raise ValueError(f"num_shards must be an integer >= 1, got {num_shards!r}.")
-    folder = os.path.dirname(path)
-    if folder:
-        tf.io.gfile.makedirs(folder)
-    if num_shards == 1:
-        files = [path]
-    else:
-        files = [f"{path}-{i:05d}-of-{num_shards:05d}" for i in range(num_shards)]
-    writers = [tf.io.TFRecordWriter(f) for f in files]
-    count = 0
-    start = time.time()
-    try:
+
+    def records():
         for features, labels in dataset.as_numpy_iterator():
             merged = {**features, **labels}
             batched = merged["token_ids"].ndim == 2
             rows = len(merged["token_ids"]) if batched else 1
             for r in range(rows):
-                row = {k: (v[r] if batched else v) for k, v in merged.items()}
-                feature = {}
-                for name, value in row.items():
-                    original = KBERT_NAMES[name]
-                    values = value.reshape(-1)
-                    feature[original] = (
-                        _float_feature(values) if name == "mask_weights" else _int_feature(values)
-                    )
-                example = tf.train.Example(features=tf.train.Features(feature=feature))
-                writers[count % num_shards].write(example.SerializeToString())
-                count += 1
-                if log_every and count % log_every == 0:
-                    logging.info("%d examples written (%.0f/s)", count,
-                                 count / (time.time() - start))
+                yield serialize({k: (v[r] if batched else v) for k, v in merged.items()})
+
+    return write_records(records(), path, num_shards, log_every)
+
+
+def write_records(records, path, num_shards=1, log_every=10000):
+    """Writes serialized examples round-robin to `shard_files(path, num_shards)`, logging
+    progress every `log_every`. Returns the files written and the number of examples."""
+    files = shard_files(path, num_shards)
+    folder = os.path.dirname(path)
+    if folder:
+        tf.io.gfile.makedirs(folder)
+    writers = [tf.io.TFRecordWriter(f) for f in files]
+    count = 0
+    start = time.time()
+    try:
+        for record in records:
+            writers[count % num_shards].write(record)
+            count += 1
+            if log_every and count % log_every == 0:
+                logging.info("%d examples written (%.0f/s)", count, count / (time.time() - start))
     finally:
         for w in writers:
             w.close()
