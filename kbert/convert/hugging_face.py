@@ -226,7 +226,7 @@ def write(checkpoint, path):
     if task is not None and task.task in task_heads.HF_TASKS:
         hf_config.update(task_heads.to_hf_config(task, family, source=checkpoint.source))
         if family.check_task_config is not None:
-            # What a task load would refuse is not written either (ModernBERT's task heads).
+            # What a task load would refuse is not written either (DeBERTa's pooler).
             family.check_task_config(task.task, hf_config, checkpoint.source)
         head_prefixes = task_heads.head_prefixes(family)
     weights = {k: v for k, v in checkpoint.weights.items() if k not in family.not_in_hf}
