@@ -139,6 +139,8 @@ FAMILY = _family.record(
     prefix="model.",
     hf_name="ModernBert",
     task_dropout={**_family.classifier_dropout(), "question_answerer": "classifier_dropout"},
+    # transformers has no ModernBertTokenizer: a vocab.txt is BERT's WordPiece.
+    hf_tokenizer="BertTokenizer",
     task_head_names={"prediction_head.dense": "head.dense", "prediction_head.norm": "head.norm",
                      "qa_outputs": "classifier"},
 )
