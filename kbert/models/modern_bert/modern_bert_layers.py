@@ -121,9 +121,14 @@ class ModernBertPredictionHead(_utils.SettingsConfig, keras.layers.Layer):
     `classifier_activation` -> LayerNorm (a bias where `norm_bias`). The masked LM's head
     computes the same before its decoder (`ModernBertMaskedLMHead`).
 
+    Its arguments are the `ModernBertConfig` fields of the same names.
+
     Args:
-        classifier_activation, classifier_bias, norm_bias, layer_norm_epsilon,
-            initializer_range: as `ModernBertConfig`.
+        classifier_activation: the activation after the dense layer.
+        classifier_bias: whether the dense layer has a bias.
+        norm_bias: whether the LayerNorm has a bias (beta).
+        layer_norm_epsilon: the LayerNorm's epsilon.
+        initializer_range: the stddev of the dense kernel's truncated-normal initializer.
 
     Call args:
         inputs: float [..., H]: a pooled vector [B, H] or the sequence [B, S, H].
