@@ -97,21 +97,6 @@ def assert_same(ours, theirs, path="output", tolerance=TOLERANCE):
         assert ours == theirs and type(ours) is type(theirs), f"{path}: {ours!r} != {theirs!r}"
 
 
-# Every text kbert tokenizes otherwise than the reference's tokenizer, with the model: the
-# fixtures' ALBERT SentencePiece model normalises nothing ("identity"), and transformers' fast
-# ALBERT tokenizer then makes tabs, newlines and runs of spaces tokens of their own, where
-# ALBERT's own tokenizer (and kbert's, and transformers' slow one) first turns whitespace
-# runs into one space. The references use the slow tokenizer wherever the pipeline works the
-# same with it (tests/fixtures/make_pipeline_reference.load); token classification and
-# question answering need a fast tokenizer's offsets, so their ALBERT cases on these texts
-# run without comparison. Any other difference fails; tests/pipelines/test_encoding.py
-# checks that these are exactly the texts that differ.
-_ALBERT_WHITESPACE = ("   \t\n  ", "Paris   is\tthe  capital\n\nof   France .")
-DIVERGENT = frozenset(
-    (f"hf_tasks/albert_{kind}", text)
-    for kind in ("token", "qa")
-    for text in _ALBERT_WHITESPACE)
-
 # transformers' error (type, start of its message) -> kbert's (class, a phrase of its
 # message): the refusal an input must get. transformers fails on a text longer than the
 # position table inside torch (BERT: the segment buffer; RoBERTa: the positions it derives
@@ -159,28 +144,19 @@ def check(task, index, run, tokenizer_ids):
     error: `expected_error`) with the reference.
 
     `tokenizer_ids(text)` gives kbert's ids (with [CLS] / [SEP]); they must be the
-    reference's, but for the (model, text) pairs of `DIVERGENT`, whose cases run without
-    comparison and are skipped.
+    reference's on every text of the case (ALBERT's references are its slow tokenizer's
+    ids: tests/fixtures/make_pipeline_reference.load).
     """
     reference = load(task)
     case = reference["cases"][index]
     inputs = expand(task, case["inputs"])
     known = reference["input_ids"][case["model"]]
     for text in pipeline_inputs.texts_of(inputs):
-        if text not in known:
-            continue
-        ours = list(tokenizer_ids(text))
-        if ours == known[text]:
-            continue
-        assert (case["model"], text) in DIVERGENT, (
-            f"kbert tokenizes {text!r} otherwise than transformers' tokenizer of "
-            f"{case['model']}: {ours} != {known[text]}")
-        try:  # no comparison, but no crash either: a result or a clear error
-            run(inputs, case["options"])
-        except ValueError as error:
-            assert str(error)
-        pytest.skip(f"kbert tokenizes {text!r} otherwise than transformers' fast ALBERT "
-                    "tokenizer, which this pipeline needs (reference.DIVERGENT)")
+        if text in known:
+            ours = list(tokenizer_ids(text))
+            assert ours == known[text], (
+                f"kbert tokenizes {text!r} otherwise than transformers' tokenizer of "
+                f"{case['model']}: {ours} != {known[text]}")
     if "error" in case:
         cls, phrase = expected_error(case["error"])
         with pytest.raises(cls) as caught:
