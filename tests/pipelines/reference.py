@@ -20,31 +20,22 @@ def load(task):
         return json.load(f)
 
 
-# Known differences of kbert's pipelines from transformers' on the fixtures, not fixed here:
-# their cases are strict xfails (a fix makes them pass, and then fail until they are taken
+# Known differences of kbert's pipelines from transformers' on the fixtures, each with its
+# reason: their cases are strict xfails (a fix makes them pass, and then fail until they are taken
 # off these lists). (task, case index) -> the case's model.
 
-# DeBERTa-v3's SentencePiece model with the releases' nmt_nfkc normalization: kbert gives the
-# same ids as transformers, but other character offsets in one text of these cases,
-# "e\u0301tude ab\u200bcd soft\u00adhyphen tab\u0000null": nmt_nfkc makes U+200B a space
-# inside the word "ab\u200bcd", which kbert.tokenizers.offsets.Rule does not know (its pieces
-# get the whole word's span, 6-12, for transformers' 6-8 and 11-12), and an accent composed
-# with the letter before it ("e\u0301" -> "é") spans both characters in kbert (0-2) and the
-# first in transformers (0-1). (Accented words, "café", "Résumé", are right: the rule strips
-# accents only for ALBERT's preprocessing.)
-NFKC_OFFSETS_DIFFER = {("token_classification", i): "hf_tasks/deberta_v3_token"
-                       for i in (40, 41, 42, 43, 44)}
-# transformers' DeBERTa has no absolute positions and runs a text of any length (here 5,921
-# tokens past max_position_embeddings=128); kbert refuses one longer than the config's
-# max_sequence_length (InputTooLongError).
+# A divergence by design, not a bug: transformers' DeBERTa has no absolute positions and
+# runs a text of any length (here 5,921 tokens past max_position_embeddings=128), far past
+# the lengths the model was trained on and its relative-position buckets tell apart; kbert
+# holds every model, DeBERTa-v3 too, to its config's max_sequence_length, and an untruncated
+# longer text is an InputTooLongError that names its length (as for every other family,
+# where transformers fails inside torch: reference.ERRORS).
 LONGER_THAN_POSITIONS = {("text_classification", 110): "hf_tasks/deberta_v3_seq_single"}
 _KNOWN = [
-    (NFKC_OFFSETS_DIFFER, AssertionError,
-     "DeBERTa-v3: kbert's offsets of pieces of words that nmt_nfkc normalizes differ "
-     "(reference.NFKC_OFFSETS_DIFFER)"),
     (LONGER_THAN_POSITIONS, ValueError,
-     "DeBERTa-v3: transformers runs texts past max_position_embeddings, kbert refuses them "
-     "(reference.LONGER_THAN_POSITIONS)"),
+     "DeBERTa-v3, by design: transformers runs texts past max_position_embeddings (no "
+     "absolute positions); kbert holds every model to its max_sequence_length and refuses a "
+     "longer untruncated text with InputTooLongError (reference.LONGER_THAN_POSITIONS)"),
 ]
 
 
