@@ -30,6 +30,7 @@ import uuid
 import zlib
 
 import apache_beam as beam
+from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -243,8 +244,10 @@ def run(config, handler=None):
         raise PredictionStopped(f"The Beam pipeline failed: {type(e).__name__}: {e}") from e
     with FileSystems.open(paths.counts) as f:
         counts = json.loads(f.read())
-    if FileSystems.exists(paths.temp):
-        FileSystems.delete([paths.temp])
+    try:  # the folder of staged files ("/": an object store's prefix)
+        FileSystems.delete([paths.temp + "/"])
+    except BeamIOError:
+        pass  # nothing was staged there
     print(f"Read {counts['records']} records: {counts['predictions']} predictions in "
           f"{len(paths.shards)} shard(s), {counts['dead_letters']} dead letters "
           f"({paths.dead_letters}).", flush=True)

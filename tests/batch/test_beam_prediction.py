@@ -320,3 +320,23 @@ def test_without_runner_nothing_of_beam_is_imported(tmp_path):
     assert ('REFUSED: --runner=DirectRunner needs Apache Beam, which is not installed: '
             'pip install "kbert[beam]".') in run.stdout
     assert os.path.getsize(tmp_path / "out.jsonl")
+
+
+def test_reading_goes_on_past_bad_records(tmp_path):
+    """What the Beam reader takes from `input_files.read(errors="yield")`: each bad record
+    as its error, numbered, and the records after it (one bad record stops the single-
+    machine reader, as before)."""
+    from kbert.batch import input_files
+
+    path = tmp_path / "in.csv"
+    path.write_bytes(b'text,id\na,1\n"b"x,2\nc,3\n\xff,4\nd\ne,5\n')
+    columns = input_files.Columns("text-classification")
+    got = [(row, line, value if isinstance(value, str) else str(value).split(": ", 1)[1])
+           for row, line, value in input_files.read(path, "csv", columns, errors="yield")]
+    assert got == [(1, 2, "a"), (2, 3, "line 3 is not CSV: ',' expected after '\"'."),
+                   (3, 4, "c"), (4, 5, "line 5 is not UTF-8 (invalid start byte at byte 0 of "
+                                       "the line)."),
+                   (5, 6, "line 6 has 1 field; the header (line 1) has 2: text, id."),
+                   (6, 7, "e")]
+    with pytest.raises(input_files.InputFileError, match="line 3 is not CSV"):
+        list(input_files.read(path, "csv", columns))
