@@ -118,9 +118,10 @@ def report(seconds, outputs, small, count, workers):
     print(f"same answers: {count} predictions each, labels equal, scores within {drift:.1e}")
     print(f"fixed cost (start-up, load): one process {fit['single'][0]:.1f} s, Beam "
           f"{fit['beam'][0]:.1f} s: Beam adds {fit['beam'][0] - fit['single'][0]:.1f} s")
+    change = fit["beam"][1] - fit["single"][1]
     print(f"per record: one process {1e3 * fit['single'][1]:.2f} ms, Beam "
-          f"{1e3 * fit['beam'][1]:.2f} ms: Beam adds "
-          f"{1e3 * (fit['beam'][1] - fit['single'][1]):.2f} ms per record")
+          f"{1e3 * fit['beam'][1]:.2f} ms: Beam {'adds' if change >= 0 else 'saves'} "
+          f"{1e3 * abs(change):.2f} ms per record")
     gain = fit["single"][1] - fit["beam"][1]
     extra = fit["beam"][0] - fit["single"][0]
     if gain > 0:
