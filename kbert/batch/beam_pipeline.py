@@ -244,10 +244,12 @@ def run(config, handler=None):
         raise PredictionStopped(f"The Beam pipeline failed: {type(e).__name__}: {e}") from e
     with FileSystems.open(paths.counts) as f:
         counts = json.loads(f.read())
-    try:  # the folder of staged files ("/": an object store's prefix)
-        FileSystems.delete([paths.temp + "/"])
-    except BeamIOError:
-        pass  # nothing was staged there
+    for folder in (paths.temp, paths.temp + "/"):  # a local folder; an object store's prefix
+        try:
+            FileSystems.delete([folder])
+            break
+        except BeamIOError:
+            continue
     print(f"Read {counts['records']} records: {counts['predictions']} predictions in "
           f"{len(paths.shards)} shard(s), {counts['dead_letters']} dead letters "
           f"({paths.dead_letters}).", flush=True)
