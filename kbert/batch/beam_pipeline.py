@@ -203,6 +203,17 @@ def build(pipeline, files, columns, handler, paths, block):
                 beam.pvalue.AsSingleton(_total(dead, "DeadLettersOut"))))
 
 
+def local_runner(runner):
+    """For "DirectRunner", the runner it falls back to, FnApiRunner (it takes
+    --direct_num_workers and --direct_running_mode): the DirectRunner would first fetch the
+    Prism runner from GitHub for a pipeline Prism can run. None for the other runners."""
+    if runner != "DirectRunner":
+        return None
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+    return FnApiRunner()
+
+
 def run(config, handler=None):
     """`run_prediction(config)` with `config.runner` set: see the module docstring.
     Returns {"rows", "written", "dead_letters", "shards"}; `handler` replaces the
@@ -233,7 +244,7 @@ def run(config, handler=None):
         options = {k: v for k, v in config.call_options().items() if k != "progress"}
         handler = PipelineModelHandler(task, config.model, trusted=config.trusted,
                                        options=options, max_batch_size=config.rows_per_call)
-    pipeline = beam.Pipeline(options=PipelineOptions(
+    pipeline = beam.Pipeline(runner=local_runner(config.runner), options=PipelineOptions(
         [f"--runner={config.runner}", *config.beam_args]))
     build(pipeline, files, columns, handler, paths, config.rows_per_call)
     print(f"Running on {config.runner}: {len(files)} input file(s) -> {len(paths.shards)} "

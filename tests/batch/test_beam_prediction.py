@@ -142,7 +142,7 @@ def test_handler_keyed_unkeyed_one_model_per_process(tmp_path):
     failing.CountingLoads.LOADS.clear()
     KEPT.clear()
     options = PipelineOptions(["--direct_num_workers=2", "--direct_running_mode=multi_threading"])
-    with beam.Pipeline(options=options) as p:
+    with beam.Pipeline(runner=beam_pipeline.local_runner("DirectRunner"), options=options) as p:
         (p | "Texts" >> beam.Create(inputs) | "Unkeyed" >> RunInference(handler)
          | "KeepUnkeyed" >> beam.Map(keep, "plain"))
         (p | "Keyed" >> beam.Create(list(enumerate(inputs)))
