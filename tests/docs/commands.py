@@ -8,6 +8,7 @@ program defines, and a command word (tools/benchmark.py's) against its commands.
 command needs a `<!-- skip: ... -->` marker.
 """
 
+import dataclasses
 import os
 import re
 import shlex
@@ -61,8 +62,11 @@ def check_config_program(program, args, folder):
     before = os.getcwd()
     os.chdir(folder)
     try:
-        values([program] + args)
+        # predict hands the flags it does not know to Beam (with --runner), as the tool does.
+        rest = values([program] + args, known_only=program == "predict")[1:]
         config = config_fields.config_from_flags(config_class, values)
+        if rest:
+            config = dataclasses.replace(config, beam_args=rest)
         config.validate()
     except Exception as error:
         raise AssertionError(f"tools/{program}.py {' '.join(args)}: {error}") from error
