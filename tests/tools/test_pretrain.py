@@ -22,13 +22,8 @@ ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
 
 @pytest.fixture(scope="module")
-def vocab_file(tmp_path_factory):
-    from kbert.data import corpora
-    from kbert.tokenizers.vocab_learning import learn_vocabulary, write_vocabulary
-
-    path = str(tmp_path_factory.mktemp("vocab") / "vocab.txt")
-    write_vocabulary(learn_vocabulary(corpora.stdlib_docstrings(), 2000, max_sentences=4000), path)
-    return path
+def vocab_file(stdlib_vocab_file):
+    return stdlib_vocab_file  # tests/conftest.py: learned once per run
 
 
 def small_run_flags(model_dir, vocab, steps=30, loop=10, **extra):
