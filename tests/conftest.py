@@ -13,6 +13,31 @@ def _seed_and_policy():
     keras.config.set_dtype_policy("float32")
 
 
+@pytest.fixture(scope="session")
+def stdlib_vocab_file(tmp_path_factory):
+    """A WordPiece vocab.txt of 2,000 learned from the first 4,000 sentences of the stdlib
+    docstrings (kbert.data.corpora): learned once per test run (about 7 s of CPU) and shared
+    by the xdist workers, the first that needs it writing it, under a lock, into the folder
+    their temporary folders share."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # pytest-N/, above each worker's popen-gwK/: this run's alone
+    path = base / "stdlib_vocab_2000.txt"
+    with open(base / "stdlib_vocab_2000.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            from kbert.data import corpora
+            from kbert.tokenizers.vocab_learning import learn_vocabulary, write_vocabulary
+
+            partial = base / "stdlib_vocab_2000.partial"
+            write_vocabulary(learn_vocabulary(corpora.stdlib_docstrings(), 2000,
+                                              max_sentences=4000), str(partial))
+            partial.rename(path)
+    return str(path)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: takes over ~20 s; still runs in CI")
 
