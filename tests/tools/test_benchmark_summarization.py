@@ -2,16 +2,14 @@
 writes for tools/flags/aclsum.flags (on a stand-in wheel of one paper a split; the benchmark
 itself is not a test)."""
 
-import importlib.util
 import json
 import zipfile
-from pathlib import Path
 
 import pytest
 
 from kbert.tasks.extractive_summarization.data import read_summaries_file
+from tools import benchmark_summarization as bench
 
-ROOT = Path(__file__).resolve().parents[2]
 PAPER = {"id": "x", "title": "T",
          "summary": {"challenge": "Terms are hard.", "approach": "We use analogy.",
                      "outcome": "It works."},
@@ -21,16 +19,7 @@ PAPER = {"id": "x", "title": "T",
          "highlights": {}, "heuristic_highlights": {}}
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location(
-        "benchmark_summarization", ROOT / "tools" / "benchmark_summarization.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_papers_are_read_out_of_the_wheel_and_written_for_the_flagfile(tmp_path):
-    bench = _module()
     wheel = tmp_path / "aclsum-0.1.2-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as f:
         for split in ("train", "val", "test"):
