@@ -21,6 +21,9 @@
     python tools/benchmark.py small [--small_models=bert_base,distil_bert_base,...]
         [--small_runs=30] [--small_warmup=3] [--small_threads=2] [--small_dir=DIR]
         [--small_config=field=value,...] [--sequence_length=128]
+    python tools/benchmark.py summarization --aclsum_wheel=PATH [--summ_epochs=3]
+        [--summ_learning_rate=5e-5] [--summ_batch_size=16] [--seed=0]
+        [--summ_data_dir=DIR [--summ_write_data]]
 
 `train_step`: one pretraining step (forward, loss, backward, Adam update) of kbert's
 `BertPretrainer` (MLM only, and MLM + NSP) and keras-hub's `BertMaskedLM` on the same
@@ -99,6 +102,12 @@ turns; each number also as a ratio to the first model, and the DistilBERT paper'
 smaller, 60% faster) against the measured numbers. Files go to `--small_dir` (kept) or a
 temporary folder (deleted). `--small_config` changes architecture fields of every model (for
 a quick look or a test: the numbers are then not the presets'). See tools/benchmark_small.py.
+
+`summarization`: the extractive summarizer fine-tuned (`run_finetuning`, as tools/finetune.py
+runs it) from the real all-MiniLM-L6-v2 on ACLSum's papers and expert-written summaries (read
+out of the aclsum wheel), the best epoch by validation ROUGE-2; ROUGE-1/2/L of its summaries
+of the held-out test papers beside lead-3 and the greedy oracle (the ceiling). See
+tools/benchmark_summarization.py.
 """
 
 import os
@@ -186,9 +195,19 @@ flags.DEFINE_string("small_dir", None, "small: folder for the SavedModels and TF
                     "(kept); default: a temporary folder, deleted at the end.")
 flags.DEFINE_list("small_config", [], "small: architecture overrides for every model, "
                   "field=value,... (e.g. num_layers=2,hidden_size=64); default: none.")
+flags.DEFINE_string("aclsum_wheel", None, "summarization: the aclsum-0.1.2 wheel file (`pip "
+                    "download --no-deps aclsum==0.1.2 -d DIR`).")
+flags.DEFINE_integer("summ_epochs", 3, "summarization: epochs.", lower_bound=1)
+flags.DEFINE_float("summ_learning_rate", 5e-5, "summarization: peak learning rate.",
+                   lower_bound=0)
+flags.DEFINE_integer("summ_batch_size", 16, "summarization: windows per step.", lower_bound=1)
+flags.DEFINE_string("summ_data_dir", None, "summarization: write ACLSum's splits there as "
+                    "train/val/test.jsonl and keep them (default: a temporary folder).")
+flags.DEFINE_bool("summ_write_data", False, "summarization: only write the splits to "
+                  "--summ_data_dir (for tools/flags/aclsum.flags), no training.")
 
 COMMANDS = ("train_step", "preprocess", "serve", "finetune", "finetune_real", "pipeline",
-            "small", "gpu", "beam", "multitask")
+            "small", "gpu", "beam", "multitask", "summarization")
 
 
 def matmul_gflops(n):
@@ -688,6 +707,16 @@ def small(argv):
         raise app.UsageError(str(error)) from error
 
 
+def summarization(argv):
+    import benchmark_summarization
+
+    if FLAGS.summ_write_data and not FLAGS.summ_data_dir:
+        raise app.UsageError("--summ_write_data writes the splits to --summ_data_dir: give it.")
+    benchmark_summarization.run(FLAGS.aclsum_wheel, FLAGS.summ_epochs, FLAGS.summ_learning_rate,
+                                FLAGS.summ_batch_size, FLAGS.seed, FLAGS.summ_data_dir,
+                                FLAGS.summ_write_data)
+
+
 def main(argv):
     if len(argv) != 2 or argv[1] not in COMMANDS:
         raise app.UsageError(
@@ -695,7 +724,8 @@ def main(argv):
         )
     {"train_step": train_step, "preprocess": preprocess, "serve": serve,
      "finetune": finetune, "finetune_real": finetune_real, "pipeline": pipeline,
-     "small": small, "gpu": gpu, "beam": beam, "multitask": multitask}[argv[1]](argv)
+     "small": small, "gpu": gpu, "beam": beam, "multitask": multitask,
+     "summarization": summarization}[argv[1]](argv)
 
 
 if __name__ == "__main__":
