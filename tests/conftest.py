@@ -2,8 +2,41 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import ipaddress  # noqa: E402
+import socket  # noqa: E402
+
 import keras  # noqa: E402
 import pytest  # noqa: E402
+
+
+def _loopback(address):
+    host = address[0] if isinstance(address, tuple) and address else address
+    if host in ("localhost", "", None):
+        return True
+    try:
+        ip = ipaddress.ip_address(str(host).split("%")[0])
+    except ValueError:
+        return False  # a host name other than localhost: it would be looked up on a network
+    return ip.is_loopback or ip.is_unspecified
+
+
+def _refuse_the_network():
+    """Tests never download anything: a connection from a test's process to anything but
+    this machine's loopback raises (processes the tests start are not covered)."""
+    for name in ("connect", "connect_ex"):
+        real = getattr(socket.socket, name)
+
+        def guarded(self, address, _real=real):
+            if self.family in (socket.AF_INET, socket.AF_INET6) and not _loopback(address):
+                raise ConnectionRefusedError(
+                    f"tests never download anything: a connection to {address!r} was "
+                    "refused by tests/conftest.py")
+            return _real(self, address)
+
+        setattr(socket.socket, name, guarded)
+
+
+_refuse_the_network()
 
 
 @pytest.fixture(autouse=True)
