@@ -29,9 +29,9 @@ _BYTE_TOKENS = [f"<0x{b:02X}>" for b in range(256)]
 class JsonTokenizer:
     """What both tokenizers of a tokenizer.json share: the added tokens, the normaliser, the
     template's layout, and offsets. Subclasses give `_normalized_ids(strings)` (normalised
-    text without added tokens -> ragged ids), `_pieces(texts)` (normalised texts -> [(piece,
-    start)] each: the words the pre-tokenizer gives) and `token_sizes` (each token's UTF-8
-    bytes in the normalised text)."""
+    text without added tokens -> ragged ids), `token_sizes` (each token's UTF-8 bytes in the
+    normalised text), `gpt2_pieces` (whether GPT-2's pieces are the words) and, with it,
+    `_pieces(texts)` (normalised texts -> [(piece, start)] each)."""
 
     def _read_spec(self, spec, split_special_tokens):
         self.tokenizer_json = spec.text
@@ -96,6 +96,9 @@ class JsonTokenizer:
     def offset_words(self, texts):
         """Per text, [(word, start)]: each added token, and the pre-tokenizer's pieces of the
         text between them (a byte-level BPE: GPT-2's; a byte-fallback one: the whole text)."""
+        if not self.gpt2_pieces:  # the text between raw added tokens is one word
+            return [[(text[a:b], a) for a, b, _ in self.added.python_split(text, "raw")]
+                    for text in texts]
         segments = [self._segments(text) for text in texts]
         pieces = iter(self._pieces([n[0] for s in segments for _, n in s if n is not None]))
         result = []
@@ -184,6 +187,8 @@ def _with_tokens(ids, part_ids):
 class ByteLevelJsonTokenizer(JsonTokenizer, BytePairTokenizer):
     """A tokenizer.json's byte-level BPE (ModernBERT's): `load_tokenizer_json` makes it."""
 
+    gpt2_pieces = True  # its words: GPT-2's pieces
+
     def __init__(self, spec, split_special_tokens=True, name=None):
         specials = {key: spec.specials[key] for key in ("cls", "pad", "sep", "unk", "mask")}
         BytePairTokenizer.__init__(self, spec.vocabulary, spec.merges,
@@ -213,6 +218,7 @@ class ByteFallbackTokenizer(JsonTokenizer, Tokenizer):
 
     tokenizer_type = "bpe"
     bert_words = False
+    gpt2_pieces = False  # its word: the text between raw added tokens
 
     def __init__(self, spec, split_special_tokens=True, name=None):
         super().__init__(name=name)
@@ -254,9 +260,6 @@ class ByteFallbackTokenizer(JsonTokenizer, Tokenizer):
         symbols = chars.with_flat_values(symbols).merge_dims(1, 2)  # [P, (symbols)]
         ids, lengths = self._merges.merge(symbols.flat_values, symbols.row_lengths())
         return tf.RaggedTensor.from_row_lengths(tf.cast(ids, tf.int32), lengths)
-
-    def _pieces(self, texts):
-        return [[(text, 0)] if text else [] for text in texts]
 
     def checkpoint_assets(self):
         return list(self.vocabulary), False, None, list(self.merges)
