@@ -76,7 +76,9 @@ def _original(a, b, row, origin, segment_end):
 
 def encode(text, tokenizer, specials):
     """Valid UTF-8 strings [B] -> the dict of `Tokenizer.graph_encode`: ragged [B, (tokens)]
-    `ids`, `starts`, `ends`, `literal`, `words`, and the texts' `codes`."""
+    `ids`, `starts`, `ends`, `literal`, `words`, and the texts' `codes`. (Invalid UTF-8 is
+    repaired first, as `tokenize` repairs it.)"""
+    text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")
     parts, part_special = _split(text, tokenizer, specials)  # [B, (parts)]
     part_start, _ = part_starts(parts)
     is_literal = part_special >= 0

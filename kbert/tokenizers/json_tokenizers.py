@@ -108,10 +108,14 @@ class JsonTokenizer:
                 if normal is None:
                     words.append((text[start:end], start))
                     continue
-                origin = normal[1] + [end]
+                origin, joined, first = normal[1] + [end], "", None
                 for piece, a in next(pieces):
-                    first, last = origin[a], origin[a + len(piece)]
-                    words.append((text[first:last], first))
+                    first = origin[a] if first is None else first
+                    last, joined = origin[a + len(piece)], joined + piece
+                    # Pieces whose characters NFC took apart (reordered marks) go together.
+                    if normalize(text[first:last], self.normalizer)[0] == joined or last == end:
+                        words.append((text[first:last], first))
+                        joined, first = "", None
             result.append(words)
         return result
 
@@ -159,17 +163,24 @@ class JsonTokenizer:
 
     # === Files ===
 
+    def json_files(self):
+        """(the tokenizer.json's text, the tokenizer_config.json fields naming its specials):
+        what `kbert.tokenizers.tokenizer_from_json` reads it back from."""
+        return self.tokenizer_json, {
+            f"{key}_token": self.vocabulary[getattr(self, f"{key}_id")]
+            for key in ("cls", "sep", "pad", "mask", "unk")}
+
     def write_files(self, directory):
         """tokenizer.json as it was read, and a tokenizer_config.json naming the specials."""
         import os
 
         from kbert.tokenizers.files import write_settings
 
+        text, settings = self.json_files()
         tf.io.gfile.makedirs(directory)
         with tf.io.gfile.GFile(os.path.join(directory, "tokenizer.json"), "w") as f:
-            f.write(self.tokenizer_json)
-        write_settings({f"{key}_token": self.vocabulary[getattr(self, f"{key}_id")]
-                        for key in ("cls", "sep", "pad", "mask", "unk")}, directory)
+            f.write(text)
+        write_settings(settings, directory)
 
     def identity(self):
         return (tuple(self.vocabulary), tuple(tuple(m) for m in self.merges),

@@ -241,3 +241,12 @@ def load_tokenizer_json(path, split_special_tokens=True):
         with tf.io.gfile.GFile(os.path.join(folder, SETTINGS_FILE), "r") as f:
             settings = json.load(f)
     return tokenizer_of(parse(text, settings, file), split_special_tokens)
+
+
+def tokenizer_from_json(text, settings=None, split_special_tokens=True,
+                        source=TOKENIZER_FILE):
+    """`load_tokenizer_json` of a tokenizer.json's text and its tokenizer_config.json's
+    fields (a dict; the pad, mask and unknown tokens' names are read from it)."""
+    from kbert.tokenizers.json_tokenizers import tokenizer_of
+
+    return tokenizer_of(parse(text, settings, source), split_special_tokens)
