@@ -22,7 +22,7 @@ import os
 
 import tensorflow as tf
 
-from kbert.tokenizers._tokenizer import Tokenizer
+from kbert.tokenizers._tokenizer import Tokenizer, by_rows
 from kbert.tokenizers.bpe_merge import MergeTable
 from kbert.tokenizers.byte_level import SPACE, WORD_START, bytes_to_unicode, pre_tokenize
 from kbert.tokenizers.normalization import lower
@@ -259,11 +259,7 @@ class BytePairTokenizer(Tokenizer):
 
     def _tokenize_normalized(self, text):
         if text.shape.rank != 1:  # [..., (ids)] from the strings in one row
-            shape = tf.shape(text, out_type=tf.int64)
-            ids = self._tokenize_normalized(tf.reshape(text, [-1]))
-            for size in reversed(tf.unstack(shape[1:], num=text.shape.rank - 1)):
-                ids = tf.RaggedTensor.from_uniform_row_length(ids, size)
-            return ids
+            return by_rows(self._tokenize_normalized, text)
         words = pre_tokenize(self._normalize(text))  # [N, (words)]
         symbols = tf.strings.bytes_split(words.flat_values)  # [words, (bytes)]
         byte_values = tf.reshape(tf.io.decode_raw(symbols.flat_values, tf.uint8), [-1])

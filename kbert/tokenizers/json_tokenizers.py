@@ -16,12 +16,12 @@ import functools
 import numpy as np
 import tensorflow as tf
 
-from kbert.tokenizers._tokenizer import Tokenizer
+from kbert.tokenizers._tokenizer import Tokenizer, by_rows
 from kbert.tokenizers.added_tokens import AddedTokens
 from kbert.tokenizers.bpe_merge import MergeTable
-from kbert.tokenizers.byte_level import WORD_START
 from kbert.tokenizers.byte_pair_tokenizer import BytePairTokenizer
 from kbert.tokenizers.json_normalizers import MARK, graph_normalize, normalize
+from kbert.tokenizers.offsets import trimmed
 
 _BYTE_TOKENS = [f"<0x{b:02X}>" for b in range(256)]
 
@@ -50,18 +50,14 @@ class JsonTokenizer:
                                   | {a["id"] for a in spec.added if a["special"]})
         self.left_stripped = tuple(a["content"] for a in spec.added if a["lstrip"])
 
-    def tokenize(self, text):
-        """Strings [...] -> int32 ids, ragged [..., (tokens)], as the `tokenizers` package's
-        `encode(text, add_special_tokens=False)`. A scalar gives a dense [tokens] vector."""
-        text = tf.convert_to_tensor(text, tf.string)
-        if text.shape.rank == 0:
-            return self.tokenize(text[tf.newaxis])[0]
-        text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")
-        shape = tf.shape(text, out_type=tf.int64)
-        ids = self._ids(tf.reshape(text, [-1]))
-        for size in reversed(tf.unstack(shape[1:], num=text.shape.rank - 1)):
-            ids = tf.RaggedTensor.from_uniform_row_length(ids, size)
-        return ids
+    def _tokenize_normalized(self, text):
+        return by_rows(self._ids, text)
+
+    def tokenize_keeping_special_tokens(self, text):
+        """Valid UTF-8 strings [N] -> ids ragged [N, (tokens)], as the `tokenizers` package's
+        `encode(text, add_special_tokens=False)`: the added tokens its `split_special_tokens`
+        keeps whole are found, whatever it is asked here (they are the tokenizer's own)."""
+        return self._ids(text)
 
     def _ids(self, text):
         raw, raw_ids = self.added.graph_split(text, "raw")  # [N, (parts)]
@@ -146,14 +142,7 @@ class JsonTokenizer:
     def _trimmed(self, token_id, a, b):
         if not self.trim_offsets:
             return a, b
-        token = self.vocabulary[token_id]
-        leading = len(token) - len(token.lstrip(WORD_START))
-        trailing = len(token) - len(token.rstrip(WORD_START))
-        if leading:
-            a = min(a + leading, b)
-        if trailing and b >= trailing:
-            b = max(b - trailing, a)
-        return a, b
+        return trimmed(self.vocabulary[token_id], a, b)
 
     def graph_encode(self, text, specials):
         """`kbert.tokenizers.json_graph.encode`."""
