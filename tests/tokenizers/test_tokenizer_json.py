@@ -232,3 +232,13 @@ def test_missing_byte_tokens_and_single_word_are_named():
     value["added_tokens"][-1]["single_word"] = True
     with pytest.raises(ValueError, match="single_word=true"):
         tokenizer_from_json(json.dumps(value))
+
+
+def test_a_saved_model_folder_gives_the_tokenizer_json_written_beside_it(tmp_path):
+    """What `kbert.load` reads beside a SavedModel that an export wrote with this tokenizer."""
+    from kbert.loading.sources import SavedModelSource
+
+    tokenizer = load_tokenizer_json(FOLDER / "mm_bert")
+    tokenizer.write_files(str(tmp_path))
+    again = SavedModelSource(tmp_path).tokenizer()
+    assert type(again) is ByteFallbackTokenizer and again.identity() == tokenizer.identity()
