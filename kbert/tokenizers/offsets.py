@@ -261,11 +261,17 @@ def byte_pair_offsets(word, tokens, token_bytes, start, lowercase=False):
         first = start + owner[position]
         last = start + owner[position + len(data) - 1] + 1
         position += len(data)
-        leading = len(token) - len(token.lstrip(WORD_START))
-        trailing = len(token) - len(token.rstrip(WORD_START))
-        if leading:
-            first = min(first + leading, last)
-        if trailing and last >= trailing:
-            last = max(last - trailing, first)
-        spans.append((first, last))
+        spans.append(trimmed(token, first, last))
     return np.array(spans, np.int32).reshape(-1, 2)
+
+
+def trimmed(token, first, last):
+    """The span (first, last) of a byte-level `token` less the characters of its leading and
+    trailing "Ġ" (spaces); a token of spaces only: an empty span at its end."""
+    leading = len(token) - len(token.lstrip(WORD_START))
+    trailing = len(token) - len(token.rstrip(WORD_START))
+    if leading:
+        first = min(first + leading, last)
+    if trailing and last >= trailing:
+        last = max(last - trailing, first)
+    return first, last
