@@ -17,6 +17,8 @@
     python tools/benchmark.py small [--small_models=bert_base,distil_bert_base,...]
         [--small_runs=30] [--small_warmup=3] [--small_threads=2] [--small_dir=DIR]
         [--small_config=field=value,...] [--sequence_length=128]
+    python tools/benchmark.py modern_bert [--modern_bert_texts=500] [--batch_size=32]
+        [--modern_bert_long=8192] [--seed=0] [--reference_python=PYTHON]
 
 `train_step`: one pretraining step (forward, loss, backward, Adam update) of kbert's
 `BertPretrainer` (MLM only, and MLM + NSP) and keras-hub's `BertMaskedLM` on the same
@@ -82,6 +84,12 @@ turns; each number also as a ratio to the first model, and the DistilBERT paper'
 smaller, 60% faster) against the measured numbers. Files go to `--small_dir` (kept) or a
 temporary folder (deleted). `--small_config` changes architecture fields of every model (for
 a quick look or a test: the numbers are then not the presets'). See tools/benchmark_small.py.
+
+`modern_bert`: kbert's ModernBERT encoder (modern_bert_base, random weights, CPU) and
+transformers' `ModernBertModel` of the same config in `--reference_python`: texts/s over the
+pipeline benchmark's mixed lengths (as token ids), each side in its pipelines' batch order
+(target >= 1.5) and in the same orders, and one `--modern_bert_long`-token forward (seconds,
+peak memory) each. See tools/benchmark_modern_bert.py.
 """
 
 import os
@@ -156,8 +164,16 @@ flags.DEFINE_string("small_dir", None, "small: folder for the SavedModels and TF
 flags.DEFINE_list("small_config", [], "small: architecture overrides for every model, "
                   "field=value,... (e.g. num_layers=2,hidden_size=64); default: none.")
 
+flags.DEFINE_string("modern_bert_preset", "modern_bert_base", "modern_bert: the preset whose "
+                    "architecture both sides use (random weights).")
+flags.DEFINE_integer("modern_bert_texts", 500, "modern_bert: texts run.", lower_bound=1)
+flags.DEFINE_integer("modern_bert_long", 8192, "modern_bert: tokens of the long forward.",
+                     lower_bound=16)
+flags.DEFINE_list("modern_bert_config", [], "modern_bert: architecture overrides of both "
+                  "sides, field=value,...; default: none.")
+
 COMMANDS = ("train_step", "preprocess", "serve", "finetune", "finetune_real", "pipeline",
-            "small", "gpu")
+            "small", "gpu", "modern_bert")
 
 
 def matmul_gflops(n):
@@ -626,6 +642,20 @@ def small(argv):
         raise app.UsageError(str(error)) from error
 
 
+def modern_bert(argv):
+    import benchmark_modern_bert
+    import benchmark_small
+
+    try:
+        overrides = benchmark_small.parse_overrides(FLAGS.modern_bert_config)
+    except benchmark_small.FlagError as error:
+        raise app.UsageError(str(error).replace("--small_config", "--modern_bert_config")) \
+            from error
+    benchmark_modern_bert.run(FLAGS.modern_bert_preset, overrides, FLAGS.modern_bert_texts,
+                              FLAGS.batch_size, FLAGS.seed, FLAGS.modern_bert_long,
+                              FLAGS.reference_python)
+
+
 def main(argv):
     if len(argv) != 2 or argv[1] not in COMMANDS:
         raise app.UsageError(
@@ -633,7 +663,7 @@ def main(argv):
         )
     {"train_step": train_step, "preprocess": preprocess, "serve": serve,
      "finetune": finetune, "finetune_real": finetune_real, "pipeline": pipeline,
-     "small": small, "gpu": gpu}[argv[1]](argv)
+     "small": small, "gpu": gpu, "modern_bert": modern_bert}[argv[1]](argv)
 
 
 if __name__ == "__main__":
