@@ -4,6 +4,9 @@ from setuptools import find_packages, setup
 
 DOCS = ["mkdocs==1.6.1", "mkdocs-material==9.8.2", "mkdocstrings==1.0.8",
         "mkdocstrings-python==2.0.11"]
+# Batch prediction past one machine (tools/predict.py --runner, kbert.batch.beam_inference):
+# resolves together with the pinned TensorFlow, tensorflow-text, keras and keras-hub.
+BEAM = ["apache-beam==2.77.0"]
 
 setup(
     name="kbert",
@@ -63,7 +66,11 @@ setup(
             "PySide6-Addons==6.11.3",  # Qt WebEngine: the browser of tests/analysis/test_browser.py
             # tests/docs builds the documentation site (mkdocs build --strict).
             *DOCS,
+            # tests/batch runs the Beam pipelines on the DirectRunner.
+            *BEAM,
         ],
+        # Apache Beam runners for tools/predict.py --runner (docs/beam.md).
+        "beam": BEAM,
         # The documentation site (mkdocs.yml): `mkdocs serve` or `mkdocs build`.
         "docs": DOCS,
         # Reading pytorch_model.bin checkpoints (model.safetensors needs no torch).

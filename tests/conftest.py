@@ -2,8 +2,41 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import ipaddress  # noqa: E402
+import socket  # noqa: E402
+
 import keras  # noqa: E402
 import pytest  # noqa: E402
+
+
+def _loopback(address):
+    host = address[0] if isinstance(address, tuple) and address else address
+    if host in ("localhost", "", None):
+        return True
+    try:
+        ip = ipaddress.ip_address(str(host).split("%")[0])
+    except ValueError:
+        return False  # a host name other than localhost: it would be looked up on a network
+    return ip.is_loopback or ip.is_unspecified
+
+
+def _refuse_the_network():
+    """Tests never download anything: a connection from a test's process to anything but
+    this machine's loopback raises (processes the tests start are not covered)."""
+    for name in ("connect", "connect_ex"):
+        real = getattr(socket.socket, name)
+
+        def guarded(self, address, _real=real):
+            if self.family in (socket.AF_INET, socket.AF_INET6) and not _loopback(address):
+                raise ConnectionRefusedError(
+                    f"tests never download anything: a connection to {address!r} was "
+                    "refused by tests/conftest.py")
+            return _real(self, address)
+
+        setattr(socket.socket, name, guarded)
+
+
+_refuse_the_network()
 
 
 @pytest.fixture(autouse=True)
@@ -11,6 +44,31 @@ def _seed_and_policy():
     keras.utils.set_random_seed(1234)
     yield
     keras.config.set_dtype_policy("float32")
+
+
+@pytest.fixture(scope="session")
+def stdlib_vocab_file(tmp_path_factory):
+    """A WordPiece vocab.txt of 2,000 learned from the first 4,000 sentences of the stdlib
+    docstrings (kbert.data.corpora): learned once per test run (about 7 s of CPU) and shared
+    by the xdist workers, the first that needs it writing it, under a lock, into the folder
+    their temporary folders share."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # pytest-N/, above each worker's popen-gwK/: this run's alone
+    path = base / "stdlib_vocab_2000.txt"
+    with open(base / "stdlib_vocab_2000.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            from kbert.data import corpora
+            from kbert.tokenizers.vocab_learning import learn_vocabulary, write_vocabulary
+
+            partial = base / "stdlib_vocab_2000.partial"
+            write_vocabulary(learn_vocabulary(corpora.stdlib_docstrings(), 2000,
+                                              max_sentences=4000), str(partial))
+            partial.rename(path)
+    return str(path)
 
 
 def pytest_configure(config):

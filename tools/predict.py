@@ -6,9 +6,16 @@ file, written as JSON Lines in input order.
     python tools/predict.py --task=question-answering --model=path/to/squad_checkpoint \\
         --input=questions.jsonl --output=answers.jsonl --pipeline_option=top_k=2
 
+    # The same on Apache Beam (pip install "kbert[beam]"): a glob of files in, sharded
+    # JSON Lines and dead letters out; unknown flags are Beam pipeline options.
+    python tools/predict.py --task=sentiment-analysis --model=runs/sst2/export \
+        --input='reviews/part-*.jsonl' --output=out/predictions.jsonl \
+        --runner=DirectRunner --direct_num_workers=2 --direct_running_mode=multi_processing
+
 Every flag is a field of `kbert.batch.prediction.PredictionConfig` (same name, same
 help), so Python code can do what this program does. Running the same command again resumes
-after the rows the output already holds.
+after the rows the output already holds. Without --runner, nothing of Apache Beam is
+imported.
 """
 
 import os
@@ -28,13 +35,26 @@ from kbert.training import config_fields  # noqa: E402
 __doc__ += "\n" + config_fields.define_program(PredictionConfig)
 
 
+def parse_flags(argv):
+    """absl's flags of this program; the rest (Beam pipeline options with --runner) stay in
+    argv, handed on to `PredictionConfig.beam_args`."""
+    from absl import flags
+
+    return flags.FLAGS(argv, known_only=True)
+
+
 def main(argv):
+    import dataclasses
+
     from kbert.batch.prediction import PredictionStopped, run_prediction
     from kbert.batch.input_files import InputFileError
 
-    config_fields.run_program(PredictionConfig, run_prediction, argv,
-                           message_errors=(InputFileError, PredictionStopped))
+    def run(config):
+        return run_prediction(dataclasses.replace(config, beam_args=list(argv[1:])))
+
+    config_fields.run_program(PredictionConfig, run, argv[:1],
+                              message_errors=(InputFileError, PredictionStopped))
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, flags_parser=parse_flags)

@@ -5,6 +5,8 @@
     run_prediction(config)
 
 `tools/predict.py` is this with flags (every flag is a field of `PredictionConfig`).
+With `runner` set, the same inputs run as an Apache Beam pipeline instead
+(`kbert.batch.beam_pipeline`: sharded output, dead letters; docs/beam.md).
 
 - The input is read twice: once to check every record and count them, before any model is
   loaded (a bad record names its file and line), then in calls of `rows_per_call` rows,
@@ -40,6 +42,8 @@ from kbert.training.config_fields import ConfigError, setting
 
 logger = logging.getLogger(__name__)
 # Options that have their own field, so not in `pipeline_options`.
+# The Beam runners `runner` takes (each with its own pipeline options: docs/beam.md).
+RUNNERS = ("DirectRunner", "DataflowRunner", "FlinkRunner", "SparkRunner")
 _OWN_FIELDS = {"batch_size": "--batch_size", "progress": "(the tool's own progress lines)",
                "candidate_labels": "--candidate_labels"}
 
@@ -59,7 +63,8 @@ class PredictionConfig:
         flag="pipeline_option", from_flag=config_fields.key_values, default_factory=dict)
     candidate_labels: Optional[list] = setting(
         None, "zero-shot-classification's labels, comma-separated.", group="Model")
-    input: str = setting(help="The input file (required).", group="Data")
+    input: str = setting(help="The input file (required; with --runner a glob of files, "
+                         "local or gs://...).", group="Data")
     input_format: str = setting("auto", "auto (from the extension: .csv, .tsv, .jsonl, "
                                 ".txt), csv, tsv, jsonl or text (one text per line).",
                                 group="Data", choices=("auto", *input_files.FORMATS))
@@ -86,10 +91,20 @@ class PredictionConfig:
                               "(exit non-zero; a rerun resumes there) or skip (an error "
                               "record per row, then on).", group="Schedule",
                               choices=("stop", "skip"))
+    runner: Optional[str] = setting(
+        None, "Run as an Apache Beam pipeline (pip install \"kbert[beam]\"): "
+        f"{', '.join(RUNNERS)}; unset: on this machine. --input may then be a glob of "
+        "files, --output is the prefix of sharded outputs, and flags this program does not "
+        "know are Beam pipeline options (docs/beam.md).", group="Schedule")
     output: str = setting(help="The output JSON Lines file (required): one record per row.",
                           group="Output")
-    overwrite: bool = setting(False, "Start the output again instead of resuming it.",
-                              group="Output")
+    num_shards: int = setting(0, "With --runner: output shards (an integer >= 0; 0: as many "
+                              "as input files).", group="Output", minimum=0)
+    overwrite: bool = setting(False, "Start the output again instead of resuming it (with "
+                              "--runner: replace an earlier run's files).", group="Output")
+    # Beam pipeline options ("--project=...", ...), with `runner` only: tools/predict.py
+    # passes the flags it does not know.
+    beam_args: list = dataclasses.field(default_factory=list, kw_only=True)
 
     def validate(self):
         """Everything that can be checked without reading the input or loading a model."""
@@ -111,12 +126,21 @@ class PredictionConfig:
             if option not in allowed:
                 raise ConfigError(f"--pipeline_option={option}: {self.task} takes "
                                   f"{', '.join(sorted(allowed - set(_OWN_FIELDS)))}.")
-        try:
-            self.file_format()
+        try:  # a glob's files are told apart one by one (kbert.batch.beam_pipeline)
+            if self.runner is None or not set("*?[") & set(self.input):
+                self.file_format()
         except ValueError as e:
             raise ConfigError(f"--input_format: {e}") from None
         if os.path.abspath(self.output) == os.path.abspath(self.input):
             raise ConfigError(f"--output {self.output!r} is the input file.")
+        if self.runner is not None and self.runner not in RUNNERS:
+            raise ConfigError(f"--runner={self.runner!r} is not one of: "
+                              f"{', '.join(RUNNERS)}.")
+        if self.beam_args and self.runner is None:
+            raise ConfigError(f"Unknown flags {' '.join(self.beam_args)}: Beam pipeline "
+                              "options are taken with --runner only.")
+        if self.num_shards and self.runner is None:
+            raise ConfigError("--num_shards is for --runner (this machine writes one file).")
 
     def file_format(self):
         return input_files.resolve_format(self.input, self.input_format)
@@ -193,8 +217,21 @@ def _one_by_one(runner, chunk, config, error):
                      f"fails alone: {error}")
 
 
+def _on_beam(config):
+    """`config` as a Beam pipeline (`kbert.batch.beam_pipeline`, imported only here)."""
+    try:
+        from kbert.batch import beam_pipeline
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".")[0] != "apache_beam":
+            raise
+        raise PredictionStopped(f"--runner={config.runner} needs Apache Beam, which is not "
+                                'installed: pip install "kbert[beam]".') from None
+    return beam_pipeline.run(config)
+
+
 def run_prediction(config):
-    """Runs `config` (see the module docstring); returns {"rows", "written", "skipped"}.
+    """Runs `config` (see the module docstring); returns {"rows", "written", "skipped"}
+    (with `config.runner`: `kbert.batch.beam_pipeline.run`'s).
 
     Raises:
         input_files.InputFileError: a bad record (before any model is loaded).
@@ -202,6 +239,8 @@ def run_prediction(config):
             row the pipeline refuses; everything before is in the output.
     """
     config.validate()
+    if config.runner is not None:
+        return _on_beam(config)
     task = ALIASES.get(config.task, config.task)
     file_format, columns = config.file_format(), config.columns()
     total = input_files.scan(config.input, file_format, columns, task)

@@ -4,6 +4,7 @@ tokenizer_config.json)."""
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -12,6 +13,7 @@ from pathlib import Path
 from kbert.convert._checks import CheckpointError, check_vocabulary, read_json
 
 TOKENIZER_CONFIG = "tokenizer_config.json"
+TOKENIZER_JSON = "tokenizer.json"  # Hugging Face's tokenizers' file (ModernBERT, mmBERT)
 SENTENCEPIECE_MODEL = "spiece.model"  # ALBERT's tokenizer, under Hugging Face's file name
 BYTE_PAIR_FILES = ("vocab.json", "merges.txt")  # RoBERTa's (GPT-2's) byte-level BPE
 
@@ -40,7 +42,13 @@ def write_tokenizer_files(folder, checkpoint, sentencepiece_file=SENTENCEPIECE_M
     """vocab.txt (or the SentencePiece model as `sentencepiece_file`, or vocab.json +
     merges.txt) and tokenizer_config.json (`do_lower_case` + `tokenizer_config`), when the
     checkpoint has a tokenizer. A byte-level BPE does not lower-case: its
-    tokenizer_config.json has no `do_lower_case`."""
+    tokenizer_config.json has no `do_lower_case`. A tokenizer.json is written back as read."""
+    if checkpoint.tokenizer_json is not None:
+        text, settings = checkpoint.tokenizer_json
+        (Path(folder) / TOKENIZER_JSON).write_text(text, encoding="utf-8")
+        with open(Path(folder) / TOKENIZER_CONFIG, "w", encoding="utf-8") as f:
+            json.dump({**settings, **tokenizer_config}, f, indent=2)
+        return
     if checkpoint.sentencepiece_model is None and checkpoint.vocabulary is None:
         return
     if checkpoint.merges is not None:
@@ -123,6 +131,34 @@ def read_tokenizer_files(folder):
     if (folder / TOKENIZER_CONFIG).is_file():
         lowercase = read_json(folder / TOKENIZER_CONFIG).get("do_lower_case")
     return vocabulary, lowercase
+
+
+def read_tokenizer_json(folder, vocabulary_size, config_source):
+    """(tokenizer.json's text, tokenizer_config.json's fields) of `folder`, or None without a
+    tokenizer.json. CheckpointError when its ids do not fit the model's `vocabulary_size`; one
+    kbert does not read (a WordPiece one, ...) is logged, and `Checkpoint.tokenizer` raises
+    `kbert.tokenizers`' ValueError (what was found, what is read)."""
+    file = Path(folder) / TOKENIZER_JSON
+    if not file.is_file():
+        return None
+    from kbert.tokenizers import tokenizer_from_json
+
+    try:
+        text = read_bytes(file).decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise CheckpointError(f"{file} is not UTF-8 text ({error.reason}).") from None
+    settings = {}
+    if (Path(folder) / TOKENIZER_CONFIG).is_file():
+        settings = read_json(Path(folder) / TOKENIZER_CONFIG)
+    try:
+        size = tokenizer_from_json(text, settings, source=str(file)).vocabulary_size
+    except ValueError as error:  # the weights still load; `Checkpoint.tokenizer` says why not
+        logging.warning("%s", error)
+        return text, settings
+    if size > vocabulary_size:
+        raise CheckpointError(f"{file} has {size} tokens; the model ({config_source}) has "
+                              f"{vocabulary_size} rows: not this model's tokenizer.")
+    return text, settings
 
 
 def sentencepiece_pieces(model, source):

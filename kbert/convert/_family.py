@@ -117,6 +117,11 @@ class FamilyFormat:
             when kbert's task model of `task` would not compute the checkpoint's (DeBERTa's
             ContextPooler other than transformers' default). Only a task load runs it
             (`kbert.convert.task_heads`): the encoder of that checkpoint still loads.
+        hf_tokenizer: the `tokenizer_class` kbert writes where transformers has no
+            `<hf_name>Tokenizer` (ModernBERT), or `None`.
+        task_config_to_hf: optional `(TaskHead) -> dict`: the config.json entries a task
+            model's own arguments fix, written over the encoder's (ModernBERT's
+            `classifier_pooling`: a TextClassifier's head "cls" or "mean").
 
         tf1_name: `TF1 variable name -> (common name, transpose?) or None`; `None` when the
             family has no original TF1 release.
@@ -169,6 +174,8 @@ class FamilyFormat:
     task_dropout: Mapping = dataclasses.field(default_factory=dict)
     task_head_names: Mapping = dataclasses.field(default_factory=dict)
     check_task_config: Optional[Callable] = None
+    task_config_to_hf: Optional[Callable] = None
+    hf_tokenizer: Optional[str] = None
 
     tf1_name: Optional[Callable] = None
     tf1_pattern: Optional[str] = None
@@ -214,8 +221,9 @@ class FamilyFormat:
 
     @property
     def tokenizer_class(self):
-        """tokenizer_config.json's `tokenizer_class`."""
-        return f"{self.hf_name}Tokenizer"
+        """tokenizer_config.json's `tokenizer_class`: `hf_tokenizer`, or
+        `<hf_name>Tokenizer`."""
+        return self.hf_tokenizer or f"{self.hf_name}Tokenizer"
 
 
 def classifier_dropout(field="classifier_dropout"):

@@ -37,6 +37,9 @@ class Checkpoint:
             `None`; for messages.
         merges: the merge pairs of a byte-level BPE (RoBERTa's merges.txt), whose tokens are
             `vocabulary`; `None` for other tokenizers.
+        tokenizer_json: (the text of a tokenizer.json, its tokenizer_config.json's fields):
+            the tokenizer of a checkpoint that ships one (ModernBERT, mmBERT), read by
+            `kbert.tokenizers.tokenizer_from_json`; `None` otherwise.
     """
 
     family: str
@@ -49,6 +52,7 @@ class Checkpoint:
     task: Optional[task_heads.TaskHead] = None
     architecture: Optional[str] = None
     merges: Optional[list] = None
+    tokenizer_json: Optional[tuple] = None
 
     @property
     def head(self):
@@ -158,7 +162,13 @@ class Checkpoint:
     def tokenizer(self):
         """The checkpoint's tokenizer: a `kbert.tokenizers.WordPieceTokenizer` on its
         vocab.txt, a `SentencePieceTokenizer` on its spiece.model (ALBERT), or a
-        `BytePairTokenizer` on its vocab.json + merges.txt (RoBERTa)."""
+        `BytePairTokenizer` on its vocab.json + merges.txt (RoBERTa), or the tokenizer of its
+        tokenizer.json (`kbert.tokenizers.tokenizer_from_json`)."""
+        if self.tokenizer_json is not None:
+            from kbert.tokenizers import tokenizer_from_json
+
+            text, settings = self.tokenizer_json
+            return tokenizer_from_json(text, settings, source=f"{self.source}/tokenizer.json")
         if self.merges is not None:
             from kbert.tokenizers import BytePairTokenizer
 
@@ -185,6 +195,7 @@ class Checkpoint:
         family = families.of_model(model)
         backbone = getattr(model, "backbone", model)
         sentencepiece = merges = None
+        tokenizer_json = getattr(vocabulary, "json_files", lambda: None)()
         if hasattr(vocabulary, "checkpoint_assets"):  # a kbert tokenizer
             vocabulary, lowercase, sentencepiece, merges = vocabulary.checkpoint_assets()
         elif vocabulary is not None and not isinstance(vocabulary, (list, tuple)):
@@ -198,7 +209,7 @@ class Checkpoint:
                    None if vocabulary is None else list(vocabulary), lowercase,
                    source=f"model {model.name!r}", sentencepiece_model=sentencepiece,
                    task=task_head, architecture=None if task_head is None
-                   else task_head.architecture, merges=merges)
+                   else task_head.architecture, merges=merges, tokenizer_json=tokenizer_json)
 
 
 def uppercase_free(vocabulary):

@@ -174,6 +174,10 @@ def read(path):
     sentencepiece = _directory.read_sentencepiece(path, family.sentencepiece_file)
     _directory.check_tokenizer(path, vocabulary, sentencepiece, config.vocabulary_size,
                                config_file, merges=merges, family=family)
+    tokenizer_json = None
+    if vocabulary is None and sentencepiece is None:  # ModernBERT's, mmBERT's
+        tokenizer_json = _directory.read_tokenizer_json(path, config.vocabulary_size,
+                                                        config_file)
     weights = load()  # only now: every check above reads headers and small files alone
     companion = family.companion
     if companion is not None and (path / companion.folder / "config.json").is_file():
@@ -184,7 +188,8 @@ def read(path):
     return Checkpoint(family.name, config, weights, vocabulary, bool(lowercase),
                       source=str(source), sentencepiece_model=sentencepiece, task=task,
                       architecture=(architectures or [None])[0]
-                      if isinstance(architectures, list) else None, merges=merges)
+                      if isinstance(architectures, list) else None, merges=merges,
+                      tokenizer_json=tokenizer_json)
 
 
 def _write_one(folder, checkpoint, family, head, hf_config, weights, head_prefixes=None):
@@ -226,7 +231,7 @@ def write(checkpoint, path):
     if task is not None and task.task in task_heads.HF_TASKS:
         hf_config.update(task_heads.to_hf_config(task, family, source=checkpoint.source))
         if family.check_task_config is not None:
-            # What a task load would refuse is not written either (ModernBERT's task heads).
+            # What a task load would refuse is not written either (DeBERTa's pooler).
             family.check_task_config(task.task, hf_config, checkpoint.source)
         head_prefixes = task_heads.head_prefixes(family)
     weights = {k: v for k, v in checkpoint.weights.items() if k not in family.not_in_hf}

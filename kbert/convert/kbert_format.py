@@ -58,6 +58,9 @@ def read(path):
     if merges is not None:
         checkpoint.merges, checkpoint.lowercase = merges, False
     checkpoint.sentencepiece_model = _directory.read_sentencepiece(path)
+    if vocabulary is None and checkpoint.sentencepiece_model is None:
+        checkpoint.tokenizer_json = _directory.read_tokenizer_json(
+            path, checkpoint.config.vocabulary_size, str(path / MODEL_FILE))
     return checkpoint
 
 

@@ -1,5 +1,6 @@
 """ModernBERT weights and config in Hugging Face names (`ModernBertModel`,
-`ModernBertForMaskedLM`): the family's `FamilyFormat` record.
+`ModernBertForMaskedLM`, and the task classes `ModernBertForSequenceClassification`,
+`...ForTokenClassification`, `...ForQuestionAnswering`): the family's `FamilyFormat` record.
 
 transformers' names: `embeddings.tok_embeddings`, `embeddings.norm`, `layers.{i}.attn_norm`
 (none in layer 0), `layers.{i}.attn.Wqkv` (query, key and value in one [3H, H] matrix),
@@ -7,7 +8,9 @@ transformers' names: `embeddings.tok_embeddings`, `embeddings.norm`, `layers.{i}
 halves in one [2I, H] matrix), `layers.{i}.mlp.Wo`, `final_norm`; the masked LM adds
 `head.dense`, `head.norm` and `decoder` (its weight is the token table again). Biases and
 LayerNorm biases exist where the config's `attention_bias`, `mlp_bias`, `norm_bias`,
-`classifier_bias` and `decoder_bias` say, and so do kbert's.
+`classifier_bias` and `decoder_bias` say, and so do kbert's. The task classes put the same
+`head.dense` + `head.norm` (kbert's `prediction_head`) before their `classifier` (the reader's
+too, kbert's `qa_outputs`), and read their dropout from `classifier_dropout`.
 """
 
 from kbert.convert import _family, _mapping, bert
@@ -70,13 +73,19 @@ def config_to_hf(config):
     return values
 
 
-def check_task_config(task, values, source="config.json"):
-    """kbert's task models on a ModernBERT backbone do not have transformers'
-    `ModernBertPredictionHead` (dense + activation + LayerNorm before the classifier, and
-    `classifier_pooling`): a task load refuses the checkpoint's head, its encoder loads."""
-    raise ValueError(
-        f"{source}: a ModernBERT {task} checkpoint; kbert reads ModernBERT's encoder and "
-        "masked LM, not yet its task heads (ModernBertPredictionHead + classifier).")
+def heads_in(weights):
+    """The masked LM's head where the weights have it: a task checkpoint's `head.dense` is
+    its classifier's prediction head, not the masked LM's (it has a `classifier`)."""
+    return None if "classifier.weight" in weights else HEADS.heads_in(weights)
+
+
+def task_config_to_hf(task_head):
+    """A sequence classifier's pooling (its `head`, "cls" or "mean") as
+    `classifier_pooling`, whatever the encoder's config says."""
+    head = task_head.arguments.get("head", "auto")
+    if task_head.task == "text_classifier" and head != "auto":
+        return {"classifier_pooling": head}
+    return {}
 
 
 def _layer(name, layer):
@@ -129,5 +138,9 @@ FAMILY = _family.record(
     name="modern_bert",
     prefix="model.",
     hf_name="ModernBert",
-    task_dropout=_family.classifier_dropout(),
+    task_dropout={**_family.classifier_dropout(), "question_answerer": "classifier_dropout"},
+    # transformers has no ModernBertTokenizer: a vocab.txt is BERT's WordPiece.
+    hf_tokenizer="BertTokenizer",
+    task_head_names={"prediction_head.dense": "head.dense", "prediction_head.norm": "head.norm",
+                     "qa_outputs": "classifier"},
 )

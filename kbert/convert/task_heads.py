@@ -13,6 +13,9 @@ the same names in every family, and kbert's task models are laid out like them:
                        `pooler.dense` + `classifier`: the family's `task_head_names`)
     token_classifier   `classifier`
     question_answerer  `qa_outputs`
+    (ModernBERT's three put `head.dense` + `head.norm` before theirs, kbert's
+    `prediction_head`, and call its reader's `qa_outputs` `classifier`: its
+    `task_head_names`)
     text_embedder      none: sentence-transformers' pooling (`kbert.convert.hugging_face`
                        reads and writes its files)
 
@@ -28,7 +31,7 @@ from kbert.convert import _mapping, families
 from kbert.convert._family import HF_TASKS
 from kbert.tasks import registry
 from kbert.tasks.task import default_label_names
-from kbert.tasks.text_classification.model import family_head, inferred_problem_type
+from kbert.tasks.text_classification.model import family_heads, inferred_problem_type
 
 # The names of the head weights, outside the encoder's prefix (`bert.`) in Hugging Face files
 # (the task records' `hf_head_prefixes`); a family's own names add theirs (`head_prefixes`).
@@ -156,6 +159,21 @@ def _head_entries(model):
 
 
 def _kbert_head_entries(model):
+    return _prediction_head_entries(model) + _classifier_entries(model)
+
+
+def _prediction_head_entries(model):
+    """The family's layer before the classifier (ModernBERT's), without the biases it has
+    not (`classifier_bias`, `norm_bias` off)."""
+    head = getattr(model, "prediction_head", None)
+    if head is None:
+        return []
+    entries = (_mapping.dense_entries("prediction_head.dense", head.dense)
+               + _mapping.layer_norm_entries("prediction_head.norm", head.norm))
+    return [entry for entry in entries if entry.variable is not None]
+
+
+def _classifier_entries(model):
     dense = _mapping.dense_entries
     if isinstance(model, tasks.TextClassifier):
         result = []
@@ -273,12 +291,12 @@ def to_hf_config(task_head, family, source="model"):
         raise ValueError(f"{source}: transformers has no {family.name} model of the task "
                          f"{task!r}; it has {', '.join(family.task_architectures) or 'none'}.")
     values = {"architectures": [family.task_architectures[task]]}
-    if task == "text_classifier" and arguments.get("head", "auto") not in (
-            "auto", family_head(family.name)):
+    heads = family_heads(family.name)
+    if task == "text_classifier" and arguments.get("head", "auto") not in ("auto", *heads):
         raise ValueError(
             f"{source}: a {family.name} TextClassifier with head={arguments['head']!r} has no "
             f"Hugging Face form; {family.task_architectures[task]} is head="
-            f"{family_head(family.name)!r}."
+            f"{' or '.join(map(repr, heads))}."
         )
     if registry.RECORDS[task].labelled:
         names = arguments.get("label_names") or default_label_names(arguments["num_classes"])
@@ -289,4 +307,6 @@ def to_hf_config(task_head, family, source="model"):
     field = family.task_dropout.get(task)
     if field is not None and arguments.get("dropout") is not None:
         values[field] = arguments["dropout"]
+    if family.task_config_to_hf is not None:
+        values.update(family.task_config_to_hf(task_head))
     return values

@@ -230,6 +230,11 @@ class SavedModelSource(ModelSource):
 
         kind = tokenizer_types.get(tokenizer_types.type_of_folder(self.path))
         file = os.path.join(self.path, kind.file_name)
+        if not os.path.isfile(file) and os.path.isfile(os.path.join(self.path,
+                                                                     "tokenizer.json")):
+            from kbert.tokenizers import load_tokenizer_json
+
+            return load_tokenizer_json(self.path)  # ModernBERT's, mmBERT's
         if not os.path.isfile(file):
             raise ValueError(f"The {self.description} has no tokenizer files beside it "
                              "(vocab.txt, spiece.model or vocab.json + merges.txt): export it "

@@ -112,6 +112,9 @@ class Backbone(keras.Model):
     has_pooler = False
     # Where the position table's row for the first token is (RoBERTa: 2; see `Embeddings`).
     position_offset = 0
+    # The layer the family's task models put between the encoder and their classifier
+    # (ModernBERT's prediction head), made from the config by `layer_from_config`; `None`: none.
+    prediction_head_class = None
 
     def __init__(self, vocabulary_size, num_layers, hidden_size, num_heads, intermediate_size,
                  dtype=None, **kwargs):

@@ -4,7 +4,7 @@ import keras
 
 from kbert import models
 from kbert.layers import _utils
-from kbert.models.backbone import int_inputs
+from kbert.models.backbone import int_inputs, layer_from_config
 from kbert.models.optimizers import NO_DECAY_NAMES
 
 # Dropout of the task heads where transformers does not take the backbone's hidden dropout:
@@ -35,8 +35,12 @@ def family_of(backbone):
 
 
 def default_dropout(backbone, task):
-    """The rate transformers' `*For<Task>` model of `backbone`'s family uses."""
+    """The rate transformers' `*For<Task>` model of `backbone`'s family uses: the config's
+    `classifier_dropout` where it has one (ModernBERT's, for every head)."""
     family = family_of(backbone)
+    rate = getattr(backbone.config, "classifier_dropout", None)
+    if rate is not None:
+        return rate
     if (family, task) in _FAMILY_DROPOUT:
         return _FAMILY_DROPOUT[(family, task)]
     if task in _NO_DROPOUT:
@@ -63,6 +67,17 @@ def dense_layer(backbone, units, name, activation=None, initializer=None):
         initializer = _utils.truncated_normal(backbone.config.initializer_range)
     return keras.layers.Dense(units, activation=activation, kernel_initializer=initializer,
                               dtype=backbone.dtype_policy, name=name)
+
+
+def prediction_head(backbone, name="prediction_head"):
+    """The layer `backbone`'s family puts between the encoder and a task's classifier
+    (`Backbone.prediction_head_class`, ModernBERT's dense + activation + LayerNorm), made
+    from its config in its dtype policy; `None` where the family has none."""
+    layer_class = type(backbone).prediction_head_class
+    if layer_class is None:
+        return None
+    return layer_from_config(layer_class, backbone.config, dtype=backbone.dtype_policy,
+                             name=name)
 
 
 def default_label_names(count):

@@ -2,6 +2,7 @@
 
 from kbert.tokenizers.byte_pair_tokenizer import BytePairTokenizer
 from kbert.tokenizers.sentence_piece_tokenizer import SentencePieceTokenizer
+from kbert.tokenizers.tokenizer_json import load_tokenizer_json, tokenizer_from_json
 from kbert.tokenizers.word_piece_tokenizer import (
     SPECIAL_TOKENS,
     WordPieceTokenizer,
@@ -9,4 +10,5 @@ from kbert.tokenizers.word_piece_tokenizer import (
 )
 
 __all__ = ["SPECIAL_TOKENS", "BytePairTokenizer", "SentencePieceTokenizer",
-           "WordPieceTokenizer", "read_vocabulary"]
+           "WordPieceTokenizer", "load_tokenizer_json", "read_vocabulary",
+           "tokenizer_from_json"]

@@ -10,6 +10,16 @@ from kbert.tokenizers.normalization import lower
 _FENCE = b"\xff"  # never in UTF-8
 
 
+def by_rows(tokenize, text):
+    """`tokenize` (strings [N] -> ragged [N, (tokens)]) on strings of any rank [...] ->
+    ragged [..., (tokens)]."""
+    shape = tf.shape(text, out_type=tf.int64)
+    ids = tokenize(tf.reshape(text, [-1]))
+    for size in reversed(tf.unstack(shape[1:], num=text.shape.rank - 1)):
+        ids = tf.RaggedTensor.from_uniform_row_length(ids, size)
+    return ids
+
+
 class Tokenizer(tf.Module):
     """Base of `WordPieceTokenizer`, `SentencePieceTokenizer` and `BytePairTokenizer`.
 
@@ -64,11 +74,7 @@ class Tokenizer(tf.Module):
         text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")
         if self.split_special_tokens:
             return self._tokenize_normalized(text)
-        shape = tf.shape(text, out_type=tf.int64)
-        ids = self.tokenize_keeping_special_tokens(tf.reshape(text, [-1]))
-        for size in reversed(tf.unstack(shape[1:], num=text.shape.rank - 1)):
-            ids = tf.RaggedTensor.from_uniform_row_length(ids, size)
-        return ids
+        return by_rows(self.tokenize_keeping_special_tokens, text)
 
     def _tokenize_normalized(self, text):
         return self._tokenizer.tokenize(self._normalize(text))

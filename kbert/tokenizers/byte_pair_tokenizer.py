@@ -9,10 +9,8 @@ runs inside `tf.data` and a SavedModel with no Python:
    but its last character, which goes with the text when it is a plain space and stands alone
    otherwise; the text between runs is then split by the rest of the pattern.
 2. Each piece's UTF-8 bytes become GPT-2's byte symbols (`bytes_to_unicode`), as ids.
-3. BPE: in every word, all non-overlapping occurrences of the pair of lowest merge rank are
-   merged, left to right, until no pair has a rank (GPT-2's `bpe`; for merges learned in
-   order it is what `tokenizers`' priority queue gives). Pairs are looked up as int64 keys
-   `left_id * V + right_id`, so the loop never builds strings.
+3. BPE (`kbert.tokenizers.bpe_merge`): in every word, all non-overlapping occurrences of the
+   pair of lowest merge rank are merged, left to right, until no pair has a rank.
 
 keras-hub's `BytePairTokenizer` is not the core: its RE2 split marks word starts with "६"
 (which then vanishes from the text), and it has no look-ahead rule for tabs and newlines.
@@ -22,10 +20,10 @@ import functools
 import json
 import os
 
-import numpy as np
 import tensorflow as tf
 
-from kbert.tokenizers._tokenizer import Tokenizer
+from kbert.tokenizers._tokenizer import Tokenizer, by_rows
+from kbert.tokenizers.bpe_merge import MergeTable
 from kbert.tokenizers.byte_level import SPACE, WORD_START, bytes_to_unicode, pre_tokenize
 from kbert.tokenizers.normalization import lower
 
@@ -153,26 +151,7 @@ class BytePairTokenizer(Tokenizer):
         # Byte -> the id of its symbol (unknown id when the vocabulary lacks it).
         self._byte_ids = tf.constant(
             [index.get(symbol, self.unk_id) for symbol in bytes_to_unicode()], tf.int64)
-        keys, ranks, merged = [], [], []
-        for rank, (left, right) in enumerate(merges):
-            if left not in index or right not in index or left + right not in index:
-                raise ValueError(f"Merge {rank} ({left!r}, {right!r}) names a token that the "
-                                 "vocabulary lacks.")
-            keys.append(index[left] * size + index[right])
-            ranks.append(rank)
-            merged.append(index[left + right])
-        keys = np.array(keys, np.int64)
-        if len(set(keys.tolist())) != len(keys):
-            raise ValueError("merges repeats a pair.")
-        self._no_merge = len(merges)
-        self._size = size
-        # One table: pair key -> rank * size + merged id (both found in one lookup).
-        self._merge_table = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(
-                tf.constant(keys if len(keys) else np.zeros([0], np.int64)),
-                tf.constant(np.array(ranks, np.int64) * size + np.array(merged, np.int64)
-                            if len(keys) else np.zeros([0], np.int64))),
-            default_value=self._no_merge * size)
+        self._merges = MergeTable(index, merges, size)
         self._symbol_bytes = tf.constant(self._token_bytes(vocabulary))
 
     @staticmethod
@@ -280,58 +259,14 @@ class BytePairTokenizer(Tokenizer):
 
     def _tokenize_normalized(self, text):
         if text.shape.rank != 1:  # [..., (ids)] from the strings in one row
-            shape = tf.shape(text, out_type=tf.int64)
-            ids = self._tokenize_normalized(tf.reshape(text, [-1]))
-            for size in reversed(tf.unstack(shape[1:], num=text.shape.rank - 1)):
-                ids = tf.RaggedTensor.from_uniform_row_length(ids, size)
-            return ids
+            return by_rows(self._tokenize_normalized, text)
         words = pre_tokenize(self._normalize(text))  # [N, (words)]
         symbols = tf.strings.bytes_split(words.flat_values)  # [words, (bytes)]
         byte_values = tf.reshape(tf.io.decode_raw(symbols.flat_values, tf.uint8), [-1])
         ids = tf.gather(self._byte_ids, tf.cast(byte_values, tf.int64))
-        ids, lengths = self._merge(ids, symbols.row_lengths())
+        ids, lengths = self._merges.merge(ids, symbols.row_lengths())
         words_ids = tf.RaggedTensor.from_row_lengths(ids, lengths)
         return tf.cast(words.with_flat_values(words_ids).merge_dims(1, 2), tf.int32)
-
-    def _merge(self, ids, lengths):
-        """BPE on words given as flat symbol ids [T] and their lengths [W]."""
-        size = tf.constant(self._size, tf.int64)
-        none = tf.constant(self._no_merge, tf.int64)
-
-        def step(ids, lengths, _):
-            count = tf.size(ids, out_type=tf.int64)
-            words = tf.size(lengths, out_type=tf.int64)
-            word_of = tf.repeat(tf.range(words), lengths)  # [T]
-            limit = tf.gather(tf.cumsum(lengths), word_of)  # [T], one past the word's end
-            index = tf.range(count)
-            following = tf.concat([ids, [0]], 0)[1:]  # (no words: stays empty)
-            found = self._merge_table.lookup(ids * size + following)
-            rank = tf.where(index + 1 < limit, found // size, none)  # of the pair at i, i+1
-            best = tf.math.unsorted_segment_min(rank, word_of, words)
-            candidate = (rank < none) & tf.equal(rank, tf.gather(best, word_of))
-            # Overlapping candidates (a run of one pair "a a a") merge left to right: the
-            # even ones of each run of consecutive candidates.
-            previous = tf.concat([[False], candidate], 0)[:-1]
-            starts = candidate & ~previous
-            run = tf.cumsum(tf.cast(starts, tf.int64)) - 1
-            run_start = tf.gather(tf.concat([tf.boolean_mask(index, starts), [0]], 0),
-                                  tf.maximum(run, 0))
-            merge = candidate & tf.equal((index - run_start) % 2, 0)
-            merged_id = found % size
-            dropped = tf.concat([[False], merge], 0)[:-1]
-            ids = tf.boolean_mask(tf.where(merge, merged_id, ids), ~dropped)
-            lengths = lengths - tf.math.unsorted_segment_sum(
-                tf.cast(merge, tf.int64), word_of, words)
-            return ids, lengths, tf.reduce_any(merge)
-
-        # Each step but the last merges at least one pair (one id fewer): the loop ends within
-        # size(ids) + 1 steps. Saying so lets kbert's SavedModel check see the bound.
-        ids, lengths, _ = tf.while_loop(
-            lambda ids, lengths, changed: changed, step, (ids, lengths, tf.constant(True)),
-            shape_invariants=(tf.TensorShape([None]), tf.TensorShape([None]),
-                              tf.TensorShape([])),
-            maximum_iterations=tf.size(ids) + 1)
-        return ids, lengths
 
     def detokenize(self, ids):
         """Ids [..., (tokens)] (ragged or dense) -> strings [...]: the tokens' bytes joined,

@@ -5,20 +5,21 @@ for `pipeline.export`: each text's ids with the characters of each token in the 
 As in Python: the text is cut at the special-token literals the pipeline keeps (exact
 matches, longest first), the rest into whitespace-separated chunks (Python's `str.isspace`),
 and each chunk is tokenized alone. A piece covers the characters whose normalised forms
-(each character alone: ALBERT's NFKD without combining marks, lower-case, NFKC; DeBERTa-v3
-keeps accents) it spells; an unknown piece spells the run of characters that no piece holds
-where it stands. A chunk whose pieces do not spell its characters' forms so, but spell the
-chunk's form as a whole (a form that depends on the neighbouring characters: "``" -> '"',
-"e\u0301" -> "é"), gets its pieces' characters from its prefixes' forms
-(`offsets._by_prefixes`, chunks up to `offsets.PREFIX_LIMIT` characters); any other chunk
-gives every piece the whole chunk. The first piece of a chunk, when it carries "▁", starts at
-the whitespace before the chunk.
+(each character alone, `sentence_piece_forms`: ALBERT's NFKD without combining marks,
+lower-case; the model's charsmap; DeBERTa-v3 keeps accents) it spells, a "▁" inside a chunk
+the character the model made a space (U+200B); an unknown piece spells the run of characters
+that no piece holds where it stands. A chunk whose pieces do not spell its characters' forms
+so, but spell the chunk's form as a whole (a form that depends on the neighbouring
+characters: "``" -> '"', "e\u0301" -> "é"), gets its pieces' characters from its prefixes'
+forms (`offsets._by_prefixes`, chunks up to `offsets.PREFIX_LIMIT` characters); any other
+chunk gives every piece the whole chunk. The first piece of a chunk, when it carries "▁",
+starts at the whitespace before the chunk (but in a chunk whose form starts with a space of
+its own).
 """
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 
-from kbert.tokenizers import normalization
+from kbert.tokenizers import normalization, sentence_piece_forms
 from kbert.tokenizers.literals_graph import split_at_literals
 from kbert.tokenizers.offsets import PREFIX_LIMIT, SENTENCE_PIECE_MARK
 
@@ -40,20 +41,6 @@ def _ranges(codes):
         else:
             out.append((code, code))
     return out
-
-
-def _forms(codes, tokenizer):
-    """Each code point's normalised form alone (`offsets.Rule.char`): strings [C]. Accents
-    are stripped only by ALBERT's preprocessing; DeBERTa-v3's tokenizer gives SentencePiece
-    the text as it is, so "ï" is a piece of its own there."""
-    chars = tf.strings.unicode_encode(codes[:, None], "UTF-8")
-    forms = chars
-    if tokenizer.albert_preprocess and not tokenizer.keep_accents:
-        forms = normalization.strip_combining_marks(forms)
-    if tokenizer.lowercase:
-        forms = normalization.lower(forms)
-    forms = tf_text.normalize_utf8(forms, "NFKC")
-    return tf.where(tf.equal(codes, 0), chars, forms)  # a NUL stays itself
 
 
 def encode(text, tokenizer, specials):
@@ -96,8 +83,9 @@ def encode(text, tokenizer, specials):
     pieces = tokenizer.tokenize(tf.where(is_special, "", chunk_text))  # [chunks, (pieces)]
     pieces = tf.concat([tf.cast(pieces, tf.int32), tf.RaggedTensor.from_row_lengths(
         tf.boolean_mask(special, is_special), tf.cast(is_special, tf.int64))], axis=1)
-    piece_starts, piece_ends = _piece_spans(pieces, codes, inside, inside_chunk, first, starts,
-                                            tf.where(is_special, "", chunk_text), tokenizer)
+    piece_starts, piece_ends, leading = _piece_spans(
+        pieces, codes, inside, inside_chunk, first, starts,
+        tf.where(is_special, "", chunk_text), tokenizer)
     # The literal's own characters.
     piece_chunk = tf.cast(pieces.value_rowids(), tf.int32)
     literal = tf.gather(is_special, piece_chunk)
@@ -108,7 +96,8 @@ def encode(text, tokenizer, specials):
     is_first = tf.equal(piece_index, tf.gather(tf.cast(pieces.row_starts(), tf.int32),
                                                piece_chunk))
     marked = tf.constant([p.startswith(SENTENCE_PIECE_MARK) for p in tokenizer.vocabulary])
-    marked = is_first & ~literal & tf.gather(marked, pieces.flat_values)
+    marked = (is_first & ~literal & tf.gather(marked, pieces.flat_values)
+              & ~tf.gather(leading, piece_chunk))
     chunk_first = tf.gather(first, piece_chunk)
     after_space = (tf.gather(starts, piece_chunk) > 0) & tf.gather(
         space, tf.maximum(chunk_first - 1, 0))
@@ -134,18 +123,24 @@ def _piece_spans(pieces, codes, inside, inside_chunk, first, starts, chunk_text,
     characters' forms, by `offsets._by_prefixes` (the pieces spell the chunk's form as a
     whole: a form that depends on the neighbouring characters, as DeBERTa-v3's nmt_nfkc
     composing "e\u0301" into "é"); else the chunk's `offsets._whole` span."""
-    vocabulary = tokenizer.vocabulary
-    texts = [p[len(SENTENCE_PIECE_MARK):] if p.startswith(SENTENCE_PIECE_MARK) else p
-             for p in vocabulary]
-    texts[tokenizer.unk_id] = ""
-    forms = _forms(tf.gather(codes, inside), tokenizer)  # [inside chars]
+    # What each piece spells: "▁" a space but at the start of a chunk (the mark).
+    start_texts = [_text(p, True) for p in tokenizer.vocabulary]
+    inner_texts = [_text(p, False) for p in tokenizer.vocabulary]
+    start_texts[tokenizer.unk_id] = inner_texts[tokenizer.unk_id] = ""
+    chunk_count = tf.size(first)
+    forms = sentence_piece_forms.char_forms(tf.gather(codes, inside), tokenizer)
+    forms = sentence_piece_forms.collapse_spaces(forms, inside_chunk)  # [inside chars]
+    leading = sentence_piece_forms.leading_space(forms, inside_chunk, chunk_count)
+    is_first = tf.equal(tf.range(tf.size(pieces.flat_values, out_type=tf.int64)),
+                        tf.gather(pieces.row_starts(), pieces.value_rowids()))
+    word_start = is_first & ~tf.gather(leading, pieces.value_rowids())
+    texts = (start_texts, inner_texts, word_start)
     form_lengths = tf.strings.length(forms, unit="UTF8_CHAR")
     chunk_forms = tf.RaggedTensor.from_value_rowids(forms, tf.cast(inside_chunk, tf.int64),
                                                     nrows=tf.size(first, out_type=tf.int64))
     spelled = tf.strings.reduce_join(chunk_forms, axis=1)  # [chunks]: the forms joined
     a, b, total, matched = _spell(pieces, spelled, texts, tokenizer.unk_id)
     piece_chunk = tf.cast(pieces.value_rowids(), tf.int32)
-    chunk_count = tf.size(first)
     # The character holding each normalised character (its chunk's index of it).
     chunk_chars = tf.math.bincount(inside_chunk, minlength=chunk_count, maxlength=chunk_count)
     char_index = tf.range(tf.size(inside)) - tf.gather(tf.cumsum(chunk_chars, exclusive=True),
@@ -162,8 +157,9 @@ def _piece_spans(pieces, codes, inside, inside_chunk, first, starts, chunk_text,
     empty = tf.equal(a, b)
     start, end = tf.where(empty, at, start), tf.where(empty, at, end)
     # Chunks whose pieces spell the chunk's form as a whole: by its prefixes' forms.
-    whole_form = _word_forms(chunk_text, tokenizer)
-    word_a, word_b, _, word_matched = _spell(pieces, whole_form, texts, tokenizer.unk_id)
+    whole_form = sentence_piece_forms.word_forms(chunk_text, tokenizer)
+    word_a, word_b, _, word_matched = _spell(
+        pieces, tf.strings.regex_replace(whole_form, " $", ""), texts, tokenizer.unk_id)
     by_prefixes = ~matched & word_matched & (chunk_chars <= PREFIX_LIMIT)
     prefix_start, prefix_end = _prefix_spans(chunk_text, whole_form, piece_chunk, word_a,
                                              word_b, by_prefixes, tokenizer)
@@ -183,16 +179,25 @@ def _piece_spans(pieces, codes, inside, inside_chunk, first, starts, chunk_text,
     start = tf.where(use_whole, tf.gather(whole_start, piece_chunk), start)
     end = tf.where(use_whole, tf.gather(whole_end, piece_chunk), end)
     base = tf.gather(starts, piece_chunk)
-    return start + base, end + base
+    return start + base, end + base, leading
+
+
+def _text(piece, word_start):
+    """`offsets.Rule.piece_text` of a SentencePiece piece (not the unknown one)."""
+    if word_start and piece.startswith(SENTENCE_PIECE_MARK):
+        piece = piece[len(SENTENCE_PIECE_MARK):]
+    return piece.replace(SENTENCE_PIECE_MARK, " ")
 
 
 def _spell(pieces, spelled, texts, unk_id):
     """`offsets._segments` of every chunk: (a, b) [pieces], the normalised characters of
     `spelled` [chunks] each piece spells, the chunk's length in them [pieces], and whether
     the chunk's pieces spell it [chunks]. An unknown piece takes the characters up to the
-    next piece with text."""
+    next piece with text. `texts`: (each piece's text at a word start, elsewhere, and
+    whether each piece starts its chunk's word: bool [pieces])."""
+    start_texts, inner_texts, word_start = texts
     # A character a piece can stand for alone; the others come out as the unknown piece.
-    alone = _ranges({ord(t) for t in texts if len(t) == 1})
+    alone = _ranges({ord(t) for t in start_texts + inner_texts if len(t) == 1})
     normal = tf.strings.unicode_decode(spelled, "UTF-8")  # [chunks, (normalised chars)]
     known = _member(normal.flat_values, alone)
     # The unknown runs of each chunk's normalised characters, in order.
@@ -216,8 +221,10 @@ def _spell(pieces, spelled, texts, unk_id):
     piece_chunk = tf.cast(pieces.value_rowids(), tf.int32)
     index = tf.range(tf.size(ids))
     unknown = tf.equal(ids, unk_id)
-    length_table = tf.constant([len(t) for t in texts], tf.int32)
-    spelling = ~unknown & (tf.gather(length_table, ids) > 0)
+    piece_length = tf.where(word_start,
+                            tf.gather(tf.constant([len(t) for t in start_texts], tf.int32), ids),
+                            tf.gather(tf.constant([len(t) for t in inner_texts], tf.int32), ids))
+    spelling = ~unknown & (piece_length > 0)
     chunk_first_piece = tf.cast(pieces.row_starts(), tf.int32)
     reset = spelling | tf.equal(index, tf.gather(chunk_first_piece, piece_chunk))
     gap = tf.cumsum(tf.cast(reset, tf.int32)) - 1
@@ -235,7 +242,7 @@ def _spell(pieces, spelled, texts, unk_id):
                          - tf.cumsum(taken, exclusive=True), piece_chunk) + run_rank
     lengths = tf.where(takes_run, tf.gather(tf.concat([run_lengths, [0]], 0),
                                             tf.clip_by_value(this_run, 0, runs)),
-                       tf.where(unknown, 0, tf.gather(length_table, ids)))
+                       tf.where(unknown, 0, piece_length))
     before = tf.cumsum(lengths, exclusive=True)
     chunk_before = tf.gather(tf.concat([before, [0]], 0), chunk_first_piece)
     a = before - tf.gather(chunk_before, piece_chunk)  # in its chunk's normal form
@@ -244,24 +251,13 @@ def _spell(pieces, spelled, texts, unk_id):
     piece_text = tf.where(unknown, tf.strings.substr(tf.gather(spelled, piece_chunk),
                                                      tf.minimum(a, total), lengths,
                                                      unit="UTF8_CHAR"),
-                          tf.gather(tf.constant(texts), ids))
+                          tf.where(word_start, tf.gather(tf.constant(start_texts), ids),
+                                   tf.gather(tf.constant(inner_texts), ids)))
     matched = tf.equal(tf.strings.reduce_join(pieces.with_flat_values(piece_text), axis=1),
                        spelled) & tf.equal(taken, chunk_runs) & tf.equal(
         tf.math.unsorted_segment_sum(tf.cast(misplaced, tf.int32), piece_chunk,
                                      chunk_count), 0)
     return a, b, total, matched
-
-
-def _word_forms(words, tokenizer):
-    """Each string's normalised form as a whole (`offsets.Rule.word`): strings [N]."""
-    forms = words
-    if tokenizer.albert_preprocess:
-        forms = tf.strings.regex_replace(forms, "``|''", '"')
-        if not tokenizer.keep_accents:
-            forms = normalization.strip_combining_marks(forms)
-    if tokenizer.lowercase:
-        forms = normalization.lower(forms)
-    return tf_text.normalize_utf8(forms, "NFKC")
 
 
 def _starts_with(strings, prefixes):
@@ -273,28 +269,44 @@ def _starts_with(strings, prefixes):
 
 def _prefix_spans(chunk_text, whole_form, piece_chunk, a, b, chosen, tokenizer):
     """`offsets._by_prefixes` for the pieces of the `chosen` chunks (the others' values are
-    not used): a piece starts at the last prefix of its chunk whose form its text has not
-    begun yet (the form is a prefix of the chunk's form up to `a`), and ends at the first
-    prefix whose form holds all of its text (starts with the chunk's form up to `b`)."""
+    not used): a prefix of the chunk whose form is a prefix of the chunk's form cuts it into
+    units; the normalised character i belongs to the character k + min(i - n(k), k' - k - 1)
+    of its unit, k the last cut whose form's length n(k) <= i, k' the first longer."""
     prefixes = tf.where(chosen, tf.strings.length(chunk_text, unit="UTF8_CHAR") + 1, 0)
     first_prefix = tf.cumsum(prefixes, exclusive=True)
     prefix_chunk = tf.repeat(tf.range(tf.size(prefixes)), prefixes)
     size = tf.ragged.range(prefixes).flat_values  # each prefix's characters
-    prefix_forms = _word_forms(tf.strings.substr(tf.gather(chunk_text, prefix_chunk),
-                                                 tf.zeros_like(size), size, unit="UTF8_CHAR"),
-                               tokenizer)
-    form = tf.gather(whole_form, piece_chunk)
-    before_a = tf.strings.substr(form, tf.zeros_like(a), a, unit="UTF8_CHAR")
-    before_b = tf.strings.substr(form, tf.zeros_like(b), b, unit="UTF8_CHAR")
+    prefix_forms = sentence_piece_forms.word_forms(
+        tf.strings.substr(tf.gather(chunk_text, prefix_chunk), tf.zeros_like(size), size,
+                          unit="UTF8_CHAR"), tokenizer)
+    cut = _starts_with(tf.gather(whole_form, prefix_chunk), prefix_forms)
+    form_length = tf.strings.length(prefix_forms, unit="UTF8_CHAR")
     # Every (piece, prefix of its chunk) pair.
     per_piece = tf.gather(prefixes, piece_chunk)
     pair_piece = tf.repeat(tf.range(tf.size(piece_chunk)), per_piece)
     pair_size = tf.ragged.range(per_piece).flat_values
-    pair_form = tf.gather(prefix_forms, tf.gather(tf.gather(first_prefix, piece_chunk),
-                                                  pair_piece) + pair_size)
-    begun = _starts_with(tf.gather(before_a, pair_piece), pair_form)
-    holds = _starts_with(pair_form, tf.gather(before_b, pair_piece))
+    pair_prefix = tf.gather(tf.gather(first_prefix, piece_chunk), pair_piece) + pair_size
+    pair_cut = tf.gather(cut, pair_prefix)
+    pair_length = tf.gather(form_length, pair_prefix)
     count = tf.size(piece_chunk)
-    start = tf.math.unsorted_segment_max(tf.where(begun, pair_size, -1), pair_piece, count)
-    end = tf.math.unsorted_segment_min(tf.where(holds, pair_size, 2 ** 30), pair_piece, count)
-    return start, tf.maximum(start, end)
+    chunk_size = tf.gather(prefixes, piece_chunk) - 1  # the chunk's characters
+    normal_size = tf.strings.length(tf.gather(whole_form, piece_chunk), unit="UTF8_CHAR")
+
+    def owner(i):  # [pieces] normalised characters -> their characters
+        unit = tf.math.unsorted_segment_max(
+            tf.where(pair_cut & (pair_length <= tf.gather(i, pair_piece)), pair_size, -1),
+            pair_piece, count)
+        after = tf.math.unsorted_segment_min(
+            tf.where(pair_cut & (pair_length > tf.gather(i, pair_piece)), pair_size, 2 ** 30),
+            pair_piece, count)
+        after = tf.minimum(after, chunk_size)
+        unit = tf.maximum(unit, 0)
+        unit_length = tf.gather(tf.concat([form_length, [0]], 0), tf.minimum(
+            tf.gather(first_prefix, piece_chunk) + unit, tf.size(form_length)))
+        return unit + tf.minimum(i - unit_length, tf.maximum(after - unit - 1, 0))
+
+    start = owner(a)
+    end = owner(tf.maximum(b - 1, 0)) + 1
+    empty = tf.equal(a, b)
+    at = tf.where(a < normal_size, start, chunk_size)
+    return tf.where(empty, at, start), tf.where(empty, at, end)

@@ -49,8 +49,9 @@ class FinetuningConfig(RunConfig):
         group="Model", flag="config_override", from_flag=config_fields.key_values,
         default_factory=dict)
     head: str = setting("auto", "text_classifier head: auto (the family's, as transformers "
-                        "has it), pooled (the pooler's output) or cls (the [CLS] hidden "
-                        "state).", group="Model", choices=("auto", "pooled", "cls"))
+                        "has it), pooled (the pooler's output), cls (the [CLS] hidden "
+                        "state) or mean (ModernBERT's mean pooling).", group="Model",
+                        choices=("auto", "pooled", "cls", "mean"))
     # === Data ===
     train_data: Optional[str] = setting(
         None, f"Training data: {DATA_HELP} (required, but for --multitask).", group="Data")

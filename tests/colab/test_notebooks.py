@@ -40,13 +40,8 @@ def run(notebook, cwd):
 
 
 @pytest.mark.slow
-def test_pretrain_bert_tpu_notebook_runs_on_cpu(tmp_path):
-    from kbert.data import corpora
-    from kbert.tokenizers.vocab_learning import learn_vocabulary, write_vocabulary
-
-    vocab = str(tmp_path / "vocab.txt")
-    write_vocabulary(learn_vocabulary(corpora.stdlib_docstrings(), 2000, max_sentences=4000),
-                     vocab)
+def test_pretrain_bert_tpu_notebook_runs_on_cpu(tmp_path, stdlib_vocab_file):
+    vocab = stdlib_vocab_file  # tests/conftest.py: learned once per run
     notebook = nbformat.read(ROOT / "colab" / "pretrain_bert_tpu.ipynb", as_version=4)
     with_parameters(notebook, PRESET="bert_tiny", VOCAB=vocab, SEQUENCE_LENGTH=32,
                     MAX_PREDICTIONS=5, GLOBAL_BATCH_SIZE=8, TRAIN_STEPS=20, STEPS_PER_LOOP=10,

@@ -9,7 +9,7 @@ import numpy as np
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf_tasks"
 FAMILIES = {"bert": "Bert", "distil_bert": "DistilBert", "albert": "Albert",
             "electra": "Electra", "roberta": "Roberta", "mobile_bert": "MobileBert",
-            "deberta_v3": "DebertaV2"}
+            "deberta_v3": "DebertaV2", "modern_bert": "ModernBert"}
 SEQ_LABELS = ["NEGATIVE", "NEUTRAL", "POSITIVE"]
 TOPICS = ["sports", "politics", "technology", "business"]
 NER_LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-MISC", "I-MISC"]

@@ -1,7 +1,9 @@
 """ModernBERT in Hugging Face format: the tiny checkpoints that transformers made
 (tests/fixtures/make_hf_modern_bert.py: a ModernBertModel with every bias off and a
 ModernBertForMaskedLM with every bias on, windows of 4 and 6 on 20 tokens, a global layer
-every 2nd) read with transformers' outputs on a padded batch, and written back."""
+every 2nd) read with transformers' outputs on a padded batch, and written back; the task
+checkpoints (tests/fixtures/make_modern_bert_tasks.py) are also read by
+test_task_checkpoints.py with every other family's."""
 
 import json
 import shutil
@@ -11,7 +13,7 @@ import pytest
 
 import kbert.convert
 from kbert.models import ModernBertBackbone, ModernBertPretrainer
-from tests.convert import _families
+from tests.convert import _families, _tasks
 
 FIXTURES = _families.FIXTURES
 ATOL = 1e-4
@@ -91,16 +93,44 @@ def test_written_checkpoints_read_back_the_same(tmp_path):
     _check_outputs(again.build(), "modern_bert_mlm")
 
 
-def test_task_checkpoints_are_refused_by_name_and_their_encoder_loads(tmp_path):
-    folder = tmp_path / "classifier"
-    shutil.copytree(FIXTURES / "modern_bert", folder)
-    config = json.loads((folder / "config.json").read_text())
-    config["architectures"] = ["ModernBertForSequenceClassification"]
-    (folder / "config.json").write_text(json.dumps(config))
-    with pytest.raises(ValueError, match=r"kbert reads ModernBERT's encoder and masked LM, not "
-                                         r"yet its task heads"):
-        kbert.convert.load(folder, task="auto")
-    assert type(kbert.convert.load(folder, task=None, head=None)) is ModernBertBackbone
+def test_a_task_checkpoint_with_task_none_is_its_encoder_not_a_masked_lm():
+    """A task checkpoint's head.dense / head.norm are its classifier's prediction head: with
+    task=None it loads as the encoder (the MLM's head needs the decoder it lacks)."""
+    checkpoint = kbert.convert.read(_tasks.FIXTURES / "modern_bert_seq_multi")
+    assert checkpoint.head is None
+    assert type(kbert.convert.load(_tasks.FIXTURES / "modern_bert_seq_multi",
+                                   task=None)) is ModernBertBackbone
+
+
+def test_a_classifier_pooling_other_than_the_config_goes_out_as_classifier_pooling(tmp_path):
+    """head="mean" on a backbone whose config says "cls": written as classifier_pooling
+    "mean" (transformers reads the pooling there), read back as the same model."""
+    from kbert.tasks import TextClassifier
+
+    backbone = kbert.convert.load(_tasks.FIXTURES / "modern_bert_seq_single", task=None)
+    assert backbone.config.classifier_pooling == "cls"
+    model = TextClassifier(backbone, num_classes=2, head="mean")
+    assert model.head == "mean" and model.prediction_head is not None
+    tokenizer = kbert.convert.load_tokenizer(_tasks.FIXTURES / "modern_bert_seq_single")
+    kbert.convert.save_hugging_face(model, tmp_path / "out", vocabulary=tokenizer)
+    written = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert (written["architectures"], written["classifier_pooling"]) == (
+        ["ModernBertForSequenceClassification"], "mean")
+    again = kbert.convert.load(tmp_path / "out")
+    assert again.head == "mean"
+    arrays = _tasks.reference("modern_bert_seq_single")
+    x = _tasks.features(arrays, model, "text_")
+    np.testing.assert_allclose(np.asarray(again(x)), np.asarray(model(x)), atol=1e-6)
+
+
+def test_mean_pooling_is_modern_berts_alone():
+    from kbert.models import BertBackbone
+    from kbert.tasks import TextClassifier
+
+    backbone = BertBackbone(vocabulary_size=30, num_layers=1, hidden_size=8, num_heads=2,
+                            intermediate_size=16)
+    with pytest.raises(ValueError, match="head='mean' is ModernBERT's mean pooling"):
+        TextClassifier(backbone, num_classes=2, head="mean")
 
 
 def test_rope_scaling_is_refused(tmp_path):
@@ -112,16 +142,3 @@ def test_rope_scaling_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"rope_scaling=.*kbert's ModernBERT has plain rotary"):
         kbert.convert.read(folder)
 
-
-def test_a_task_model_is_not_written_under_names_transformers_would_not_read(tmp_path):
-    """transformers' ModernBERT task classes put a prediction head (dense, activation, norm)
-    before the classifier, which kbert's task models do not have: writing one is refused, as
-    reading one is, and nothing is written."""
-    from kbert.tasks import TextClassifier
-
-    backbone = kbert.convert.load(FIXTURES / "modern_bert", head=None)
-    classifier = TextClassifier(backbone, num_classes=2)
-    with pytest.raises(ValueError, match="not yet its task heads"):
-        kbert.convert.save_hugging_face(classifier, tmp_path / "out",
-                                        vocabulary=["[PAD]", "[UNK]", "[CLS]", "[SEP]"])
-    assert not (tmp_path / "out" / "model.safetensors").exists()

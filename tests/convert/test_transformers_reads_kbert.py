@@ -3,7 +3,7 @@ missing or unexpected weight and the same outputs.
 
 tests/fixtures/make_transformers_reads_kbert.py had kbert write tiny random checkpoints of
 every family it writes (pretrainers of the eight families; classifiers, taggers, readers and
-sentence-transformers embedders of seven), loaded them with transformers 4.57 and
+sentence-transformers embedders of all eight), loaded them with transformers 4.57 and
 sentence-transformers 5.7 in a Python with torch, and kept the verdict (verdict.json: the
 class built, missing, unexpected and overridden weights, the tokenizer class, a digest of
 every file read) and transformers' outputs (outputs.npz). Here kbert writes the same

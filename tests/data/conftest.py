@@ -2,11 +2,7 @@ import pytest
 
 from kbert.data import corpora
 from kbert.tokenizers import SentencePieceTokenizer, WordPieceTokenizer
-from kbert.tokenizers.vocab_learning import (
-    learn_sentence_piece_model,
-    learn_vocabulary,
-    write_vocabulary,
-)
+from kbert.tokenizers.vocab_learning import learn_sentence_piece_model
 from tests.helpers import as_dataset
 
 
@@ -17,12 +13,10 @@ def stdlib_documents():
 
 
 @pytest.fixture(scope="session")
-def tokenizer(stdlib_documents, tmp_path_factory):
-    """A WordPiece vocab learned from part of the stdlib corpus (it has real ## pieces)."""
-    vocabulary = learn_vocabulary(as_dataset(stdlib_documents), 2000, max_sentences=4000)
-    path = str(tmp_path_factory.mktemp("vocab") / "vocab.txt")
-    write_vocabulary(vocabulary, path)
-    return WordPieceTokenizer(path)
+def tokenizer(stdlib_vocab_file):
+    """A WordPiece vocab learned from part of the stdlib corpus (it has real ## pieces): 2,000
+    from its first 4,000 sentences, learned once per run (tests/conftest.py)."""
+    return WordPieceTokenizer(stdlib_vocab_file)
 
 
 @pytest.fixture(scope="session")

@@ -80,6 +80,10 @@ FILES = {
         "context": "John lives in Paris.", "qas": [{
             "id": "q1", "question": "Where does John live?",
             "answers": [{"text": "Paris", "answer_start": 14}]}]}]}]}),
+    # ACLSum's splits as docs/summarization.md writes them: 16 windows, a batch of 16.
+    **{f"data/aclsum/{split}.jsonl": (json.dumps({
+        "document": "The cat sat on the mat. It was a sunny day.\n\nJohn lives in Paris.",
+        "summary": "John lives in Paris."}) + "\n") * 16 for split in ("train", "val", "test")},
 }
 
 
@@ -98,7 +102,26 @@ def make_folder(folder):
         (folder / name).write_text(text, encoding="utf-8")
     with gzip.open(folder / "corpus" / "part-1.txt.gz", "wt", encoding="utf-8") as f:
         f.write(FILES["corpus/part-0.txt"])
+    _summarizer(folder / "runs" / "aclsum")
     return folder
+
+
+def _summarizer(directory):
+    """A tiny `ExtractiveSummarizer` (random weights) as tools/finetune.py leaves one in
+    --model_dir: model.keras and the tokenizer's files (docs/summarization.md's
+    runs/aclsum)."""
+    import kbert.convert
+    import kbert.models
+    from kbert.export.saved_model import write_tokenizer_files
+    from kbert.tasks import ExtractiveSummarizer
+
+    tokenizer = kbert.convert.load_tokenizer(str(FIXTURES / FAMILY_CHECKPOINTS["bert"]))
+    config = kbert.models.FAMILIES["bert"].config(
+        **TINY, vocabulary_size=tokenizer.vocabulary_size)
+    directory.mkdir(parents=True)
+    ExtractiveSummarizer(kbert.models.build("bert", config, head=None)).save(
+        directory / "model.keras")
+    write_tokenizer_files(tokenizer, directory)
 
 
 def _family(name):

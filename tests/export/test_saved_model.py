@@ -33,16 +33,11 @@ def as_bytes(texts):
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    from kbert.data import corpora
+def exported(tmp_path_factory, stdlib_vocab_file):
     from kbert.tokenizers import WordPieceTokenizer
-    from kbert.tokenizers.vocab_learning import learn_vocabulary, write_vocabulary
 
     tmp = tmp_path_factory.mktemp("export")
-    vocab = str(tmp / "vocab.txt")
-    write_vocabulary(learn_vocabulary(corpora.stdlib_docstrings(), 2000, max_sentences=4000),
-                     vocab)
-    tokenizer = WordPieceTokenizer(vocab)
+    tokenizer = WordPieceTokenizer(stdlib_vocab_file)  # tests/conftest.py: learned once per run
     model = presets.load("bert_tiny", head="pretrainer", weights=None,
                          vocabulary_size=tokenizer.vocabulary_size, max_sequence_length=64)
     path = str(tmp / "saved_model")

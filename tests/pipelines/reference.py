@@ -20,31 +20,22 @@ def load(task):
         return json.load(f)
 
 
-# Known differences of kbert's pipelines from transformers' on the fixtures, not fixed here:
-# their cases are strict xfails (a fix makes them pass, and then fail until they are taken
+# Known differences of kbert's pipelines from transformers' on the fixtures, each with its
+# reason: their cases are strict xfails (a fix makes them pass, and then fail until they are taken
 # off these lists). (task, case index) -> the case's model.
 
-# DeBERTa-v3's SentencePiece model with the releases' nmt_nfkc normalization: kbert gives the
-# same ids as transformers, but other character offsets in one text of these cases,
-# "e\u0301tude ab\u200bcd soft\u00adhyphen tab\u0000null": nmt_nfkc makes U+200B a space
-# inside the word "ab\u200bcd", which kbert.tokenizers.offsets.Rule does not know (its pieces
-# get the whole word's span, 6-12, for transformers' 6-8 and 11-12), and an accent composed
-# with the letter before it ("e\u0301" -> "é") spans both characters in kbert (0-2) and the
-# first in transformers (0-1). (Accented words, "café", "Résumé", are right: the rule strips
-# accents only for ALBERT's preprocessing.)
-NFKC_OFFSETS_DIFFER = {("token_classification", i): "hf_tasks/deberta_v3_token"
-                       for i in (40, 41, 42, 43, 44)}
-# transformers' DeBERTa has no absolute positions and runs a text of any length (here 5,921
-# tokens past max_position_embeddings=128); kbert refuses one longer than the config's
-# max_sequence_length (InputTooLongError).
+# A divergence by design, not a bug: transformers' DeBERTa has no absolute positions and
+# runs a text of any length (here 5,921 tokens past max_position_embeddings=128), far past
+# the lengths the model was trained on and its relative-position buckets tell apart; kbert
+# holds every model, DeBERTa-v3 too, to its config's max_sequence_length, and an untruncated
+# longer text is an InputTooLongError that names its length (as for every other family,
+# where transformers fails inside torch: reference.ERRORS).
 LONGER_THAN_POSITIONS = {("text_classification", 110): "hf_tasks/deberta_v3_seq_single"}
 _KNOWN = [
-    (NFKC_OFFSETS_DIFFER, AssertionError,
-     "DeBERTa-v3: kbert's offsets of pieces of words that nmt_nfkc normalizes differ "
-     "(reference.NFKC_OFFSETS_DIFFER)"),
     (LONGER_THAN_POSITIONS, ValueError,
-     "DeBERTa-v3: transformers runs texts past max_position_embeddings, kbert refuses them "
-     "(reference.LONGER_THAN_POSITIONS)"),
+     "DeBERTa-v3, by design: transformers runs texts past max_position_embeddings (no "
+     "absolute positions); kbert holds every model to its max_sequence_length and refuses a "
+     "longer untruncated text with InputTooLongError (reference.LONGER_THAN_POSITIONS)"),
 ]
 
 
@@ -97,21 +88,6 @@ def assert_same(ours, theirs, path="output", tolerance=TOLERANCE):
         assert ours == theirs and type(ours) is type(theirs), f"{path}: {ours!r} != {theirs!r}"
 
 
-# Every text kbert tokenizes otherwise than the reference's tokenizer, with the model: the
-# fixtures' ALBERT SentencePiece model normalises nothing ("identity"), and transformers' fast
-# ALBERT tokenizer then makes tabs, newlines and runs of spaces tokens of their own, where
-# ALBERT's own tokenizer (and kbert's, and transformers' slow one) first turns whitespace
-# runs into one space. The references use the slow tokenizer wherever the pipeline works the
-# same with it (tests/fixtures/make_pipeline_reference.load); token classification and
-# question answering need a fast tokenizer's offsets, so their ALBERT cases on these texts
-# run without comparison. Any other difference fails; tests/pipelines/test_encoding.py
-# checks that these are exactly the texts that differ.
-_ALBERT_WHITESPACE = ("   \t\n  ", "Paris   is\tthe  capital\n\nof   France .")
-DIVERGENT = frozenset(
-    (f"hf_tasks/albert_{kind}", text)
-    for kind in ("token", "qa")
-    for text in _ALBERT_WHITESPACE)
-
 # transformers' error (type, start of its message) -> kbert's (class, a phrase of its
 # message): the refusal an input must get. transformers fails on a text longer than the
 # position table inside torch (BERT: the segment buffer; RoBERTa: the positions it derives
@@ -159,28 +135,19 @@ def check(task, index, run, tokenizer_ids):
     error: `expected_error`) with the reference.
 
     `tokenizer_ids(text)` gives kbert's ids (with [CLS] / [SEP]); they must be the
-    reference's, but for the (model, text) pairs of `DIVERGENT`, whose cases run without
-    comparison and are skipped.
+    reference's on every text of the case (ALBERT's references are its slow tokenizer's
+    ids: tests/fixtures/make_pipeline_reference.load).
     """
     reference = load(task)
     case = reference["cases"][index]
     inputs = expand(task, case["inputs"])
     known = reference["input_ids"][case["model"]]
     for text in pipeline_inputs.texts_of(inputs):
-        if text not in known:
-            continue
-        ours = list(tokenizer_ids(text))
-        if ours == known[text]:
-            continue
-        assert (case["model"], text) in DIVERGENT, (
-            f"kbert tokenizes {text!r} otherwise than transformers' tokenizer of "
-            f"{case['model']}: {ours} != {known[text]}")
-        try:  # no comparison, but no crash either: a result or a clear error
-            run(inputs, case["options"])
-        except ValueError as error:
-            assert str(error)
-        pytest.skip(f"kbert tokenizes {text!r} otherwise than transformers' fast ALBERT "
-                    "tokenizer, which this pipeline needs (reference.DIVERGENT)")
+        if text in known:
+            ours = list(tokenizer_ids(text))
+            assert ours == known[text], (
+                f"kbert tokenizes {text!r} otherwise than transformers' tokenizer of "
+                f"{case['model']}: {ours} != {known[text]}")
     if "error" in case:
         cls, phrase = expected_error(case["error"])
         with pytest.raises(cls) as caught:

@@ -1,5 +1,5 @@
-"""The reference comparison itself: a tokenization difference outside reference.DIVERGENT
-fails (it is not skipped), and a refusal must be kbert's error for transformers' one."""
+"""The reference comparison itself: a tokenization difference fails (it is not skipped),
+and a refusal must be kbert's error for transformers' one."""
 
 import json
 

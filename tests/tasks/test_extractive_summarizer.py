@@ -2,6 +2,9 @@
 greedy ROUGE oracle, trigram blocking, offsets into the document, the model, the pipeline,
 and a tiny model that learns a planted rule and beats lead-1."""
 
+import re
+from pathlib import Path
+
 import keras
 import numpy as np
 import pytest
@@ -19,6 +22,7 @@ from kbert.tokenizers import WordPieceTokenizer
 from tests.tasks import _checks
 from tests.tasks._checks import inputs_for, tiny_backbone
 
+ROOT = Path(__file__).resolve().parents[2]
 WORDS = ["the", "of", "to", "and", "in", "it", "that", "was", "for", "on", "with", "as",
          "they", "at", "one", "this", "from", "or", "had", "by", "word", "but", "what", "some"]
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -74,6 +78,25 @@ def test_greedy_oracle_picks_the_best_pair_and_stops_when_nothing_helps():
     assert oracle.greedy_oracle(["Nothing related."], reference) == []
     with pytest.raises(ValueError, match="`size` must be an integer >= 1, got 0"):
         oracle.greedy_oracle(sentences, reference, size=0)
+
+
+def test_oracle_labels_mark_the_cls_of_the_oracle_sentences_in_every_window():
+    """The training labels: 1 at the [CLS] of each sentence the oracle picks, wherever its
+    window falls; the label weights: 1 at every sentence's [CLS], nowhere else."""
+    tok = tokenizer()
+    document = ("The word was one. It had the key. On it was that. The key was one word. "
+                "As for this, it was.")
+    data = SummaryData([SummaryExample(document, "It had the key. The key was one word.")])
+    encoded = features.encode_summaries(data, tok, 16)
+    assert encoded.oracles == [[1, 3]]
+    assert [w.first for _, w in encoded.rows] == [0, 2, 4]  # two sentences to a window
+    labels, weights = encoded.labels["labels"], encoded.labels["label_weights"]
+    for r, (_, window) in enumerate(encoded.rows):
+        assert np.flatnonzero(weights[r]).tolist() == window.positions.tolist()
+        picked = [p for k, p in enumerate(window.positions) if window.first + k in (1, 3)]
+        assert np.flatnonzero(labels[r]).tolist() == picked
+        assert all(encoded.features["token_ids"][r, p] == tok.cls_id for p in picked)
+    assert labels.sum() == 2
 
 
 def test_trigram_blocking_skips_a_sentence_repeating_a_chosen_trigram():
@@ -186,10 +209,10 @@ def test_summaries_file_and_rouge(tmp_path):
     assert scores == {"rouge1": 0.5, "rouge2": 0.5, "rougeL": 0.5}
 
 
-def test_the_saved_models_summarize_as_the_pipeline(tmp_path):
+def test_the_saved_models_summarize_as_the_pipeline(tmp_path, monkeypatch):
     """export_saved_model's `serving_default` and pipeline.export take documents and choose
     the pipeline's sentences (windows, trigram blocking) in the graph; DistilBERT has no
-    segment ids."""
+    segment ids. docs/summarization.md's serving example runs on the export."""
     import tensorflow as tf
 
     from kbert.export import export_saved_model
@@ -213,3 +236,15 @@ def test_the_saved_models_summarize_as_the_pipeline(tmp_path):
                 " ".join(s["text"].split()) for s in chosen]
             np.testing.assert_allclose(out["scores"].numpy()[row, :count],
                                        [s["score"] for s in chosen], atol=1e-5)
+    [serve_example] = [block for block in re.findall(
+        r"```python\n(.*?)```", (ROOT / "docs" / "summarization.md").read_text(), re.S)
+        if "tf.saved_model.load" in block]
+    (tmp_path / "runs" / "aclsum").mkdir(parents=True)
+    (tmp_path / "runs" / "aclsum" / "export").symlink_to(tmp_path / "model")
+    monkeypatch.chdir(tmp_path)
+    namespace = {"document": documents[0]}
+    exec(serve_example, namespace)
+    [answer] = pipe(documents[0])
+    assert namespace["count"] == len(answer["sentences"])
+    np.testing.assert_allclose(namespace["scores"], [s["score"] for s in answer["sentences"]],
+                               atol=1e-5)

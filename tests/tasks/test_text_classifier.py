@@ -56,6 +56,14 @@ def test_head_is_transformers_head_layer_for_layer(family):
         pk, pb = model.pre_classifier.weights
         k, b = model.classifier.weights
         expected = np.maximum(cls @ _np(pk) + _np(pb), 0) @ _np(k) + _np(b)
+    elif family == "modern_bert":  # [CLS] -> dense -> GELU -> LayerNorm -> dropout -> classifier
+        assert names[1:] == ["pooling", "prediction_head", "dropout", "classifier"]
+        head = model.prediction_head
+        h = cls @ _np(head.dense.kernel)  # no biases: the released configs'
+        h = 0.5 * h * (1 + erf(h / np.sqrt(2)))
+        h = (h - h.mean(-1, keepdims=True)) / np.sqrt(h.var(-1, keepdims=True) + 1e-5)
+        k, b = model.classifier.weights
+        expected = (h * _np(head.norm.gamma)) @ _np(k) + _np(b)
     else:  # Electra/RobertaClassificationHead (DeBERTa-v3: ContextPooler + classifier):
         # dense -> exact GELU (RoBERTa: tanh) -> out_proj
         assert names[1:] == ["classifier"] and isinstance(model.classifier, ClassificationHead)
@@ -87,8 +95,10 @@ def test_explicit_heads():
     assert pooled.head == "pooled" and not isinstance(pooled.classifier, ClassificationHead)
     with pytest.raises(ValueError, match="has no pooler: use head='cls'"):
         TextClassifier(tiny_backbone("distil_bert"), num_classes=2, head="pooled")
-    with pytest.raises(ValueError, match="Unknown head 'mean'"):
+    with pytest.raises(ValueError, match="head='mean' is ModernBERT's mean pooling"):
         TextClassifier(tiny_backbone("bert"), num_classes=2, head="mean")
+    with pytest.raises(ValueError, match="Unknown head 'max'"):
+        TextClassifier(tiny_backbone("bert"), num_classes=2, head="max")
 
 
 def test_text_pairs_read_the_segments():

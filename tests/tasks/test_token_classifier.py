@@ -79,7 +79,9 @@ def test_without_weights_the_padding_is_ignored():
 def test_head_is_dropout_then_classifier(family):
     model = TokenClassifier(tiny_backbone(family), num_classes=3)
     names = [layer.name for layer in model.layers[len(model.input):]]
-    assert names[1:] == ["dropout", "classifier"]
+    # ModernBERT's prediction head (dense + activation + LayerNorm) comes first.
+    head = ["prediction_head"] if family == "modern_bert" else []
+    assert names[1:] == head + ["dropout", "classifier"]
     # transformers: classifier_dropout / hidden_dropout_prob; ALBERT's classifier_dropout_prob
     # (0.1; its backbone has no dropout); DistilBERT's dropout; MobileBERT's hidden dropout
     # is 0, as ModernBERT's classifier_dropout.
@@ -89,6 +91,8 @@ def test_head_is_dropout_then_classifier(family):
     kernel, bias = model.classifier.weights
     bias.assign(rng.normal(size=bias.shape).astype("float32"))
     sequence = numpy_outputs(model.backbone, x)["sequence_output"]
+    if head:  # the layer test_text_classifier.py recomputes in numpy
+        sequence = keras.ops.convert_to_numpy(model.prediction_head(sequence))
     expected = sequence @ keras.ops.convert_to_numpy(kernel) + keras.ops.convert_to_numpy(bias)
     np.testing.assert_allclose(numpy_outputs(model, x), expected, atol=1e-5)
 

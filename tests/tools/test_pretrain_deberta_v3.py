@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.tools.test_pretrain import (ENV, ROOT, parse_flags, run_tool, small_run_flags,  # noqa: F401
+from tests.tools.test_pretrain import (ENV, ROOT, parse_flags, run_here, small_run_flags,  # noqa: F401
                                        vocab_file)
 
 DEBERTA_V3_FLAGS = ROOT / "tools" / "flags" / "deberta_v3.flags"
@@ -149,8 +149,8 @@ def test_deberta_v3_rtd_learns_from_raw_text_and_serves_the_discriminator(tmp_pa
                  train_steps=400, steps_per_loop=200, learning_rate=6e-3,
                  warmup_steps=20, seed=1, verbose=2, model_dir=model_dir,
                  export_dir=export_dir)
-    result = run_tool([f"--{k}={v}" for k, v in flags.items()]
-                      + [f"--config_override={k}={v}" for k, v in TINY.items()], timeout=900)
+    result = run_here([f"--{k}={v}" for k, v in flags.items()]
+                      + [f"--config_override={k}={v}" for k, v in TINY.items()])
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Learning a sentencepiece vocabulary (~1000 tokens)" in result.stdout
     assert "Exported the discriminator" in result.stdout, result.stdout[-2000:]
@@ -205,7 +205,7 @@ def test_deberta_v3_masked_lm_trains_and_exports(tmp_path, vocab_file):  # noqa:
     overrides = ["--config_override=num_layers=2", "--config_override=hidden_size=32",
                  "--config_override=num_heads=2", "--config_override=intermediate_size=64",
                  "--config_override=position_buckets=8"]
-    result = run_tool(small_run_flags(model_dir, vocab_file, steps=20,
+    result = run_here(small_run_flags(model_dir, vocab_file, steps=20,
                                       preset="deberta_v3_xsmall", objective="mlm",
                                       export_dir=export_dir) + overrides)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.tools.test_pretrain import ENV, ROOT, parse_flags, run_tool
+from tests.tools.test_pretrain import ENV, ROOT, parse_flags, run_here
 
 ROBERTA_FLAGS = ROOT / "tools" / "flags" / "roberta.flags"
 TINY = dict(num_layers=2, hidden_size=128, num_heads=2, intermediate_size=512,
@@ -119,8 +119,8 @@ def test_roberta_learns_from_raw_text_with_its_own_byte_pair_vocabulary(tmp_path
                  global_batch_size=32, train_steps=300, steps_per_loop=100,
                  learning_rate=2e-3, warmup_steps=20, seed=1, verbose=2, model_dir=model_dir,
                  export_dir=export_dir)
-    result = run_tool([f"--{k}={v}" for k, v in flags.items()] + ["--nolowercase"]
-                      + [f"--config_override={k}={v}" for k, v in TINY.items()], timeout=1200)
+    result = run_here([f"--{k}={v}" for k, v in flags.items()] + ["--nolowercase"]
+                      + [f"--config_override={k}={v}" for k, v in TINY.items()])
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Learning a bpe vocabulary (~2000 tokens)" in result.stdout
     assert (model_dir / "vocab.json").exists() and (model_dir / "merges.txt").exists()

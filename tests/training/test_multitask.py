@@ -84,6 +84,69 @@ def test_the_best_epoch_by_the_mean_or_by_one_head():
     assert best("b/f1")["epoch"] == 3
 
 
+# === The loop: each head learns its own task on the shared backbone ===
+
+def _head_data(rng, rows, length=8):
+    """Random ids of 3..19: the classifier's label is whether the row starts with id 5
+    (else 6), the tagger's tag is 1 on every id 7."""
+    ids = rng.integers(3, 20, size=(rows, length)).astype("int32")
+    ids[ids == 5] = 6
+    labels = rng.integers(0, 2, size=rows).astype("int32")
+    ids[:, 0] = np.where(labels, 5, 6)
+    inputs = {"token_ids": ids, "segment_ids": np.zeros_like(ids),
+              "padding_mask": np.ones_like(ids)}
+    return inputs, labels, (ids == 7).astype("int32")
+
+
+def test_each_head_learns_its_task_in_the_multitask_loop():
+    """A classifier (does the row start with id 5?) and a tagger (which ids are 7?) on one
+    tiny BERT, trained by `multitask_loop.train` on a random sequence of heads (60 steps of
+    16 rows):
+    each head's accuracy on fresh rows of its task rises from chance (the classifier's 50%;
+    the tagger's 1 - share of 7s, by tagging all 0) to over 95%."""
+    import keras
+
+    from kbert.models import BertBackbone
+    from kbert.tasks.text_classification.model import TextClassifier
+    from kbert.tasks.token_classification.model import TokenClassifier
+    from kbert.training.multitask_loop import MultiTaskModel, train
+
+    keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(0)
+    backbone = BertBackbone(vocabulary_size=20, num_layers=1, hidden_size=32, num_heads=2,
+                            intermediate_size=64, max_sequence_length=8, dropout=0.0,
+                            attention_dropout=0.0)
+    heads = {"cls": TextClassifier(backbone, num_classes=2, dropout=0.0),
+             "tag": TokenClassifier(backbone, num_classes=2, dropout=0.0)}
+    optimizer = keras.optimizers.Adam(3e-3)
+    for model in heads.values():
+        model.compile(optimizer=optimizer)
+    model = MultiTaskModel(heads, backbone, optimizer)
+    optimizer.build(model.trainable_variables)  # both heads' slots, as build_model does
+
+    def stream(which, seed):
+        batches = np.random.default_rng(seed)
+        while True:
+            inputs, labels, tags = _head_data(batches, 16)
+            yield inputs, (labels if which == "cls" else tags)
+
+    test, labels, tags = _head_data(rng, 256)
+
+    def accuracy():
+        predicted = {name: head.predict(test, verbose=0).argmax(-1)
+                     for name, head in heads.items()}
+        return (float(np.mean(predicted["cls"] == labels)),
+                float(np.mean(predicted["tag"] == tags)))
+
+    before = accuracy()
+    sequence = task_sampling.task_sequence([1, 1], "proportional", 60, seed=0)
+    train(model, sequence, {"cls": stream("cls", 1), "tag": stream("tag", 2)}, epochs=1,
+          steps_per_epoch=60, verbose=0)
+    after = accuracy()
+    assert before[0] < 0.7 and before[1] < 0.95, before
+    assert after[0] > 0.95 and after[1] > 0.95, (before, after)
+
+
 # === The flags ===
 
 def parse(args):
@@ -253,6 +316,32 @@ def test_a_two_head_run_trains_both_heads_and_the_backbone_and_scores_both(whole
         np.testing.assert_array_equal(after["cls"][path], after["ner"][path])
 
 
+def _docs_examples(tmp_path):
+    """docs/multitask.md's blocks that this file runs (a pipeline per head, the SavedModel's
+    signatures), run as written in a folder where the page's runs/mt is the fixture's run.
+    Returns their namespaces, in the page's order."""
+    from tests.docs import blocks
+
+    found = [block for block, _ in blocks.markdown_blocks(ROOT / "docs" / "multitask.md")
+             if block and (block.marker("example") or "").startswith(
+                 "run by tests/training/test_multitask.py")]
+    assert len(found) == 2, [block.where for block in found]
+    folder = tmp_path / "docs_examples"
+    (folder / "runs" / "mt").mkdir(parents=True, exist_ok=True)
+    for name, target in (("cls", "run/cls"), ("ner", "run/ner"), ("export", "export")):
+        if not (folder / "runs" / "mt" / name).exists():
+            (folder / "runs" / "mt" / name).symlink_to(tmp_path / target)
+    before, namespaces = os.getcwd(), {}
+    os.chdir(folder)
+    try:
+        for block in found:
+            namespaces[block.where] = {}
+            exec(compile(block.code, block.where, "exec"), namespaces[block.where])
+    finally:
+        os.chdir(before)
+    return list(namespaces.values())
+
+
 @pytest.mark.slow
 def test_the_exported_saved_model_gives_each_heads_predictions(whole_run):
     import tensorflow_text  # noqa: F401 - the tokenizer's ops
@@ -280,6 +369,16 @@ def test_the_exported_saved_model_gives_each_heads_predictions(whole_run):
     labels = exported.signatures["cls"](text=tf.constant(texts))["label"].numpy()
     assert set(labels) <= {b"no", b"yes"}
     assert "entity_types" in exported.signatures["ner"](text=tf.constant(texts))
+
+    # docs/multitask.md's examples on this run: each head's pipeline gives what its
+    # signatures give.
+    pipelines, signatures = _docs_examples(tmp_path)
+    texts = ["he was at the one", "she and he was at the one"]
+    assert [row["label"] for row in pipelines["classify"](texts)] == [
+        label.decode() for label in signatures["labels"].numpy()]
+    for text, types in zip(texts, signatures["entities"].numpy()):
+        tagged = pipelines["tag"](text, aggregation_strategy="simple")
+        assert [e["entity_group"] for e in tagged] == [t.decode() for t in types if t], text
 
 
 class Interrupted(Exception):

@@ -6,7 +6,9 @@ import keras
 from kbert.models.backbone import Backbone, layer_from_config
 from kbert.models.modern_bert.modern_bert_config import ModernBertConfig
 from kbert.models.modern_bert.modern_bert_encoder import ModernBertEncoder
-from kbert.models.modern_bert.modern_bert_layers import ModernBertEmbeddings
+from kbert.models.modern_bert.modern_bert_layers import (
+    ModernBertEmbeddings, ModernBertPredictionHead,
+)
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -29,6 +31,8 @@ class ModernBertBackbone(Backbone):
     """
 
     config_class = ModernBertConfig
+    # transformers' ModernBert*For<Task>: dense + activation + LayerNorm before the classifier.
+    prediction_head_class = ModernBertPredictionHead
 
     def make_layers(self, config, dtype):
         embeddings = layer_from_config(ModernBertEmbeddings, config, dtype=dtype,

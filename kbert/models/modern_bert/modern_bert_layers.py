@@ -112,3 +112,56 @@ class ModernBertMaskedLMHead(MaskedLMHead):
         config.update(classifier_bias=self.classifier_bias, norm_bias=self.norm_bias,
                       decoder_bias=self.decoder_bias)
         return config
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class ModernBertPredictionHead(_utils.SettingsConfig, keras.layers.Layer):
+    """transformers' `ModernBertPredictionHead`, which its task models put between the
+    encoder and the classifier: dense(H) (a bias where `classifier_bias`) ->
+    `classifier_activation` -> LayerNorm (a bias where `norm_bias`). The masked LM's head
+    computes the same before its decoder (`ModernBertMaskedLMHead`).
+
+    Its arguments are the `ModernBertConfig` fields of the same names.
+
+    Args:
+        classifier_activation: the activation after the dense layer.
+        classifier_bias: whether the dense layer has a bias.
+        norm_bias: whether the LayerNorm has a bias (beta).
+        layer_norm_epsilon: the LayerNorm's epsilon.
+        initializer_range: the stddev of the dense kernel's truncated-normal initializer.
+
+    Call args:
+        inputs: float [..., H]: a pooled vector [B, H] or the sequence [B, S, H].
+
+    Returns:
+        float [..., H].
+    """
+
+    def __init__(self, classifier_activation="gelu", classifier_bias=False, norm_bias=False,
+                 layer_norm_epsilon=1e-5, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        _utils.get_activation(classifier_activation)
+        _utils.keep_settings(self, classifier_activation=classifier_activation,
+                             classifier_bias=bool(classifier_bias), norm_bias=bool(norm_bias),
+                             layer_norm_epsilon=layer_norm_epsilon,
+                             initializer_range=initializer_range)
+
+    def build(self, inputs_shape):
+        width = inputs_shape[-1]
+        self.dense = keras.layers.Dense(
+            width, activation=_utils.get_activation(self.classifier_activation),
+            use_bias=self.classifier_bias,
+            kernel_initializer=_utils.truncated_normal(self.initializer_range),
+            dtype=self.dtype_policy, name="dense")
+        self.norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, center=self.norm_bias, dtype=self.dtype_policy,
+            name="norm")
+        self.dense.build(tuple(inputs_shape))
+        self.norm.build(tuple(inputs_shape))
+        self.built = True
+
+    def call(self, inputs):
+        return self.norm(self.dense(inputs))
+
+    def compute_output_shape(self, inputs_shape):
+        return tuple(inputs_shape)

@@ -42,7 +42,8 @@ class SpanLogits(keras.layers.Layer):
 @keras.saving.register_keras_serializable(package="kbert")
 class QuestionAnswerer(task_lib.Task, keras.Model):
     """Sequence output -> `qa_outputs` dense(2) -> start and end logits, as transformers'
-    `*ForQuestionAnswering` (DistilBERT's has a `dropout` before `qa_outputs`).
+    `*ForQuestionAnswering` (DistilBERT's has a `dropout` before `qa_outputs`; ModernBERT's
+    puts its `prediction_head`, dense + activation + LayerNorm, before that dropout).
 
     Padded positions get a logit of -1e9 (in float32), so that they never win an argmax and
     take no probability in the loss. Position 0 ([CLS]) is a real token: SQuAD v2 points
@@ -51,7 +52,8 @@ class QuestionAnswerer(task_lib.Task, keras.Model):
     Args:
         backbone: a kbert backbone (BERT, ALBERT, DistilBERT, ELECTRA).
         dropout: rate of the dropout before `qa_outputs`; `None`: transformers' default
-            (DistilBERT 0.1, the other families 0).
+            (DistilBERT 0.1, ModernBERT its config's `classifier_dropout`, the other
+            families 0).
 
     Inputs (a dict): the backbone's inputs, int [B, S] (question as segment 0, context as
         segment 1).
@@ -72,10 +74,13 @@ class QuestionAnswerer(task_lib.Task, keras.Model):
         dropout_layer = keras.layers.Dropout(dropout, dtype=policy, name="dropout")
         qa_outputs = task_lib.dense_layer(backbone, 2, "qa_outputs")
         span_logits = SpanLogits(dtype=policy, name="span_logits")
+        prediction_head = task_lib.prediction_head(backbone)
 
         # === Functional model ===
         inputs = task_lib.backbone_inputs(backbone)
         sequence = backbone(inputs)["sequence_output"]  # [B, S, H]
+        if prediction_head is not None:
+            sequence = prediction_head(sequence)  # [B, S, H]
         logits = qa_outputs(dropout_layer(sequence))  # [B, S, 2]
         start, end = span_logits(logits, inputs["padding_mask"])  # [B, S] each
         super().__init__(inputs=inputs, outputs={"start_logits": start, "end_logits": end},
@@ -83,6 +88,7 @@ class QuestionAnswerer(task_lib.Task, keras.Model):
 
         # === Config ===
         self._init_task(backbone, dropout=dropout)
+        self.prediction_head = prediction_head
         self.qa_outputs = qa_outputs
 
     def default_loss(self):

@@ -7,13 +7,16 @@ from kbert.tasks import task as task_lib
 from kbert.tasks._heads import ClassificationHead, TokenPooling
 
 PROBLEM_TYPES = ("single_label", "multi_label", "regression")
-HEADS = ("auto", "pooled", "cls")
+HEADS = ("auto", "pooled", "cls", "mean")
 # The head of transformers' *ForSequenceClassification: BERT, ALBERT and MobileBERT read the
 # pooler (MobileBERT's is the first token as it is, without classifier_activation),
 # DistilBERT, ELECTRA and RoBERTa (no trained pooler) the [CLS] (<s>) hidden state;
 # DeBERTa-v3's ContextPooler (dense + GELU on [CLS]) and classifier compute ELECTRA's head.
 _AUTO_HEAD = {"bert": "pooled", "albert": "pooled", "distil_bert": "cls", "electra": "cls",
               "roberta": "cls", "deberta_v3": "cls", "mobile_bert": "pooled", "modern_bert": "cls"}
+# Families whose sequence classifier reads the sequence either way (ModernBERT's
+# `classifier_pooling`: "cls" or "mean", then its prediction head); the others have one head.
+_POOLING_HEADS = {"modern_bert": ("cls", "mean")}
 # The activation of the "cls" `ClassificationHead`: ELECTRA's GELU, RoBERTa's tanh
 # (transformers' `RobertaClassificationHead`).
 _CLS_ACTIVATION = {"roberta": "tanh"}
@@ -31,6 +34,12 @@ def family_head(family):
     return _AUTO_HEAD[family]
 
 
+def family_heads(family):
+    """The `head`s that have the layout of transformers' `*ForSequenceClassification` of
+    `family`: ModernBERT's "cls" and "mean", one for any other family (`family_head`)."""
+    return _POOLING_HEADS.get(family, (family_head(family),))
+
+
 @keras.saving.register_keras_serializable(package="kbert")
 class TextClassifier(task_lib.Task, keras.Model):
     """A classification or regression head on a kbert backbone, for single texts and pairs
@@ -45,6 +54,10 @@ class TextClassifier(task_lib.Task, keras.Model):
     - "cls" on any other family (ELECTRA's, RoBERTa's): `classifier`, a `ClassificationHead`
       ([CLS] hidden -> dropout -> dense(H) -> GELU (RoBERTa: tanh) -> dropout -> `out_proj`
       dense(N)).
+    - "cls" or "mean" on ModernBERT (its `classifier_pooling`): the first token's hidden
+      state or the mean over the real tokens (`pooling`) -> `prediction_head` (dense(H) ->
+      activation -> LayerNorm, `kbert.models.ModernBertPredictionHead`) -> `dropout` ->
+      `classifier` dense(N).
 
     Args:
         backbone: a kbert backbone (BERT, ALBERT, DistilBERT, ELECTRA, RoBERTa).
@@ -53,7 +66,8 @@ class TextClassifier(task_lib.Task, keras.Model):
         problem_type: "single_label" (softmax over the classes; labels int [B]),
             "multi_label" (a sigmoid per class; labels multi-hot [B, N]) or "regression"
             (one value, e.g. STS-B; labels float [B]).
-        head: "auto" (the family's, above), "pooled" or "cls".
+        head: "auto" (the family's, above; ModernBERT: its config's `classifier_pooling`),
+            "pooled", "cls" or "mean" (ModernBERT only).
         dropout: the head's dropout rate; `None`: transformers' default for the family
             (the backbone's dropout; ALBERT 0.1, DistilBERT 0.2).
         label_names: a name per class (strings), kept in the config for exports; or `None`.
@@ -106,8 +120,12 @@ class TextClassifier(task_lib.Task, keras.Model):
                 "which needs problem_type_declared=True.")
         if head not in HEADS:
             raise ValueError(f"Unknown head {head!r}. Allowed: {', '.join(HEADS)}.")
+        prediction_head = task_lib.prediction_head(backbone)
         if head == "auto":
-            head = family_head(family)
+            head = getattr(backbone.config, "classifier_pooling", None) or family_head(family)
+        if head == "mean" and prediction_head is None:
+            raise ValueError(f"head='mean' is ModernBERT's mean pooling; a {family} "
+                             f"TextClassifier has head 'auto', 'pooled' or 'cls'.")
         if head == "pooled" and not backbone.has_pooler:
             raise ValueError(f"{type(backbone).__name__} has no pooler: use head='cls'.")
         dropout = task_lib.head_dropout(backbone, "classifier", dropout)
@@ -117,8 +135,13 @@ class TextClassifier(task_lib.Task, keras.Model):
         initializer = _utils.truncated_normal(config.initializer_range)
 
         # === Layers ===
-        pre_classifier = dropout_layer = cls_token = None
-        if head == "cls" and family != "distil_bert":
+        pre_classifier = dropout_layer = cls_token = pooling = None
+        if prediction_head is not None and head != "pooled":
+            pooling = TokenPooling(head, dtype=policy, name="pooling")
+            dropout_layer = keras.layers.Dropout(dropout, dtype=policy, name="dropout")
+            classifier = task_lib.dense_layer(backbone, num_classes, "classifier",
+                                              initializer=initializer)
+        elif head == "cls" and family != "distil_bert":
             classifier = ClassificationHead(
                 num_classes, dropout=dropout, activation=_CLS_ACTIVATION.get(family, "gelu"),
                 initializer_range=config.initializer_range, dtype=policy, name="classifier",
@@ -138,6 +161,9 @@ class TextClassifier(task_lib.Task, keras.Model):
         features = backbone(inputs)
         if head == "pooled":
             logits = classifier(dropout_layer(features["pooled_output"]))  # [B, N]
+        elif pooling is not None:
+            x = pooling(features["sequence_output"], inputs["padding_mask"])  # [B, H]
+            logits = classifier(dropout_layer(prediction_head(x)))  # [B, N]
         elif cls_token is not None:
             x = pre_classifier(cls_token(features["sequence_output"]))  # [B, H]
             logits = classifier(dropout_layer(x))  # [B, N]
@@ -150,6 +176,7 @@ class TextClassifier(task_lib.Task, keras.Model):
                         dropout=dropout, label_names=label_names,
                         problem_type_declared=bool(problem_type_declared))
         self.pre_classifier = pre_classifier
+        self.prediction_head = prediction_head if pooling is not None else None
         self.classifier = classifier
 
     @property

