@@ -31,10 +31,32 @@ EXPECTED = {  # name: (layers, hidden, heads), from the issue and the papers
     "mobile_bert": (24, 512, 4),
     "tiny_bert_4l_312": (4, 312, 12),
     "tiny_bert_6l_768": (6, 768, 12),
+    # ModernBERT, Ettin and mmBERT (their config.json files and training configs).
+    "modern_bert_base": (22, 768, 12),
+    "modern_bert_large": (28, 1024, 16),
+    "ettin_encoder_17m": (7, 256, 4),
+    "ettin_encoder_32m": (10, 384, 6),
+    "ettin_encoder_68m": (19, 512, 8),
+    "ettin_encoder_150m": (22, 768, 12),
+    "ettin_encoder_400m": (28, 1024, 16),
+    "ettin_encoder_1b": (28, 1792, 28),
+    "mm_bert_small": (22, 384, 6),
+    "mm_bert_base": (22, 768, 12),
+    # The domain BERTs: BERT-Base's shape (CodeBERT: RoBERTa-Base's).
+    **{name: (12, 768, 12) for name in ("sci_bert", "bio_bert", "clinical_bert", "fin_bert",
+                                        "legal_bert", "code_bert")},
 }
 # TinyBERT-4's feed-forward width is 1200, not 4 x 312 (Jiao et al. 2020).
-INTERMEDIATE_SIZES = {"tiny_bert_4l_312": 1200}
-VOCABULARY_SIZES = {"albert": 30000, "roberta": 50265, "deberta_v3": 128100}  # others: 30522
+# ModernBERT's is the width of the GeGLU's gated half (transformers' intermediate_size).
+INTERMEDIATE_SIZES = {"tiny_bert_4l_312": 1200, "modern_bert_base": 1152,
+                      "modern_bert_large": 2624, "ettin_encoder_17m": 384,
+                      "ettin_encoder_32m": 576, "ettin_encoder_68m": 768,
+                      "ettin_encoder_150m": 1152, "ettin_encoder_400m": 2624,
+                      "ettin_encoder_1b": 3840, "mm_bert_small": 1152, "mm_bert_base": 1152}
+# By family, then by preset where a release has its own vocabulary; others: 30522.
+VOCABULARY_SIZES = {"albert": 30000, "roberta": 50265, "deberta_v3": 128100,
+                    "modern_bert": 50368, "mm_bert_small": 256000, "mm_bert_base": 256000,
+                    "sci_bert": 31090, "bio_bert": 28996, "clinical_bert": 28996}
 
 
 def test_list():
@@ -50,8 +72,9 @@ def test_preset_files_hold_the_published_architectures(name):
     # MobileBERT's feed-forward networks run inside its 128-wide bottleneck.
     inner = config.get("intra_bottleneck_size", hidden)
     assert config["intermediate_size"] == INTERMEDIATE_SIZES.get(name, 4 * inner)
-    assert config["vocabulary_size"] == VOCABULARY_SIZES.get(kbert.presets.get(name)["model"],
-                                                             30522)
+    family = kbert.presets.get(name)["model"]
+    assert config["vocabulary_size"] == VOCABULARY_SIZES.get(
+        name, VOCABULARY_SIZES.get(family, 30522))
 
 
 def test_preset_folder_is_data_only():
@@ -121,3 +144,40 @@ def test_tiny_bert_parameter_counts():
     del small
     six = shapes_only(lambda: kbert.presets.load("tiny_bert_6l_768", weights=None, head=None))
     assert six.count_params() == 66_955_008
+
+
+# transformers 4.57.6's ModernBertForMaskedLM / ModernBertModel built on the meta device from
+# each preset's config (tests/fixtures/make_release_manifests.py builds the same classes); the
+# published sizes they round to: 149M, 395M; Ettin 17M ... 1B; mmBERT 140M, 307M.
+MODERN_BERT_COUNTS = {
+    "modern_bert_base": (149_655_232, 149_014_272),
+    "modern_bert_large": (395_881_664, 394_781_696),
+    "ettin_encoder_17m": (16_913_600, 16_797_440),
+    "ettin_encoder_32m": (32_081_344, 31_883_136),
+    "ettin_encoder_68m": (68_457_664, 68_144_640),
+    "ettin_encoder_150m": (149_655_232, 149_014_272),
+    "ettin_encoder_400m": (395_881_664, 394_781_696),
+    "ettin_encoder_1b": (1_031_314_112, 1_028_050_688),
+    "mm_bert_small": (140_897_536, 140_493_696),
+    "mm_bert_base": (307_786_240, 306_939_648),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODERN_BERT_COUNTS))
+def test_modern_bert_parameter_counts(name):
+    """The masked LM (the head's dense + LayerNorm and the decoder bias on the tied table)
+    and the encoder, as transformers counts them for the same config."""
+    mlm = shapes_only(lambda: kbert.presets.load(name, weights=None))
+    assert (mlm.count_params(), mlm.backbone.count_params()) == MODERN_BERT_COUNTS[name]
+
+
+def test_domain_bert_parameter_counts():
+    """SciBERT's 31,090-token vocabulary adds 568 x 768 to BERT-Base's 109,482,240 (backbone
+    with pooler); BioBERT's and ClinicalBERT's cased 28,996 remove 1,526 x 768; CodeBERT is
+    RoBERTa-Base without a pooler: 124,645,632 (transformers' RobertaModel) - 590,592."""
+    expected = {"sci_bert": 109_482_240 + 568 * 768, "bio_bert": 109_482_240 - 1526 * 768,
+                "clinical_bert": 109_482_240 - 1526 * 768, "fin_bert": 109_482_240,
+                "legal_bert": 109_482_240, "code_bert": 124_645_632 - 590_592}
+    found = {name: shapes_only(lambda: kbert.presets.load(name, weights=None, head=None))
+             .count_params() for name in expected}
+    assert found == expected

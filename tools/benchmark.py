@@ -24,6 +24,8 @@
     python tools/benchmark.py summarization --aclsum_wheel=PATH [--summ_epochs=3]
         [--summ_learning_rate=5e-5] [--summ_batch_size=16] [--seed=0]
         [--summ_data_dir=DIR [--summ_write_data]]
+    python tools/benchmark.py modern_bert [--modern_bert_texts=500] [--batch_size=32]
+        [--modern_bert_long=8192] [--seed=0] [--reference_python=PYTHON]
 
 `train_step`: one pretraining step (forward, loss, backward, Adam update) of kbert's
 `BertPretrainer` (MLM only, and MLM + NSP) and keras-hub's `BertMaskedLM` on the same
@@ -108,6 +110,12 @@ runs it) from the real all-MiniLM-L6-v2 on ACLSum's papers and expert-written su
 out of the aclsum wheel), the best epoch by validation ROUGE-2; ROUGE-1/2/L of its summaries
 of the held-out test papers beside lead-3 and the greedy oracle (the ceiling). See
 tools/benchmark_summarization.py.
+
+`modern_bert`: kbert's ModernBERT encoder (modern_bert_base, random weights, CPU) and
+transformers' `ModernBertModel` of the same config in `--reference_python`: texts/s over the
+pipeline benchmark's mixed lengths (as token ids), each side in its pipelines' batch order
+(target >= 1.5) and in the same orders, and one `--modern_bert_long`-token forward (seconds,
+peak memory) each. See tools/benchmark_modern_bert.py.
 """
 
 import os
@@ -206,8 +214,16 @@ flags.DEFINE_string("summ_data_dir", None, "summarization: write ACLSum's splits
 flags.DEFINE_bool("summ_write_data", False, "summarization: only write the splits to "
                   "--summ_data_dir (for tools/flags/aclsum.flags), no training.")
 
+flags.DEFINE_string("modern_bert_preset", "modern_bert_base", "modern_bert: the preset whose "
+                    "architecture both sides use (random weights).")
+flags.DEFINE_integer("modern_bert_texts", 500, "modern_bert: texts run.", lower_bound=1)
+flags.DEFINE_integer("modern_bert_long", 8192, "modern_bert: tokens of the long forward.",
+                     lower_bound=16)
+flags.DEFINE_list("modern_bert_config", [], "modern_bert: architecture overrides of both "
+                  "sides, field=value,...; default: none.")
+
 COMMANDS = ("train_step", "preprocess", "serve", "finetune", "finetune_real", "pipeline",
-            "small", "gpu", "beam", "multitask", "summarization")
+            "small", "gpu", "beam", "multitask", "summarization", "modern_bert")
 
 
 def matmul_gflops(n):
@@ -717,6 +733,20 @@ def summarization(argv):
                                 FLAGS.summ_write_data)
 
 
+def modern_bert(argv):
+    import benchmark_modern_bert
+    import benchmark_small
+
+    try:
+        overrides = benchmark_small.parse_overrides(FLAGS.modern_bert_config)
+    except benchmark_small.FlagError as error:
+        raise app.UsageError(str(error).replace("--small_config", "--modern_bert_config")) \
+            from error
+    benchmark_modern_bert.run(FLAGS.modern_bert_preset, overrides, FLAGS.modern_bert_texts,
+                              FLAGS.batch_size, FLAGS.seed, FLAGS.modern_bert_long,
+                              FLAGS.reference_python)
+
+
 def main(argv):
     if len(argv) != 2 or argv[1] not in COMMANDS:
         raise app.UsageError(
@@ -725,7 +755,7 @@ def main(argv):
     {"train_step": train_step, "preprocess": preprocess, "serve": serve,
      "finetune": finetune, "finetune_real": finetune_real, "pipeline": pipeline,
      "small": small, "gpu": gpu, "beam": beam, "multitask": multitask,
-     "summarization": summarization}[argv[1]](argv)
+     "summarization": summarization, "modern_bert": modern_bert}[argv[1]](argv)
 
 
 if __name__ == "__main__":

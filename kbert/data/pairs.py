@@ -65,17 +65,27 @@ class PairBuilder:
             documents into one segment, a `sep_id` between two documents (RoBERTa's
             FULL-SENTENCES: every example but the last is full); False: a segment holds one
             document's sentences (DOC-SENTENCES; a short document gives a short example).
+        fill_rows: with `pack_across_documents`, ModernBERT's packed sequences instead: each
+            document as `cls_id` + its tokens + `sep_id`, the documents one stream cut every
+            `sequence_length` tokens, so every example is full (no padding; only the stream's
+            last may be short) and a document may run on into the next example;
+            `short_seq_prob` does not apply.
     """
 
     def __init__(self, sequence_length, sentence_task, cls_id, sep_id, pad_id,
-                 short_seq_prob=0.1, seed=0, random_buffer=1000, pack_across_documents=False):
+                 short_seq_prob=0.1, seed=0, random_buffer=1000, pack_across_documents=False,
+                 fill_rows=False):
         if sentence_task not in SENTENCE_TASKS:
             raise ValueError(f"Unknown sentence_task {sentence_task!r}. Allowed: "
                              f"{', '.join(SENTENCE_TASKS)}.")
         if pack_across_documents and sentence_task != "none":
             raise ValueError(f"pack_across_documents packs one segment: it needs sentence_task "
                              f"'none', got {sentence_task!r}.")
+        if fill_rows and not pack_across_documents:
+            raise ValueError("fill_rows fills rows with the documents packed one after the "
+                             "other: it needs pack_across_documents=True.")
         self.pack_across_documents = bool(pack_across_documents)
+        self.fill_rows = bool(fill_rows)
         special = 3 if sentence_task != "none" else 2
         if not isinstance(sequence_length, int) or sequence_length < special + 2:
             raise ValueError(
@@ -151,7 +161,8 @@ class PairBuilder:
         """Examples from an iterable of documents, each a list of 1-D int arrays (sentences)."""
         try:  # the statistics are logged also when a consumer stops early (take(n))
             if self.pack_across_documents:
-                yield from self._packed_across(documents)
+                yield from (self._filled_rows(documents) if self.fill_rows
+                            else self._packed_across(documents))
                 return
             pending = collections.deque()
             for document in documents:
@@ -270,3 +281,31 @@ class PairBuilder:
                 length += len(sentence)
         if chunk:
             yield self._example(np.concatenate(chunk))
+
+    def _filled_rows(self, documents):
+        """ModernBERT's packing (see `fill_rows`): [CLS] document [SEP] [CLS] document [SEP]
+        ... as one stream, cut into rows of exactly `sequence_length` tokens."""
+        row, length = [], 0
+        for document in documents:
+            sentences = [np.asarray(s, np.int32) for s in document if len(s)]
+            if not sentences:
+                continue
+            stream = np.concatenate([[self.cls_id], *sentences, [self.sep_id]]).astype(np.int32)
+            while len(stream):
+                taken = stream[: self.sequence_length - length]
+                row.append(taken)
+                length += len(taken)
+                stream = stream[len(taken):]
+                if length == self.sequence_length:
+                    yield self._row(np.concatenate(row))
+                    row, length = [], 0
+        if row:
+            yield self._row(np.concatenate(row))
+
+    def _row(self, tokens):
+        """One segment of `tokens` as they are (their [CLS] and [SEP]s inside), padded."""
+        token_ids = np.full(self.sequence_length, self.pad_id, np.int32)
+        token_ids[: len(tokens)] = tokens
+        padding_mask = (np.arange(self.sequence_length) < len(tokens)).astype(np.int32)
+        return {"token_ids": token_ids, "segment_ids": np.zeros(self.sequence_length, np.int32),
+                "padding_mask": padding_mask}

@@ -27,7 +27,7 @@ def tokenized_documents(documents, tokenizer):
 
 
 def examples(documents, tokenizer, sequence_length, sentence_task="nsp", short_seq_prob=0.1,
-             seed=0, random_buffer=1000, pack_across_documents=False):
+             seed=0, random_buffer=1000, pack_across_documents=False, fill_rows=False):
     """Unmasked fixed-length examples (see `PairBuilder`), as a dataset of dicts."""
     builder_args = dict(
         sequence_length=sequence_length,
@@ -39,6 +39,7 @@ def examples(documents, tokenizer, sequence_length, sentence_task="nsp", short_s
         seed=seed,
         random_buffer=random_buffer,
         pack_across_documents=pack_across_documents,
+        fill_rows=fill_rows,
     )
     PairBuilder(**builder_args)  # bad arguments fail here, before any work
     tokenized = tokenized_documents(documents, tokenizer).prefetch(AUTOTUNE)
@@ -79,7 +80,8 @@ def pretraining_dataset(documents, tokenizer, sequence_length=128, max_predictio
                         batch_size=32, sentence_task="nsp", masking="token",
                         masked_lm_prob=0.15, mask_token_rate=0.8, random_token_rate=0.1,
                         max_ngram=3, short_seq_prob=0.1, seed=0, shuffle_buffer=1000, drop_remainder=True,
-                        random_buffer=1000, repeat=False, pack_across_documents=False):
+                        random_buffer=1000, repeat=False, pack_across_documents=False,
+                        fill_rows=False):
     """Batches of (features, labels) for `BertPretrainer.fit`, masked afresh every epoch.
 
     Args:
@@ -92,6 +94,9 @@ def pretraining_dataset(documents, tokenizer, sequence_length=128, max_predictio
         pack_across_documents: with sentence_task "none", a segment takes the sentences of
             consecutive documents, a separator between two (RoBERTa's FULL-SENTENCES); else
             one document's (see `PairBuilder`).
+        fill_rows: with pack_across_documents, ModernBERT's packed sequences: [CLS] document
+            [SEP] after [CLS] document [SEP], cut every `sequence_length` tokens (every row
+            full; see `PairBuilder`).
         masking, masked_lm_prob, mask_token_rate, random_token_rate, max_ngram: see `Masker`.
         short_seq_prob: probability of a shorter target length for a document.
         seed: every random choice derives from it: the same seed gives the same batches;
@@ -113,7 +118,7 @@ def pretraining_dataset(documents, tokenizer, sequence_length=128, max_predictio
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}.")
     data = examples(documents, tokenizer, sequence_length, sentence_task, short_seq_prob, seed,
-                    random_buffer, pack_across_documents)
+                    random_buffer, pack_across_documents, fill_rows)
     if repeat:  # shuffling after repeat() mixes the passes from a state fixed by `seed`
         data = data.repeat()
     if shuffle_buffer:

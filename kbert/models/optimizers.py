@@ -10,7 +10,7 @@ from keras import ops
 
 from kbert import _keras_private, _replicas
 
-DECAYS = ("linear", "polynomial", "constant")
+DECAYS = ("linear", "polynomial", "constant", "warmup_stable_decay")
 # BERT decays every weight but LayerNorm's (gamma, beta) and the biases.
 NO_DECAY_NAMES = ("bias", "gamma", "beta")
 OPTIMIZERS = ("adamw", "lamb")
@@ -21,11 +21,17 @@ class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
     """Linear warm-up from 0 to `peak` over `warmup_steps`, then `decay`.
 
     decay: "linear" (to `end_learning_rate` at `total_steps`), "polynomial" (with `power`,
-    as in BERT's phase-2 and LAMB recipes) or "constant".
+    as in BERT's phase-2 and LAMB recipes), "constant", or "warmup_stable_decay"
+    (ModernBERT's trapezoid, Warner et al. 2024 section 2.2.2: `peak` held until the last
+    `decay_steps` steps, then the 1-sqrt decay of Hägele et al. 2024 down to
+    `end_learning_rate` at `total_steps`: peak - (peak - end) * sqrt(fraction of the decay
+    done)).
+    decay_steps: the length of warmup_stable_decay's final decay, in
+    [1, total_steps - warmup_steps]; None: the last 10% of the steps after warm-up.
     """
 
     def __init__(self, peak, warmup_steps, total_steps, decay="linear", power=1.0,
-                 end_learning_rate=0.0):
+                 end_learning_rate=0.0, decay_steps=None):
         if decay not in DECAYS:
             raise ValueError(f"Unknown decay {decay!r}. Allowed: {', '.join(DECAYS)}.")
         if peak <= 0:
@@ -35,18 +41,34 @@ class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
                 f"Need 0 <= warmup_steps <= total_steps and total_steps >= 1; got "
                 f"warmup_steps={warmup_steps!r}, total_steps={total_steps!r}."
             )
+        if decay_steps is not None and decay != "warmup_stable_decay":
+            raise ValueError(f"decay_steps={decay_steps!r} sets warmup_stable_decay's final "
+                             f"decay; decay={decay!r} has none (leave it None).")
+        if decay == "warmup_stable_decay":
+            after_warmup = total_steps - warmup_steps
+            if decay_steps is None:
+                decay_steps = max(after_warmup // 10, 1)
+            if not (isinstance(decay_steps, int) and 1 <= decay_steps <= max(after_warmup, 1)):
+                raise ValueError(
+                    f"decay_steps={decay_steps!r}: the final decay must be an integer in "
+                    f"[1, total_steps - warmup_steps = {after_warmup}].")
         self.peak = float(peak)
         self.warmup_steps = int(warmup_steps)
         self.total_steps = int(total_steps)
         self.decay = decay
         self.power = float(power) if decay == "polynomial" else 1.0
         self.end_learning_rate = float(end_learning_rate)
+        self.decay_steps = decay_steps
 
     def __call__(self, step):
         step = ops.cast(step, "float32")
         warmup = self.peak * step / max(self.warmup_steps, 1)
         if self.decay == "constant":
             after = ops.convert_to_tensor(self.peak, "float32")
+        elif self.decay == "warmup_stable_decay":
+            start = self.total_steps - self.decay_steps
+            done = ops.clip((step - start) / self.decay_steps, 0.0, 1.0)
+            after = self.peak - (self.peak - self.end_learning_rate) * ops.sqrt(done)
         else:
             span = max(self.total_steps - self.warmup_steps, 1)
             left = ops.clip((self.total_steps - step) / span, 0.0, 1.0)
@@ -61,6 +83,7 @@ class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
             "decay": self.decay,
             "power": self.power,
             "end_learning_rate": self.end_learning_rate,
+            "decay_steps": self.decay_steps,
         }
 
 
@@ -138,14 +161,16 @@ class Lamb(_PerVariableRates, _ClipTheSummedGradient, keras.optimizers.Lamb):
 def create_optimizer(name="adamw", learning_rate=1e-4, warmup_steps=0, total_steps=1,
                      decay="linear", power=1.0, end_learning_rate=0.0, weight_decay=0.01,
                      beta_1=0.9, beta_2=0.999, epsilon=1e-6, clipnorm=1.0,
-                     gradient_accumulation_steps=None, learning_rate_multipliers=None):
+                     gradient_accumulation_steps=None, learning_rate_multipliers=None,
+                     decay_steps=None):
     """AdamW or LAMB with BERT's warm-up/decay schedule and weight decay.
 
     Weight decay skips LayerNorm weights and biases. `clipnorm` clips the global gradient
     norm (None: no clipping). `gradient_accumulation_steps` > 1 averages gradients over that many
     batches before each update (Keras's own accumulation). `learning_rate_multipliers`
     (variable path -> factor) scales some variables' rates, e.g. from
-    `kbert.training.layer_wise.learning_rate_multipliers` (layer-wise decay).
+    `kbert.training.layer_wise.learning_rate_multipliers` (layer-wise decay). `decay_steps`:
+    the final decay of `decay="warmup_stable_decay"` (see `WarmupSchedule`).
     """
     if name not in OPTIMIZERS:
         raise ValueError(f"Unknown optimizer {name!r}. Allowed: {', '.join(OPTIMIZERS)}.")
@@ -159,7 +184,7 @@ def create_optimizer(name="adamw", learning_rate=1e-4, warmup_steps=0, total_ste
     if gradient_accumulation_steps == 1:
         gradient_accumulation_steps = None
     schedule = WarmupSchedule(learning_rate, warmup_steps, total_steps, decay, power,
-                              end_learning_rate)
+                              end_learning_rate, decay_steps)
     cls = AdamW if name == "adamw" else Lamb
     optimizer = cls(
         learning_rate=schedule,

@@ -75,6 +75,11 @@ class PretrainingConfig(RunConfig):
                "of consecutive documents into one segment, a separator between two "
                "(RoBERTa's FULL-SENTENCES); false: one document's sentences per example.",
         group="Data")
+    fill_rows: bool = setting(
+        False, "With --pack_across_documents: ModernBERT's packed sequences: each document "
+               "[CLS] ... [SEP], the documents one stream cut every --sequence_length tokens "
+               "(every row full, no padding; a document may run on into the next row); "
+               "false: segments end at sentence boundaries.", group="Data")
     # Replaced-token detection (--objective=rtd: ELECTRA, DeBERTa-v3)
     generator_hidden_fraction: float = setting(
         0.25, "ELECTRA generator width as a fraction of the discriminator's, in (0, 1].",
@@ -212,6 +217,16 @@ class PretrainingConfig(RunConfig):
             objective.check(self)
 
     def _check_data(self):
+        if self.fill_rows and not self.pack_across_documents:
+            raise ConfigError("--fill_rows packs documents one after the other: it needs "
+                              "--pack_across_documents.")
+        kind = self.resolved_tokenizer_type
+        if kind not in tokenizer_types.TOKENIZER_TYPES:
+            raise ConfigError(
+                f"--tokenizer_type=auto: preset {self.preset}'s release tokenizes with a "
+                f"{kind!r} file, which a run does not learn; give --tokenizer_type (one of "
+                f"{', '.join(tokenizer_types.TOKENIZER_TYPES)}; ModernBERT's own is a "
+                "byte-level BPE: bpe) or a --vocab_file.")
         if self.pack_across_documents and self.input.startswith("tfrecord:"):
             raise ConfigError("--pack_across_documents packs a text corpus; --input="
                               f"{self.input!r} reads examples made ahead of time.")
@@ -273,6 +288,13 @@ class PretrainingConfig(RunConfig):
                                      and self.warmup_steps > self.train_steps):
             raise ConfigError(f"--warmup_steps={self.warmup_steps} must be in "
                               f"[0, --train_steps={self.train_steps}].")
+        if self.decay_steps is not None and self.decay != "warmup_stable_decay":
+            raise ConfigError(f"--decay_steps={self.decay_steps} sets the final decay of "
+                              f"--decay=warmup_stable_decay; --decay={self.decay} has none.")
+        if self.decay_steps is not None and self.train_steps is not None and (
+                self.decay_steps > self.train_steps - self.warmup_steps):
+            raise ConfigError(f"--decay_steps={self.decay_steps} must be at most --train_steps "
+                              f"- --warmup_steps = {self.train_steps - self.warmup_steps}.")
 
 
 def teacher_tokenizer_type(spec):

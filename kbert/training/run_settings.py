@@ -28,8 +28,12 @@ class RunConfig:
     optimizer: str = setting("adamw", "Optimizer: adamw or lamb.", group="Schedule",
                              choices=OPTIMIZERS)
     learning_rate: float = setting(1e-4, "Peak learning rate (> 0).", group="Schedule")
-    decay: str = setting("linear", "Decay after warm-up: linear, polynomial or constant.",
-                         group="Schedule", choices=DECAYS)
+    decay: str = setting("linear", "Decay after warm-up: linear, polynomial, constant or "
+                         "warmup_stable_decay (the peak held, then a 1-sqrt decay over the "
+                         "last --decay_steps: ModernBERT's).", group="Schedule", choices=DECAYS)
+    decay_steps: Optional[int] = setting(
+        None, "Steps of --decay=warmup_stable_decay's final decay (an integer >= 1; unset: "
+              "the last 10% of the steps after warm-up).", group="Schedule", minimum=1)
     power: float = setting(1.0, "Power of the polynomial decay (> 0).", group="Schedule")
     end_learning_rate: float = setting(0.0, "Learning rate at the last step (>= 0).",
                                        group="Schedule", minimum=0)
@@ -72,6 +76,7 @@ class RunConfig:
             self.optimizer, learning_rate=self.learning_rate, warmup_steps=warmup_steps,
             total_steps=total_steps, decay=self.decay, power=self.power,
             end_learning_rate=self.end_learning_rate, weight_decay=self.weight_decay,
+            decay_steps=self.decay_steps,
             clipnorm=self.clipnorm, gradient_accumulation_steps=self.gradient_accumulation_steps,
             learning_rate_multipliers=learning_rate_multipliers,
         )

@@ -1,0 +1,30 @@
+"""tools/benchmark.py modern_bert's inputs: the pipeline benchmark's texts as token ids, and the
+batch orders of both sides (the timings themselves are the benchmark's, not a test's)."""
+
+import itertools
+
+import numpy as np
+
+from tools import benchmark_modern_bert, benchmark_pipeline
+from tools import transformers_modern_bert_timing as peer
+
+
+def test_the_texts_are_the_pipeline_benchmarks_lengths_as_ids():
+    ids = benchmark_modern_bert.text_ids(300, seed=3, cls_id=7, sep_id=8)
+    words = ["".join(w) for w in itertools.product("abcdefghijklmnopqrstuvwxyz", repeat=3)]
+    texts = benchmark_pipeline.make_texts(words, 300, 3)
+    assert len(ids) == len(texts) == 300
+    for row, text in zip(ids, texts):
+        assert row[0] == 7 and row[-1] == 8
+        # One id per word and one per full stop.
+        assert len(row) == 2 + len(text.split()) + text.count(".")
+        assert row.count(benchmark_modern_bert.PERIOD_ID) == text.count(".")
+    lengths = np.array([len(r) for r in ids])
+    assert np.median(lengths) < 30 and lengths.max() > 400  # mixed: mostly short, some long
+
+
+def test_batch_orders():
+    ids = [[0] * n for n in (3, 9, 1, 9, 5)]
+    assert peer.batches(ids, 2, grouped=False) == [[0, 1], [2, 3], [4]]
+    assert peer.batches(ids, 2, grouped=True) == [[1, 3], [4, 0], [2]]
+    assert peer.long_ids(6, 1, 2) == [1, 1000, 1001, 1002, 1003, 2]

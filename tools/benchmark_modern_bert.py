@@ -1,0 +1,218 @@
+"""`tools/benchmark.py modern_bert`: kbert's ModernBERT encoder beside transformers' on the same
+machine in one run: texts/s on texts of mixed lengths, and one long sequence's forward.
+
+The model: `--modern_bert_preset`'s architecture (default modern_bert_base: L22 H768 A12,
+128-token windows, a global layer every third) with random weights, float32, on the CPU,
+both sides; `--modern_bert_config` changes fields of both (a quick look; the numbers are then
+not the preset's). transformers' `ModernBertModel` is built from the config.json that kbert's
+converter writes for the same config (`kbert.convert`), in `--reference_python`
+(tools/transformers_modern_bert_timing.py).
+
+The texts: the pipeline benchmark's (`benchmark_pipeline.make_texts`, the same lengths for
+the same `--seed`: most a few to a few dozen words, one in a hundred 400-500 words), as token
+ids: one id per word and per full stop, [CLS] and [SEP] around (no tokenizer is timed; both
+sides take the same ids). Timed after an untimed warm-up call: one pass over all texts in
+batches of `--batch_size`, each padded to its own longest sequence, once with the batches
+grouped by length (kbert's pipelines' order, `kbert.pipelines.batching`) and once in input
+order (transformers' pipelines' order), on each side; both models return the sequence output
+[B, S, H] as numpy. The ratio the target is stated for compares each side in its own
+pipelines' order; the same-order ratios are printed beside it.
+
+The long forward: one sequence of `--modern_bert_long` tokens (8,192: ModernBERT's context),
+each side in a fresh process (an untimed 16-token call first): seconds, and the process's
+peak resident memory over the forward (Linux /proc: the peak counter is reset just before)
+beside its resident memory before it (the model and the runtime).
+"""
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)  # run as a script (the long forward's fresh process)
+import benchmark_pipeline  # noqa: E402
+import transformers_modern_bert_timing as peer  # noqa: E402  (no torch at import)
+
+PERIOD_ID = 15  # the id of a full stop; the words' ids start at WORD_IDS
+WORD_IDS = 1000
+
+
+def text_ids(count, seed, cls_id, sep_id):
+    """The pipeline benchmark's `count` texts of `seed` as token-id lists (see above)."""
+    words = ["".join(letters) for letters in itertools.product("abcdefghijklmnopqrstuvwxyz",
+                                                               repeat=3)]
+    index = {w: WORD_IDS + i for i, w in enumerate(words)}
+    result = []
+    for text in benchmark_pipeline.make_texts(words, count, seed):
+        ids = [cls_id]
+        for word in text.split():
+            ids.append(index[word.rstrip(".").lower()])
+            if word.endswith("."):
+                ids.append(PERIOD_ID)
+        result.append(ids + [sep_id])
+    return result
+
+
+def kbert_runner(preset, overrides):
+    """(the preset's random backbone in kbert's pipeline runner, its config)."""
+    import kbert
+    from kbert.pipelines.model_source import KerasRunner
+
+    backbone = kbert.presets.load(preset, head=None, weights=None, **overrides)
+    return KerasRunner(backbone), backbone.config
+
+
+def kbert_seconds(runner, ids, batch_size, pad_id, grouped):
+    from kbert.pipelines import batching
+
+    sequences = [batching.Sequence(row) for row in ids]
+    start = time.perf_counter()
+    if grouped:
+        batching.run(runner, sequences, pad_id, batch_size, progress=False)
+    else:
+        for batch in peer.batches(ids, batch_size, grouped=False):
+            runner(batching.pad_batch([sequences[i] for i in batch], pad_id))
+    return time.perf_counter() - start
+
+
+def hf_config(config):
+    """The config.json of `config` (a `ModernBertConfig`) that transformers reads."""
+    from kbert.convert import families
+
+    return {**families.get("modern_bert").config_to_hf(config),
+            "architectures": ["ModernBertModel"]}
+
+
+def long_forward(preset, overrides, length):
+    """The long forward in this process: {"seconds", "rss_before_gib", "peak_gib"}."""
+    runner, config = kbert_runner(preset, overrides)
+    specials = hf_config(config)
+    cls_id, sep_id = specials.get("cls_token_id", 50281), specials.get("sep_token_id", 50282)
+    features = {"token_ids": np.array([[cls_id] * 16], np.int32),
+                "padding_mask": np.ones((1, 16), np.int32)}
+    runner(features)  # traces the graph (open shapes): the long call does not retrace
+    ids = np.array([peer.long_ids(length, cls_id, sep_id)], np.int32)
+    features = {"token_ids": ids, "padding_mask": np.ones_like(ids)}
+    before, _ = peer.memory_gib()
+    peer.peak_reset()
+    start = time.perf_counter()
+    runner(features)
+    seconds = time.perf_counter() - start
+    _, peak = peer.memory_gib()
+    return {"seconds": seconds, "rss_before_gib": before, "peak_gib": peak}
+
+
+def _json_line(command, what):
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"{what} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _added_mib(result):
+    return (result["peak_gib"] - result["rss_before_gib"]) * 1024
+
+
+def _long_row(name, result):
+    print(f"{name:44s} {result['seconds']:8.1f} {result['peak_gib']:10.2f} "
+          f"{result['rss_before_gib']:10.2f} {_added_mib(result):10.0f}")
+
+
+def run(preset, overrides, count, batch_size, seed, long_length, reference_python):
+    import keras
+    import tensorflow as tf
+
+    import kbert
+
+    python = reference_python or sys.executable
+    problem = benchmark_pipeline.reference_python_problem(python)
+    runner, config = kbert_runner(preset, overrides)
+    specials = hf_config(config)
+    pad_id = specials.get("pad_token_id", 50283)
+    ids = text_ids(count, seed, specials.get("cls_token_id", 50281),
+                   specials.get("sep_token_id", 50282))
+    lengths = [len(row) for row in ids]
+    print(f"modern_bert: {preset} (L{config.num_layers} H{config.hidden_size} "
+          f"A{config.num_heads}, window {config.local_attention}, a global layer every "
+          f"{config.global_attn_every_n_layers}), random weights, float32, CPU"
+          + (f"; overrides {overrides}" if overrides else ""))
+    print(f"machine: {os.cpu_count()} cores, shared with other jobs (times are upper bounds); "
+          f"TensorFlow {tf.__version__}, Keras {keras.__version__}, kbert {kbert.__version__}")
+    print(f"texts: {count} (seed {seed}, the pipeline benchmark's lengths), batch {batch_size}; "
+          f"tokens median {int(np.median(lengths))}, 90th percentile "
+          f"{int(np.percentile(lengths, 90))}, longest {max(lengths)}; {sum(lengths):,d} in all")
+
+    runner(batching_features(ids[:batch_size], pad_id))  # warm-up: traces the graph
+    rows = {}
+    for grouped in (True, False):
+        order = "length-grouped" if grouped else "input order"
+        print(f"  kbert, {order} ...", flush=True)
+        rows[("kbert", grouped)] = kbert_seconds(runner, ids, batch_size, pad_id, grouped)
+    versions = None
+    with tempfile.TemporaryDirectory() as folder:
+        config_file = os.path.join(folder, "config.json")
+        with open(config_file, "w", encoding="utf-8") as f:
+            json.dump(specials, f)
+        if problem is None:
+            ids_file = os.path.join(folder, "ids.json")
+            with open(ids_file, "w", encoding="utf-8") as f:
+                json.dump(ids, f)
+            print(f"  transformers in {python} ...", flush=True)
+            result = _json_line([python, peer.__file__, "--config", config_file, "--ids",
+                                 ids_file, "--batch_size", str(batch_size)],
+                                "transformers' ModernBERT")
+            versions = result["versions"]
+            rows[("transformers", True)] = result["grouped_seconds"]
+            rows[("transformers", False)] = result["input_order_seconds"]
+        print(f"  long forward ({long_length} tokens), kbert in a fresh process ...", flush=True)
+        kbert_long = _json_line([sys.executable, __file__, preset, json.dumps(overrides),
+                                 str(long_length)], "kbert's long forward")
+        peer_long = None
+        if problem is None:
+            print(f"  long forward ({long_length} tokens), transformers ...", flush=True)
+            peer_long = _json_line([python, peer.__file__, "--config", config_file, "--long",
+                                    str(long_length)], "transformers' long forward")
+
+    print()
+    print(f"{'run':44s} {'seconds':>8s} {'texts/s':>8s}")
+    for (side, grouped), seconds in rows.items():
+        order = "length-grouped batches" if grouped else "batches in input order"
+        print(f"{side + ', ' + order:44s} {seconds:8.1f} {count / seconds:8.1f}")
+    if versions is None:
+        print(f"kbert / transformers in texts/s: skipped: {problem}; pass "
+              "--reference_python=PYTHON with torch and transformers")
+    else:
+        print(f"transformers: {versions}")
+        own = rows[("transformers", False)] / rows[("kbert", True)]
+        print(f"kbert / transformers in texts/s, each in its pipelines' order: {own:.2f} "
+              f"(target >= 1.5); both length-grouped: "
+              f"{rows[('transformers', True)] / rows[('kbert', True)]:.2f}; both in input "
+              f"order: {rows[('transformers', False)] / rows[('kbert', False)]:.2f}")
+    print()
+    print(f"{'one sequence of ' + str(long_length) + ' tokens':44s} {'seconds':>8s} "
+          f"{'peak GiB':>10s} {'before GiB':>10s} {'added MiB':>10s}")
+    _long_row("kbert", kbert_long)
+    if peer_long is not None:
+        _long_row("transformers", peer_long)
+        added = _added_mib(peer_long)
+        memory = (f"{_added_mib(kbert_long) / added:.2f}" if added >= 10
+                  else "not measured (transformers adds under 10 MiB)")
+        print(f"kbert / transformers in seconds: {kbert_long['seconds'] / peer_long['seconds']:.2f}"
+              f"; in memory added by the forward: {memory}")
+
+
+def batching_features(rows, pad_id):
+    from kbert.pipelines import batching
+
+    return batching.pad_batch([batching.Sequence(r) for r in rows], pad_id)
+
+
+if __name__ == "__main__":  # the long forward's fresh process: preset, overrides JSON, length
+    sys.path.insert(0, os.path.dirname(HERE))
+    print(json.dumps(long_forward(sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]))))
