@@ -13,29 +13,71 @@ def _seed_and_policy():
     keras.config.set_dtype_policy("float32")
 
 
-@pytest.fixture(scope="session")
-def stdlib_vocab_file(tmp_path_factory):
-    """A WordPiece vocab.txt of 2,000 learned from the first 4,000 sentences of the stdlib
-    docstrings (kbert.data.corpora): learned once per test run (about 7 s of CPU) and shared
-    by the xdist workers, the first that needs it writing it, under a lock, into the folder
-    their temporary folders share."""
+def run_folder(tmp_path_factory):
+    """The folder of this test run that the xdist workers share (pytest-N/, above each
+    worker's popen-gwK/), or the run's own base folder without xdist."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def made_once(folder, name, make):
+    """`folder / name`, made by `make(partial_path)` by the first worker of the run that asks
+    for it, under a lock of its own, and renamed into place whole (a file or a folder): the
+    others wait for it, then share it."""
     import fcntl
 
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent  # pytest-N/, above each worker's popen-gwK/: this run's alone
-    path = base / "stdlib_vocab_2000.txt"
-    with open(base / "stdlib_vocab_2000.lock", "w") as lock:
+    path = folder / name
+    with open(folder / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not path.exists():
-            from kbert.data import corpora
-            from kbert.tokenizers.vocab_learning import learn_vocabulary, write_vocabulary
-
-            partial = base / "stdlib_vocab_2000.partial"
-            write_vocabulary(learn_vocabulary(corpora.stdlib_docstrings(), 2000,
-                                              max_sentences=4000), str(partial))
+            partial = folder / f"{name}.partial"
+            make(partial)
             partial.rename(path)
-    return str(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def run_files(tmp_path_factory):
+    """`run_files(name, make)`: `made_once` in the folder the run's workers share."""
+    folder = run_folder(tmp_path_factory)
+    return lambda name, make: made_once(folder, name, make)
+
+
+@pytest.fixture(scope="session")
+def stdlib_vocab_file(run_files):
+    """A WordPiece vocab.txt of 2,000 learned from the first 4,000 sentences of the stdlib
+    docstrings (kbert.data.corpora): learned once per test run (about 7 s of CPU) and shared
+    by the xdist workers (`run_files`)."""
+
+    def learn(partial):
+        from kbert.data import corpora
+        from kbert.tokenizers.vocab_learning import learn_vocabulary, write_vocabulary
+
+        write_vocabulary(learn_vocabulary(corpora.stdlib_docstrings(), 2000,
+                                          max_sentences=4000), str(partial))
+
+    return str(run_files("stdlib_vocab_2000.txt", learn))
+
+
+@pytest.fixture(scope="session")
+def pipeline_export(run_files):
+    """`pipeline_export(task, model, options)`: the path of `load_pipeline(task,
+    model).export(path, **options)` (tests/pipelines/conftest.py's pipeline), exported once
+    per test run and shared by every module and xdist worker that asks for the same export
+    (one costs about 5 s of CPU, most of it tracing). An error of the export (options it
+    refuses) is raised to each caller."""
+    import hashlib
+    import json
+
+    from tests.pipelines.conftest import load_pipeline
+
+    def export(task, model, options):
+        key = json.dumps([task, model, options], sort_keys=True)
+        name = f"pipeline_export_{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+        return str(run_files(name, lambda partial: load_pipeline(task, model).export(
+            str(partial), **options)))
+
+    return export
 
 
 def pytest_configure(config):
