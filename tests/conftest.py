@@ -46,29 +46,71 @@ def _seed_and_policy():
     keras.config.set_dtype_policy("float32")
 
 
-@pytest.fixture(scope="session")
-def stdlib_vocab_file(tmp_path_factory):
-    """A WordPiece vocab.txt of 2,000 learned from the first 4,000 sentences of the stdlib
-    docstrings (kbert.data.corpora): learned once per test run (about 7 s of CPU) and shared
-    by the xdist workers, the first that needs it writing it, under a lock, into the folder
-    their temporary folders share."""
+def run_folder(tmp_path_factory):
+    """The folder of this test run that the xdist workers share (pytest-N/, above each
+    worker's popen-gwK/), or the run's own base folder without xdist."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def made_once(folder, name, make):
+    """`folder / name`, made by `make(partial_path)` by the first worker of the run that asks
+    for it, under a lock of its own, and renamed into place whole (a file or a folder): the
+    others wait for it, then share it."""
     import fcntl
 
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent  # pytest-N/, above each worker's popen-gwK/: this run's alone
-    path = base / "stdlib_vocab_2000.txt"
-    with open(base / "stdlib_vocab_2000.lock", "w") as lock:
+    path = folder / name
+    with open(folder / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not path.exists():
-            from kbert.data import corpora
-            from kbert.tokenizers.vocab_learning import learn_vocabulary, write_vocabulary
-
-            partial = base / "stdlib_vocab_2000.partial"
-            write_vocabulary(learn_vocabulary(corpora.stdlib_docstrings(), 2000,
-                                              max_sentences=4000), str(partial))
+            partial = folder / f"{name}.partial"
+            make(partial)
             partial.rename(path)
-    return str(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def run_files(tmp_path_factory):
+    """`run_files(name, make)`: `made_once` in the folder the run's workers share."""
+    folder = run_folder(tmp_path_factory)
+    return lambda name, make: made_once(folder, name, make)
+
+
+@pytest.fixture(scope="session")
+def stdlib_vocab_file(run_files):
+    """A WordPiece vocab.txt of 2,000 learned from the first 4,000 sentences of the stdlib
+    docstrings (kbert.data.corpora): learned once per test run (about 7 s of CPU) and shared
+    by the xdist workers (`run_files`)."""
+
+    def learn(partial):
+        from kbert.data import corpora
+        from kbert.tokenizers.vocab_learning import learn_vocabulary, write_vocabulary
+
+        write_vocabulary(learn_vocabulary(corpora.stdlib_docstrings(), 2000,
+                                          max_sentences=4000), str(partial))
+
+    return str(run_files("stdlib_vocab_2000.txt", learn))
+
+
+@pytest.fixture(scope="session")
+def pipeline_export(run_files):
+    """`pipeline_export(task, model, options)`: the path of `load_pipeline(task,
+    model).export(path, **options)` (tests/pipelines/conftest.py's pipeline), exported once
+    per test run and shared by every module and xdist worker that asks for the same export
+    (one costs about 5 s of CPU, most of it tracing). An error of the export (options it
+    refuses) is raised to each caller."""
+    import hashlib
+    import json
+
+    from tests.pipelines.conftest import load_pipeline
+
+    def export(task, model, options):
+        key = json.dumps([task, model, options], sort_keys=True)
+        name = f"pipeline_export_{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+        return str(run_files(name, lambda partial: load_pipeline(task, model).export(
+            str(partial), **options)))
+
+    return export
 
 
 def pytest_configure(config):
@@ -81,33 +123,40 @@ def pytest_configure(config):
 # --dist loadfile --no-loadscope-reorder): long files first, so that the last ones to finish
 # are short and neither worker idles while the other ends a long one. xdist's own order (most
 # tests first) put several one-test files of minutes at the end.
-HEAVIEST_FIRST = (
-    "tests/tools/test_pretrain.py",
-    "tests/pipelines/test_export.py",
-    "tests/untrusted/test_saved_model_check.py",
-    "tests/test_under_jax.py",
-    "tests/training/test_finetune_learning.py",
+HEAVIEST_FIRST = (  # ~seconds in CI (2 cores, both workers busy), from --durations
+    "tests/tools/test_pretrain.py",  # ~550
+    "tests/pipelines/test_export.py",  # ~250
+    "tests/pipelines/test_export_families.py",  # ~150
+    "tests/test_under_jax.py",  # ~115
+    "tests/training/test_finetune_learning.py",  # ~115
+    "tests/tools/test_pretrain_deberta_v3.py",  # ~110
+    "tests/tools/test_benchmark_subcommands.py",  # ~110
+    "tests/tools/test_pretrain_roberta.py",  # ~85
+    "tests/training/test_multitask.py",  # ~80
+    "tests/colab/test_notebooks.py",  # ~80
+    "tests/test_readme.py",  # ~75
+    "tests/untrusted/test_saved_model_check.py",  # ~70
+    "tests/batch/test_beam_prediction.py",  # ~60
+    "tests/tools/test_predict.py",  # ~60
     "tests/tools/test_finetune.py",
-    "tests/test_readme.py",
-    "tests/pipelines/test_export_families.py",
     "tests/export/test_tflite.py",
     "tests/export/test_tflite_tasks.py",
     "tests/export/test_tflite_pipelines.py",
     "tests/export/test_tflite_mobile_bert.py",
     "tests/export/test_tflite_int8.py",
-    "tests/tools/test_pretrain_deberta_v3.py",
-    "tests/tools/test_pretrain_roberta.py",
-    "tests/tools/test_predict.py",
+    "tests/pipelines/test_roberta.py",  # ~45
+    "tests/export/test_task_exports.py",  # ~45
     "tests/tools/test_benchmark.py",
     "tests/tools/test_distill_tokenizers.py",
+    "tests/data/test_pretraining_examples.py",
+    "tests/batch/test_pretraining_beam.py",  # ~27
     "tests/tools/test_convert_checkpoint.py",
     "tests/pipelines/test_question_answering.py",
     "tests/pipelines/test_text_classification.py",
     "tests/data/test_masking.py",
     "tests/training/test_strategies.py",
-    "tests/export/test_task_exports.py",
     "tests/export/test_saved_model.py",
-    "tests/colab/test_notebooks.py",
+    "tests/convert/test_transformers_reads_kbert.py",  # ~15
 )
 
 

@@ -106,9 +106,10 @@ def tokenizer(sentence_piece):
     return tiny_tokenizer()
 
 
-def export(name, directory):
+def export(name, directory, pipeline_export=None):
     """Exports the tiny model `name` of EXPORTS, CHECKPOINT_EXPORTS or PIPELINE_EXPORTS under
-    `directory`; returns the path."""
+    `directory`; returns the path. A PIPELINE_EXPORTS one is `pipeline_export(task, model,
+    options)`'s where given (the tests' fixture, which shares the exports of a run)."""
     if name in CHECKPOINT_EXPORTS:
         import kbert.convert
         from kbert.export import export_saved_model
@@ -124,6 +125,8 @@ def export(name, directory):
         import kbert
 
         task, model, options = PIPELINE_EXPORTS[name]
+        if pipeline_export is not None:
+            return pipeline_export(task, model, options)
         pipe = kbert.pipeline(task, model=str(ROOT / "tests" / "fixtures" / model))
         return pipe.export(os.path.join(directory, name), **options)
     import kbert.models

@@ -232,22 +232,20 @@ def _answer(task, inputs, options, results, placement):
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory, request):
-    """Every export the run's selected tests need, the calls of its cases, and the fresh
-    process's results: {export key: [((label, inputs, options), results, placement)], or
-    the error that refused the export}."""
+def served(tmp_path_factory, request, pipeline_export):
+    """Every export the run's selected tests need (`pipeline_export`'s: made once per run),
+    the calls of its cases, and the fresh process's results: {export key: [((label, inputs,
+    options), results, placement)], or the error that refused the export}."""
     tmp = tmp_path_factory.mktemp("pipeline_exports")
     wanted = {_key(*item.callspec.params.values()) for item in request.session.items
               if item.originalname == "test_the_export_answers_as_the_pipeline"
               and item.module is request.module}  # other files have a test of that name
     calls, plan = [], {}
-    for n, (task, model, options) in enumerate(EXPORTS):
+    for task, model, options in EXPORTS:
         if _key(task, model, options) not in wanted:
             continue
-        pipe = load_pipeline(task, model)
-        path = str(tmp / f"export_{n}")
         try:
-            pipe.export(path, **options)
+            path = pipeline_export(task, model, options)
         except ValueError as error:  # refused at export: the test checks the message
             plan[_key(task, model, options)] = error
             continue

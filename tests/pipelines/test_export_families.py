@@ -96,7 +96,7 @@ def _inputs(family, task, model, options):
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory, request):
+def served(tmp_path_factory, request, pipeline_export):
     """{export key: (check_saved_model's error or None, [((label, inputs, options),
     results, placement)])} for the exports the run's selected tests need."""
     from kbert.untrusted import check_saved_model
@@ -106,12 +106,11 @@ def served(tmp_path_factory, request):
               if item.originalname == "test_the_export_answers_as_the_pipeline"
               and item.module is request.module}
     calls, plan = [], {}
-    for n, (family, task, model, options) in enumerate(EXPORTS):
+    for family, task, model, options in EXPORTS:
         key = _key(family, task, model, options)
         if key not in wanted:
             continue
-        path = str(tmp / f"export_{n}")
-        load_pipeline(task, model).export(path, **options)
+        path = pipeline_export(task, model, options)
         try:
             check_saved_model(path)
             refused = None

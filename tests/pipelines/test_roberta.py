@@ -128,7 +128,7 @@ EXTRA = {
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
+def exported(tmp_path_factory, pipeline_export):
     """{task: [(inputs, options, the fresh process's results, placement)]}."""
     import pickle
     import subprocess
@@ -138,10 +138,8 @@ def exported(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("roberta_exports")
     calls, plan = [], {}
-    for n, (task, model, options) in enumerate(EXPORTS):
-        pipe = load_pipeline(task, model)
-        path = str(tmp / f"export_{n}")
-        pipe.export(path, **options)
+    for task, model, options in EXPORTS:
+        path = pipeline_export(task, model, options)
         name = task.replace("-", "_")
         inputs_list = [(reference.expand(name, case["inputs"]), case["options"])
                        for index, case in enumerate(reference.load(name)["cases"])

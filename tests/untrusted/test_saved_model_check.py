@@ -849,13 +849,13 @@ def test_a_keras_export_passes(tmp_path):
 
 
 @pytest.mark.slow
-def test_every_kbert_export_passes_and_the_allowlist_is_no_wider(tmp_path):
+def test_every_kbert_export_passes_and_the_allowlist_is_no_wider(tmp_path, pipeline_export):
     """Each family (fill-mask included) and each task passes and loads; and every allowlisted
     op is in one of kbert's exports, so the list is exactly as wide as kbert needs. (The other
     variants in kbert_exports.EXPORTS hold no other op: `python -m tests.export.kbert_exports`.)"""
     used, at_load = set(), set()
     for name in kbert_exports.EACH:
-        path = kbert_exports.export(name, str(tmp_path))
+        path = kbert_exports.export(name, str(tmp_path), pipeline_export)
         check_saved_model(path)
         used |= kbert_exports.op_types(path)
         at_load |= load_time_op_types(path)
