@@ -58,13 +58,20 @@ def made_once(folder, name, make):
     for it, under a lock of its own, and renamed into place whole (a file or a folder): the
     others wait for it, then share it."""
     import fcntl
+    import shutil
 
     path = folder / name
     with open(folder / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not path.exists():
             partial = folder / f"{name}.partial"
-            make(partial)
+            try:
+                make(partial)
+            except BaseException:
+                # What a failed attempt left is not reused: the next caller makes it anew.
+                shutil.rmtree(partial, ignore_errors=True) if partial.is_dir() else (
+                    partial.unlink(missing_ok=True))
+                raise
             partial.rename(path)
     return path
 

@@ -103,6 +103,18 @@ def test_dry_run_still_refuses_a_bad_flag_naming_it(name, bad, message, tmp_path
     assert capsys.readouterr().out == ""
 
 
+
+def test_dry_run_refuses_a_flag_predict_does_not_define_without_runner(tmp_path, capsys):
+    """predict hands the flags it does not define to Beam, with --runner only: a mistyped
+    flag without --runner is an error, under --dry_run too."""
+    config_class, values = _program("predict")
+    rest = values(["predict", *PROGRAMS["predict"][2](tmp_path), "--bacth_size=8",
+                   "--dry_run"], known_only=True)
+    with pytest.raises(app.UsageError, match=re.escape("Unknown flags --bacth_size=8")):
+        config_fields.run_program(config_class, lambda config: None, ["predict"],
+                                  flag_values=values, fields={"beam_args": rest[1:]})
+    assert capsys.readouterr().out == ""
+
 # --- the private-Keras version guard (docs/keras-limits.md) ---
 
 def test_every_private_api_is_guarded_where_kbert_touches_it():

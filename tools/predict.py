@@ -40,20 +40,22 @@ def parse_flags(argv):
     argv, handed on to `PredictionConfig.beam_args`."""
     from absl import flags
 
-    return flags.FLAGS(argv, known_only=True)
+    try:
+        return flags.FLAGS(argv, known_only=True)
+    except flags.Error as e:  # a bad value of a known flag: absl's message, no traceback
+        sys.stderr.write(f"FATAL Flags parsing error: {e}\n")
+        sys.stderr.write("Pass --helpshort or --helpfull to see help on flags.\n")
+        sys.exit(1)
 
 
 def main(argv):
-    import dataclasses
-
     from kbert.batch.prediction import PredictionStopped, run_prediction
     from kbert.batch.input_files import InputFileError
 
-    def run(config):
-        return run_prediction(dataclasses.replace(config, beam_args=list(argv[1:])))
-
-    config_fields.run_program(PredictionConfig, run, argv[:1],
-                              message_errors=(InputFileError, PredictionStopped))
+    # What absl did not parse is Beam's (with --runner; an error without it, --dry_run too).
+    config_fields.run_program(PredictionConfig, run_prediction, argv[:1],
+                              message_errors=(InputFileError, PredictionStopped),
+                              fields={"beam_args": list(argv[1:])})
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from kbert.batch import input_files
 from kbert.batch.beam_inference import PipelineModelHandler
+from kbert.batch.beam_runners import local_runner
 from kbert.batch.output import PredictionStopped
 from kbert.pipelines import ALIASES
 
@@ -149,10 +150,9 @@ class WriteSorted(beam.DoFn):
         yield write_whole(self.paths[key], [r for _, r in records], self.temp)
 
 
-def _write_counts(_, path, records, predictions, dead):
+def _write_counts(_, path, temp, records, predictions, dead):
     counts = {"records": records, "predictions": predictions, "dead_letters": dead}
-    with FileSystems.create(path) as f:
-        f.write(json.dumps(counts).encode())
+    write_whole(path, [counts], temp)
     return counts
 
 
@@ -197,21 +197,10 @@ def build(pipeline, files, columns, handler, paths, block):
     return (pipeline
             | "Once" >> beam.Create([None])
             | "Counts" >> beam.Map(
-                _write_counts, paths.counts,
+                _write_counts, paths.counts, paths.temp,
                 beam.pvalue.AsSingleton(_total(read.count, "RecordsIn")),
                 beam.pvalue.AsSingleton(_total(written, "PredictionsOut")),
                 beam.pvalue.AsSingleton(_total(dead, "DeadLettersOut"))))
-
-
-def local_runner(runner):
-    """For "DirectRunner", the runner it falls back to, FnApiRunner (it takes
-    --direct_num_workers and --direct_running_mode): the DirectRunner would first fetch the
-    Prism runner from GitHub for a pipeline Prism can run. None for the other runners."""
-    if runner != "DirectRunner":
-        return None
-    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-
-    return FnApiRunner()
 
 
 def run(config, handler=None):

@@ -10,13 +10,15 @@ Text files are read in parallel (a file per task) in two passes: the first count
 file's documents, so that the second can number them as one process does. `stdlib` and
 `tfds:` inputs are read by one worker and spread from there.
 
-This is the only module of kbert that imports apache_beam (`pip install "kbert[beam]"`).
+Only `kbert.batch`'s Beam modules (beam_*.py and this one) import apache_beam (`pip install
+"kbert[beam]"`); nothing imports them but the tools with --runner.
 """
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from kbert.batch.beam_runners import runner_of
 from kbert.data import corpora, static_masking, tfrecords
 
 NAMESPACE = "kbert.pretraining_data"
@@ -80,6 +82,11 @@ class MakeBlock(beam.DoFn):
             first = block * self.dupe_factor + pass_index
             for i, record in enumerate(records):
                 yield (first + i) % self.num_shards, ((pass_index, block, i), record)
+
+    def teardown(self):  # the worker's truncation counts, in its log
+        maker = getattr(self, "maker", None)
+        if maker is not None:
+            maker.builder.log_statistics()
 
 
 class WriteShard(beam.DoFn):
@@ -148,18 +155,6 @@ def write_shards(keyed, files):
             | "Write" >> beam.ParDo(WriteShard(files)))
 
 
-def _runner(pipeline_args):
-    """Beam's FnApiRunner for --runner=DirectRunner: the DirectRunner would first fetch the
-    Prism runner from GitHub, and this batch pipeline needs nothing FnApiRunner lacks (it
-    takes --direct_num_workers and --direct_running_mode). None: the options' runner."""
-    options = PipelineOptions(pipeline_args).get_all_options()
-    if options.get("runner") in ("DirectRunner", "direct"):
-        from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-
-        return FnApiRunner()
-    return None
-
-
 def run(spec, vocab_file, lowercase, output, num_shards, dupe_factor, maker_args,
         pipeline_args):
     """Runs the pipeline to its end; returns the files (`tfrecords.shard_files`) and the
@@ -176,7 +171,7 @@ def run(spec, vocab_file, lowercase, output, num_shards, dupe_factor, maker_args
     files = tfrecords.shard_files(output, num_shards)
     if "/" in output:
         tf.io.gfile.makedirs(output.rsplit("/", 1)[0])
-    pipeline = beam.Pipeline(runner=_runner(pipeline_args),
+    pipeline = beam.Pipeline(runner=runner_of(pipeline_args),
                              options=PipelineOptions(pipeline_args))
     examples = pipeline | PretrainingExamples(spec, vocab_file, lowercase, maker_args,
                                               dupe_factor, num_shards)

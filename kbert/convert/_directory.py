@@ -46,6 +46,13 @@ def write_tokenizer_files(folder, checkpoint, sentencepiece_file=SENTENCEPIECE_M
     if checkpoint.tokenizer_json is not None:
         text, settings = checkpoint.tokenizer_json
         (Path(folder) / TOKENIZER_JSON).write_text(text, encoding="utf-8")
+        # The family's tokenizer class names its vocab.txt / merges kind (ModernBERT's is
+        # BertTokenizer for a WordPiece vocabulary); a tokenizer.json keeps the class it came
+        # with, else the fast tokenizer every tokenizer.json loads into.
+        tokenizer_config = {key: value for key, value in tokenizer_config.items()
+                            if key != "tokenizer_class"}
+        tokenizer_config["tokenizer_class"] = settings.get("tokenizer_class",
+                                                           "PreTrainedTokenizerFast")
         with open(Path(folder) / TOKENIZER_CONFIG, "w", encoding="utf-8") as f:
             json.dump({**settings, **tokenizer_config}, f, indent=2)
         return

@@ -176,7 +176,7 @@ class PairBuilder:
             while pending:
                 yield from self._document_examples(pending.popleft())
         finally:
-            self._log_statistics()
+            self.log_statistics()
 
     def block_examples(self, documents, rngs):
         """Examples of one block of documents, each document's drawn from its own generator
@@ -192,7 +192,8 @@ class PairBuilder:
                 self.rng = rng
                 yield from self._document_examples(document)
 
-    def _log_statistics(self):
+    def log_statistics(self):
+        """Logs what truncation and dropping cost so far (nothing is lost silently)."""
         counts = self.statistics
         if self.sentence_task == "none":
             if counts["sentences_split"]:

@@ -138,4 +138,6 @@ def write(spec, maker, path, num_shards=1, dupe_factor=1, log_every=10000):
             for block, group in blocks(documents, maker.block_size):
                 yield from maker.examples(block, group, [pass_index])[pass_index]
 
-    return tfrecords.write_records(records(), path, num_shards, log_every)
+    result = tfrecords.write_records(records(), path, num_shards, log_every)
+    maker.builder.log_statistics()  # what truncation and dropping cost, as the stream logs
+    return result

@@ -129,6 +129,8 @@ def _template(value, source):
         pair = [item(p) for p in parts[0]["pair"]]
     except (KeyError, TypeError, ValueError, AttributeError):
         _fail(source, "post-processor", json.dumps(value)[:200], supported)
+    if len(single) != 3 or len(pair) < 5:
+        _fail(source, "post-processor", json.dumps(value)[:200], supported)
     cls, sep = single[0][0], single[-1][0]
     separators = len(pair) - 4
     if (len(single) != 3 or single[1][0] != "$A" or any(t for _, t in single)
@@ -148,7 +150,10 @@ def _vocabulary(model, added, source):
     for source_tokens in (list(vocab.items()), [(a.get("content"), a.get("id")) for a in added]):
         seen = {}
         for token, i in source_tokens:  # an added token takes its id over (as `tokenizers`)
-            if not isinstance(token, str) or not isinstance(i, int) or i in seen:
+            if not isinstance(token, str) or not isinstance(i, int):
+                raise ValueError(f"{source}: vocabulary entry {token!r}: {i!r}: expected a "
+                                 "string token and an integer id.")
+            if i in seen:
                 raise ValueError(f"{source}: token {token!r} has the id {i!r}, which "
                                  f"{seen.get(i)!r} has too; expected one token per id.")
             seen[i] = by_id[i] = token

@@ -116,9 +116,10 @@ def define_program(config_class, flag_values=flags.FLAGS):
 
 
 def run_program(config_class, run, argv, flag_values=flags.FLAGS,
-                message_errors=(FloatingPointError,)):
-    """The `main` of such a program: the config from the flags, then `run(config)` (which
-    validates it first). A bad setting is a usage error naming the flag, with no traceback;
+                message_errors=(FloatingPointError,), fields=None):
+    """The `main` of such a program: the config from the flags (and `fields`, config fields
+    that are not flags: predict's Beam options), then `run(config)` (which validates it
+    first). A bad setting is a usage error naming the flag, with no traceback;
     `message_errors` (a NaN loss; a bad input record) stop with their message alone.
     `--dry_run` validates and prints the config."""
     import dataclasses
@@ -131,6 +132,8 @@ def run_program(config_class, run, argv, flag_values=flags.FLAGS,
     logging.set_verbosity(logging.WARNING)
     try:
         config = config_from_flags(config_class, flag_values)
+        if fields:
+            config = dataclasses.replace(config, **fields)
         if flag_values["dry_run"].value:
             config.validate()
             print(json.dumps(dataclasses.asdict(config), indent=2))

@@ -12,8 +12,10 @@ earlier kbert versions' exports hold and today's no longer do stay allowed
 
 # In kbert's exports before the question-answering task folder (whose span band is now
 # comparisons of positions): the kbert-contract answer signature's
-# `tf.linalg.band_part`. Bounded as every op: no allocation of its own.
-EARLIER_EXPORT_OPS = frozenset({"MatrixBandPart"})
+# `tf.linalg.band_part`. Bounded as every op: no allocation of its own. And WordPiece's
+# long-word step before it became regex replacements: tensorflow-text's `regex_split`
+# (RegexSplitWithOffsets, RE2: linear in its input).
+EARLIER_EXPORT_OPS = frozenset({"MatrixBandPart", "RegexSplitWithOffsets"})
 
 ALLOWED_OPS = frozenset({
     # Tensor math: the encoders, the heads, softmax / top-k, the signatures' decoding.
@@ -47,7 +49,7 @@ ALLOWED_OPS = frozenset({
     # tensorflow-text: the WordPiece and SentencePiece tokenizers (their models are constants
     # of the graph, never files), normalisation, pre-tokenization, trimming.
     "FastBertNormalize", "FastWordpieceTokenizeWithOffsets", "NormalizeUTF8",
-    "RegexSplitWithOffsets", "SentencepieceOp", "SentencepieceTokenizeOp",
+    "SentencepieceOp", "SentencepieceTokenizeOp",
     "TFText>RoundRobinTrim",
     # Variables and resources: the weights, read by the signatures.
     "AssignVariableOp", "ReadVariableOp", "VarHandleOp", "VarIsInitializedOp",

@@ -242,3 +242,25 @@ def test_a_saved_model_folder_gives_the_tokenizer_json_written_beside_it(tmp_pat
     tokenizer.write_files(str(tmp_path))
     again = SavedModelSource(tmp_path).tokenizer()
     assert type(again) is ByteFallbackTokenizer and again.identity() == tokenizer.identity()
+
+
+def test_a_tokenizer_json_is_written_back_with_the_class_it_loads_into(tmp_path):
+    """A family's tokenizer class names its vocab.txt kind (ModernBERT's says BertTokenizer
+    for a WordPiece vocabulary); a tokenizer.json keeps the class it came with, or the fast
+    tokenizer any tokenizer.json loads into, never a WordPiece class."""
+    import types
+
+    from kbert.convert import _directory
+
+    text = (FOLDER / "mm_bert" / "tokenizer.json").read_text("utf-8")
+    for settings, expected in (({"tokenizer_class": "GemmaTokenizerFast"}, "GemmaTokenizerFast"),
+                               ({}, "PreTrainedTokenizerFast")):
+        folder = tmp_path / expected
+        folder.mkdir()
+        checkpoint = types.SimpleNamespace(tokenizer_json=(text, settings))
+        _directory.write_tokenizer_files(folder, checkpoint, tokenizer_class="BertTokenizer",
+                                         model_max_length=512)
+        written = json.loads((folder / "tokenizer_config.json").read_text("utf-8"))
+        assert written["tokenizer_class"] == expected
+        assert written["model_max_length"] == 512
+        assert (folder / "tokenizer.json").read_text("utf-8") == text

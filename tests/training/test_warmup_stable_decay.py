@@ -16,7 +16,8 @@ def test_warmup_then_the_peak_held_then_a_one_minus_sqrt_decay():
                               decay="warmup_stable_decay", decay_steps=40,
                               end_learning_rate=1e-5)
     got = values(schedule, [0, 5, 10, 40, 70, 80, 90, 110, 150])
-    # Decay from step 70: at 80 a quarter done (sqrt 0.5), at 90 half (sqrt(0.5)).
+    # Decay (1-sqrt) from step 70: at 80 a quarter done, so sqrt(0.25) = 0.5 of the way
+    # down; at 90 half done, sqrt(0.5).
     peak, end = 1e-3, 1e-5
     expected = [0, 5e-4, peak, peak, peak, peak - (peak - end) * 0.5,
                 peak - (peak - end) * np.sqrt(0.5), end, end]
