@@ -105,6 +105,9 @@ class PipelineModelHandler(ModelHandler):
                  max_batch_size=DEFAULT_MAX_BATCH_SIZE, **kwargs):
         super().__init__(min_batch_size=min_batch_size, max_batch_size=max_batch_size,
                          **kwargs)
+        # Beam's own arguments as given, for with_batch_size (not Beam's private fields).
+        self._beam_kwargs = dict(kwargs, min_batch_size=min_batch_size,
+                                 max_batch_size=max_batch_size)
         if not isinstance(model, str) or not model:
             raise ValueError(f"model={model!r}: give a path or a preset name (a string); a "
                              "model object cannot travel to Beam's workers.")
@@ -141,10 +144,7 @@ class PipelineModelHandler(ModelHandler):
 
     def with_batch_size(self, max_batch_size):
         """The same handler with Beam batches of at most `max_batch_size` inputs."""
-        return PipelineModelHandler(
-            self.task, self.model, trusted=self.trusted, options=self.options,
-            **{**self._batching_kwargs, "max_batch_size": max_batch_size,
-               "min_batch_size": min(max_batch_size,
-                                     self._batching_kwargs.get("min_batch_size", 1))},
-            large_model=self._large_model, model_copies=self._model_copies,
-            env_vars=self._env_vars)
+        kwargs = dict(self._beam_kwargs, max_batch_size=max_batch_size,
+                      min_batch_size=min(max_batch_size, self._beam_kwargs["min_batch_size"]))
+        return PipelineModelHandler(self.task, self.model, trusted=self.trusted,
+                                    options=self.options, **kwargs)
