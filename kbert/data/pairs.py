@@ -69,7 +69,9 @@ class PairBuilder:
             document as `cls_id` + its tokens + `sep_id`, the documents one stream cut every
             `sequence_length` tokens, so every example is full (no padding; only the stream's
             last may be short) and a document may run on into the next example;
-            `short_seq_prob` does not apply.
+            `short_seq_prob` does not apply. Each example adds `document_ids`: 1 on its
+            first document's tokens (or the piece that runs on), 2 on the next's, ..., 0 on
+            padding.
     """
 
     def __init__(self, sequence_length, sentence_task, cls_id, sep_id, pad_id,
@@ -285,7 +287,8 @@ class PairBuilder:
 
     def _filled_rows(self, documents):
         """ModernBERT's packing (see `fill_rows`): [CLS] document [SEP] [CLS] document [SEP]
-        ... as one stream, cut into rows of exactly `sequence_length` tokens."""
+        ... as one stream, cut into rows of exactly `sequence_length` tokens; each row's
+        `document_ids` number its documents (or pieces of one) 1, 2, ..., 0 on padding."""
         row, length = [], 0
         for document in documents:
             sentences = [np.asarray(s, np.int32) for s in document if len(s)]
@@ -298,15 +301,20 @@ class PairBuilder:
                 length += len(taken)
                 stream = stream[len(taken):]
                 if length == self.sequence_length:
-                    yield self._row(np.concatenate(row))
+                    yield self._row(row)
                     row, length = [], 0
         if row:
-            yield self._row(np.concatenate(row))
+            yield self._row(row)
 
-    def _row(self, tokens):
-        """One segment of `tokens` as they are (their [CLS] and [SEP]s inside), padded."""
+    def _row(self, pieces):
+        """One segment of the documents' `pieces` as they are (their [CLS] and [SEP]s
+        inside), padded, with the `document_ids` of its tokens."""
+        tokens = np.concatenate(pieces)
         token_ids = np.full(self.sequence_length, self.pad_id, np.int32)
         token_ids[: len(tokens)] = tokens
         padding_mask = (np.arange(self.sequence_length) < len(tokens)).astype(np.int32)
+        document_ids = np.zeros(self.sequence_length, np.int32)
+        document_ids[: len(tokens)] = np.repeat(np.arange(1, len(pieces) + 1, dtype=np.int32),
+                                                [len(p) for p in pieces])
         return {"token_ids": token_ids, "segment_ids": np.zeros(self.sequence_length, np.int32),
-                "padding_mask": padding_mask}
+                "padding_mask": padding_mask, "document_ids": document_ids}

@@ -2,7 +2,8 @@
 batches -> masking.
 
 Everything runs on the host; the model only ever sees static-shape int tensors:
-`features = {token_ids, segment_ids, padding_mask, mask_positions}` and
+`features = {token_ids, segment_ids, padding_mask, mask_positions}` (with `fill_rows`,
+`document_ids` too) and
 `labels = {mask_ids, mask_weights[, next_sentence_labels]}`.
 """
 
@@ -45,6 +46,8 @@ def examples(documents, tokenizer, sequence_length, sentence_task="nsp", short_s
     tokenized = tokenized_documents(documents, tokenizer).prefetch(AUTOTUNE)
 
     keys = ["token_ids", "segment_ids", "padding_mask"]
+    if fill_rows:
+        keys.append("document_ids")
     if sentence_task != "none":
         keys.append("next_sentence_labels")
 
@@ -70,7 +73,8 @@ def examples(documents, tokenizer, sequence_length, sentence_task="nsp", short_s
 
 
 def split_features_and_labels(example):
-    features = {k: example[k] for k in FEATURE_KEYS}
+    packed = ("document_ids",) if "document_ids" in example else ()  # fill_rows
+    features = {k: example[k] for k in FEATURE_KEYS + packed}
     labels = {k: example[k] for k in ("mask_ids", "mask_weights", "next_sentence_labels")
               if k in example}
     return features, labels
@@ -96,7 +100,9 @@ def pretraining_dataset(documents, tokenizer, sequence_length=128, max_predictio
             one document's (see `PairBuilder`).
         fill_rows: with pack_across_documents, ModernBERT's packed sequences: [CLS] document
             [SEP] after [CLS] document [SEP], cut every `sequence_length` tokens (every row
-            full; see `PairBuilder`).
+            full; see `PairBuilder`); the features add `document_ids` [B, S] (1, 2, ... for
+            the documents of a row, 0 on padding), which `ModernBertPretrainer(...,
+            document_ids=True)` takes to keep each document to itself.
         masking, masked_lm_prob, mask_token_rate, random_token_rate, max_ngram: see `Masker`.
         short_seq_prob: probability of a shorter target length for a document.
         seed: every random choice derives from it: the same seed gives the same batches;

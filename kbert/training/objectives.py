@@ -28,6 +28,20 @@ def _from_preset(head):
     return build
 
 
+def _masked_lm(config, overrides, teacher=None):
+    """The family's masked-LM pretrainer; with `separate_documents` (ModernBERT's packed rows)
+    one that takes the rows' `document_ids`."""
+    model = pretraining_model(config, "mlm", overrides)
+    if getattr(config, "separate_documents", False):
+        model = type(model)(model.backbone, document_ids=True, name=model.name)
+    return model
+
+
+def _served(model):
+    """What a masked-LM run exports: a pretrainer that took `document_ids` without them."""
+    return model.without_document_ids() if getattr(model, "document_ids", False) else model
+
+
 def _replaced_token_detection(config, overrides, teacher=None):
     """ELECTRA's pretrainer on an electra preset, DeBERTa-v3's (GDES) on a deberta_v3 one."""
     return pretraining_model(config, "rtd", overrides)
@@ -155,7 +169,7 @@ class Objective:
 
 _MLM = ("mlm_accuracy", "mlm_loss")
 OBJECTIVES = {objective.name: objective for objective in (
-    Objective("mlm", "masked LM alone", "none", _from_preset("mlm"), _MLM),
+    Objective("mlm", "masked LM alone", "none", _masked_lm, _MLM, export=_served),
     Objective("mlm_nsp", "masked LM + next-sentence prediction (BERT)", "nsp",
               _from_preset("pretrainer"), _MLM + ("nsp_accuracy", "nsp_loss")),
     Objective("mlm_sop", "masked LM + sentence-order prediction (ALBERT)", "sop",

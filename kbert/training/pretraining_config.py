@@ -17,6 +17,8 @@ from kbert.training.objectives import DISTILL_RECIPES, OBJECTIVES
 from kbert.training.config_fields import ConfigError, setting
 from kbert.training.run_settings import RunConfig
 DEFAULT_TRAIN_STEPS = 1000
+# The families whose pretrainer takes packed rows' document ids (`--separate_documents`).
+SEPARATE_DOCUMENT_FAMILIES = ("modern_bert",)
 
 
 @dataclasses.dataclass
@@ -80,6 +82,12 @@ class PretrainingConfig(RunConfig):
                "[CLS] ... [SEP], the documents one stream cut every --sequence_length tokens "
                "(every row full, no padding; a document may run on into the next row); "
                "false: segments end at sentence boundaries.", group="Data")
+    separate_documents: bool = setting(
+        False, "With --fill_rows (ModernBERT, --objective=mlm): each document of a row "
+               "attends only to itself (global and window layers) and its rotary positions "
+               "restart at its [CLS], as ModernBERT's unpadded packed training; false: "
+               "attention across the documents of a row (RoBERTa's FULL-SENTENCES).",
+        group="Data")
     # Replaced-token detection (--objective=rtd: ELECTRA, DeBERTa-v3)
     generator_hidden_fraction: float = setting(
         0.25, "ELECTRA generator width as a fraction of the discriminator's, in (0, 1].",
@@ -220,6 +228,8 @@ class PretrainingConfig(RunConfig):
         if self.fill_rows and not self.pack_across_documents:
             raise ConfigError("--fill_rows packs documents one after the other: it needs "
                               "--pack_across_documents.")
+        if self.separate_documents:
+            self._check_separate_documents()
         kind = self.resolved_tokenizer_type
         if kind not in tokenizer_types.TOKENIZER_TYPES:
             raise ConfigError(
@@ -276,6 +286,18 @@ class PretrainingConfig(RunConfig):
             raise ConfigError(f"--sequence_length={self.sequence_length} is longer than the "
                               f"model's max_sequence_length={max_positions} (preset "
                               f"{self.preset}).")
+
+    def _check_separate_documents(self):
+        if not self.fill_rows:
+            raise ConfigError("--separate_documents keeps apart the documents packed into a "
+                              "row: it needs --pack_across_documents --fill_rows.")
+        if self.family not in SEPARATE_DOCUMENT_FAMILIES or self.objective != "mlm":
+            raise ConfigError(
+                f"--separate_documents: --preset={self.preset} ({self.family}) with --objective="
+                f"{self.objective}; only ModernBERT's masked LM (--objective=mlm on a "
+                f"{', '.join(SEPARATE_DOCUMENT_FAMILIES)} preset) keeps each document to "
+                "itself. Other families attend across the documents of a row: use "
+                "--noseparate_documents.")
 
     def _check_schedule(self):
         if (self.train_steps is None) == (self.epochs is None):

@@ -33,3 +33,47 @@ def test_documents_are_one_stream_cut_into_full_rows():
 def test_fill_rows_needs_packing_across_documents():
     with pytest.raises(ValueError, match="fill_rows .* needs pack_across_documents=True"):
         PairBuilder(16, "none", CLS, SEP, PAD, fill_rows=True)
+
+
+def test_document_ids_follow_the_cls_and_sep_of_each_row():
+    """Each row numbers its documents 1, 2, ... from its first token: a new id at every [CLS]
+    (and at the row's start, where a document runs on from the row before), the same id up
+    to that document's [SEP], 0 on padding."""
+    builder = PairBuilder(16, "none", CLS, SEP, PAD, pack_across_documents=True,
+                          fill_rows=True)
+    rows = list(builder.examples(documents()))
+    for row in rows:
+        tokens, ids, real = row["token_ids"], row["document_ids"], row["padding_mask"] > 0
+        assert (ids[~real] == 0).all() and (ids[real] > 0).all()
+        starts = np.flatnonzero(real & ((tokens == CLS) | (np.arange(16) == 0)))
+        expected = np.zeros(16, np.int32)
+        expected[starts] = 1
+        np.testing.assert_array_equal(ids, np.cumsum(expected) * real)
+        ends = np.flatnonzero(tokens == SEP)
+        assert all(i + 1 == len(ids) or not real[i + 1] or ids[i + 1] == ids[i] + 1
+                   for i in ends)
+    # The stream's documents, counted over the rows: one per [CLS], plus each run-on piece.
+    pieces = sum(int(r["document_ids"].max()) for r in rows)
+    run_ons = sum(r["token_ids"][0] != CLS for r in rows)
+    assert pieces == len(documents()) + run_ons and run_ons > 0
+
+
+def test_the_pretraining_batches_carry_the_document_ids():
+    """With fill_rows the features add `document_ids` (each row numbers its own pieces:
+    the second row starts with the run-on of the second document), untouched by masking."""
+    import tensorflow as tf
+
+    from kbert.data import pretraining_dataset
+    from kbert.tokenizers import WordPieceTokenizer
+
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c", "d"]
+    tokenizer = WordPieceTokenizer(vocabulary, lowercase=True)
+    corpus = tf.data.Dataset.from_tensor_slices(
+        tf.ragged.constant([["a b c", "d a"], ["b b"], ["c d a b c d a"]]))
+    (features, labels), = pretraining_dataset(
+        corpus, tokenizer, sequence_length=8, max_predictions=2, batch_size=3,
+        sentence_task="none", short_seq_prob=0.0, shuffle_buffer=0, drop_remainder=False,
+        pack_across_documents=True, fill_rows=True).as_numpy_iterator()
+    np.testing.assert_array_equal(features["document_ids"], [[1, 1, 1, 1, 1, 1, 1, 2],
+                                                             [1, 1, 1, 2, 2, 2, 2, 2],
+                                                             [1, 1, 1, 1, 0, 0, 0, 0]])

@@ -66,9 +66,8 @@ class BertPretrainer(Pretrainer, keras.Model):
             )
 
         # === Functional model ===
-        inputs = dict(backbone.input)
+        inputs, features = self.backbone_graph(backbone)
         inputs.update(int_inputs(("mask_positions",)))
-        features = backbone(backbone.input)
         outputs = {"mlm_logits": mlm_head(features["sequence_output"], inputs["mask_positions"])}
         if nsp_head is not None:
             outputs["nsp_logits"] = nsp_head(features["pooled_output"])  # [B, 2]
@@ -81,6 +80,11 @@ class BertPretrainer(Pretrainer, keras.Model):
         if nsp_head is not None:
             self.nsp_loss_tracker = keras.metrics.Mean(name="nsp_loss")
             self.nsp_accuracy = keras.metrics.SparseCategoricalAccuracy(name="nsp_accuracy")
+
+    def backbone_graph(self, backbone):
+        """The graph's start: its inputs (a dict, the backbone's) and the backbone's outputs
+        on them. `ModernBertPretrainer` adds packed documents' ids."""
+        return dict(backbone.input), backbone(backbone.input)
 
     def _labels(self, y):
         needed = LABEL_KEYS if self.next_sentence_prediction else LABEL_KEYS[:1]

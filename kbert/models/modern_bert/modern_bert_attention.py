@@ -9,19 +9,55 @@ from keras import ops
 FAR = -1e9
 
 
-def rotary(x, theta):
+def rotary(x, theta, positions=None):
     """`x` [B, S, N, D] with its positions turned in (transformers' `rotate_half` form: unit
     d pairs with unit d + D/2, frequency theta^(-2d/D) at position s), in float32 and back to
-    `x`'s dtype."""
+    `x`'s dtype. `positions`: int [B, S] (each token's position in its document,
+    `document_runs`); `None`: 0, 1, ..., S - 1 in every row."""
     size = x.shape[-1]
     inverse = 1.0 / theta ** (np.arange(0, size, 2, dtype="float32") / size)  # [D/2]
-    positions = ops.cast(ops.arange(ops.shape(x)[1]), "float32")  # [S]
-    angles = positions[:, None] * ops.convert_to_tensor(inverse.astype("float32"))[None]
-    angles = ops.concatenate([angles, angles], axis=-1)[None, :, None, :]  # [1, S, 1, D]
+    inverse = ops.convert_to_tensor(inverse.astype("float32"))
+    if positions is None:
+        positions = ops.cast(ops.arange(ops.shape(x)[1]), "float32")  # [S]
+        angles = positions[:, None] * inverse[None]
+        angles = ops.concatenate([angles, angles], axis=-1)[None, :, None, :]  # [1, S, 1, D]
+    else:
+        angles = ops.cast(positions, "float32")[:, :, None] * inverse[None, None]  # [B, S, D/2]
+        angles = ops.concatenate([angles, angles], axis=-1)[:, :, None, :]  # [B, S, 1, D]
     y = ops.cast(x, "float32")
     half = size // 2
     turned = ops.concatenate([-y[..., half:], y[..., :half]], axis=-1)
     return ops.cast(y * ops.cos(angles) + turned * ops.sin(angles), x.dtype)
+
+
+def document_runs(document_ids):
+    """Packed documents from `document_ids` int [B, S] (a document: a run of equal ids, as
+    ModernBERT's cumulative sequence lengths cut a packed row).
+
+    Returns: (runs, positions), int32 [B, S] each: the document's number in its row (1, 1,
+        2, 2, 2, ...; non-decreasing), and the token's position from its document's first
+        token (0, 1, 0, 1, 2, ...: where ModernBERT's rotary positions restart).
+    """
+    ids = ops.cast(document_ids, "int32")
+    changes = ops.cast(ops.not_equal(ids[:, 1:], ids[:, :-1]), "int32")
+    runs = ops.cumsum(ops.concatenate([ops.ones_like(ids[:, :1]), changes], axis=1), axis=1)
+    shape = ops.shape(ids)
+    # The runs of all rows as one sorted vector: each row's above the last row's.
+    offsets = ops.arange(shape[0], dtype="int32")[:, None] * (shape[1] + 1)
+    flat = ops.reshape(runs + offsets, (-1,))
+    first = ops.cast(ops.searchsorted(flat, flat, side="left"), "int32")  # its run's start
+    positions = ops.arange(ops.shape(flat)[0], dtype="int32") - first
+    return runs, ops.reshape(positions, shape)
+
+
+def document_bias(runs, allowed=None):
+    """float32 [B, 1, S, S]: 0 where query i and key j are of the same document (`runs`
+    [B, S] from `document_runs`) and `allowed` [S, S] (bool; `None`: all) holds, `FAR`
+    elsewhere."""
+    same = ops.equal(runs[:, :, None], runs[:, None, :])  # [B, S, S]
+    if allowed is not None:
+        same = ops.logical_and(same, allowed[None])
+    return ops.where(same, 0.0, FAR)[:, None]
 
 
 def window_bias(length, radius):
@@ -49,9 +85,10 @@ def _neighbours(x, chunk, count):
     return ops.reshape(x, (-1, 3 * chunk) + tuple(trailing))
 
 
-def windowed_attention(attend, query, key, value, padding_mask, radius, training):
+def windowed_attention(attend, query, key, value, padding_mask, radius, training, runs=None):
     """Sliding-window attention of `query` (already scaled) over `key`, `value` [B, S, N, D]:
-    query i sees the real keys j with |i - j| <= `radius`.
+    query i sees the real keys j with |i - j| <= `radius` (and, given `runs` [B, S] from
+    `document_runs`, only those of its own document).
 
     The sequence is cut into chunks of `radius` tokens; each chunk attends to its own keys and
     its two neighbours' (3 * radius keys) through `attend` (`EncoderBlock._attend`, fused where
@@ -74,6 +111,11 @@ def windowed_attention(attend, query, key, value, padding_mask, radius, training
     valid = ops.pad(ops.cast(padding_mask, "int32"), around[:2])  # 0 past both ends
     valid = _neighbours(valid, chunk, count)  # [B * n, 3C]
     bias = ops.convert_to_tensor(_chunk_bias(radius))[None, None]  # [1, 1, C, 3C]
+    if runs is not None:
+        query_runs = ops.reshape(ops.pad(runs, [[0, 0], [0, extra]]), (-1, chunk))
+        key_runs = _neighbours(ops.pad(runs, around[:2]), chunk, count)  # [B * n, 3C]
+        same = ops.equal(query_runs[:, :, None], key_runs[:, None, :])  # [B * n, C, 3C]
+        bias = ops.where(ops.logical_and(same, ops.equal(bias[0], 0.0)), 0.0, FAR)[:, None]
     context = attend(query, key, value, valid, training, bias=bias)  # [B * n, C, N, D]
     context = ops.reshape(context, (batch, count * chunk, heads, size))
     return context[:, :length]

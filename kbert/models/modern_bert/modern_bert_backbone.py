@@ -3,7 +3,7 @@ window) and GeGLU, a final LayerNorm."""
 
 import keras
 
-from kbert.models.backbone import Backbone, layer_from_config
+from kbert.models.backbone import NO_INTERNALS, Backbone, layer_from_config
 from kbert.models.modern_bert.modern_bert_config import ModernBertConfig
 from kbert.models.modern_bert.modern_bert_encoder import ModernBertEncoder
 from kbert.models.modern_bert.modern_bert_layers import (
@@ -28,6 +28,13 @@ class ModernBertBackbone(Backbone):
 
     Inputs (a dict): `token_ids`, `padding_mask`, each int [B, S].
     Outputs (a dict): `sequence_output` [B, S, H].
+
+    Packed documents (ModernBERT's pretraining rows): `features(inputs)` on inputs that add
+    `document_ids` int [B, S] (a run of equal ids is one document, as `kbert.data` gives with
+    `fill_rows`) keeps attention inside each document, global and windowed, and restarts the
+    rotary positions at each document's first token, as ModernBERT's unpadded attention does
+    with flash attention's cumulative sequence lengths: each document's hidden states are
+    those of the document alone. The backbone's own graph has no such input.
     """
 
     config_class = ModernBertConfig
@@ -56,6 +63,17 @@ class ModernBertBackbone(Backbone):
 
     def network(self, config, layers, inputs, internals):
         x = internals.embedded(layers["embeddings"](inputs["token_ids"]))  # [B, S, H]
+        packed = {}
+        if inputs.get("document_ids") is not None:
+            packed["document_ids"] = inputs["document_ids"]
         for block in layers["transformer_layers"]:
-            x = internals.block(block, x, padding_mask=inputs["padding_mask"])  # [B, S, H]
+            x = internals.block(block, x, padding_mask=inputs["padding_mask"],
+                                **packed)  # [B, S, H]
         return {"sequence_output": layers["final_layer_norm"](x)}
+
+    def features(self, inputs):
+        """This backbone's outputs on `inputs`, a dict of (symbolic or real) tensors with its
+        inputs and optionally `document_ids` (see the class), through its layers (its
+        weights): a graph that takes `document_ids` (`ModernBertPretrainer`'s) calls it."""
+        layers = {name: getattr(self, name) for name in self._layer_names}
+        return self.network(self.config, layers, inputs, NO_INTERNALS)

@@ -38,6 +38,10 @@ class ModernBertEncoder(EncoderBlock):
     Call args:
         inputs: float [B, S, H].
         padding_mask: [B, S], 1 for real tokens; `None` attends to all.
+        document_ids: int [B, S] or `None`: packed documents (a run of equal ids is one
+            document), as ModernBERT's unpadded packed training: a token attends only to its
+            own document's (also in the window) and its rotary position counts from its
+            document's first token. `None`: one sequence a row, positions 0, 1, ...
         return_attention_probs: also return the probabilities [B, N, S, S] (computed whole,
             with the window as a mask: for inspection, not for long inputs).
     """
@@ -61,7 +65,7 @@ class ModernBertEncoder(EncoderBlock):
     def _norm(self, name):
         return self._layer_norm(name, center=self.norm_bias)
 
-    def build(self, inputs_shape, padding_mask_shape=None):
+    def build(self, inputs_shape, padding_mask_shape=None, document_ids_shape=None):
         hidden_size = inputs_shape[-1]
         self.head_size = self._head_size_of(hidden_size)
         policy = self.dtype_policy
@@ -86,26 +90,33 @@ class ModernBertEncoder(EncoderBlock):
         self.mlp_output_dense.build(shape[:-1] + (self.intermediate_size,))
         self.built = True
 
-    def _attention(self, x, padding_mask, training, explicit):
+    def _attention(self, x, padding_mask, document_ids, training, explicit):
         if self.attention_layer_norm is not None:
             x = self.attention_layer_norm(x)
         qkv = self.qkv_dense(x)  # [B, S, 3H]
         shape = ops.shape(qkv)
         qkv = ops.reshape(qkv, (shape[0], shape[1], 3, self.num_heads, self.head_size))
-        query = attention.rotary(qkv[:, :, 0], self.rope_theta)
-        key = attention.rotary(qkv[:, :, 1], self.rope_theta)
+        runs = positions = None
+        if document_ids is not None:
+            runs, positions = attention.document_runs(document_ids)  # [B, S] each
+        query = attention.rotary(qkv[:, :, 0], self.rope_theta, positions)
+        key = attention.rotary(qkv[:, :, 1], self.rope_theta, positions)
         query = query * ops.cast(self.head_size ** -0.5, query.dtype)
         value, probs = qkv[:, :, 2], None
         if explicit or self.window_radius is None:
             bias = None
             if self.window_radius is not None:
                 bias = attention.window_bias(shape[1], self.window_radius)[None, None]
+            if runs is not None:
+                bias = attention.document_bias(
+                    runs, None if bias is None else ops.equal(bias[0, 0], 0.0))
             out = self._attend(query, key, value, padding_mask, training, bias=bias,
                                explicit=explicit)
             context, probs = (out[0], out[1]) if explicit else (out, None)
         else:
             context = attention.windowed_attention(self._attend, query, key, value,
-                                                   padding_mask, self.window_radius, training)
+                                                   padding_mask, self.window_radius, training,
+                                                   runs=runs)
         context = ops.reshape(context, (shape[0], shape[1], self.num_heads * self.head_size))
         x = self.attention_output_dense(context)
         return self.attention_output_dropout(x, training=training), probs  # [B, S, H]
@@ -116,11 +127,14 @@ class ModernBertEncoder(EncoderBlock):
         x = self.mlp_dropout(self._activation_fn(inputs) * gate, training=training)
         return self.mlp_output_dense(x)
 
-    def call(self, inputs, padding_mask=None, training=None, return_attention_probs=False):
-        x, probs = self._attention(inputs, padding_mask, training, return_attention_probs)
+    def call(self, inputs, padding_mask=None, document_ids=None, training=None,
+             return_attention_probs=False):
+        x, probs = self._attention(inputs, padding_mask, document_ids, training,
+                                   return_attention_probs)
         x = inputs + x
         x = x + self._gated_feed_forward(x, training)
         return (x, probs) if return_attention_probs else x
 
-    def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
+    def compute_output_shape(self, inputs_shape, padding_mask_shape=None,
+                             document_ids_shape=None):
         return tuple(inputs_shape)
