@@ -30,11 +30,14 @@ def model_with_internals(model, hidden_states=True, attentions=True, output_name
     """
     what = type(model).__name__
     backbone = getattr(model, "backbone", None)
-    if not isinstance(backbone, Backbone) or getattr(model, "inputs", None) is None:
-        raise ValueError(
-            f"A {what} has no kbert backbone in a functional graph: hidden states and "
-            "attentions come from a kbert backbone, a task model (kbert.tasks) or a "
-            "pretrainer (kbert.models) built on one.")
+    allowed = ("hidden states and attentions come from a kbert backbone, and from a "
+               "functional task model (kbert.tasks) or pretrainer (kbert.models) built on one")
+    if not isinstance(backbone, Backbone):
+        raise ValueError(f"A {what} has no kbert backbone (its `backbone` is a "
+                         f"{type(backbone).__name__}): {allowed}.")
+    if getattr(model, "inputs", None) is None:
+        raise ValueError(f"A {what} is not a functional Keras model (no graph to run again "
+                         f"with its backbone's internals): {allowed}.")
     if not (hidden_states or attentions):
         raise ValueError("with_internals needs hidden_states=True or attentions=True.")
     inspected = backbone.with_internals(hidden_states=hidden_states, attentions=attentions)

@@ -139,10 +139,10 @@ def test_what_cannot_give_internals_is_refused(tmp_path):
         def call(self, x):
             return self.backbone(x)
 
-    with pytest.raises(ValueError, match="A Subclassed has no kbert backbone in a functional"):
+    with pytest.raises(ValueError, match="A Subclassed is not a functional Keras model"):
         model_with_internals(Subclassed())
     inputs = keras.Input((3,))
-    with pytest.raises(ValueError, match="A Functional has no kbert backbone"):
+    with pytest.raises(ValueError, match="A Functional has no kbert backbone .* a NoneType"):
         model_with_internals(keras.Model(inputs, keras.layers.Dense(2)(inputs)))
     twice = keras.Model(model.input, [model.backbone(model.input)["sequence_output"],
                                       model.backbone(model.input)["sequence_output"]])
@@ -152,3 +152,15 @@ def test_what_cannot_give_internals_is_refused(tmp_path):
     (tmp_path / "saved_model.pb").write_bytes(b"")
     with pytest.raises(ValueError, match="is a SavedModel, loaded as it was exported"):
         kbert.load(str(tmp_path), output_hidden_states=True)
+
+
+def test_the_inspector_still_takes_backbones_only():
+    """kbert.analysis.Inspector reads a backbone's internals (and its config's length): a
+    task model, which has with_internals now too, is refused as before, naming the way."""
+    from kbert import analysis
+
+    loaded = kbert.load(str(TASKS / "distil_bert_seq_single"))
+    with pytest.raises(TypeError, match="TextClassifier, which is built on one: pass its "
+                                        r"\.backbone"):
+        analysis.Inspector(loaded.model, loaded.tokenizer)
+    analysis.Inspector(loaded.model.backbone, loaded.tokenizer)
