@@ -92,10 +92,11 @@ class Inspector:
     """
 
     def __init__(self, backbone, tokenizer, max_length=None, batch_size=16):
-        if not hasattr(backbone, "with_internals"):
+        if not hasattr(backbone, "with_internals") or hasattr(backbone, "backbone"):
             raise TypeError(f"Inspector takes a kbert backbone (kbert.load(spec, head=None)"
-                            f".model); got a {type(backbone).__name__}, which has no "
-                            "with_internals.")
+                            f".model); got a {type(backbone).__name__}, which "
+                            + ("is built on one: pass its .backbone."
+                               if hasattr(backbone, "backbone") else "has no with_internals."))
         self.backbone, self.tokenizer = backbone, tokenizer
         limit = getattr(getattr(backbone, "config", None), "max_sequence_length", None)
         self.max_length = int(max_length or limit or 512)

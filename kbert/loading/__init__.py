@@ -20,7 +20,6 @@ import os
 from typing import Optional
 
 from kbert import presets
-from kbert.models.backbone import Backbone
 from kbert.loading import runs
 from kbert.loading.runs import RunError
 from kbert.loading.sources import (
@@ -123,10 +122,15 @@ def load(spec, task=None, head="auto", *, dtype=None, weights=presets.PRETRAINED
             (random initialisation). See `kbert.presets.load`.
         sha256: for a preset's release: the hash to pin (see `kbert.presets.load`).
         trusted: for a SavedModel: skip the check (only for one you made yourself).
-        output_hidden_states, output_attentions: as transformers' options of those names:
-            the backbone (`head=None` or task "feature-extraction") as
-            `Backbone.with_internals`, whose outputs add `hidden_states` (the embeddings'
-            output, then each layer's) and/or `attentions` (each layer's probabilities).
+        output_hidden_states, output_attentions: as transformers' options of those names
+            (off by default: the model is then the one built, unchanged): the model's
+            `with_internals(...)` instead, on the same layers and weights, whose outputs add
+            `hidden_states` (the embeddings' output, then each layer's) and/or `attentions`
+            (each layer's probabilities) to the model's own: a backbone's outputs dict
+            (`Backbone.with_internals`), a task model's (a single output under "logits",
+            a `TextEmbedder`'s under "embeddings"; `QuestionAnswerer`'s `start_logits` and
+            `end_logits`) or a pretrainer's (`mlm_logits`, ...), in transformers' order: the
+            task's outputs, `hidden_states`, `attentions`. Not for a SavedModel.
         **config_overrides: dropouts, `activation`, `initializer_range` or a shorter
             `max_sequence_length`; with `weights=None` any architecture field.
 
@@ -135,21 +139,27 @@ def load(spec, task=None, head="auto", *, dtype=None, weights=presets.PRETRAINED
         `label_names`, `kind`.
     """
     found = source(spec, weights=weights, sha256=sha256, trusted=trusted)
+    internals = bool(output_hidden_states) or bool(output_attentions)
+    if internals and found.kind == "saved_model":
+        raise ValueError(
+            f"output_hidden_states and output_attentions need a Keras model on a kbert "
+            f"backbone (a backbone, a task model, a pretrainer); {spec!r} is a SavedModel, "
+            "loaded as it was exported: load the checkpoint it was exported from instead.")
     model = found.build(task=task, head=head, dtype=dtype, **config_overrides)
-    if output_hidden_states or output_attentions:
-        if not isinstance(model, Backbone):
-            raise ValueError(
-                f"output_hidden_states and output_attentions give a backbone's internals: "
-                f"load {spec!r} with head=None or task='feature-extraction', not a "
-                f"{type(model).__name__} (or call its .backbone.with_internals()).")
+    if internals and not hasattr(model, "with_internals"):
+        raise ValueError(
+            f"output_hidden_states and output_attentions need a Keras model on a kbert "
+            f"backbone (a backbone, a task model, a pretrainer); {spec!r} gives a "
+            f"{type(model).__name__}.")
     tokenizer = None if (found.kind == "preset" and weights is None) else found.tokenizer()
     length = getattr(getattr(model, "backbone", model), "config", None)
     length = length.max_sequence_length if length is not None else found.max_sequence_length
-    if output_hidden_states or output_attentions:
+    label_names = getattr(model, "label_names", None)
+    if internals:
         model = model.with_internals(hidden_states=bool(output_hidden_states),
                                      attentions=bool(output_attentions))
-    return Loaded(model, tokenizer, found.description, length,
-                  label_names=getattr(model, "label_names", None), kind=found.kind)
+    return Loaded(model, tokenizer, found.description, length, label_names=label_names,
+                  kind=found.kind)
 
 
 __all__ = ["ALLOWED", "HEADS", "KINDS", "CheckpointSource", "FinetuningRunSource", "Loaded",

@@ -6,6 +6,7 @@ from keras import ops
 from kbert import _replicas
 from kbert.layers import MaskedLMHead
 from kbert.models.backbone import layer_from_config
+from kbert.models.internals import model_with_internals
 from kbert.models.optimizers import NO_DECAY_NAMES
 
 
@@ -34,6 +35,14 @@ class Pretrainer:
     # constructor arguments it saves: attributes of the same names.
     config_models = ("backbone",)
     config_settings = ()
+
+    def with_internals(self, hidden_states=True, attentions=True):
+        """A `keras.Model` on this model's layers (its weights, not a copy) whose outputs are
+        this model's outputs dict, then its `backbone`'s `hidden_states` and/or `attentions`
+        (ELECTRA's and DeBERTa-v3's replaced-token detection: the discriminator's, on the
+        corrupted input), as `Backbone.with_internals` gives them. This model stays as it
+        is."""
+        return model_with_internals(self, hidden_states, attentions)
 
     def compile(self, optimizer="adamw", loss=None, **kwargs):
         """Like `keras.Model.compile`, with the pretraining loss built in.

@@ -5,6 +5,7 @@ import keras
 from kbert import models
 from kbert.layers import _utils
 from kbert.models.backbone import int_inputs, layer_from_config
+from kbert.models.internals import model_with_internals
 from kbert.models.optimizers import NO_DECAY_NAMES
 
 # Dropout of the task heads where transformers does not take the backbone's hidden dropout:
@@ -117,6 +118,17 @@ class Task:
     `default_metrics()` -> (metrics, weighted_metrics or None), and pass their constructor's
     other arguments (what `get_config` saves besides the backbone) to `_init_task`.
     """
+
+    # The key of a single-tensor output in `with_internals`'s dict (transformers' name).
+    output_name = "logits"
+
+    def with_internals(self, hidden_states=True, attentions=True):
+        """A `keras.Model` on this model's layers (its weights, not a copy) whose outputs are
+        a dict: this model's outputs (a single tensor under `output_name`, "logits" as in
+        transformers' `SequenceClassifierOutput`), then the backbone's `hidden_states` and/or
+        `attentions`, as `Backbone.with_internals` gives them (transformers'
+        `output_hidden_states` / `output_attentions`). This model stays as it is."""
+        return model_with_internals(self, hidden_states, attentions, self.output_name)
 
     def compile(self, optimizer="adamw", loss="auto", metrics="auto", **kwargs):
         """`keras.Model.compile` with the task's defaults: any argument given replaces its

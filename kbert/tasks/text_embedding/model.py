@@ -35,6 +35,8 @@ class TextEmbedder(task_lib.Task, keras.Model):
     cosine similarity to them. Contrastive objectives need pairs: compile with your loss.
     """
 
+    output_name = "embeddings"
+
     def __init__(self, backbone, pooling="mean", normalize=False, max_length=None, **kwargs):
         task_lib.family_of(backbone)  # a kbert backbone
         if pooling not in POOLINGS:
