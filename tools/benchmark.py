@@ -209,6 +209,9 @@ flags.DEFINE_integer("summ_epochs", 3, "summarization: epochs.", lower_bound=1)
 flags.DEFINE_float("summ_learning_rate", 5e-5, "summarization: peak learning rate.",
                    lower_bound=0)
 flags.DEFINE_integer("summ_batch_size", 16, "summarization: windows per step.", lower_bound=1)
+flags.DEFINE_enum("summ_windows", "first", ["first", "all"], "summarization: what of a "
+                  "paper longer than 512 tokens is scored (--summary_windows of "
+                  "tools/finetune.py).")
 flags.DEFINE_string("summ_data_dir", None, "summarization: write ACLSum's splits there as "
                     "train/val/test.jsonl and keep them (default: a temporary folder).")
 flags.DEFINE_bool("summ_write_data", False, "summarization: only write the splits to "
@@ -730,7 +733,7 @@ def summarization(argv):
         raise app.UsageError("--summ_write_data writes the splits to --summ_data_dir: give it.")
     benchmark_summarization.run(FLAGS.aclsum_wheel, FLAGS.summ_epochs, FLAGS.summ_learning_rate,
                                 FLAGS.summ_batch_size, FLAGS.seed, FLAGS.summ_data_dir,
-                                FLAGS.summ_write_data)
+                                FLAGS.summ_write_data, windows=FLAGS.summ_windows)
 
 
 def modern_bert(argv):
