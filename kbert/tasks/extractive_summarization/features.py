@@ -8,7 +8,7 @@ RoBERTa's one segment type).
 Documents longer than the model's positions are cut into windows at sentence boundaries:
 each window holds as many whole sentences as fit in `sequence_length` (segments alternate
 again from 0). A sentence longer than a window by itself keeps its first `sequence_length -
-2` pieces. What becomes of the windows is the model's `windows` setting (`WINDOWS`):
+2` pieces. What becomes of the windows is the model's `windows` setting (`model.WINDOWS`):
 
 - "first" (BERTSum's truncation at 512 tokens): the first window alone is a model row; the
   sentences after it are not scored and never chosen. Every position id is the token's
@@ -27,18 +27,8 @@ from kbert.tasks.datasets import LABEL_WEIGHTS, LABELS, check_int
 from kbert.tokenizers.packing import PADDING_MASK, SEGMENT_IDS, TOKEN_IDS, second_segment_id
 from kbert.tasks.extractive_summarization import metrics
 from kbert.tasks.extractive_summarization import oracle as oracle_lib
+from kbert.tasks.extractive_summarization.model import check_windows
 from kbert.tokenizers.encoding import Encoder
-
-# The model's `windows` settings (see the module's docstring).
-WINDOWS = ("first", "all")
-
-
-def check_windows(windows):
-    """`windows`, checked against `WINDOWS`."""
-    if windows not in WINDOWS:
-        raise ValueError(f"windows must be one of {WINDOWS} (the document's windows a "
-                         f"summarizer scores), got {windows!r}.")
-    return windows
 
 
 @dataclasses.dataclass

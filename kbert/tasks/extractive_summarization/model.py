@@ -5,7 +5,17 @@ import keras
 from keras import ops
 
 from kbert.tasks import task as task_lib
-from kbert.tasks.extractive_summarization.features import check_windows
+
+# What of a document longer than the sequence is scored (`windows`; features.py cuts them).
+WINDOWS = ("first", "all")
+
+
+def check_windows(windows):
+    """`windows`, checked against `WINDOWS`."""
+    if windows not in WINDOWS:
+        raise ValueError(f"windows must be one of {WINDOWS} (the document's windows a "
+                         f"summarizer scores), got {windows!r}.")
+    return windows
 
 
 @keras.saving.register_keras_serializable(package="kbert")
