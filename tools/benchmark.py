@@ -21,8 +21,8 @@
     python tools/benchmark.py small [--small_models=bert_base,distil_bert_base,...]
         [--small_runs=30] [--small_warmup=3] [--small_threads=2] [--small_dir=DIR]
         [--small_config=field=value,...] [--sequence_length=128]
-    python tools/benchmark.py summarization --aclsum_wheel=PATH [--summ_epochs=3]
-        [--summ_learning_rate=5e-5] [--summ_batch_size=16] [--seed=0]
+    python tools/benchmark.py summarization --aclsum_wheel=PATH [--summ_epochs=6]
+        [--summ_learning_rate=1e-4] [--summ_batch_size=8] [--summ_windows=first] [--seed=0]
         [--summ_data_dir=DIR [--summ_write_data]]
     python tools/benchmark.py modern_bert [--modern_bert_texts=500] [--batch_size=32]
         [--modern_bert_long=8192] [--seed=0] [--reference_python=PYTHON]
@@ -205,10 +205,13 @@ flags.DEFINE_list("small_config", [], "small: architecture overrides for every m
                   "field=value,... (e.g. num_layers=2,hidden_size=64); default: none.")
 flags.DEFINE_string("aclsum_wheel", None, "summarization: the aclsum-0.1.2 wheel file (`pip "
                     "download --no-deps aclsum==0.1.2 -d DIR`).")
-flags.DEFINE_integer("summ_epochs", 3, "summarization: epochs.", lower_bound=1)
-flags.DEFINE_float("summ_learning_rate", 5e-5, "summarization: peak learning rate.",
+flags.DEFINE_integer("summ_epochs", 6, "summarization: epochs.", lower_bound=1)
+flags.DEFINE_float("summ_learning_rate", 1e-4, "summarization: peak learning rate.",
                    lower_bound=0)
-flags.DEFINE_integer("summ_batch_size", 16, "summarization: windows per step.", lower_bound=1)
+flags.DEFINE_integer("summ_batch_size", 8, "summarization: windows per step.", lower_bound=1)
+flags.DEFINE_enum("summ_windows", "first", ["first", "all"], "summarization: what of a "
+                  "paper longer than 512 tokens is scored (--summary_windows of "
+                  "tools/finetune.py).")
 flags.DEFINE_string("summ_data_dir", None, "summarization: write ACLSum's splits there as "
                     "train/val/test.jsonl and keep them (default: a temporary folder).")
 flags.DEFINE_bool("summ_write_data", False, "summarization: only write the splits to "
@@ -730,7 +733,7 @@ def summarization(argv):
         raise app.UsageError("--summ_write_data writes the splits to --summ_data_dir: give it.")
     benchmark_summarization.run(FLAGS.aclsum_wheel, FLAGS.summ_epochs, FLAGS.summ_learning_rate,
                                 FLAGS.summ_batch_size, FLAGS.seed, FLAGS.summ_data_dir,
-                                FLAGS.summ_write_data)
+                                FLAGS.summ_write_data, windows=FLAGS.summ_windows)
 
 
 def modern_bert(argv):

@@ -187,6 +187,8 @@ def _classifier_entries(model):
         return dense("classifier", model.classifier)
     if isinstance(model, tasks.QuestionAnswerer):
         return dense("qa_outputs", model.qa_outputs)
+    if isinstance(model, tasks.ExtractiveSummarizer):
+        return dense("scorer", model.scorer)
     return []
 
 

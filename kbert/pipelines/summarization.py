@@ -36,8 +36,10 @@ class SummarizationPipeline(Pipeline):
     by a space) and `sentences`: per chosen sentence `text`, `score` (the model's sigmoid
     probability) and `start` / `end`, character offsets into the document
     (`document[start:end] == text`). Sentences are the pretraining splitter's
-    (`kbert.data.corpora.split_sentences`); a document longer than the model is scored in
-    windows of whole sentences, so every sentence can be chosen.
+    (`kbert.data.corpora.split_sentences`). A document longer than the model is scored as
+    the model's `windows` setting says: "first", its sentences that fit in the model's
+    length alone (the others are never chosen), or "all", windows of whole sentences, so
+    that every sentence can be chosen.
     """
 
     task = "summarization"
@@ -52,12 +54,16 @@ class SummarizationPipeline(Pipeline):
             raise ValueError("The summarization pipeline takes a document or a non-empty list "
                              f"of documents; got {inputs!r:.80}.")
         documents = [_Document(text) for text in texts]
-        windows = document_windows(documents, self.tokenizer, self.max_length)
+        # The Keras summarizer's setting (kbert.tasks.ExtractiveSummarizer).
+        which = getattr(getattr(self.source.runner, "model", None), "windows", "all")
+        windows = document_windows(documents, self.tokenizer, self.max_length, which)
         sequences = [Sequence(w.token_ids, w.segment_ids) for ws in windows for w in ws]
         rows = iter(self.run(sequences, opts))
         results = []
         for text, document, parts in zip(texts, documents, windows):
             logits = [row[w.positions] for w, row in zip(parts, rows)]
             scores = [s for chunk in logits for s in 1.0 / (1.0 + np.exp(-chunk))]
-            results.append([summary(text, document.sentences, scores, count, blocking)])
+            # The scored sentences: the first ones (all unless the windows are "first").
+            results.append([summary(text, document.sentences[:len(scores)], scores, count,
+                                    blocking)])
         return results[0] if isinstance(inputs, str) else results

@@ -96,6 +96,12 @@ class FinetuningConfig(RunConfig):
     null_threshold: float = setting(0.0, "question_answerer on SQuAD 2.0: answer nothing when "
                                     "the [CLS] score beats the best span by more than this.",
                                     group="Data")
+    summary_windows: str = setting(
+        "first", "extractive_summarizer: what of a document longer than --sequence_length is "
+                 "scored: first (BERTSum's: the sentences that fit, every position the "
+                 "token's place in the document) or all (windows of whole sentences, their "
+                 "positions from 0 again; every sentence can be chosen).", group="Data",
+        choices=("first", "all"))
     # === Schedule (and the optimizer's fields of RunConfig) ===
     learning_rate: float = setting(2e-5, "Peak learning rate (> 0; BERT's fine-tuning: 2e-5 "
                                    "to 5e-5).", group="Schedule")

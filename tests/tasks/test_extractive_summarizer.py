@@ -176,7 +176,8 @@ def test_a_tiny_model_learns_which_sentence_summarizes_and_beats_lead_1():
 
 def test_the_pipeline_scores_every_sentence_of_a_long_document_and_checks_options():
     tok = tokenizer()
-    model = ExtractiveSummarizer(tiny_backbone("bert", vocabulary_size=len(VOCABULARY)))
+    model = ExtractiveSummarizer(tiny_backbone("bert", vocabulary_size=len(VOCABULARY)),
+                                 windows="all")
     pipe = kbert.pipeline("summarization", model=model, tokenizer=tok)
     document = " ".join(f"The word {w} was one of {w}." for w in WORDS[:12])
     assert len(features.document_windows([SummaryExample(document)], tok, 24)[0]) == 6
@@ -195,6 +196,63 @@ def test_the_pipeline_scores_every_sentence_of_a_long_document_and_checks_option
         pipe([])
 
 
+def test_first_window_rows_and_a_pipeline_that_chooses_among_its_sentences_alone():
+    """windows="first" (BERTSum's truncation, the default): one row per document, its first
+    window, whose position ids are the document's; labels there alone (the oracle still
+    reads every sentence); the pipeline chooses among those sentences, in order, with their
+    offsets. The setting is checked and saved with the model."""
+    tok = tokenizer()
+    document = ("The word was one. It had the key. On it was that. The key was one word. "
+                "As for this, it was.")
+    data = SummaryData([SummaryExample(document, "It had the key. The key was one word.")])
+    encoded = features.encode_summaries(data, tok, 16, which="first")
+    assert encoded.oracles == [[1, 3]]
+    [(example, window)] = encoded.rows
+    assert example == 0 and window.first == 0 and len(window.positions) == 2
+    assert np.flatnonzero(encoded.labels["labels"][0]).tolist() == [window.positions[1]]
+    assert [len(s) for s in encoded.sentence_scores(np.zeros([1, 16]))] == [2]
+    [[only]] = features.document_windows(data.examples, tok, 16, "first")
+    assert only.token_ids.tolist() == window.token_ids.tolist()
+
+    backbone = tiny_backbone("bert", vocabulary_size=len(VOCABULARY))
+    model = ExtractiveSummarizer(backbone)
+    assert model.windows == "first" and model.get_config()["windows"] == "first"
+    assert ExtractiveSummarizer.from_config(model.get_config()).windows == "first"
+    pipe = kbert.pipeline("summarization", model=model, tokenizer=tok)
+    long = " ".join(f"The word {w} was one of {w}." for w in WORDS[:12])
+    [first, *_] = features.document_windows([SummaryExample(long)], tok,
+                                            backbone.config.max_sequence_length)[0]
+    [answer] = pipe(long, num_sentences=12, trigram_blocking=False)
+    sentences = sentences_of(long)[:len(first.positions)]
+    assert len(sentences) < 12
+    assert [(s["start"], s["end"]) for s in answer["sentences"]] == [
+        (s.start, s.end) for s in sentences]
+    assert all(long[s["start"]:s["end"]] == s["text"] for s in answer["sentences"])
+    with pytest.raises(ValueError, match=r"windows must be one of \('first', 'all'\).*'last'"):
+        ExtractiveSummarizer(backbone, windows="last")
+
+
+def test_a_saved_summarizer_loads_with_its_trained_scorer_and_windows(tmp_path):
+    """A run's model.keras, loaded by `kbert.pipeline(model=directory)` (kbert.convert's
+    weight map), keeps its scorer's weights and its `windows`: the same scores as the model
+    it saved."""
+    from kbert.export.saved_model import write_tokenizer_files
+
+    tok = tokenizer()
+    model = ExtractiveSummarizer(tiny_backbone("bert", vocabulary_size=len(VOCABULARY)),
+                                 windows="all")
+    model.scorer.bias.assign([0.5])
+    model.save(str(tmp_path / "model.keras"))
+    write_tokenizer_files(tok, str(tmp_path))
+    document = " ".join(f"The word {w} was one of {w}." for w in WORDS[:6])
+    options = dict(num_sentences=6, trigram_blocking=False)
+    [saved] = kbert.pipeline("summarization", model=str(tmp_path))(document, **options)
+    [answer] = kbert.pipeline("summarization", model=model, tokenizer=tok)(document, **options)
+    assert len(saved["sentences"]) == 6
+    np.testing.assert_allclose([s["score"] for s in saved["sentences"]],
+                               [s["score"] for s in answer["sentences"]], atol=1e-6)
+
+
 def test_summaries_file_and_rouge(tmp_path):
     path = tmp_path / "docs.jsonl"
     path.write_text('{"document": "One word. Two words.", "summary": "Two words."}\n'
@@ -211,8 +269,9 @@ def test_summaries_file_and_rouge(tmp_path):
 
 def test_the_saved_models_summarize_as_the_pipeline(tmp_path, monkeypatch):
     """export_saved_model's `serving_default` and pipeline.export take documents and choose
-    the pipeline's sentences (windows, trigram blocking) in the graph; DistilBERT has no
-    segment ids. docs/summarization.md's serving example runs on the export."""
+    the pipeline's sentences (windows "first" and "all", trigram blocking) in the graph;
+    DistilBERT has no segment ids. docs/summarization.md's serving example runs on the
+    export."""
     import tensorflow as tf
 
     from kbert.export import export_saved_model
@@ -220,15 +279,19 @@ def test_the_saved_models_summarize_as_the_pipeline(tmp_path, monkeypatch):
     tok = tokenizer()
     model = ExtractiveSummarizer(tiny_backbone("distil_bert", vocabulary_size=len(VOCABULARY)))
     pipe = kbert.pipeline("summarization", model=model, tokenizer=tok)
+    every = kbert.pipeline("summarization", tokenizer=tok, model=ExtractiveSummarizer(
+        tiny_backbone("distil_bert", vocabulary_size=len(VOCABULARY)), windows="all"))
     documents = ["The word was. It had one word! On the key.\n\nThe  word\tof it.  Key one?",
                  "One.", " ".join(f"The word {w} was one of {w}." for w in WORDS[:7])]
     export_saved_model(model, str(tmp_path / "model"), tok, sequence_length=24)
-    pipe.export(str(tmp_path / "pipe"), num_sentences=5, trigram_blocking=False)
-    for path, options in (("model", {}), ("pipe", dict(num_sentences=5,
-                                                       trigram_blocking=False))):
+    every.export(str(tmp_path / "pipe"), num_sentences=5, trigram_blocking=False)
+    unblocked = dict(num_sentences=5, trigram_blocking=False)
+    assert len(every(documents[2], **unblocked)[0]["sentences"]) > len(
+        pipe(documents[2], **unblocked)[0]["sentences"])  # "all" reaches past window 1
+    for path, options, runs in (("model", {}, pipe), ("pipe", unblocked, every)):
         serve = tf.saved_model.load(str(tmp_path / path)).signatures["serving_default"]
         out = serve(text=tf.constant(documents))
-        for row, [answer] in enumerate(pipe(documents, **options)):
+        for row, [answer] in enumerate(runs(documents, **options)):
             chosen = answer["sentences"]
             count = int(out["num_sentences"][row])
             assert count == len(chosen)

@@ -6,9 +6,17 @@ A document's sentences are packed `[CLS] s1 [SEP] [CLS] s2 [SEP] ...` (RoBERTa: 
 RoBERTa's one segment type).
 
 Documents longer than the model's positions are cut into windows at sentence boundaries:
-each window holds as many whole sentences as fit in `sequence_length` and is a model row of
-its own (segments alternate again from 0), so every sentence is scored. A sentence longer
-than a window by itself keeps its first `sequence_length - 2` pieces.
+each window holds as many whole sentences as fit in `sequence_length` (segments alternate
+again from 0). A sentence longer than a window by itself keeps its first `sequence_length -
+2` pieces. What becomes of the windows is the model's `windows` setting (`model.WINDOWS`):
+
+- "first" (BERTSum's truncation at 512 tokens): the first window alone is a model row; the
+  sentences after it are not scored and never chosen. Every position id is the token's
+  position in the document, so the model sees where a sentence stands: the lead bias of
+  news and of papers' abstracts is there to learn.
+- "all": every window is a model row of its own, so every sentence is scored; but each
+  window's positions start again at 0, so a later window's first sentence looks like the
+  document's first.
 """
 
 import dataclasses
@@ -19,6 +27,7 @@ from kbert.tasks.datasets import LABEL_WEIGHTS, LABELS, check_int
 from kbert.tokenizers.packing import PADDING_MASK, SEGMENT_IDS, TOKEN_IDS, second_segment_id
 from kbert.tasks.extractive_summarization import metrics
 from kbert.tasks.extractive_summarization import oracle as oracle_lib
+from kbert.tasks.extractive_summarization.model import check_windows
 from kbert.tokenizers.encoding import Encoder
 
 
@@ -54,14 +63,17 @@ def windows(sentence_ids, sequence_length, cls_id, sep_id, second_segment=1):
     return out
 
 
-def document_windows(examples, tokenizer, sequence_length):
-    """The `Window`s of each example's sentences (a list per example), tokenized together."""
+def document_windows(examples, tokenizer, sequence_length, which="all"):
+    """The `Window`s of each example's sentences (a list per example), tokenized together:
+    all of them, or (`which="first"`) the first alone."""
+    check_windows(which)
     encoder = Encoder(tokenizer)
     texts = [s.text for example in examples for s in example.sentences]
     ids = iter(encoder.ids(texts))
     second = second_segment_id(tokenizer)
-    return [windows([next(ids) for _ in example.sentences], sequence_length,
-                    tokenizer.cls_id, tokenizer.sep_id, second) for example in examples]
+    out = [windows([next(ids) for _ in example.sentences], sequence_length,
+                   tokenizer.cls_id, tokenizer.sep_id, second) for example in examples]
+    return [w[:1] for w in out] if which == "first" else out
 
 
 @dataclasses.dataclass
@@ -84,7 +96,8 @@ class EncodedSummaries:
 
     def sentence_scores(self, logits):
         """Logits [rows, >= row length] -> per example, the sigmoid score of each of its
-        sentences (float32 [sentences])."""
+        scored sentences, its first ones (float32 [sentences scored]: all of them unless
+        the windows were "first")."""
         scores = [[] for _ in range(self.count)]
         for (example, window), row in zip(self.rows, np.asarray(logits, np.float32)):
             scores[example].append(row[window.positions])
@@ -92,17 +105,20 @@ class EncodedSummaries:
                 for s in scores]
 
 
-def encode_summaries(data, tokenizer, sequence_length, oracle_size=oracle_lib.ORACLE_SIZE):
-    """`SummaryData` -> `EncodedSummaries` at `sequence_length`, labelled by the greedy oracle
-    (`oracle.greedy_oracle`, at most `oracle_size` sentences) where the examples have
-    reference summaries."""
+def encode_summaries(data, tokenizer, sequence_length, oracle_size=oracle_lib.ORACLE_SIZE,
+                     which="all"):
+    """`SummaryData` -> `EncodedSummaries` at `sequence_length` (the document's windows:
+    `which`, "all" or "first"), labelled by the greedy oracle (`oracle.greedy_oracle`, at
+    most `oracle_size` sentences, chosen among all the document's sentences) where the
+    examples have reference summaries."""
     examples = data.examples
     labelled = all(e.summary is not None for e in examples)
     rouge = metrics.scorer() if labelled else None
     oracles = [oracle_lib.greedy_oracle([s.text for s in e.sentences], e.summary, oracle_size,
                                         rouge) if labelled else None for e in examples]
     rows = [(i, w) for i, ws in enumerate(document_windows(examples, tokenizer,
-                                                           sequence_length)) for w in ws]
+                                                           sequence_length, which))
+            for w in ws]
     shape = (len(rows), sequence_length)
     features = {TOKEN_IDS: np.full(shape, tokenizer.pad_id, np.int32),
                 SEGMENT_IDS: np.zeros(shape, np.int32), PADDING_MASK: np.zeros(shape, np.int32)}

@@ -24,8 +24,10 @@ def read(config, spec, split, label_names=None):
 
 
 def encode(config, data, tokenizer):
-    """Windows of --sequence_length with the greedy oracle's labels, encoded once."""
-    return encode_summaries(data, tokenizer, config.sequence_length)
+    """Windows of --sequence_length (--summary_windows: the first or all) with the greedy
+    oracle's labels, encoded once."""
+    return encode_summaries(data, tokenizer, config.sequence_length,
+                            which=config.summary_windows)
 
 
 def fit_labels(labels):
@@ -35,14 +37,16 @@ def fit_labels(labels):
 
 
 def build(config, backbone, train):
-    return TASK.build(backbone)
+    return TASK.build(backbone, windows=config.summary_windows)
 
 
 def summaries(split, logits, count=decode.DEFAULT_SENTENCES):
     """The summary text of each example of the prepared `split` from the model's logits."""
     out = []
     for example, scores in zip(split.data.examples, split.encoded.sentence_scores(logits)):
-        chosen = decode.select([s.text for s in example.sentences], scores, count)
+        # The scored sentences: the first ones (all unless --summary_windows=first).
+        chosen = decode.select([s.text for s in example.sentences[:len(scores)]], scores,
+                               count)
         out.append("\n".join(example.sentences[i].text for i in chosen))
     return out
 

@@ -6,6 +6,17 @@ from keras import ops
 
 from kbert.tasks import task as task_lib
 
+# What of a document longer than the sequence is scored (`windows`; features.py cuts them).
+WINDOWS = ("first", "all")
+
+
+def check_windows(windows):
+    """`windows`, checked against `WINDOWS`."""
+    if windows not in WINDOWS:
+        raise ValueError(f"windows must be one of {WINDOWS} (the document's windows a "
+                         f"summarizer scores), got {windows!r}.")
+    return windows
+
 
 @keras.saving.register_keras_serializable(package="kbert")
 class SentenceCrossentropy(keras.losses.Loss):
@@ -40,6 +51,12 @@ class ExtractiveSummarizer(task_lib.Task, keras.Model):
     Args:
         backbone: a kbert backbone of any family.
         dropout: the rate before `scorer`; `None`: the backbone's dropout.
+        windows: what of a document longer than the sequence is scored
+            (`kbert.tasks.extractive_summarization.features`): "first" (the default,
+            BERTSum's: the document cut after the sentences that fit; every position id is
+            the token's place in the document) or "all" (windows of whole sentences, each
+            a row whose positions start again at 0: every sentence can be chosen). Saved
+            with the model; training rows, the pipeline and the SavedModel follow it.
 
     Inputs (a dict): the backbone's inputs, int [B, S].
     Labels: float [B, S] (1 at the [CLS] of a sentence of the oracle summary).
@@ -50,8 +67,9 @@ class ExtractiveSummarizer(task_lib.Task, keras.Model):
     sentence `accuracy` (at logit 0).
     """
 
-    def __init__(self, backbone, dropout=None, **kwargs):
+    def __init__(self, backbone, dropout=None, windows="first", **kwargs):
         dropout = task_lib.head_dropout(backbone, "extractive_summarizer", dropout)
+        check_windows(windows)
 
         # === Layers ===
         dropout_layer = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy,
@@ -65,7 +83,7 @@ class ExtractiveSummarizer(task_lib.Task, keras.Model):
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
         # === Config ===
-        self._init_task(backbone, dropout=dropout)
+        self._init_task(backbone, dropout=dropout, windows=windows)
         self.scorer = scorer
 
     def default_loss(self):

@@ -8,8 +8,9 @@ the SavedModel loads with TensorFlow and tensorflow-text alone.
   index among the document's sentences; -1 past `num_sentences`), `num_sentences` (int32
   [batch]) and `summary_text` (string [batch]: the sentences joined by a space). The steps
   are the Python pipeline's: `kbert.data.corpora.split_sentences` as RE2 rules, BERTSum's
-  layout in windows of whole sentences (`features.windows`), the 3 best sentences with
-  trigram blocking (`decode.select`).
+  layout in windows of whole sentences (`features.windows`; with the model's `windows`
+  "first", the sentences of the first window alone can be chosen), the 3 best sentences
+  with trigram blocking (`decode.select`).
 - `serving_ids`: ids made elsewhere -> `scores` (float32 [batch, length]: the sigmoid of
   every position; read them at the sentences' [CLS]).
 """
@@ -65,8 +66,9 @@ def _trigram_hashes(sentences):
                                           2 ** 62)
 
 
-def _select(scores, documents, trigrams, count, trigram_blocking):
-    """Per sentence (flat): chosen or not, by `decode.select` within each document."""
+def _select(scores, documents, trigrams, count, trigram_blocking, candidates):
+    """Per sentence (flat): chosen or not, by `decode.select` within each document, among
+    the `candidates` (bool, per sentence)."""
     total = tf.shape(scores)[0]
     order = tf.argsort(-scores, stable=True)
     order = tf.gather(order, tf.argsort(tf.gather(documents, order), stable=True))
@@ -80,6 +82,7 @@ def _select(scores, documents, trigrams, count, trigram_blocking):
                                          tf.boolean_mask(trigrams.flat_values, mine)[None]))
         room = tf.reduce_sum(tf.cast(same, tf.int32)) < count
         pick = tf.logical_and(room, tf.logical_not(blocked) if trigram_blocking else True)
+        pick = tf.logical_and(pick, candidates[i])
         return k + 1, tf.tensor_scatter_nd_update(chosen, [[i]], [pick])
 
     _, chosen = tf.while_loop(lambda k, _: k < total, step,
@@ -92,6 +95,7 @@ def summarizer(model, tokenizer, sequence_length, count=DEFAULT_SENTENCES,
     """The graph function documents [batch] -> summaries (`serving_default`'s outputs): at
     most `count` sentences, with or without trigram blocking."""
     second = second_segment_id(tokenizer)
+    first_only = getattr(model, "windows", "all") == "first"
 
     def summarize(text):
         sentences = split_sentences(text)
@@ -115,8 +119,12 @@ def summarizer(model, tokenizer, sequence_length, count=DEFAULT_SENTENCES,
             "padding_mask": tf.scatter_nd(at, tf.ones_like(segment), shape)}
         logits = run_model(model, features)
         scores = tf.sigmoid(tf.gather_nd(logits, tf.stack([rows, starts], axis=1)))
+        candidates = tf.ones_like(rows, tf.bool)
+        if first_only:  # the sentences in their document's first window (its lowest row)
+            candidates = tf.equal(rows, tf.gather(tf.math.segment_min(rows, documents),
+                                                  documents))
         chosen = _select(scores, documents, _trigram_hashes(sentences.flat_values), count,
-                         trigram_blocking)
+                         trigram_blocking, candidates)
         batch = tf.shape(text)[0]
         index = tf.cast(tf.ragged.range(sentences.row_lengths()).flat_values, tf.int32)
 
