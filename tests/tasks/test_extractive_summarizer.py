@@ -218,6 +218,9 @@ def test_first_window_rows_and_a_pipeline_that_chooses_among_its_sentences_alone
     model = ExtractiveSummarizer(backbone)
     assert model.windows == "first" and model.get_config()["windows"] == "first"
     assert ExtractiveSummarizer.from_config(model.get_config()).windows == "first"
+    # Saved before `windows` existed: every window was scored, and it reloads that way.
+    older = {k: v for k, v in model.get_config().items() if k != "windows"}
+    assert ExtractiveSummarizer.from_config(older).windows == "all"
     pipe = kbert.pipeline("summarization", model=model, tokenizer=tok)
     long = " ".join(f"The word {w} was one of {w}." for w in WORDS[:12])
     [first, *_] = features.document_windows([SummaryExample(long)], tok,

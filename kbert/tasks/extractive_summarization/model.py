@@ -86,6 +86,11 @@ class ExtractiveSummarizer(task_lib.Task, keras.Model):
         self._init_task(backbone, dropout=dropout, windows=windows)
         self.scorer = scorer
 
+    @classmethod
+    def from_config(cls, config):
+        # A summarizer saved before `windows` existed scored every window: it reloads so.
+        return super().from_config({"windows": "all", **config})
+
     def default_loss(self):
         return SentenceCrossentropy(), None
 
