@@ -7,6 +7,7 @@ import numpy as np
 
 from kbert.pipelines.base import Pipeline
 from kbert.pipelines.batching import Sequence
+from kbert.pipelines.model_source import KerasRunner
 from kbert.tasks.extractive_summarization.data import sentences_of
 from kbert.tasks.extractive_summarization.decode import (
     DEFAULT_SENTENCES,
@@ -55,7 +56,8 @@ class SummarizationPipeline(Pipeline):
                              f"of documents; got {inputs!r:.80}.")
         documents = [_Document(text) for text in texts]
         # The Keras summarizer's setting (kbert.tasks.ExtractiveSummarizer).
-        which = getattr(getattr(self.source.runner, "model", None), "windows", "all")
+        runner = self.source.runner
+        which = runner.model.windows if isinstance(runner, KerasRunner) else "all"
         windows = document_windows(documents, self.tokenizer, self.max_length, which)
         sequences = [Sequence(w.token_ids, w.segment_ids) for ws in windows for w in ws]
         rows = iter(self.run(sequences, opts))
