@@ -33,6 +33,16 @@ def test_every_task_builds_through_its_record_on_every_family(name):
         outputs = numpy_outputs(model, inputs_for(model))
         for value in (outputs.values() if isinstance(outputs, dict) else [outputs]):
             assert value.shape[0] == 4 and np.isfinite(value).all(), (family, name)
+        if record.model is not None:
+            # Every weight the task model computes with is in its checkpoint map (the pooler
+            # of a model that does not read it aside): a head left out of the map is saved
+            # and loaded as nothing, and a reloaded model silently gets fresh weights.
+            mapped = {id(entry.variable) for entry in task_heads.entries(model)}
+            unread = (set() if task_heads.reads_pooler(model)
+                      else task_heads.pooler_variables(model.backbone))
+            missing = [v.path for v in model.weights
+                       if id(v) not in mapped | unread and v.trainable]
+            assert not missing, (family, name, missing)
         if record.hf_class is None:
             assert task_heads.of_model(model) is None or record.model is not None
             continue
