@@ -39,11 +39,12 @@ def _float_feature(values):
 
 def serialize(example):
     """One example (kbert names -> numpy arrays) as a serialized `tf.train.Example` with the
-    original feature names."""
+    original feature names; a feature the original format has not (`document_ids` of
+    `fill_rows` data) keeps its kbert name, which BERT's readers ignore."""
     feature = {}
     for name, value in example.items():
         values = np.asarray(value).reshape(-1)
-        feature[KBERT_NAMES[name]] = (
+        feature[KBERT_NAMES.get(name, name)] = (
             _float_feature(values) if name == "mask_weights" else _int_feature(values))
     example = tf.train.Example(features=tf.train.Features(feature=feature))
     return example.SerializeToString(deterministic=True)  # keys sorted: the same bytes anywhere

@@ -77,3 +77,34 @@ def test_the_pretraining_batches_carry_the_document_ids():
     np.testing.assert_array_equal(features["document_ids"], [[1, 1, 1, 1, 1, 1, 1, 2],
                                                              [1, 1, 1, 2, 2, 2, 2, 2],
                                                              [1, 1, 1, 1, 0, 0, 0, 0]])
+
+
+def test_filled_rows_write_to_tfrecords_that_read_back(tmp_path):
+    """`tfrecords.write` takes `fill_rows` data: its `document_ids` keep their kbert name in
+    the file (BERT's readers ignore a feature they do not ask for), and the rest reads back."""
+    import tensorflow as tf
+
+    from kbert.data import pretraining_dataset, tfrecords
+    from kbert.tokenizers import WordPieceTokenizer
+
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c", "d"]
+    tokenizer = WordPieceTokenizer(vocabulary, lowercase=True)
+    corpus = tf.data.Dataset.from_tensor_slices(
+        tf.ragged.constant([["a b c", "d a"], ["b b"], ["c d a b c d a"]]))
+    data = pretraining_dataset(
+        corpus, tokenizer, sequence_length=8, max_predictions=2, batch_size=3,
+        sentence_task="none", short_seq_prob=0.0, shuffle_buffer=0, drop_remainder=False,
+        pack_across_documents=True, fill_rows=True)
+    (features, labels), = data.as_numpy_iterator()
+    path = str(tmp_path / "rows.tfrecord")
+    files, count = tfrecords.write(data, path)
+    assert (files, count) == ([path], 3)
+    [record] = list(tf.data.TFRecordDataset(path).take(1).as_numpy_iterator())
+    stored = tf.train.Example.FromString(record).features.feature
+    assert list(stored["document_ids"].int64_list.value) == features["document_ids"][0].tolist()
+    # (A second pass over the dataset draws new masks: the masked tokens differ, not the rows.)
+    assert list(stored["input_mask"].int64_list.value) == features["padding_mask"][0].tolist()
+    (read, _), = tfrecords.read(path, 8, 2, batch_size=3, next_sentence_labels=False,
+                                 ).as_numpy_iterator()
+    assert sorted(map(tuple, read["padding_mask"])) == sorted(map(tuple,
+                                                                  features["padding_mask"]))
