@@ -53,6 +53,14 @@ class ModernBertPretrainer(BertPretrainer):
         plain.mlm_head.set_weights(self.mlm_head.get_weights())
         return plain
 
+    def with_internals(self, hidden_states=True, attentions=True):
+        if self.document_ids:  # its graph runs the backbone's layers, not the backbone
+            raise ValueError(
+                "with_internals takes a ModernBertPretrainer without document_ids (built with "
+                "document_ids=True, its graph packs documents inside the backbone's layers): "
+                "call model.without_document_ids().with_internals(...) (one text a row).")
+        return super().with_internals(hidden_states, attentions)
+
     def get_config(self):
         config = super().get_config()
         if self.document_ids:  # saved only where set: earlier configs stay as they were

@@ -113,3 +113,7 @@ def test_a_pretrainer_on_packed_rows_shares_the_plain_ones_variables(backbone):
         np.asarray(served({k: v for k, v in inputs.items() if k != "document_ids"})[
             "mlm_logits"]),
         np.asarray(packed(one_document)["mlm_logits"]), atol=1e-5, rtol=0)
+    # Internals come from the plain graph (one text a row); the packed one says so.
+    with pytest.raises(ValueError, match=r"without_document_ids\(\)\.with_internals"):
+        packed.with_internals()
+    assert "hidden_states" in served.with_internals(attentions=False).output
