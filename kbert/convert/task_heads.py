@@ -189,7 +189,15 @@ def _classifier_entries(model):
         return dense("qa_outputs", model.qa_outputs)
     if isinstance(model, tasks.ExtractiveSummarizer):
         return dense("scorer", model.scorer)
-    return []
+    if isinstance(model, tasks.TextEmbedder):  # pooling alone: no weights of its own
+        return []
+    # A task model not listed above would be rebuilt with a fresh head, silently.
+    raise TypeError(f"kbert.convert has no weight map for the head of "
+                    f"{type(model).__name__}; it maps {sorted(HEADED)}.")
+
+
+HEADED = ("TextClassifier", "TokenClassifier", "QuestionAnswerer", "ExtractiveSummarizer",
+          "TextEmbedder")
 
 
 def entries(model):

@@ -102,6 +102,11 @@ class FinetuningConfig(RunConfig):
                  "token's place in the document) or all (windows of whole sentences, their "
                  "positions from 0 again; every sentence can be chosen).", group="Data",
         choices=("first", "all"))
+    summary_labels: str = setting(
+        "oracle", "extractive_summarizer: training targets: oracle (BERTSum's: 1 for the "
+                  "sentences of the greedy ROUGE oracle, 0 for the others) or rouge (soft: "
+                  "each sentence's own ROUGE-1 + ROUGE-2 F against the reference, over the "
+                  "document's best).", group="Data", choices=("oracle", "rouge"))
     # === Schedule (and the optimizer's fields of RunConfig) ===
     learning_rate: float = setting(2e-5, "Peak learning rate (> 0; BERT's fine-tuning: 2e-5 "
                                    "to 5e-5).", group="Schedule")

@@ -99,6 +99,35 @@ def test_oracle_labels_mark_the_cls_of_the_oracle_sentences_in_every_window():
     assert labels.sum() == 2
 
 
+def test_rouge_labels_grade_every_sentence_by_its_own_rouge_in_every_window():
+    """labels="rouge": each sentence's ROUGE-1 F + ROUGE-2 F alone against the reference
+    (rouge-score's, recomputed here), over the document's best, at its [CLS]; the oracle's
+    picks are still kept; an unknown setting is refused."""
+    tok = tokenizer()
+    document = ("The word was one. It had the key. On it was that. The key was one word. "
+                "As for this, it was.")
+    reference = "It had the key. The key was one word."
+    data = SummaryData([SummaryExample(document, reference)])
+    encoded = features.encode_summaries(data, tok, 16, labels="rouge")
+    assert encoded.oracles == [[1, 3]]
+    rouge = metrics.scorer()
+    sentences = [s.text for s in data.examples[0].sentences]
+    raw = [rouge.score(reference, s)["rouge1"].fmeasure + rouge.score(reference, s)[
+        "rouge2"].fmeasure for s in sentences]
+    expected = np.array(raw) / max(raw)
+    labels, weights = encoded.labels["labels"], encoded.labels["label_weights"]
+    got = []
+    for r, (_, window) in enumerate(encoded.rows):
+        assert np.flatnonzero(weights[r]).tolist() == window.positions.tolist()
+        assert not np.delete(labels[r], window.positions).any()  # nothing off a [CLS]
+        got.extend(labels[r, window.positions].tolist())
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    assert max(got) == 1.0 and 0 < min(got) < 1  # graded, not 0/1
+    assert oracle.sentence_rouge(["Nothing related."], reference).tolist() == [0.0]
+    with pytest.raises(ValueError, match="labels must be one of .*got 'soft'"):
+        features.encode_summaries(data, tok, 16, labels="soft")
+
+
 def test_trigram_blocking_skips_a_sentence_repeating_a_chosen_trigram():
     texts = ["The storm closed every school.", "Power lines fell across the town.",
              "The storm closed every road.", "Power came back."]

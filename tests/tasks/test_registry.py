@@ -55,6 +55,23 @@ def test_every_task_builds_through_its_record_on_every_family(name):
         assert back.task == name and ("label_names" in back.arguments) == record.labelled
 
 
+def test_a_task_model_without_a_weight_map_is_refused_not_given_a_fresh_head():
+    """A task model kbert.convert does not know (a subclass of none of its heads) is an
+    error naming it, where an empty map once let a reload rebuild its head at random."""
+    import keras
+
+    from kbert.convert import task_heads
+
+    backbone = tiny_backbone("bert")
+
+    class Unmapped(keras.Model):
+        pass
+
+    model = Unmapped(inputs=backbone.input, outputs=backbone.output["pooled_output"])
+    with pytest.raises(TypeError, match="no weight map for the head of Unmapped; it maps "):
+        task_heads._classifier_entries(model)
+
+
 def test_every_layer_reads_its_task_names_from_the_table():
     from kbert.convert import families
     from kbert.pipelines import exporting, model_source, tflite_exporting

@@ -106,32 +106,43 @@ class EncodedSummaries:
 
 
 def encode_summaries(data, tokenizer, sequence_length, oracle_size=oracle_lib.ORACLE_SIZE,
-                     which="all"):
+                     which="all", labels="oracle"):
     """`SummaryData` -> `EncodedSummaries` at `sequence_length` (the document's windows:
-    `which`, "all" or "first"), labelled by the greedy oracle (`oracle.greedy_oracle`, at
-    most `oracle_size` sentences, chosen among all the document's sentences) where the
-    examples have reference summaries."""
+    `which`, "all" or "first"), labelled where the examples have reference summaries: by
+    the greedy oracle (`labels="oracle"`: 1 for the sentences `oracle.greedy_oracle` picks,
+    at most `oracle_size`, chosen among all the document's sentences; 0 for the others) or
+    by each sentence's own ROUGE (`labels="rouge"`: `oracle.sentence_rouge`, soft targets in
+    [0, 1]). The oracle's picks are kept in `oracles` either way."""
+    if labels not in oracle_lib.LABELS:
+        raise ValueError(f"labels must be one of {oracle_lib.LABELS} (the summarizer's "
+                         f"training targets), got {labels!r}.")
     examples = data.examples
     labelled = all(e.summary is not None for e in examples)
     rouge = metrics.scorer() if labelled else None
     oracles = [oracle_lib.greedy_oracle([s.text for s in e.sentences], e.summary, oracle_size,
                                         rouge) if labelled else None for e in examples]
+    soft = [oracle_lib.sentence_rouge([s.text for s in e.sentences], e.summary, rouge)
+            if labelled and labels == "rouge" else None for e in examples]
     rows = [(i, w) for i, ws in enumerate(document_windows(examples, tokenizer,
                                                            sequence_length, which))
             for w in ws]
     shape = (len(rows), sequence_length)
     features = {TOKEN_IDS: np.full(shape, tokenizer.pad_id, np.int32),
                 SEGMENT_IDS: np.zeros(shape, np.int32), PADDING_MASK: np.zeros(shape, np.int32)}
-    labels = {LABELS: np.zeros(shape, np.float32), LABEL_WEIGHTS: np.zeros(shape, np.float32)}
+    targets = {LABELS: np.zeros(shape, np.float32),
+               LABEL_WEIGHTS: np.zeros(shape, np.float32)}
     for r, (example, window) in enumerate(rows):
         length = len(window.token_ids)
         features[TOKEN_IDS][r, :length] = window.token_ids
         features[SEGMENT_IDS][r, :length] = window.segment_ids
         features[PADDING_MASK][r, :length] = 1
-        labels[LABEL_WEIGHTS][r, window.positions] = 1.0
-        if labelled:
+        targets[LABEL_WEIGHTS][r, window.positions] = 1.0
+        if labelled and labels == "rouge":
+            sentences = window.first + np.arange(len(window.positions))
+            targets[LABELS][r, window.positions] = soft[example][sentences]
+        elif labelled:
             chosen = [p for k, p in enumerate(window.positions)
                       if window.first + k in oracles[example]]
-            labels[LABELS][r, chosen] = 1.0
-    return EncodedSummaries(features, labels if labelled else None, rows, oracles,
+            targets[LABELS][r, chosen] = 1.0
+    return EncodedSummaries(features, targets if labelled else None, rows, oracles,
                             len(examples))

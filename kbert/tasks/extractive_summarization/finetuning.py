@@ -24,10 +24,10 @@ def read(config, spec, split, label_names=None):
 
 
 def encode(config, data, tokenizer):
-    """Windows of --sequence_length (--summary_windows: the first or all) with the greedy
-    oracle's labels, encoded once."""
+    """Windows of --sequence_length (--summary_windows: the first or all) with their labels
+    (--summary_labels: the greedy oracle's, or each sentence's ROUGE), encoded once."""
     return encode_summaries(data, tokenizer, config.sequence_length,
-                            which=config.summary_windows)
+                            which=config.summary_windows, labels=config.summary_labels)
 
 
 def fit_labels(labels):

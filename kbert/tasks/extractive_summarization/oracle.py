@@ -6,6 +6,8 @@ the chosen sentences (joined in document order) against the reference summary; i
 no sentence raises it, or at `size` sentences.
 """
 
+import numpy as np
+
 from kbert.tasks.extractive_summarization.metrics import scorer
 
 # BERTSum's oracle summaries are at most 3 sentences (CNN/DailyMail's highlights are ~3.6).
@@ -41,3 +43,22 @@ def greedy_oracle(sentences, reference, size=ORACLE_SIZE, rouge=None):
         chosen.append(step_pick)
         best = step_best
     return sorted(chosen)
+
+
+LABELS = ("oracle", "rouge")
+
+
+def sentence_rouge(sentences, reference, rouge=None):
+    """Soft labels: each sentence's ROUGE-1 F + ROUGE-2 F alone against the reference,
+    divided by the document's highest (float32 [sentences] in [0, 1]; all 0 where no
+    sentence shares a word with the reference). Every sentence gets a graded target, where
+    the oracle's labels mark about 3 of a document's sentences and leave the rest at 0."""
+    rouge = rouge or scorer()
+    values = []
+    for sentence in sentences:
+        scores = rouge.score(reference, sentence)
+        values.append(scores["rouge1"].fmeasure + scores["rouge2"].fmeasure)
+    values = np.asarray(values, np.float32)
+    top = float(values.max()) if len(values) else 0.0
+    return values / top if top > 0 else values
+
