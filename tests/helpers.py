@@ -3,6 +3,13 @@ imported: pytest loads it)."""
 
 import numpy as np
 
+# XLA_FLAGS for a process that compiles many small programs and runs each once or twice
+# (JAX's eager ops while a tiny model is built, one train step): XLA's CPU backend without
+# LLVM's optimizations, so compiling is cheaper. What such a test checks (shapes, finite
+# losses, moved weights) does not depend on it; run time does (TensorFlow's learning tests,
+# hundreds of steps, took 40% longer with it: not for them).
+FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+
 TINY = dict(
     vocabulary_size=97,
     num_layers=2,
