@@ -2,8 +2,8 @@
 batches -> masking.
 
 Everything runs on the host; the model only ever sees static-shape int tensors:
-`features = {token_ids, segment_ids, padding_mask, mask_positions}` (with `fill_rows`,
-`document_ids` too) and
+`features = {token_ids, segment_ids, padding_mask, mask_positions}` (with `fill_rows` and
+`document_ids=True`, `document_ids` too) and
 `labels = {mask_ids, mask_weights[, next_sentence_labels]}`.
 """
 
@@ -28,8 +28,12 @@ def tokenized_documents(documents, tokenizer):
 
 
 def examples(documents, tokenizer, sequence_length, sentence_task="nsp", short_seq_prob=0.1,
-             seed=0, random_buffer=1000, pack_across_documents=False, fill_rows=False):
+             seed=0, random_buffer=1000, pack_across_documents=False, fill_rows=False,
+             document_ids=False):
     """Unmasked fixed-length examples (see `PairBuilder`), as a dataset of dicts."""
+    if document_ids and not fill_rows:
+        raise ValueError("document_ids=True numbers the documents of a packed row: it needs "
+                         "fill_rows=True.")
     builder_args = dict(
         sequence_length=sequence_length,
         sentence_task=sentence_task,
@@ -46,7 +50,7 @@ def examples(documents, tokenizer, sequence_length, sentence_task="nsp", short_s
     tokenized = tokenized_documents(documents, tokenizer).prefetch(AUTOTUNE)
 
     keys = ["token_ids", "segment_ids", "padding_mask"]
-    if fill_rows:
+    if document_ids:
         keys.append("document_ids")
     if sentence_task != "none":
         keys.append("next_sentence_labels")
@@ -73,7 +77,7 @@ def examples(documents, tokenizer, sequence_length, sentence_task="nsp", short_s
 
 
 def split_features_and_labels(example):
-    packed = ("document_ids",) if "document_ids" in example else ()  # fill_rows
+    packed = ("document_ids",) if "document_ids" in example else ()  # asked for
     features = {k: example[k] for k in FEATURE_KEYS + packed}
     labels = {k: example[k] for k in ("mask_ids", "mask_weights", "next_sentence_labels")
               if k in example}
@@ -85,7 +89,7 @@ def pretraining_dataset(documents, tokenizer, sequence_length=128, max_predictio
                         masked_lm_prob=0.15, mask_token_rate=0.8, random_token_rate=0.1,
                         max_ngram=3, short_seq_prob=0.1, seed=0, shuffle_buffer=1000, drop_remainder=True,
                         random_buffer=1000, repeat=False, pack_across_documents=False,
-                        fill_rows=False):
+                        fill_rows=False, document_ids=False):
     """Batches of (features, labels) for `BertPretrainer.fit`, masked afresh every epoch.
 
     Args:
@@ -100,9 +104,13 @@ def pretraining_dataset(documents, tokenizer, sequence_length=128, max_predictio
             one document's (see `PairBuilder`).
         fill_rows: with pack_across_documents, ModernBERT's packed sequences: [CLS] document
             [SEP] after [CLS] document [SEP], cut every `sequence_length` tokens (every row
-            full; see `PairBuilder`); the features add `document_ids` [B, S] (1, 2, ... for
+            full; see `PairBuilder`).
+        document_ids: with fill_rows, the features add `document_ids` [B, S] (1, 2, ... for
             the documents of a row, 0 on padding), which `ModernBertPretrainer(...,
-            document_ids=True)` takes to keep each document to itself.
+            document_ids=True)` takes to keep each document to itself. Off by default: a
+            Keras model given a dict with a key it has no input for maps the dict's values
+            to its inputs by sorted position (Keras 3.15), so an unexpected `document_ids`
+            would feed one input with another's tensor.
         masking, masked_lm_prob, mask_token_rate, random_token_rate, max_ngram: see `Masker`.
         short_seq_prob: probability of a shorter target length for a document.
         seed: every random choice derives from it: the same seed gives the same batches;
@@ -124,7 +132,7 @@ def pretraining_dataset(documents, tokenizer, sequence_length=128, max_predictio
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}.")
     data = examples(documents, tokenizer, sequence_length, sentence_task, short_seq_prob, seed,
-                    random_buffer, pack_across_documents, fill_rows)
+                    random_buffer, pack_across_documents, fill_rows, document_ids)
     if repeat:  # shuffling after repeat() mixes the passes from a state fixed by `seed`
         data = data.repeat()
     if shuffle_buffer:

@@ -59,8 +59,10 @@ def test_document_ids_follow_the_cls_and_sep_of_each_row():
 
 
 def test_the_pretraining_batches_carry_the_document_ids():
-    """With fill_rows the features add `document_ids` (each row numbers its own pieces:
-    the second row starts with the run-on of the second document), untouched by masking."""
+    """With fill_rows and document_ids the features add `document_ids` (each row numbers its
+    own pieces: the second row starts with the run-on of the second document), untouched by
+    masking; without document_ids=True they are not in the batches (a model without that
+    input would be fed wrongly by Keras), and document_ids alone is refused."""
     import tensorflow as tf
 
     from kbert.data import pretraining_dataset
@@ -73,10 +75,19 @@ def test_the_pretraining_batches_carry_the_document_ids():
     (features, labels), = pretraining_dataset(
         corpus, tokenizer, sequence_length=8, max_predictions=2, batch_size=3,
         sentence_task="none", short_seq_prob=0.0, shuffle_buffer=0, drop_remainder=False,
-        pack_across_documents=True, fill_rows=True).as_numpy_iterator()
+        pack_across_documents=True, fill_rows=True, document_ids=True).as_numpy_iterator()
     np.testing.assert_array_equal(features["document_ids"], [[1, 1, 1, 1, 1, 1, 1, 2],
                                                              [1, 1, 1, 2, 2, 2, 2, 2],
                                                              [1, 1, 1, 1, 0, 0, 0, 0]])
+    (plain, _), = pretraining_dataset(
+        corpus, tokenizer, sequence_length=8, max_predictions=2, batch_size=3,
+        sentence_task="none", short_seq_prob=0.0, shuffle_buffer=0, drop_remainder=False,
+        pack_across_documents=True, fill_rows=True).as_numpy_iterator()
+    assert sorted(plain) == ["mask_positions", "padding_mask", "segment_ids", "token_ids"]
+    np.testing.assert_array_equal(plain["token_ids"] > 0, features["token_ids"] > 0)
+    with pytest.raises(ValueError, match="document_ids=True .* needs fill_rows=True"):
+        pretraining_dataset(corpus, tokenizer, sequence_length=8, sentence_task="none",
+                            pack_across_documents=True, document_ids=True)
 
 
 def test_filled_rows_write_to_tfrecords_that_read_back(tmp_path):
@@ -94,7 +105,7 @@ def test_filled_rows_write_to_tfrecords_that_read_back(tmp_path):
     data = pretraining_dataset(
         corpus, tokenizer, sequence_length=8, max_predictions=2, batch_size=3,
         sentence_task="none", short_seq_prob=0.0, shuffle_buffer=0, drop_remainder=False,
-        pack_across_documents=True, fill_rows=True)
+        pack_across_documents=True, fill_rows=True, document_ids=True)
     (features, labels), = data.as_numpy_iterator()
     path = str(tmp_path / "rows.tfrecord")
     files, count = tfrecords.write(data, path)

@@ -109,7 +109,7 @@ def test_a_tiny_modern_bert_learns_on_packed_rows_and_exports(tmp_path):
     data = pretraining_dataset(corpora.text_files(str(corpus)), tokenizer, sequence_length=64,
                                max_predictions=20, batch_size=16, sentence_task="none",
                                masked_lm_prob=0.3, short_seq_prob=0.0, seed=1,
-                               pack_across_documents=True, fill_rows=True)
+                               pack_across_documents=True, fill_rows=True, document_ids=True)
     batches = list(data.take(30).as_numpy_iterator())
     # Full rows: no padding in any batch of the stream but (possibly) its last row; the
     # rows' document ids (which the run's model took: --separate_documents) start at 1.
