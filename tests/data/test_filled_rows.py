@@ -119,3 +119,26 @@ def test_filled_rows_write_to_tfrecords_that_read_back(tmp_path):
                                  ).as_numpy_iterator()
     assert sorted(map(tuple, read["padding_mask"])) == sorted(map(tuple,
                                                                   features["padding_mask"]))
+
+
+def test_the_tool_passes_document_ids_only_with_separate_documents(tmp_path):
+    """tools/pretrain.py's batches (`pretraining_inputs.dataset`): --fill_rows alone gives
+    no `document_ids` (the model has no such input), --separate_documents adds them."""
+    from kbert.tokenizers import WordPieceTokenizer
+    from kbert.training import pretraining_inputs
+    from kbert.training.pretraining_config import PretrainingConfig
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a b c. d a.\n\nb b.\n\nc d a b c d a.\n")
+    tokenizer = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b",
+                                    "c", "d", "."], lowercase=True)
+    keys = {}
+    for separate in (False, True):
+        config = PretrainingConfig(
+            model_dir=str(tmp_path / "run"), input=str(corpus), objective="mlm",
+            sequence_length=8, max_predictions=2, global_batch_size=2,
+            pack_across_documents=True, fill_rows=True, separate_documents=separate)
+        features, _ = pretraining_inputs.dataset(config, tokenizer, repeat=False).element_spec
+        keys[separate] = sorted(features)
+    assert keys[False] == ["mask_positions", "padding_mask", "segment_ids", "token_ids"]
+    assert keys[True] == sorted(keys[False] + ["document_ids"])
