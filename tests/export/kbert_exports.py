@@ -42,11 +42,14 @@ EXPORTS = {
 }
 
 # name -> (pipeline task, fixture checkpoint under tests/fixtures, options of
-# pipeline.export): the pipelines' SavedModels, post-processing in the graph.
+# pipeline.export): the pipelines' SavedModels, post-processing in the graph. Each is one
+# that tests/pipelines/test_export.py or test_roberta.py checks against the pipeline, so that
+# a test run exports it once (the `pipeline_export` fixture shares them).
 PIPELINE_EXPORTS = {
     "pipeline_text_classification": ("text-classification", "hf_tasks/bert_seq_single",
                                      {"top_k": None}),
-    "pipeline_zero_shot": ("zero-shot-classification", "hf_tasks/bert_nli", {}),
+    "pipeline_zero_shot": ("zero-shot-classification", "hf_tasks/bert_nli",
+                           {"candidate_labels": ["sports", "politics", "travel"]}),
     "pipeline_token_classification": ("token-classification", "hf_tasks/distil_bert_token",
                                       {"aggregation_strategy": "average"}),
     "pipeline_fill_mask": ("fill-mask", "hf_tiny/albert", {}),
@@ -54,13 +57,12 @@ PIPELINE_EXPORTS = {
                                     {"truncation": True}),
     "pipeline_sentence_embeddings": ("sentence-embeddings", "hf_tasks/st_bert_mean_normalize",
                                      {}),
-    "pipeline_question_answering": ("question-answering", "hf_tasks/distil_bert_qa",
+    "pipeline_question_answering": ("question-answering", "hf_tasks/bert_qa",
                                     {"top_k": 2, "handle_impossible_answer": True}),
     # RoBERTa's: byte-level BPE with character offsets in the graph (byte_pair_graph).
-    "pipeline_roberta_question_answering": ("question-answering", "hf_tasks/roberta_qa",
-                                            {"top_k": 2}),
+    "pipeline_roberta_question_answering": ("question-answering", "hf_tasks/roberta_qa", {}),
     "pipeline_roberta_token_classification": ("token-classification", "hf_tasks/roberta_token",
-                                              {"aggregation_strategy": "simple"}),
+                                              {"aggregation_strategy": "first"}),
     # MobileBERT's (its Pad window) and DeBERTa-v3's (SentencePiece offsets without ALBERT's
     # preprocessing, by prefixes where nmt_nfkc composes characters): every task of both is
     # checked by tests/pipelines/test_export_families.py.

@@ -203,10 +203,11 @@ def test_the_small_tables_print_every_number_and_its_ratio_to_the_first_model(ca
     _check_ratios(tables, "bert_base")
 
 
+# The tool's two paths to a usage error, a process each (~5 s: TensorFlow's import): a
+# bound checked in benchmark.py (--small_threads and --small_warmup go through the same
+# loop) and a FlagError of benchmark_small (whose messages the tests above check one by one).
 @pytest.mark.parametrize("flags, message", [
     (["--small_runs=0"], "--small_runs must be at least 1, got 0"),
-    (["--small_threads=0"], "--small_threads must be at least 1, got 0"),
-    (["--small_config=num_layers"], "--small_config item 'num_layers' is not field=value"),
     (["--small_models=bert_base,distil_bert"],
      "--small_models: unknown preset(s) 'distil_bert'; allowed: albert_base"),
 ])
