@@ -27,20 +27,21 @@ def test_test_command_is_what_ci_runs():
 
 @pytest.mark.slow
 def test_main_command_runs(tmp_path, monkeypatch):
-    """The Quickstart's main job, shortened to 60 steps (later flags override the flagfile),
-    run by tools/pretrain.py's main in this process (tests/tools/test_pretrain.py starts the
-    tool as a program: its --help and a bad flag)."""
+    """The Quickstart's main job, shortened to 20 steps in one loop and a vocabulary of 1,000
+    (later flags override the flagfile), run by tools/pretrain.py's main in this process
+    (tests/tools/test_pretrain.py starts the tool as a program: its --help and a bad flag)."""
     from tests.tools.test_pretrain import run_here
 
     block = quickstart_block("main")
     setup, _, job = block.partition("pip install -e . && ")
     assert setup.startswith("python3 -m venv .venv") and job.startswith("python tools/pretrain.py")
     args = job.split()[2:]  # after "python tools/pretrain.py"
-    short = ["--train_steps=60", "--steps_per_loop=30", f"--model_dir={tmp_path}/run",
-             f"--export_dir={tmp_path}/export", "--learned_vocabulary_size=3000"]
+    short = ["--train_steps=20", "--steps_per_loop=20", "--warmup_steps=2",
+             f"--model_dir={tmp_path}/run", f"--export_dir={tmp_path}/export",
+             "--learned_vocabulary_size=1000"]
     monkeypatch.chdir(ROOT)  # the flagfile's path is relative to the repository
     result = run_here([*args, *short])
-    assert "Final (60 steps): mlm_accuracy" in result.stdout and "nsp_accuracy" in result.stdout
+    assert "Final (20 steps): mlm_accuracy" in result.stdout and "nsp_accuracy" in result.stdout
     assert (tmp_path / "export" / "saved_model.pb").exists()
     assert (tmp_path / "export" / "vocab.txt").exists()
 
