@@ -192,12 +192,9 @@ def _classifier_entries(model):
     if isinstance(model, tasks.TextEmbedder):  # pooling alone: no weights of its own
         return []
     # A task model not listed above would be rebuilt with a fresh head, silently.
+    known = sorted(r.model.__name__ for r in registry.task_models())
     raise TypeError(f"kbert.convert has no weight map for the head of "
-                    f"{type(model).__name__}; it maps {sorted(HEADED)}.")
-
-
-HEADED = ("TextClassifier", "TokenClassifier", "QuestionAnswerer", "ExtractiveSummarizer",
-          "TextEmbedder")
+                    f"{type(model).__name__}; it maps those of {known}.")
 
 
 def entries(model):

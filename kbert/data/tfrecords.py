@@ -39,8 +39,8 @@ def _float_feature(values):
 
 def serialize(example):
     """One example (kbert names -> numpy arrays) as a serialized `tf.train.Example` with the
-    original feature names; a feature the original format has not (`document_ids` of
-    `fill_rows` data) keeps its kbert name, which BERT's readers ignore."""
+    original feature names; a feature the original format has not (`document_ids`, with
+    `fill_rows` and `document_ids=True`) keeps its kbert name, which BERT's readers ignore."""
     feature = {}
     for name, value in example.items():
         values = np.asarray(value).reshape(-1)

@@ -135,9 +135,11 @@ def test_the_tool_passes_document_ids_only_with_separate_documents(tmp_path):
     keys = {}
     for separate in (False, True):
         config = PretrainingConfig(
-            model_dir=str(tmp_path / "run"), input=str(corpus), objective="mlm",
-            sequence_length=8, max_predictions=2, global_batch_size=2,
-            pack_across_documents=True, fill_rows=True, separate_documents=separate)
+            model_dir=str(tmp_path / "run"), input=str(corpus), preset="modern_bert_base",
+            tokenizer_type="wordpiece", objective="mlm", sequence_length=8,
+            max_predictions=2, global_batch_size=2, pack_across_documents=True,
+            fill_rows=True, separate_documents=separate)
+        config.validate()  # a run the tool accepts
         features, _ = pretraining_inputs.dataset(config, tokenizer, repeat=False).element_spec
         keys[separate] = sorted(features)
     assert keys[False] == ["mask_positions", "padding_mask", "segment_ids", "token_ids"]

@@ -42,9 +42,9 @@ EXPORTS = {
 }
 
 # name -> (pipeline task, fixture checkpoint under tests/fixtures, options of
-# pipeline.export): the pipelines' SavedModels, post-processing in the graph. Each is one
-# that tests/pipelines/test_export.py or test_roberta.py checks against the pipeline, so that
-# a test run exports it once (the `pipeline_export` fixture shares them).
+# pipeline.export): the pipelines' SavedModels, post-processing in the graph. Those in EACH
+# are exports that tests/pipelines/test_export.py or test_roberta.py also check against the
+# pipeline, so that a test run makes each once (the `pipeline_export` fixture shares them).
 PIPELINE_EXPORTS = {
     "pipeline_text_classification": ("text-classification", "hf_tasks/bert_seq_single",
                                      {"top_k": None}),

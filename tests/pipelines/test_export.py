@@ -104,10 +104,6 @@ FRESH = """
 import pickle, sys
 import tensorflow as tf
 import tensorflow_text  # registers the tokenizer's ops
-# Grappler's graph rewrites off: they do not change what a signature computes, and on ~40
-# SavedModels they were half of this process's calls (27 s of 56). The exports' tests in
-# tests/export/ call SavedModels with them on.
-tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
 calls = pickle.load(open(sys.argv[1], "rb"))
 results = []
 loaded = {}

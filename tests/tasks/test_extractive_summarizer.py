@@ -126,6 +126,19 @@ def test_rouge_labels_grade_every_sentence_by_its_own_rouge_in_every_window():
     assert oracle.sentence_rouge(["Nothing related."], reference).tolist() == [0.0]
     with pytest.raises(ValueError, match="labels must be one of .*got 'soft'"):
         features.encode_summaries(data, tok, 16, labels="soft")
+    # --summary_labels reaches the rows through the fine-tuning hook.
+    from kbert.training import FinetuningConfig
+
+    for setting, graded in (("oracle", False), ("rouge", True)):
+        config = FinetuningConfig(task="extractive_summarizer", model_dir="unused",
+                                  sequence_length=16, summary_windows="all",
+                                  summary_labels=setting)
+        rows = finetuning.encode(config, data, tok).labels["labels"]
+        assert (0 < rows[rows > 0].min() < 1) == graded, setting
+    # Accuracy takes soft targets as 0/1 at half the best (hard ones as they are).
+    accuracy = ExtractiveSummarizer.default_metrics(None)[1][0]
+    accuracy.update_state(np.array([[1.0, 0.6, 0.4, 0.0]]), np.array([[2.0, 1.0, -1.0, 3.0]]))
+    assert float(accuracy.result()) == 0.75
 
 
 def test_trigram_blocking_skips_a_sentence_repeating_a_chosen_trigram():

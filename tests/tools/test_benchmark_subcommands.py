@@ -221,7 +221,8 @@ def test_gpu_runs_on_a_cpu_under_jax_and_prints_its_table():
     n/a)."""
     out = _run(["gpu", "--gpu_size=tiny", "--gpu_lengths=16", "--gpu_batch_size=2",
                 "--steps=1", "--rounds=1", "--predictions=2"],
-               env=dict(ENV, KERAS_BACKEND="jax", XLA_FLAGS=FAST_COMPILE))
+               env=dict(ENV, KERAS_BACKEND="jax",
+                        XLA_FLAGS=f"{ENV.get('XLA_FLAGS', '')} {FAST_COMPILE}".strip()))
     assert re.search(r"gpu: .*\(cpu\), JAX [\d.]+, Keras [\d.]+, mixed_bfloat16, BERT-tiny "
                      r"masked LM, batch 2, 2 predictions; peak n/a TFLOP/s", out), out
     rates = {}

@@ -31,7 +31,7 @@ class ModernBertBackbone(Backbone):
 
     Packed documents (ModernBERT's pretraining rows): `features(inputs)` on inputs that add
     `document_ids` int [B, S] (a run of equal ids is one document, as `kbert.data` gives with
-    `fill_rows`) keeps attention inside each document, global and windowed, and restarts the
+    `fill_rows` and `document_ids=True`) keeps attention inside each document, global and windowed, and restarts the
     rotary positions at each document's first token, as ModernBERT's unpadded attention does
     with flash attention's cumulative sequence lengths: each document's hidden states are
     those of the document alone. The backbone's own graph has no such input.

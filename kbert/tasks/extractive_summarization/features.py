@@ -82,8 +82,9 @@ class EncodedSummaries:
 
     Attributes:
         features: `token_ids`, `segment_ids`, `padding_mask`, int32 [rows, sequence_length].
-        labels: `labels` (1 at the [CLS] of an oracle sentence) and `label_weights` (1 at
-            every sentence's [CLS]), float32 [rows, sequence_length]; `None` unlabelled.
+        labels: `labels` (1 at the [CLS] of an oracle sentence; with `labels="rouge"` each
+            sentence's soft ROUGE target there) and `label_weights` (1 at every sentence's
+            [CLS]), float32 [rows, sequence_length]; `None` unlabelled.
         rows: per row, (example index, `Window`).
         oracles: per example, the oracle's sentence indices (`None` unlabelled).
     """

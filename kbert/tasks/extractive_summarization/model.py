@@ -33,6 +33,24 @@ class SentenceCrossentropy(keras.losses.Loss):
 
 
 @keras.saving.register_keras_serializable(package="kbert")
+class SentenceAccuracy(keras.metrics.BinaryAccuracy):
+    """Binary accuracy of logits (threshold 0) against the targets taken as 0/1 at 0.5: the
+    oracle's labels as they are; soft ROUGE targets (`labels="rouge"` of
+    `features.encode_summaries`) as "at least half the document's best", which a target
+    strictly between 0 and 1 could otherwise never equal."""
+
+    def __init__(self, name="accuracy", dtype=None):
+        super().__init__(name=name, dtype=dtype, threshold=0.0)
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        return super().update_state(ops.cast(ops.greater_equal(y_true, 0.5), "float32"),
+                                    y_pred, sample_weight=sample_weight)
+
+    def get_config(self):
+        return {"name": self.name, "dtype": self.dtype}
+
+
+@keras.saving.register_keras_serializable(package="kbert")
 class ExtractiveSummarizer(task_lib.Task, keras.Model):
     """BERTSum's sentence scorer: the document is packed as `[CLS] s1 [SEP] [CLS] s2 [SEP]
     ...` with segment ids alternating by sentence (0, 1, 0, ...: BERTSum's interval
@@ -95,7 +113,7 @@ class ExtractiveSummarizer(task_lib.Task, keras.Model):
         return SentenceCrossentropy(), None
 
     def default_metrics(self):
-        return None, [keras.metrics.BinaryAccuracy(name="accuracy", threshold=0.0)]
+        return None, [SentenceAccuracy()]
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         if y is not None and sample_weight is None:
