@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from tests.helpers import FAST_COMPILE
+from tests.helpers import with_fast_compile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -185,8 +185,7 @@ def outputs():
     cases = {name: textwrap.dedent(code) for name, code in CASES.items()}
     script = (textwrap.dedent(HEADER) + f"TINY_FAMILY = {TINY_FAMILY!r}\nCASES = {cases!r}\n"
               + RUN)
-    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu",
-               XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE}".strip())
+    env = with_fast_compile(dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu"))
     # (the process took 93 s with XLA's default optimization level, 65 s with FAST_COMPILE)
     result = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT,
                             capture_output=True, text=True, timeout=1800)

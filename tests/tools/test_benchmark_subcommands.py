@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import FAST_COMPILE
+from tests.helpers import with_fast_compile
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOL = str(ROOT / "tools" / "benchmark.py")
@@ -221,8 +221,7 @@ def test_gpu_runs_on_a_cpu_under_jax_and_prints_its_table():
     n/a)."""
     out = _run(["gpu", "--gpu_size=tiny", "--gpu_lengths=16", "--gpu_batch_size=2",
                 "--steps=1", "--rounds=1", "--predictions=2"],
-               env=dict(ENV, KERAS_BACKEND="jax",
-                        XLA_FLAGS=f"{ENV.get('XLA_FLAGS', '')} {FAST_COMPILE}".strip()))
+               env=with_fast_compile(dict(ENV, KERAS_BACKEND="jax")))
     assert re.search(r"gpu: .*\(cpu\), JAX [\d.]+, Keras [\d.]+, mixed_bfloat16, BERT-tiny "
                      r"masked LM, batch 2, 2 predictions; peak n/a TFLOP/s", out), out
     rates = {}

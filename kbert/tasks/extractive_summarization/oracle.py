@@ -61,4 +61,3 @@ def sentence_rouge(sentences, reference, rouge=None):
     values = np.asarray(values, np.float32)
     top = float(values.max()) if len(values) else 0.0
     return values / top if top > 0 else values
-
