@@ -26,10 +26,12 @@ class Source:
             scores by the number of outputs (one: a sigmoid).
         max_length: the longest sequence the model takes.
         serves: the pipeline tasks it serves (default: `SERVES[kind]`).
+        windows: an extractive summarizer's `windows` setting ("first" or "all": what of a
+            long document it scores), else None.
     """
 
     def __init__(self, runner, tokenizer, kind, name, max_length, label_names=None,
-                 problem_type=None, serves=None):
+                 problem_type=None, serves=None, windows=None):
         self.runner = runner
         self.tokenizer = tokenizer
         self.kind = kind
@@ -38,6 +40,7 @@ class Source:
         self.label_names = None if label_names is None else list(label_names)
         self.problem_type = problem_type
         self.serves = tuple(SERVES[kind] if serves is None else serves)
+        self.windows = windows
 
     def check_serves(self, task):
         if task not in self.serves:

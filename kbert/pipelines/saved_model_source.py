@@ -11,6 +11,8 @@ does not state is read from what it holds:
 - a one-output classifier's problem type: a regression, unless the export marked it as not
   stated (`UNSTATED_ONE_OUTPUT`), which transformers' pipeline scores by a sigmoid, as a
   checkpoint without `problem_type` is;
+- an extractive summarizer's `windows` setting: the string constant its export writes
+  (`kbert.tasks.extractive_summarization.serving.windows_mark`), else "all";
 - the longest input: the position-embedding table's rows.
 """
 
@@ -24,6 +26,8 @@ from kbert.tasks.task import default_label_names
 def _kind(outputs, signatures):
     if "start_logits" in outputs:
         return "question_answerer"
+    if set(outputs) == {"logits", "scores"}:
+        return "extractive_summarizer"
     if "embedding" in outputs:
         return "text_embedder"
     if "sequence_output" in outputs:
@@ -69,6 +73,15 @@ def _unstated(loaded):
     return list(UNSTATED_ONE_OUTPUT) in _string_constants(loaded.signatures["serving_ids"])
 
 
+def _windows(loaded):
+    """An extractive summarizer export's `windows` setting (its mark; "all" without one)."""
+    from kbert.tasks.extractive_summarization.model import WINDOWS
+    from kbert.tasks.extractive_summarization.serving import windows_mark
+
+    constants = _string_constants(loaded.signatures["serving_ids"])
+    return next((w for w in WINDOWS if list(windows_mark(w)) in constants), "all")
+
+
 def from_saved_model(path, tokenizer, task, trusted):
     """A `Source` running an exported SavedModel's `serving_ids`."""
     import tensorflow as tf
@@ -98,10 +111,12 @@ def from_saved_model(path, tokenizer, task, trusted):
             problem_type = None  # as the checkpoint's: scored by a sigmoid (transformers')
     elif kind == "token_classifier":
         label_names = _label_names(loaded, kind, int(outputs["logits"].shape[-1]))
+    windows = _windows(loaded) if kind == "extractive_summarizer" else None
 
     # The outputs the pipelines read, as the Keras model returns them.
     wanted = {"text_classifier": "logits" if "logits" in outputs else "score",
-              "token_classifier": "logits", "text_embedder": "embedding"}.get(kind)
+              "token_classifier": "logits", "text_embedder": "embedding",
+              "extractive_summarizer": "logits"}.get(kind)
 
     def runner(features):
         result = serving_ids(**{k: tf.constant(features[k], tf.int32) for k in inputs})
@@ -114,5 +129,5 @@ def from_saved_model(path, tokenizer, task, trusted):
     serves = [t for t in SERVES[kind] if t != "feature-extraction" or kind == "backbone"]
     source = Source(runner, tokenizer or found.tokenizer(), kind, name,
                     found.max_sequence_length or 512, label_names=label_names,
-                    problem_type=problem_type, serves=serves)
+                    problem_type=problem_type, serves=serves, windows=windows)
     return source

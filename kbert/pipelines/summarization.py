@@ -7,7 +7,6 @@ import numpy as np
 
 from kbert.pipelines.base import Pipeline
 from kbert.pipelines.batching import Sequence
-from kbert.pipelines.model_source import KerasRunner
 from kbert.tasks.extractive_summarization.data import sentences_of
 from kbert.tasks.extractive_summarization.decode import (
     DEFAULT_SENTENCES,
@@ -55,9 +54,8 @@ class SummarizationPipeline(Pipeline):
             raise ValueError("The summarization pipeline takes a document or a non-empty list "
                              f"of documents; got {inputs!r:.80}.")
         documents = [_Document(text) for text in texts]
-        # The Keras summarizer's setting (kbert.tasks.ExtractiveSummarizer).
-        runner = self.source.runner
-        which = runner.model.windows if isinstance(runner, KerasRunner) else "all"
+        # The summarizer's setting (kbert.tasks.ExtractiveSummarizer, or its SavedModel's).
+        which = self.source.windows or "all"
         windows = document_windows(documents, self.tokenizer, self.max_length, which)
         sequences = [Sequence(w.token_ids, w.segment_ids) for ws in windows for w in ws]
         rows = iter(self.run(sequences, opts))

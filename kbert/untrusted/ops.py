@@ -46,6 +46,9 @@ ALLOWED_OPS = frozenset({
     # the merge loop (While: bounded, see the note on loops below).
     "DecodeRaw", "FloorMod", "HashTableV2", "LookupTableFindV2", "LookupTableImportV2",
     "StringSplit", "While",
+    # The extractive summarizer's windows and sentence choice: a loop step per sentence
+    # (StatelessWhile: a loop whose body holds no stateful op; bounded as While is).
+    "StatelessWhile",
     # tensorflow-text: the WordPiece and SentencePiece tokenizers (their models are constants
     # of the graph, never files), normalisation, pre-tokenization, trimming.
     "FastBertNormalize", "FastWordpieceTokenizeWithOffsets", "NormalizeUTF8",
@@ -89,8 +92,10 @@ TABLE_FILE_OPS = frozenset({"InitializeTableFromTextFile", "InitializeTableFromT
 # are refused: kbert's exports have none.)
 TABLE_FILL_OPS = {"LookupTableImportV2": (1, 2)}
 
-# Loops (`While`): kbert's byte-level BPE merges pairs until none applies, with
-# `maximum_iterations` = size(ids) + 1 (each step but the last merges a pair: one id fewer).
+# Loops (`While`, `StatelessWhile`): kbert's byte-level BPE merges pairs until none applies,
+# with `maximum_iterations` = size(ids) + 1 (each step but the last merges a pair: one id
+# fewer); the extractive summarizer packs sentences into windows and chooses them, a step
+# per sentence (`maximum_iterations` = their number).
 # A loop passes when `tf.while_loop`'s counter against `maximum_iterations` bounds it and that
 # bound is a constant up to `max_loop_constant` (1024) or the sum of at most 4 sizes of tensors
 # the loop is given plus constants up to that cap (`kbert.untrusted.loops.size_bound`), and it

@@ -8,7 +8,8 @@ contain (`kbert.untrusted.ops`). `load_saved_model` copies the directory, checks
 copy and loads it: every kbert path that loads a SavedModel goes through it.
 
 Two things kbert's own exports hold need more than an op list (RoBERTa's byte-level BPE,
-`kbert.tokenizers.BytePairTokenizer`):
+`kbert.tokenizers.BytePairTokenizer`; the extractive summarizer's `StatelessWhile` loops, a
+step per sentence, are checked as its `While`):
   - a `While` loop (merge pairs until none applies). A loop passes when `tf.while_loop`'s
     counter against `maximum_iterations` bounds it, and that bound is either a constant up
     to `max_loop_constant` (1024), or a sum of at most `MAX_BOUND_TERMS` (4) sizes of

@@ -39,6 +39,8 @@ EXPORTS = {
                              True),
     "text_embedder": ("electra", "text_embedder", {"pooling": "mean", "normalize": True}, {},
                       False),
+    # Its serving_default splits, windows and chooses sentences in the graph (bounded loops).
+    "extractive_summarizer": ("bert", "extractive_summarizer", {}, {}, False),
 }
 
 # name -> (pipeline task, fixture checkpoint under tests/fixtures, options of
@@ -86,7 +88,7 @@ CHECKPOINT_EXPORTS = {
 EACH = ("bert_pretrainer", "albert_pretrainer", "distil_bert_pretrainer", "electra_pretrainer",
         "deberta_v3_pretrainer", "mobile_bert_pretrainer", "roberta_pretrainer",
         "multi_label", "token_classifier", "question_answerer_v2", "text_embedder",
-        "roberta_text_classifier",
+        "extractive_summarizer", "roberta_text_classifier",
         "pipeline_text_classification", "pipeline_zero_shot", "pipeline_token_classification",
         "pipeline_fill_mask", "pipeline_question_answering",
         "pipeline_roberta_question_answering", "pipeline_roberta_token_classification")

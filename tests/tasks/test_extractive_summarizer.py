@@ -316,7 +316,7 @@ def test_the_saved_models_summarize_as_the_pipeline(tmp_path, monkeypatch):
     """export_saved_model's `serving_default` and pipeline.export take documents and choose
     the pipeline's sentences (windows "first" and "all", trigram blocking) in the graph;
     DistilBERT has no segment ids. docs/summarization.md's serving example runs on the
-    export."""
+    export, and the pipeline runs on it (loaded checked, its `windows` read back)."""
     import tensorflow as tf
 
     from kbert.export import export_saved_model
@@ -344,6 +344,14 @@ def test_the_saved_models_summarize_as_the_pipeline(tmp_path, monkeypatch):
                 " ".join(s["text"].split()) for s in chosen]
             np.testing.assert_allclose(out["scores"].numpy()[row, :count],
                                        [s["score"] for s in chosen], atol=1e-5)
+    on_export = kbert.pipeline("summarization", model=str(tmp_path / "model"))
+    assert on_export.source.windows == "first"
+    for options in ({}, unblocked):
+        for saved, [answer] in zip(on_export(documents, **options), pipe(documents, **options)):
+            assert [(s["start"], s["end"]) for s in saved[0]["sentences"]] == [
+                (s["start"], s["end"]) for s in answer["sentences"]]
+            np.testing.assert_allclose([s["score"] for s in saved[0]["sentences"]],
+                                       [s["score"] for s in answer["sentences"]], atol=1e-5)
     [serve_example] = [block for block in re.findall(
         r"```python\n(.*?)```", (ROOT / "docs" / "summarization.md").read_text(), re.S)
         if "tf.saved_model.load" in block]

@@ -11,8 +11,10 @@ the SavedModel loads with TensorFlow and tensorflow-text alone.
   layout in windows of whole sentences (`features.windows`; with the model's `windows`
   "first", the sentences of the first window alone can be chosen), the 3 best sentences
   with trigram blocking (`decode.select`).
-- `serving_ids`: ids made elsewhere -> `scores` (float32 [batch, length]: the sigmoid of
-  every position; read them at the sentences' [CLS]).
+- `serving_ids`: ids made elsewhere -> `logits` and `scores` (float32 [batch, length]: the
+  model's output at every position and its sigmoid; read them at the sentences' [CLS]). Its
+  graph holds the model's `windows` setting as a string constant (`windows_mark`), which
+  `kbert.pipeline("summarization", model=saved_model_dir)` reads.
 """
 
 import tensorflow as tf
@@ -26,13 +28,18 @@ _SPACE = r"[\s\p{Z}\x0b\x1c-\x1f\x85]+"
 _MARK = "\x1e"  # a record separator: gone from every text by the time it is placed
 
 
+def windows_mark(windows):
+    """The string constant of `serving_ids` that states the model's `windows`."""
+    return ("kbert", f"summary windows {windows}")
+
+
 def split_sentences(text):
     """Documents [batch] -> their sentences, ragged [batch, (sentences)], as
     `kbert.data.corpora.split_sentences`."""
     paragraphs = tf.strings.split(tf.strings.regex_replace(text, r"\n\s*\n", _MARK), _MARK)
     flat = tf.strings.regex_replace(paragraphs.flat_values, _SPACE, " ")
     flat = tf.strings.regex_replace(flat, r"\p{C}", "")
-    flat = tf.strings.strip(tf.strings.regex_replace(flat, " +", " "))
+    flat = tf.strings.regex_replace(tf.strings.regex_replace(flat, " +", " "), "^ | $", "")
     flat = tf.strings.regex_replace(flat, r"([.!?]) ([\"'(\[]?[A-Z0-9])", "\\1" + _MARK + "\\2")
     sentences = paragraphs.with_flat_values(tf.strings.split(flat, _MARK)).merge_dims(1, 2)
     return tf.ragged.boolean_mask(sentences, tf.strings.length(sentences) > 0)
@@ -40,8 +47,11 @@ def split_sentences(text):
 
 def _windows(lengths, documents, sequence_length):
     """Per sentence (flat): its window (row), its [CLS] position in it and its place among
-    the window's sentences, as `features.windows` cuts them."""
+    the window's sentences, as `features.windows` cuts them. One loop step per sentence,
+    bounded by their number (`maximum_iterations`, as kbert.untrusted checks loops); each
+    step writes its sentence's entries by `tf.where` on its index."""
     count = tf.shape(lengths)[0]
+    index = tf.range(count)
 
     def step(i, window, used, place, rows, starts, places):
         new = tf.logical_or(tf.equal(i, 0), tf.logical_or(
@@ -50,26 +60,37 @@ def _windows(lengths, documents, sequence_length):
         window = tf.where(new, window + 1, window)
         used = tf.where(new, 0, used)
         place = tf.where(new, 0, place)
-        return (i + 1, window, used + lengths[i], place + 1, rows.write(i, window),
-                starts.write(i, used), places.write(i, place))
+        mine = tf.equal(index, i)
+        return (i + 1, window, used + lengths[i], place + 1, tf.where(mine, window, rows),
+                tf.where(mine, used, starts), tf.where(mine, place, places))
 
-    arrays = [tf.TensorArray(tf.int32, size=count) for _ in range(3)]
+    zeros = tf.zeros_like(lengths)
     _, windows, _, _, rows, starts, places = tf.while_loop(
-        lambda i, *_: i < count, step, (0, -1, 0, 0, *arrays))
-    return rows.stack(), starts.stack(), places.stack(), windows + 1
+        lambda i, *_: i < count, step, (0, -1, 0, 0, zeros, zeros, zeros),
+        maximum_iterations=count)
+    return rows, starts, places, windows + 1
 
 
-def _trigram_hashes(sentences):
-    words = tf.strings.split(tf.strings.strip(tf.strings.regex_replace(
-        tf.strings.lower(sentences, encoding="utf-8"), r"[^\p{L}\p{N}_]+", " ")))
-    return tf.strings.to_hash_bucket_fast(tf.strings.ngrams(words, 3, separator=" "),
-                                          2 ** 62)
+def _trigrams(sentences):
+    """Each sentence's word trigrams, ragged [sentences, (trigrams)] of "a b c" strings:
+    `decode`'s words (lower-cased runs of letters, digits and "_") three at a time."""
+    words = tf.strings.split(tf.strings.regex_replace(
+        tf.strings.lower(sentences, encoding="utf-8"), r"[^\p{L}\p{N}_]+", " "))
+    flat, rows = words.flat_values, tf.cast(words.value_rowids(), tf.int32)
+    # Trigram j starts at word j: its three words are in one sentence.
+    whole = tf.equal(rows[:-2], rows[2:])
+    trigrams = tf.strings.join([flat[:-2], flat[1:-1], flat[2:]], separator=" ")
+    return tf.RaggedTensor.from_value_rowids(
+        tf.boolean_mask(trigrams, whole), tf.boolean_mask(rows[:-2], whole),
+        nrows=tf.shape(sentences)[0])
 
 
 def _select(scores, documents, trigrams, count, trigram_blocking, candidates):
     """Per sentence (flat): chosen or not, by `decode.select` within each document, among
-    the `candidates` (bool, per sentence)."""
+    the `candidates` (bool, per sentence). One loop step per sentence, best first, bounded
+    by their number."""
     total = tf.shape(scores)[0]
+    index = tf.range(total)
     order = tf.argsort(-scores, stable=True)
     order = tf.gather(order, tf.argsort(tf.gather(documents, order), stable=True))
     rows = trigrams.value_rowids()
@@ -83,10 +104,10 @@ def _select(scores, documents, trigrams, count, trigram_blocking, candidates):
         room = tf.reduce_sum(tf.cast(same, tf.int32)) < count
         pick = tf.logical_and(room, tf.logical_not(blocked) if trigram_blocking else True)
         pick = tf.logical_and(pick, candidates[i])
-        return k + 1, tf.tensor_scatter_nd_update(chosen, [[i]], [pick])
+        return k + 1, tf.logical_or(chosen, tf.logical_and(tf.equal(index, i), pick))
 
     _, chosen = tf.while_loop(lambda k, _: k < total, step,
-                              (0, tf.zeros([total], tf.bool)))
+                              (0, tf.zeros([total], tf.bool)), maximum_iterations=total)
     return chosen
 
 
@@ -106,24 +127,24 @@ def summarizer(model, tokenizer, sequence_length, count=DEFAULT_SENTENCES,
         total = tf.shape(lengths)[0]
         ids = tf.concat([tf.fill([total, 1], tokenizer.cls_id), tf.cast(pieces, tf.int32),
                          tf.fill([total, 1], tokenizer.sep_id)], axis=1)
+        # Each window row: its sentences' tokens in order from column 0, then padding.
         token_rows = tf.gather(rows, ids.value_rowids())
-        columns = tf.gather(starts, ids.value_rowids()) + tf.cast(
-            tf.ragged.range(ids.row_lengths()).flat_values, tf.int32)
-        at = tf.stack([token_rows, columns], axis=1)
-        shape = tf.stack([windows, sequence_length])
         segment = tf.gather((places % 2) * second, ids.value_rowids())
-        features = {
-            "token_ids": tf.tensor_scatter_nd_update(
-                tf.fill(shape, tokenizer.pad_id), at, ids.flat_values),
-            "segment_ids": tf.scatter_nd(at, segment, shape),
-            "padding_mask": tf.scatter_nd(at, tf.ones_like(segment), shape)}
+
+        def row_major(values, default):
+            return tf.RaggedTensor.from_value_rowids(values, token_rows, nrows=windows).to_tensor(
+                default, shape=[None, sequence_length])
+
+        features = {"token_ids": row_major(ids.flat_values, tokenizer.pad_id),
+                    "segment_ids": row_major(segment, 0),
+                    "padding_mask": row_major(tf.ones_like(segment), 0)}
         logits = run_model(model, features)
         scores = tf.sigmoid(tf.gather_nd(logits, tf.stack([rows, starts], axis=1)))
         candidates = tf.ones_like(rows, tf.bool)
         if first_only:  # the sentences in their document's first window (its lowest row)
-            candidates = tf.equal(rows, tf.gather(tf.math.segment_min(rows, documents),
-                                                  documents))
-        chosen = _select(scores, documents, _trigram_hashes(sentences.flat_values), count,
+            first = tf.math.unsorted_segment_min(rows, documents, tf.shape(text)[0])
+            candidates = tf.equal(rows, tf.gather(first, documents))
+        chosen = _select(scores, documents, _trigrams(sentences.flat_values), count,
                          trigram_blocking, candidates)
         batch = tf.shape(text)[0]
         index = tf.cast(tf.ragged.range(sentences.row_lengths()).flat_values, tf.int32)
@@ -147,7 +168,10 @@ def add_endpoints(archive, model, tokenizer, sequence_length):
     """An `ExtractiveSummarizer`'s `serving_default` (documents) and `serving_ids` on the
     ExportArchive `archive`."""
     def serve_ids(features):
-        return {"scores": tf.sigmoid(run_model(model, features))}
+        # A mark read by kbert.pipelines.saved_model_source: what of a document is scored.
+        tf.constant(windows_mark(getattr(model, "windows", "all")), name="summary_windows")
+        logits = run_model(model, features)
+        return {"logits": logits, "scores": tf.sigmoid(logits)}
 
     archive.add_endpoint("serving_default", summarizer(model, tokenizer, sequence_length),
                          [STRINGS])
