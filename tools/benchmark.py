@@ -23,7 +23,7 @@
         [--small_config=field=value,...] [--sequence_length=128]
     python tools/benchmark.py summarization --aclsum_wheel=PATH [--summ_epochs=6]
         [--summ_learning_rate=1e-4] [--summ_batch_size=8] [--summ_windows=first] [--seed=0]
-        [--summ_labels=oracle] [--summ_data_dir=DIR [--summ_write_data]]
+        [--summ_labels=oracle] [--summ_train_with_validation] [--summ_data_dir=DIR [--summ_write_data]]
     python tools/benchmark.py modern_bert [--modern_bert_texts=500] [--batch_size=32]
         [--modern_bert_long=8192] [--seed=0] [--reference_python=PYTHON]
 
@@ -211,6 +211,9 @@ flags.DEFINE_float("summ_learning_rate", 1e-4, "summarization: peak learning rat
 flags.DEFINE_integer("summ_batch_size", 8, "summarization: windows per step.", lower_bound=1)
 flags.DEFINE_enum("summ_labels", "oracle", ["oracle", "rouge"], "summarization: the "
                   "training targets (--summary_labels of tools/finetune.py).")
+flags.DEFINE_bool("summ_train_with_validation", False, "summarization: train on the "
+                  "training and validation papers together for --summ_epochs and keep the "
+                  "last epoch (no epoch chosen).")
 flags.DEFINE_enum("summ_windows", "first", ["first", "all"], "summarization: what of a "
                   "paper longer than 512 tokens is scored (--summary_windows of "
                   "tools/finetune.py).")
@@ -736,7 +739,8 @@ def summarization(argv):
     benchmark_summarization.run(FLAGS.aclsum_wheel, FLAGS.summ_epochs, FLAGS.summ_learning_rate,
                                 FLAGS.summ_batch_size, FLAGS.seed, FLAGS.summ_data_dir,
                                 FLAGS.summ_write_data, windows=FLAGS.summ_windows,
-                                labels=FLAGS.summ_labels)
+                                labels=FLAGS.summ_labels,
+                                with_validation=FLAGS.summ_train_with_validation)
 
 
 def modern_bert(argv):

