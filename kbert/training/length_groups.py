@@ -17,6 +17,8 @@ The stream is a function of the seed alone: a run resumed after a kill skips the
 has done and reads the same data in the same order as the run that was killed.
 """
 
+import weakref
+
 import numpy as np
 import tensorflow as tf
 
@@ -116,15 +118,47 @@ def sorted_batches(features, batch_size, sequence_length):
     return order, out
 
 
+# Per model: its inference graph for batches of any length (`_inference`).
+_GRAPHS = weakref.WeakKeyDictionary()
+
+
+def _inference(model):
+    """inputs {name: array} -> `model`'s outputs. Under TensorFlow without a distribution
+    strategy: one `tf.function` whose batch and length dimensions are open, traced once and
+    not compiled by XLA, whatever the model's `jit_compile`: evaluation runs a few batches
+    of each bucket length, and an XLA compile per length cost more than those batches (on
+    the finetune_real benchmark, 7 lengths took about 45 s to compile for 32 batches of
+    evaluation). Elsewhere (JAX, Mirrored or TPU strategies): `predict_on_batch`."""
+    import keras
+
+    if (keras.backend.backend() != "tensorflow" or tf.distribute.has_strategy()
+            or model.distribute_strategy is not tf.distribute.get_strategy()):
+        return model.predict_on_batch
+    graphs = _GRAPHS.setdefault(model, {})
+
+    def run(inputs):
+        inputs = {k: tf.convert_to_tensor(v) for k, v in inputs.items()}
+        key = tuple(sorted((k, v.shape.rank, v.dtype.name) for k, v in inputs.items()))
+        if key not in graphs:
+            spec = {k: tf.TensorSpec([None] * v.shape.rank, v.dtype, k)
+                    for k, v in inputs.items()}
+            graphs[key] = tf.function(lambda x: model(x, training=False),
+                                      input_signature=[spec])
+        return tf.nest.map_structure(lambda t: t.numpy(), graphs[key](inputs))
+
+    return run
+
+
 def predict(model, features, batch_size, sequence_length, token_outputs=False):
     """`model`'s outputs on every example of `features`, in their order, computed on batches
-    grouped by length; per-token outputs (`token_outputs`) padded back with zeros to
-    `sequence_length` (past each example's length, where no decoder reads them)."""
+    grouped by length (`_inference`); per-token outputs (`token_outputs`) padded back with
+    zeros to `sequence_length` (past each example's length, where no decoder reads them)."""
     _, batches = sorted_batches(features, batch_size, sequence_length)
     n = len(next(iter(features.values())))
     merged = None
+    infer = _inference(model)
     for indices, inputs in batches:
-        outputs = model.predict_on_batch(inputs)
+        outputs = infer(inputs)
         flat = outputs if isinstance(outputs, dict) else {None: outputs}
         if merged is None:
             merged = {k: np.zeros((n, *(_full(np.asarray(v), sequence_length, token_outputs)

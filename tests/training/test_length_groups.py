@@ -3,6 +3,7 @@ epochs (every example once, like lengths together, random order, the same from t
 the stream `fit` reads (resumable), prediction in the split's order, and each family's
 outputs on a batch cut to its bucket equal to the example's alone at full padding."""
 
+import keras
 import numpy as np
 import pytest
 
@@ -88,27 +89,35 @@ def test_the_stream_cuts_batches_to_buckets_and_resumes_where_it_stopped():
         np.testing.assert_array_equal(x["padding_mask"], x0["padding_mask"])
 
 
-class _Recorder:
-    """A stand-in model: per token, the token id times 2; records the lengths it saw."""
+class _Doubler(keras.Model):
+    """A stand-in model: per token, the token id times 2 and itself; counts its traces."""
 
     def __init__(self):
-        self.lengths = []
+        super().__init__(name="doubler")
+        self.calls = 0
 
-    def predict_on_batch(self, inputs):
-        self.lengths.append(inputs["token_ids"].shape[1])
-        ids = inputs["token_ids"].astype("float32")
-        return {"tokens": np.stack([ids * 2, ids], -1), "first": ids[:, 0]}
+    def call(self, inputs):
+        self.calls += 1
+        ids = keras.ops.cast(inputs["token_ids"], "float32")
+        return {"tokens": keras.ops.stack([ids * 2, ids], -1), "first": ids[:, 0]}
 
 
 def test_predict_puts_outputs_back_in_order_and_to_full_length():
     lengths = [5, 30, 2, 17, 9, 1, 40]
     features = _features(lengths, 40)
-    model = _Recorder()
+    _, batches = length_groups.sorted_batches(features, 3, 40)
+    assert [b["token_ids"].shape[1] for _, b in batches] == [40, 16, 16]  # 40 30 17 | 9 5 2 | 1
+    model = _Doubler()
+    model.compile(jit_compile=True)
     outputs = length_groups.predict(model, features, 3, 40, token_outputs=True)
-    assert model.lengths == [40, 16, 16]  # 40 30 17 | 9 5 2 | 1
     ids = features["token_ids"].astype("float32")
     np.testing.assert_array_equal(outputs["tokens"], np.stack([ids * 2, ids], -1))
     np.testing.assert_array_equal(outputs["first"], ids[:, 0])
+    # One graph for every length (traced once, not compiled per length), kept for the next
+    # evaluation.
+    assert model.calls == 1
+    length_groups.predict(model, features, 3, 40, token_outputs=True)
+    assert model.calls == 1
 
 
 @pytest.mark.parametrize("family", list(models.FAMILIES))
