@@ -23,7 +23,8 @@
         [--small_config=field=value,...] [--sequence_length=128]
     python tools/benchmark.py summarization --aclsum_wheel=PATH [--summ_epochs=6]
         [--summ_learning_rate=1e-4] [--summ_batch_size=8] [--summ_windows=first] [--seed=0]
-        [--summ_labels=oracle] [--summ_train_with_validation] [--summ_data_dir=DIR [--summ_write_data]]
+        [--summ_labels=oracle] [--summ_train_with_validation]
+        [--summ_data_dir=DIR [--summ_write_data]]
     python tools/benchmark.py modern_bert [--modern_bert_texts=500] [--batch_size=32]
         [--modern_bert_long=8192] [--seed=0] [--reference_python=PYTHON]
 

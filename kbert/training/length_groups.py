@@ -9,9 +9,11 @@ and the batches shuffled, so that a batch holds examples of like length while th
 the data stays as random as the mega-batches allow. A batch is then cut from
 `--sequence_length` to its bucket: `bucket_lengths` gives about two lengths per doubling, so
 that XLA compiles a handful of shapes, not one per batch, and at most a third of a batch is
-padding. Evaluation and prediction sort the split by length the same way and put the
-outputs back in the split's order, padded back to `--sequence_length` where they are per
-token.
+padding; a bucket that few of the run's batches fall into is merged into the next longer
+one (`merge_rare`), since its compile would cost more than their padding. Evaluation and
+prediction sort the split by length the same way and put the outputs back in the split's
+order, padded back to `--sequence_length` where they are per token; they run one graph for
+every length (`_inference`), not an XLA compile each.
 
 The stream is a function of the seed alone: a run resumed after a kill skips the batches it
 has done and reads the same data in the same order as the run that was killed.
@@ -26,6 +28,10 @@ import tensorflow as tf
 MEGABATCH = 50
 # The shortest bucket: shorter batches save little and compile more shapes.
 SHORTEST = 16
+# A training bucket that fewer than this share of the run's batches fall into is merged into
+# the next longer one: each shape is an XLA compile (about 8 s for all-MiniLM-L6-v2's train
+# step on 2 CPU cores, some 25 steps' time), more than a few batches' padding costs.
+RARE_BUCKET = 0.05
 
 
 def bucket_lengths(sequence_length, shortest=SHORTEST):
@@ -48,6 +54,18 @@ def example_lengths(features):
 def bucket_of(lengths, buckets):
     """The shortest bucket that holds each length."""
     return np.asarray(buckets, np.int32)[np.searchsorted(buckets, lengths)]
+
+
+def merge_rare(cut_to, share=RARE_BUCKET):
+    """`cut_to` (each batch's bucket length) with the buckets that hold fewer than `share` of
+    the batches merged into the next longer one, shortest first (a merged bucket's batches
+    count toward the next); the longest bucket stays."""
+    cut_to = np.asarray(cut_to).copy()
+    used = sorted(set(cut_to.tolist()))
+    for length, longer in zip(used, used[1:]):
+        if np.sum(cut_to == length) < share * len(cut_to):
+            cut_to[cut_to == length] = longer
+    return cut_to
 
 
 def epoch_batches(lengths, batch_size, rng, megabatch=MEGABATCH):
@@ -75,7 +93,8 @@ def training_stream(features, labels, batch_size, sequence_length, seed, epochs,
                     token_labels=False):
     """The endless stream `fit` reads: `(features, labels)` batches grouped by length,
     `epochs` epochs of `epoch_batches` (then again from the first), each batch cut to its
-    bucket.
+    bucket, the buckets few of the run's batches fall into merged into longer ones
+    (`merge_rare`).
 
     Args:
         features: {name: [N, sequence_length] array} (`padding_mask` among them).
@@ -87,7 +106,7 @@ def training_stream(features, labels, batch_size, sequence_length, seed, epochs,
     buckets = bucket_lengths(sequence_length)
     rng = np.random.default_rng(seed)
     batches = np.concatenate([epoch_batches(lengths, batch_size, rng) for _ in range(epochs)])
-    cut_to = bucket_of(lengths[batches].max(axis=1), buckets)
+    cut_to = merge_rare(bucket_of(lengths[batches].max(axis=1), buckets))
     label_keys = {k for k, v in labels.items()
                   if token_labels and np.ndim(v) >= 2 and np.shape(v)[1] == sequence_length}
     features = {k: tf.constant(v) for k, v in features.items()}

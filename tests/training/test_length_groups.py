@@ -56,6 +56,19 @@ def test_an_epoch_holds_each_example_at_most_once_in_batches_of_like_length():
     assert np.array_equal(batches, again) and not np.array_equal(batches, other)
 
 
+def test_rare_buckets_merge_into_the_next_longer_one():
+    # 100 batches: 16 (40 of them), 24 (3: merged into 32), 32 (50 + 3), 48 (4: into 64), 64.
+    cut = np.array([16] * 40 + [24] * 3 + [32] * 50 + [48] * 4 + [64] * 3)
+    merged = length_groups.merge_rare(cut)
+    assert merged.tolist() == [16] * 40 + [32] * 53 + [64] * 7
+    # A merged bucket's batches count toward the next: 24 (3) and 32 (1), 4 in all, go to 48.
+    cut = np.array([16] * 81 + [24] * 3 + [32] * 1 + [48] * 15)
+    assert sorted(set(length_groups.merge_rare(cut).tolist())) == [16, 48]
+    assert length_groups.merge_rare(np.array([16] + [128] * 99)).tolist() == [128] * 100
+    assert length_groups.merge_rare(np.array([16] * 99 + [128])).tolist() == [16] * 99 + [128]
+    assert length_groups.merge_rare(np.array([16] * 10)).tolist() == [16] * 10
+
+
 def _elements(dataset, count):
     return [(x, y) for x, y in dataset.take(count).as_numpy_iterator()]
 
@@ -69,11 +82,15 @@ def test_the_stream_cuts_batches_to_buckets_and_resumes_where_it_stopped():
                                            token_labels=True)
     elements = _elements(stream, 60)  # 2 epochs of 25 batches, then the first again
     seen = []
+    own = [min(b for b in bucket_lengths(40) if b >= lengths[y["labels"]].max())
+           for _, y in elements[:50]]
+    assert length_groups.merge_rare(own).tolist() == [
+        x["token_ids"].shape[1] for x, _ in elements[:50]]
     for x, y in elements[:50]:
         length = x["token_ids"].shape[1]
         assert length in bucket_lengths(40)
         rows = y["labels"]
-        assert length == min(b for b in bucket_lengths(40) if b >= lengths[rows].max())
+        assert length >= lengths[rows].max()
         np.testing.assert_array_equal(x["token_ids"], features["token_ids"][rows, :length])
         assert y["label_weights"].shape == (8, length)  # per-token labels cut too
         seen.append(rows)
