@@ -145,15 +145,16 @@ def _inference(model):
     """inputs {name: array} -> `model`'s outputs. Under TensorFlow without a distribution
     strategy: one `tf.function` whose batch and length dimensions are open, traced once and
     not compiled by XLA, whatever the model's `jit_compile`: evaluation runs a few batches
-    of each bucket length, and an XLA compile per length cost more than those batches (on
-    the finetune_real benchmark, 7 lengths took about 45 s to compile for 32 batches of
-    evaluation). Elsewhere (JAX, Mirrored or TPU strategies): `predict_on_batch`."""
+    of each bucket length, fewer than an XLA compile per length would repay. Elsewhere (JAX,
+    Mirrored or TPU strategies): `predict_on_batch`."""
     import keras
 
     if (keras.backend.backend() != "tensorflow" or tf.distribute.has_strategy()
             or model.distribute_strategy is not tf.distribute.get_strategy()):
         return model.predict_on_batch
     graphs = _GRAPHS.setdefault(model, {})
+    # The graphs reach the model weakly: the cache must not keep it alive.
+    ref = weakref.ref(model)
 
     def run(inputs):
         inputs = {k: tf.convert_to_tensor(v) for k, v in inputs.items()}
@@ -161,7 +162,7 @@ def _inference(model):
         if key not in graphs:
             spec = {k: tf.TensorSpec([None] * v.shape.rank, v.dtype, k)
                     for k, v in inputs.items()}
-            graphs[key] = tf.function(lambda x: model(x, training=False),
+            graphs[key] = tf.function(lambda x: ref()(x, training=False),
                                       input_signature=[spec])
         return tf.nest.map_structure(lambda t: t.numpy(), graphs[key](inputs))
 

@@ -3,6 +3,8 @@ epochs (every example once, like lengths together, random order, the same from t
 the stream `fit` reads (resumable), prediction in the split's order, and each family's
 outputs on a batch cut to its bucket equal to the example's alone at full padding."""
 
+import gc
+
 import keras
 import numpy as np
 import pytest
@@ -135,6 +137,12 @@ def test_predict_puts_outputs_back_in_order_and_to_full_length():
     assert model.calls == 1
     length_groups.predict(model, features, 3, 40, token_outputs=True)
     assert model.calls == 1
+    # The cache does not keep a model alive.
+    assert model in length_groups._GRAPHS
+    cached = len(length_groups._GRAPHS)
+    del model, outputs
+    gc.collect()
+    assert len(length_groups._GRAPHS) == cached - 1
 
 
 @pytest.mark.parametrize("family", list(models.FAMILIES))
