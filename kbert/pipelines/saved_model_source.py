@@ -11,8 +11,9 @@ does not state is read from what it holds:
 - a one-output classifier's problem type: a regression, unless the export marked it as not
   stated (`UNSTATED_ONE_OUTPUT`), which transformers' pipeline scores by a sigmoid, as a
   checkpoint without `problem_type` is;
-- an extractive summarizer's `windows` setting: the string constant its export writes
-  (`kbert.tasks.extractive_summarization.serving.windows_mark`), else "all";
+- an extractive summarizer's `windows` setting and the length its documents are cut at: the
+  string constant its export writes (`kbert.tasks.extractive_summarization.serving.
+  summary_mark`); an export without it is refused;
 - the longest input: the position-embedding table's rows.
 """
 
@@ -28,6 +29,10 @@ def _kind(outputs, signatures):
         return "question_answerer"
     if set(outputs) == {"logits", "scores"}:
         return "extractive_summarizer"
+    if set(outputs) == {"scores"}:
+        raise ValueError("The SavedModel is an extractive summarizer's from an earlier kbert "
+                         "(its serving_ids returns scores alone): export it again with this "
+                         "one for the pipeline.")
     if "embedding" in outputs:
         return "text_embedder"
     if "sequence_output" in outputs:
@@ -73,13 +78,18 @@ def _unstated(loaded):
     return list(UNSTATED_ONE_OUTPUT) in _string_constants(loaded.signatures["serving_ids"])
 
 
-def _windows(loaded):
-    """An extractive summarizer export's `windows` setting (its mark; "all" without one)."""
-    from kbert.tasks.extractive_summarization.model import WINDOWS
-    from kbert.tasks.extractive_summarization.serving import windows_mark
+def _summary_settings(loaded, path):
+    """(windows, sequence length) of an extractive summarizer's export (its mark)."""
+    from kbert.tasks.extractive_summarization.serving import SUMMARY_MARK
 
-    constants = _string_constants(loaded.signatures["serving_ids"])
-    return next((w for w in WINDOWS if list(windows_mark(w)) in constants), "all")
+    for constant in _string_constants(loaded.signatures["serving_ids"]):
+        found = len(constant) == 2 and constant[0] == "kbert" and SUMMARY_MARK.fullmatch(
+            constant[1])
+        if found:
+            return found.group(1), int(found.group(2))
+    raise ValueError(f"The SavedModel {path} is an extractive summarizer's without the mark "
+                     "of its windows and length (an export of an earlier kbert): export it "
+                     "again with this one.")
 
 
 def from_saved_model(path, tokenizer, task, trusted):
@@ -111,7 +121,9 @@ def from_saved_model(path, tokenizer, task, trusted):
             problem_type = None  # as the checkpoint's: scored by a sigmoid (transformers')
     elif kind == "token_classifier":
         label_names = _label_names(loaded, kind, int(outputs["logits"].shape[-1]))
-    windows = _windows(loaded) if kind == "extractive_summarizer" else None
+    windows, max_length = None, found.max_sequence_length or 512
+    if kind == "extractive_summarizer":
+        windows, max_length = _summary_settings(loaded, path)
 
     # The outputs the pipelines read, as the Keras model returns them.
     wanted = {"text_classifier": "logits" if "logits" in outputs else "score",
@@ -128,6 +140,6 @@ def from_saved_model(path, tokenizer, task, trusted):
     # The export of a task model returns its predictions, not the backbone's hidden states.
     serves = [t for t in SERVES[kind] if t != "feature-extraction" or kind == "backbone"]
     source = Source(runner, tokenizer or found.tokenizer(), kind, name,
-                    found.max_sequence_length or 512, label_names=label_names,
+                    max_length, label_names=label_names,
                     problem_type=problem_type, serves=serves, windows=windows)
     return source

@@ -78,10 +78,11 @@ class FinetuningConfig(RunConfig):
     group_by_length: bool = setting(
         True, "Batch examples of like length together and cut each batch to the shortest of "
               "a few lengths that holds it (16, 24, 32, 48, 64, ...; --sequence_length the "
-              "longest; in training, a length fewer than 1 in 20 batches would use is merged "
-              "into the next), in training, evaluation and prediction, instead of padding "
-              "every example to --sequence_length: true or false. Not for question_answerer (its "
-              "windows are full) or on TPUs (one static shape).", group="Data")
+              "longest), in training, evaluation and prediction, instead of padding every "
+              "example to --sequence_length: true or false. In XLA-compiled training, a "
+              "length too few batches use to repay its compile is merged into the next. Not "
+              "for question_answerer (its windows are full) or on TPUs (one static shape).",
+        group="Data")
     doc_stride: Optional[int] = setting(
         None, "question_answerer: context pieces a window repeats from the one before, as "
               "transformers' doc_stride (an integer >= 0, smaller than --sequence_length "

@@ -63,7 +63,8 @@ def _array_batches(module):
         if training and _grouped(config, module):
             dataset = length_groups.training_stream(
                 split.encoded.features, split.encoded.labels, config.global_batch_size,
-                config.sequence_length, seed, config.epochs, token_labels=module.PER_TOKEN)
+                config.sequence_length, seed, config.epochs, token_labels=module.PER_TOKEN,
+                merge=config.jit_compile)
         else:
             dataset = datasets.arrays_dataset(
                 split.encoded.features, split.encoded.labels, config.global_batch_size,

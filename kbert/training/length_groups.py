@@ -9,14 +9,15 @@ and the batches shuffled, so that a batch holds examples of like length while th
 the data stays as random as the mega-batches allow. A batch is then cut from
 `--sequence_length` to its bucket: `bucket_lengths` gives about two lengths per doubling, so
 that XLA compiles a handful of shapes, not one per batch, and at most a third of a batch is
-padding; a bucket that few of the run's batches fall into is merged into the next longer
-one (`merge_rare`), since its compile would cost more than their padding. Evaluation and
-prediction sort the split by length the same way and put the outputs back in the split's
-order, padded back to `--sequence_length` where they are per token; they run one graph for
-every length (`_inference`), not an XLA compile each.
+padding; when the train step is XLA-compiled, a bucket that few of the run's batches fall
+into is merged into the next longer one where its compile would cost more than the padding
+that adds (`merge_rare`). Evaluation and prediction sort the split by length the same way
+and put the outputs back in the split's order, padded back to `--sequence_length` where they
+are per token; they run one graph for every length (`_inference`), not an XLA compile each.
 
-The stream is a function of the seed alone: a run resumed after a kill skips the batches it
-has done and reads the same data in the same order as the run that was killed.
+The stream is a function of the seed and the run's settings (its epochs among them): a run
+resumed after a kill skips the batches it has done and reads the same data in the same
+order, at the same lengths, as the run that was killed.
 """
 
 import weakref
@@ -28,10 +29,10 @@ import tensorflow as tf
 MEGABATCH = 50
 # The shortest bucket: shorter batches save little and compile more shapes.
 SHORTEST = 16
-# A training bucket that fewer than this share of the run's batches fall into is merged into
-# the next longer one: each shape is an XLA compile (about 8 s for all-MiniLM-L6-v2's train
-# step on 2 CPU cores, some 25 steps' time), more than a few batches' padding costs.
-RARE_BUCKET = 0.05
+# What an XLA compile of the train step costs, in steps of the run's mean bucket length
+# (about 8 s for all-MiniLM-L6-v2 on 2 CPU cores: some 25 steps of 0.35 s; a step's time
+# grows about linearly with its length).
+COMPILE_STEPS = 25
 
 
 def bucket_lengths(sequence_length, shortest=SHORTEST):
@@ -56,14 +57,19 @@ def bucket_of(lengths, buckets):
     return np.asarray(buckets, np.int32)[np.searchsorted(buckets, lengths)]
 
 
-def merge_rare(cut_to, share=RARE_BUCKET):
-    """`cut_to` (each batch's bucket length) with the buckets that hold fewer than `share` of
-    the batches merged into the next longer one, shortest first (a merged bucket's batches
-    count toward the next); the longest bucket stays."""
+def merge_rare(cut_to, compile_steps=COMPILE_STEPS):
+    """`cut_to` (each batch's bucket length) with each bucket merged into the next longer one
+    where its compile would cost more than the padding merging adds: its batches times the
+    tokens a row gains, `count * (longer - length)`, under `compile_steps` steps of the mean
+    length. Shortest first (a merged bucket's batches count toward the next); the longest
+    stays."""
     cut_to = np.asarray(cut_to).copy()
+    if not len(cut_to):
+        return cut_to
+    budget = compile_steps * cut_to.mean()
     used = sorted(set(cut_to.tolist()))
     for length, longer in zip(used, used[1:]):
-        if np.sum(cut_to == length) < share * len(cut_to):
+        if np.sum(cut_to == length) * (longer - length) < budget:
             cut_to[cut_to == length] = longer
     return cut_to
 
@@ -90,23 +96,26 @@ def _cut(arrays, length, token_keys):
 
 
 def training_stream(features, labels, batch_size, sequence_length, seed, epochs,
-                    token_labels=False):
+                    token_labels=False, merge=True):
     """The endless stream `fit` reads: `(features, labels)` batches grouped by length,
     `epochs` epochs of `epoch_batches` (then again from the first), each batch cut to its
-    bucket, the buckets few of the run's batches fall into merged into longer ones
-    (`merge_rare`).
+    bucket, with `merge` (the train step is XLA-compiled per shape) the buckets few of the
+    run's batches fall into merged into longer ones (`merge_rare`).
 
     Args:
         features: {name: [N, sequence_length] array} (`padding_mask` among them).
         labels: {name: array [N, ...]}.
         token_labels: the task's labels are per token: those of them shaped
             [N, sequence_length] are cut with the features.
+        merge: merge rare buckets (`merge_rare`): where each shape is a compile.
     """
     lengths = example_lengths(features)
     buckets = bucket_lengths(sequence_length)
     rng = np.random.default_rng(seed)
     batches = np.concatenate([epoch_batches(lengths, batch_size, rng) for _ in range(epochs)])
-    cut_to = merge_rare(bucket_of(lengths[batches].max(axis=1), buckets))
+    cut_to = bucket_of(lengths[batches].max(axis=1), buckets)
+    if merge:
+        cut_to = merge_rare(cut_to)
     label_keys = {k for k, v in labels.items()
                   if token_labels and np.ndim(v) >= 2 and np.shape(v)[1] == sequence_length}
     features = {k: tf.constant(v) for k, v in features.items()}
@@ -141,6 +150,13 @@ def sorted_batches(features, batch_size, sequence_length):
 _GRAPHS = weakref.WeakKeyDictionary()
 
 
+def _call_weakly(ref):
+    def call(inputs):  # Keras layers convert their own control flow: no autograph here
+        return ref()(inputs, training=False)
+
+    return call
+
+
 def _inference(model):
     """inputs {name: array} -> `model`'s outputs. Under TensorFlow without a distribution
     strategy: one `tf.function` whose batch and length dimensions are open, traced once and
@@ -162,8 +178,8 @@ def _inference(model):
         if key not in graphs:
             spec = {k: tf.TensorSpec([None] * v.shape.rank, v.dtype, k)
                     for k, v in inputs.items()}
-            graphs[key] = tf.function(lambda x: ref()(x, training=False),
-                                      input_signature=[spec])
+            graphs[key] = tf.function(_call_weakly(ref), input_signature=[spec],
+                                      autograph=False)
         return tf.nest.map_structure(lambda t: t.numpy(), graphs[key](inputs))
 
     return run

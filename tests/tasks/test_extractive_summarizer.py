@@ -327,7 +327,10 @@ def test_the_saved_models_summarize_as_the_pipeline(tmp_path, monkeypatch):
     every = kbert.pipeline("summarization", tokenizer=tok, model=ExtractiveSummarizer(
         tiny_backbone("distil_bert", vocabulary_size=len(VOCABULARY)), windows="all"))
     documents = ["The word was. It had one word! On the key.\n\nThe  word\tof it.  Key one?",
-                 "One.", " ".join(f"The word {w} was one of {w}." for w in WORDS[:7])]
+                 "One.", " ".join(f"The word {w} was one of {w}." for w in WORDS[:7]),
+                 # Python's whitespace, not RE2's \s, between paragraphs; a record separator.
+                 "The key was\n\u00a0\x0b\nit was one", "The key.\x1eit had one.",
+                 "", " \n\n ", "\u200b The key was. On it."]
     export_saved_model(model, str(tmp_path / "model"), tok, sequence_length=24)
     every.export(str(tmp_path / "pipe"), num_sentences=5, trigram_blocking=False)
     unblocked = dict(num_sentences=5, trigram_blocking=False)
@@ -345,7 +348,7 @@ def test_the_saved_models_summarize_as_the_pipeline(tmp_path, monkeypatch):
             np.testing.assert_allclose(out["scores"].numpy()[row, :count],
                                        [s["score"] for s in chosen], atol=1e-5)
     on_export = kbert.pipeline("summarization", model=str(tmp_path / "model"))
-    assert on_export.source.windows == "first"
+    assert (on_export.source.windows, on_export.source.max_length) == ("first", 24)
     for options in ({}, unblocked):
         for saved, [answer] in zip(on_export(documents, **options), pipe(documents, **options)):
             assert [(s["start"], s["end"]) for s in saved[0]["sentences"]] == [

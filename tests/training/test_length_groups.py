@@ -58,17 +58,38 @@ def test_an_epoch_holds_each_example_at_most_once_in_batches_of_like_length():
     assert np.array_equal(batches, again) and not np.array_equal(batches, other)
 
 
-def test_rare_buckets_merge_into_the_next_longer_one():
-    # 100 batches: 16 (40 of them), 24 (3: merged into 32), 32 (50 + 3), 48 (4: into 64), 64.
-    cut = np.array([16] * 40 + [24] * 3 + [32] * 50 + [48] * 4 + [64] * 3)
-    merged = length_groups.merge_rare(cut)
-    assert merged.tolist() == [16] * 40 + [32] * 53 + [64] * 7
-    # A merged bucket's batches count toward the next: 24 (3) and 32 (1), 4 in all, go to 48.
-    cut = np.array([16] * 81 + [24] * 3 + [32] * 1 + [48] * 15)
-    assert sorted(set(length_groups.merge_rare(cut).tolist())) == [16, 48]
-    assert length_groups.merge_rare(np.array([16] + [128] * 99)).tolist() == [128] * 100
-    assert length_groups.merge_rare(np.array([16] * 99 + [128])).tolist() == [16] * 99 + [128]
-    assert length_groups.merge_rare(np.array([16] * 10)).tolist() == [16] * 10
+def test_a_bucket_merges_into_the_next_where_its_compile_costs_more_than_padding():
+    # Mean length 34.4: a compile costs 25 steps of it, 860 token-rows. 48: 5 batches of 16
+    # more tokens a row (80) merge into 64; 32: 90 batches of 16 more (1,440) stay.
+    cut = np.array([32] * 90 + [48] * 5 + [64] * 5)
+    assert length_groups.merge_rare(cut).tolist() == [32] * 90 + [64] * 10
+    # A merged bucket's batches count toward the next: 16 (10) into 24, 24 (13) into 32.
+    cut = np.array([16] * 10 + [24] * 3 + [32] * 87)
+    assert length_groups.merge_rare(cut).tolist() == [32] * 100
+    # Many batches repay their compile; without a compile cost nothing merges.
+    cut = np.array([16] * 1000 + [24] * 1000)
+    assert np.array_equal(length_groups.merge_rare(cut), cut)
+    assert np.array_equal(length_groups.merge_rare(np.array([32] * 90 + [48] * 5 + [64] * 5),
+                                                   compile_steps=0),
+                          [32] * 90 + [48] * 5 + [64] * 5)
+    assert length_groups.merge_rare(np.array([], np.int32)).tolist() == []
+
+
+def test_the_stream_merges_rare_buckets_only_when_asked_and_resumes_at_the_same_lengths():
+    rng = np.random.default_rng(5)
+    lengths = np.concatenate([rng.integers(1, 17, 190), rng.integers(17, 41, 10)])
+    features = _features(lengths, 40)
+    labels = {"labels": np.arange(200, dtype="int32")}
+
+    def shapes(stream, count):
+        return [x["token_ids"].shape[1] for x, _ in _elements(stream, count)]
+
+    merged = shapes(length_groups.training_stream(features, labels, 8, 40, 3, 2), 50)
+    own = shapes(length_groups.training_stream(features, labels, 8, 40, 3, 2, merge=False), 50)
+    assert len(set(merged)) < len(set(own))  # a shape fewer to compile, at least
+    assert length_groups.merge_rare(own).tolist() == merged
+    resumed = shapes(length_groups.training_stream(features, labels, 8, 40, 3, 2).skip(17), 20)
+    assert resumed == merged[17:37]
 
 
 def _elements(dataset, count):

@@ -13,9 +13,12 @@ the SavedModel loads with TensorFlow and tensorflow-text alone.
   with trigram blocking (`decode.select`).
 - `serving_ids`: ids made elsewhere -> `logits` and `scores` (float32 [batch, length]: the
   model's output at every position and its sigmoid; read them at the sentences' [CLS]). Its
-  graph holds the model's `windows` setting as a string constant (`windows_mark`), which
-  `kbert.pipeline("summarization", model=saved_model_dir)` reads.
+  graph holds the model's `windows` setting and the export's sequence length as a string
+  constant (`summary_mark`), which `kbert.pipeline("summarization", model=saved_model_dir)`
+  reads, so that it cuts documents as `serving_default` does.
 """
+
+import re
 
 import tensorflow as tf
 
@@ -23,20 +26,27 @@ from kbert.tokenizers.packing import second_segment_id
 from kbert.tasks.extractive_summarization.decode import DEFAULT_SENTENCES
 from kbert.tasks.graph.signatures import STRINGS, add_ids_endpoint, run_model
 
-# `clean_text`'s whitespace (what str.split() splits at) and deleted characters, in RE2.
-_SPACE = r"[\s\p{Z}\x0b\x1c-\x1f\x85]+"
-_MARK = "\x1e"  # a record separator: gone from every text by the time it is placed
+# `clean_text`'s whitespace (what str.split() splits at, Python's `\s`), in RE2.
+_SPACE_CLASS = r"[\s\p{Z}\x0b\x1c-\x1f\x85]"
+_SPACE = _SPACE_CLASS + "+"
+_MARK = "\x1e"  # a record separator (whitespace): made a space before it marks anything
 
 
-def windows_mark(windows):
-    """The string constant of `serving_ids` that states the model's `windows`."""
-    return ("kbert", f"summary windows {windows}")
+def summary_mark(windows, sequence_length):
+    """The string constant of `serving_ids` that states the model's `windows` and the
+    export's sequence length (`SUMMARY_MARK` reads it back)."""
+    return ("kbert", f"summary windows {windows} length {sequence_length}")
+
+
+SUMMARY_MARK = re.compile(r"summary windows (\w+) length (\d+)")
 
 
 def split_sentences(text):
     """Documents [batch] -> their sentences, ragged [batch, (sentences)], as
     `kbert.data.corpora.split_sentences`."""
-    paragraphs = tf.strings.split(tf.strings.regex_replace(text, r"\n\s*\n", _MARK), _MARK)
+    text = tf.strings.regex_replace(text, _MARK, " ")
+    paragraphs = tf.strings.split(
+        tf.strings.regex_replace(text, r"\n" + _SPACE_CLASS + r"*\n", _MARK), _MARK)
     flat = tf.strings.regex_replace(paragraphs.flat_values, _SPACE, " ")
     flat = tf.strings.regex_replace(flat, r"\p{C}", "")
     flat = tf.strings.regex_replace(tf.strings.regex_replace(flat, " +", " "), "^ | $", "")
@@ -169,7 +179,8 @@ def add_endpoints(archive, model, tokenizer, sequence_length):
     ExportArchive `archive`."""
     def serve_ids(features):
         # A mark read by kbert.pipelines.saved_model_source: what of a document is scored.
-        tf.constant(windows_mark(getattr(model, "windows", "all")), name="summary_windows")
+        tf.constant(summary_mark(getattr(model, "windows", "all"), sequence_length),
+                    name="summary_windows")
         logits = run_model(model, features)
         return {"logits": logits, "scores": tf.sigmoid(logits)}
 
