@@ -19,10 +19,10 @@ paper cut at 512 tokens as BERTSum cuts its documents (`--summ_windows=first`; `
 every 512-token window scored), the greedy oracle's labels (at most 3 sentences, chosen
 among all the paper's sentences), the epoch with the best validation ROUGE-2 kept
 (`--summ_train_with_validation`: trained on the training and validation papers together,
-the last epoch kept). The test papers are then summarized by `kbert.pipeline("summarization", model=model_dir)` (3
-sentences, trigram blocking), the user's path, and scored beside lead-3 (the first 3
-sentences) and the oracle's sentences (of the whole paper: the ceiling of any extractive
-summary of 3 sentences).
+the last epoch kept). The test papers are then summarized by
+`kbert.pipeline("summarization", model=model_dir)` (3 sentences, trigram blocking), the
+user's path, and scored beside lead-3 (the first 3 sentences) and the oracle's sentences
+(of the whole paper: the ceiling of any extractive summary of 3 sentences).
 """
 
 import json

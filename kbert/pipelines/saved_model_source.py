@@ -14,7 +14,8 @@ does not state is read from what it holds:
 - an extractive summarizer's `windows` setting and the length its documents are cut at: the
   string constant its export writes (`kbert.tasks.extractive_summarization.serving.
   summary_mark`); an export without it is refused;
-- the longest input: the position-embedding table's rows.
+- the longest input: the position-embedding table's rows (a summarizer's: the length its
+  mark states).
 """
 
 import numpy as np
@@ -24,15 +25,15 @@ from kbert.pipelines.model_source import SERVES, Source
 from kbert.tasks.task import default_label_names
 
 
-def _kind(outputs, signatures):
+def _kind(outputs, signatures, path="The SavedModel"):
     if "start_logits" in outputs:
         return "question_answerer"
     if set(outputs) == {"logits", "scores"}:
         return "extractive_summarizer"
     if set(outputs) == {"scores"}:
-        raise ValueError("The SavedModel is an extractive summarizer's from an earlier kbert "
-                         "(its serving_ids returns scores alone): export it again with this "
-                         "one for the pipeline.")
+        raise ValueError(f"{path} is an extractive summarizer's from an earlier kbert (its "
+                         "serving_ids returns scores alone): export it again with this one "
+                         "for the pipeline.")
     if "embedding" in outputs:
         return "text_embedder"
     if "sequence_output" in outputs:
@@ -78,15 +79,24 @@ def _unstated(loaded):
     return list(UNSTATED_ONE_OUTPUT) in _string_constants(loaded.signatures["serving_ids"])
 
 
-def _summary_settings(loaded, path):
-    """(windows, sequence length) of an extractive summarizer's export (its mark)."""
+def _summary_settings(loaded, path, positions):
+    """(windows, sequence length) of an extractive summarizer's export (its mark), checked:
+    a known `windows`, a length from 4 to the model's `positions` (None: unknown)."""
+    from kbert.tasks.extractive_summarization.model import WINDOWS
     from kbert.tasks.extractive_summarization.serving import SUMMARY_MARK
 
     for constant in _string_constants(loaded.signatures["serving_ids"]):
         found = len(constant) == 2 and constant[0] == "kbert" and SUMMARY_MARK.fullmatch(
             constant[1])
-        if found:
-            return found.group(1), int(found.group(2))
+        if not found:
+            continue
+        windows, length = found.group(1), int(found.group(2))
+        if windows not in WINDOWS or not 4 <= length <= (positions or length):
+            raise ValueError(f"The SavedModel {path} marks its summaries as windows "
+                             f"{windows!r} of {length} tokens: windows must be one of "
+                             f"{WINDOWS} and the length from 4 to the model's {positions} "
+                             "positions.")
+        return windows, length
     raise ValueError(f"The SavedModel {path} is an extractive summarizer's without the mark "
                      "of its windows and length (an export of an earlier kbert): export it "
                      "again with this one.")
@@ -105,7 +115,7 @@ def from_saved_model(path, tokenizer, task, trusted):
     serving_ids = signatures["serving_ids"]
     outputs = serving_ids.structured_outputs
     inputs = list(serving_ids.structured_input_signature[1])
-    kind = _kind(outputs, signatures)
+    kind = _kind(outputs, signatures, f"The SavedModel {path}")
     name = f"the SavedModel {path}"
     if task == "fill-mask" and "fill_mask" in signatures:
         raise ValueError(
@@ -123,7 +133,7 @@ def from_saved_model(path, tokenizer, task, trusted):
         label_names = _label_names(loaded, kind, int(outputs["logits"].shape[-1]))
     windows, max_length = None, found.max_sequence_length or 512
     if kind == "extractive_summarizer":
-        windows, max_length = _summary_settings(loaded, path)
+        windows, max_length = _summary_settings(loaded, path, found.max_sequence_length)
 
     # The outputs the pipelines read, as the Keras model returns them.
     wanted = {"text_classifier": "logits" if "logits" in outputs else "score",

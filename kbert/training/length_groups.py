@@ -13,7 +13,8 @@ padding; when the train step is XLA-compiled, a bucket that few of the run's bat
 into is merged into the next longer one where its compile would cost more than the padding
 that adds (`merge_rare`). Evaluation and prediction sort the split by length the same way
 and put the outputs back in the split's order, padded back to `--sequence_length` where they
-are per token; they run one graph for every length (`_inference`), not an XLA compile each.
+are per token; on one device they run one graph for every length (`_inference`), not an
+XLA compile each.
 
 The stream is a function of the seed and the run's settings (its epochs among them): a run
 resumed after a kill skips the batches it has done and reads the same data in the same
@@ -31,7 +32,8 @@ MEGABATCH = 50
 SHORTEST = 16
 # What an XLA compile of the train step costs, in steps of the run's mean bucket length
 # (about 8 s for all-MiniLM-L6-v2 on 2 CPU cores: some 25 steps of 0.35 s; a step's time
-# grows about linearly with its length).
+# grows about linearly with its length). Measured on CPU: on a GPU, where steps are far
+# shorter, a compile is worth more steps and this merges too little.
 COMPILE_STEPS = 25
 
 
@@ -151,7 +153,7 @@ _GRAPHS = weakref.WeakKeyDictionary()
 
 
 def _call_weakly(ref):
-    def call(inputs):  # Keras layers convert their own control flow: no autograph here
+    def call(inputs):  # kbert's layers use keras.ops control flow: nothing to autograph
         return ref()(inputs, training=False)
 
     return call

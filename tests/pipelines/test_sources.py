@@ -98,6 +98,23 @@ def test_what_a_saved_model_directory_says(tmp_path):
     assert saved._kind({"sequence_output": 0}, {"fill_mask": 0}) == "backbone"
     with pytest.raises(ValueError, match="no kbert export"):
         saved._kind({"something": 0}, {"serving_default": 0})
+    assert saved._kind({"logits": 0, "scores": 0}, {}) == "extractive_summarizer"
+    with pytest.raises(ValueError, match="an extractive summarizer's from an earlier kbert"):
+        saved._kind({"scores": 0}, {})
+    # A summarizer's mark: its windows and length, checked against the model's positions.
+    import tensorflow as tf
+
+    def marked(*constant):
+        serving_ids = tf.function(lambda: tf.constant(list(constant))).get_concrete_function()
+        return type("Loaded", (), {"signatures": {"serving_ids": serving_ids}})
+
+    assert saved._summary_settings(marked("kbert", "summary windows first length 16"), "m",
+                                   24) == ("first", 16)
+    for constant, error in [(("kbert", "summary windows first"), "without the mark"),
+                            (("kbert", "summary windows last length 16"), "windows 'last'"),
+                            (("kbert", "summary windows all length 32"), "of 32 tokens")]:
+        with pytest.raises(ValueError, match=error):
+            saved._summary_settings(marked(*constant), "m", 24)
     # The tokenizer: kbert.loading's reading of the files beside it.
     tokenizer_of = lambda path: kbert.loading.SavedModelSource(path).tokenizer()  # noqa: E731
     words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "##s"]

@@ -355,6 +355,17 @@ def test_the_saved_models_summarize_as_the_pipeline(tmp_path, monkeypatch):
                 (s["start"], s["end"]) for s in answer["sentences"]]
             np.testing.assert_allclose([s["score"] for s in saved[0]["sentences"]],
                                        [s["score"] for s in answer["sentences"]], atol=1e-5)
+    # Exported shorter than its positions: the pipeline on it cuts documents there too.
+    export_saved_model(model, str(tmp_path / "short"), tok, sequence_length=16)
+    on_short = kbert.pipeline("summarization", model=str(tmp_path / "short"))
+    assert on_short.source.max_length == 16 < model.backbone.config.max_sequence_length
+    out = tf.saved_model.load(str(tmp_path / "short")).signatures["serving_default"](
+        text=tf.constant(documents))
+    for row, (text, [answer]) in enumerate(zip(documents, on_short(documents))):
+        starts = [s.start for s in sentences_of(text)]
+        count = int(out["num_sentences"][row])
+        assert [starts.index(s["start"]) for s in answer["sentences"]] == (
+            out["sentence_ids"].numpy()[row, :count].tolist())
     [serve_example] = [block for block in re.findall(
         r"```python\n(.*?)```", (ROOT / "docs" / "summarization.md").read_text(), re.S)
         if "tf.saved_model.load" in block]
