@@ -57,8 +57,10 @@ def test_mirrored_and_multi_worker_on_cpu():
         from kbert.training import length_groups
         lengths = np.random.default_rng(0).integers(1, 41, 64)
         mask = (np.arange(40)[None] < lengths[:, None]).astype("int32")
+        # Every bucket kept (merge=False): a run of 8 batches would merge them all into one.
         stream = length_groups.training_stream(
-            {"token_ids": mask * 7, "padding_mask": mask}, {"labels": lengths}, 8, 40, 0, 1)
+            {"token_ids": mask * 7, "padding_mask": mask}, {"labels": lengths}, 8, 40, 0, 1,
+            merge=False)
         shapes = set()
         for x, y in mirrored.experimental_distribute_dataset(stream.take(8)):
             local = mirrored.experimental_local_results(x["token_ids"])
