@@ -31,10 +31,11 @@
 `train_step`: one pretraining step (forward, loss, backward, Adam update) of kbert's
 `BertPretrainer` (MLM only, and MLM + NSP) and keras-hub's `BertMaskedLM` on the same
 architecture, float32, XLA on. After warm-up, the models take turns for `--rounds` rounds of
-`--steps` steps (so that drift in the machine's speed hits all alike). The best round gives
-sequences/s, as `timeit` does: interference (other processes, a shared host) only ever adds
-time; the median round is printed beside it. Printed: sequences/s, the ratio kbert / keras-hub, and the achieved
-GFLOP/s as a fraction of an XLA float32 matmul measured in the same run.
+`--steps` steps of `train_on_batch` on one batch (so that drift in the machine's speed hits
+all alike). The best round gives sequences/s, as `timeit` does: interference (other
+processes, a shared host) only ever adds time; the median round is printed beside it.
+Printed: each round's seconds per step, sequences/s, the ratio kbert / keras-hub, and the
+achieved GFLOP/s as a fraction of an XLA float32 matmul measured in the same run.
 
 `preprocess`: raw text lines (the standard library's docstring sentences, repeated to
 `--lines`, in BERT's one-sentence-per-line format) -> masked examples (sequence 128, 20
@@ -282,10 +283,9 @@ def synthetic_batch(config, batch, seq, predictions):
 
 
 def build_models(config, batch):
-    """(name, model, dataset, has_nsp) for each contestant, compiled the same way."""
+    """(name, model, x, y, sample_weight, has_nsp) for each contestant, compiled the same way."""
     import keras
     import keras_hub
-    import tensorflow as tf
 
     import kbert
 
@@ -295,8 +295,7 @@ def build_models(config, batch):
     for name, head in (("kbert BertPretrainer MLM", "mlm"), ("kbert BertPretrainer MLM+NSP", "pretrainer")):
         model = kbert.presets.load(FLAGS.preset, head=head, weights=None)
         model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=FLAGS.jit_compile)
-        data = tf.data.Dataset.from_tensors((features, kbert_labels)).repeat()
-        contestants.append((name, model, data, head == "pretrainer"))
+        contestants.append((name, model, features, kbert_labels, None, head == "pretrainer"))
 
     backbone = keras_hub.models.BertBackbone(
         vocabulary_size=config.vocabulary_size,
@@ -309,8 +308,7 @@ def build_models(config, batch):
     )
     model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
     model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=FLAGS.jit_compile)
-    data = tf.data.Dataset.from_tensors((features, mask_ids, mask_weights)).repeat()
-    contestants.append(("keras-hub BertMaskedLM", model, data, False))
+    contestants.append(("keras-hub BertMaskedLM", model, features, mask_ids, mask_weights, False))
     return contestants
 
 
@@ -337,25 +335,22 @@ def train_step(argv):
     print(f"XLA float32 matmul {n}x{n}x{n}: {peak:.1f} GFLOP/s")
 
     contestants = build_models(config, synthetic_batch(config, batch, seq, preds))
-    iterators = {}
-    for name, model, data, _ in contestants:
-        start = time.perf_counter()
-        iterators[name] = iter(data)
-        model.fit(data, steps_per_epoch=FLAGS.warmup_steps, epochs=1, verbose=0)
-        print(f"  compiled and warmed up {name} in {time.perf_counter() - start:.0f} s", flush=True)
+    for name, model, x, y, weights, _ in contestants:
+        seconds = train_steps(model, x, y, FLAGS.warmup_steps, weights)
+        print(f"  compiled and warmed up {name} in {seconds:.0f} s", flush=True)
 
     times = {name: [] for name, *_ in contestants}
     for r in range(FLAGS.rounds):
-        for name, model, data, _ in contestants:
-            start = time.perf_counter()
-            model.fit(data, steps_per_epoch=FLAGS.steps, epochs=1, verbose=0)
-            times[name].append(time.perf_counter() - start)
-        print(f"  round {r + 1}/{FLAGS.rounds} done", flush=True)
+        for name, model, x, y, weights, _ in contestants:
+            times[name].append(train_steps(model, x, y, FLAGS.steps, weights))
+        print(f"  round {r + 1}/{FLAGS.rounds}: " + ", ".join(
+            f"{name} {times[name][-1] / FLAGS.steps:.3f} s/step" for name, *_ in contestants),
+            flush=True)
 
     rows = _ratios().speed_rows(
         times, "keras-hub BertMaskedLM", FLAGS.steps * batch,
         {name: train_flops_per_sequence(config, seq, preds, nsp)
-         for name, _, _, nsp in contestants}, peak)
+         for name, *_, nsp in contestants}, peak)
     print()
     print(
         f"{'model':30s} {'seq/s':>7s} {'GFLOP/s':>8s} {'of matmul':>10s} "
@@ -591,13 +586,14 @@ def build_classifiers(config):
             ("keras-hub BertTextClassifier", compile_model(theirs))]
 
 
-def train_steps(model, features, labels, steps):
-    """Seconds for `steps` fine-tuning steps: `train_on_batch` runs the XLA-compiled train
+def train_steps(model, features, labels, steps, sample_weight=None):
+    """Seconds for `steps` training steps: `train_on_batch` runs the XLA-compiled train
     step that `fit` runs, without the tf.data iterator, whose threads compete with XLA's on
     a small machine and add a constant that hides the models' difference."""
     start = time.perf_counter()
     for _ in range(steps):
-        model.train_on_batch(features, labels)  # returns the loss as numpy: synchronous
+        # Returns the loss as numpy: synchronous.
+        model.train_on_batch(features, labels, sample_weight=sample_weight)
     return time.perf_counter() - start
 
 
