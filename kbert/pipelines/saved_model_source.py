@@ -31,9 +31,7 @@ def _kind(outputs, signatures, path="The SavedModel"):
     if set(outputs) == {"logits", "scores"}:
         return "extractive_summarizer"
     if set(outputs) == {"scores"}:
-        raise ValueError(f"{path} is an extractive summarizer's from an earlier kbert (its "
-                         "serving_ids returns scores alone): export it again with this one "
-                         "for the pipeline.")
+        raise _earlier_summarizer(path, "its serving_ids returns scores alone")
     if "embedding" in outputs:
         return "text_embedder"
     if "sequence_output" in outputs:
@@ -97,9 +95,14 @@ def _summary_settings(loaded, path, positions):
                              f"{WINDOWS} and the length from 4 to the model's {positions} "
                              "positions.")
         return windows, length
-    raise ValueError(f"The SavedModel {path} is an extractive summarizer's without the mark "
-                     "of its windows and length (an export of an earlier kbert): export it "
-                     "again with this one.")
+    raise _earlier_summarizer(f"The SavedModel {path}",
+                              "it lacks the mark of its windows and length")
+
+
+def _earlier_summarizer(path, why):
+    """The refusal of an extractive summarizer's export from an earlier kbert."""
+    return ValueError(f"{path} is an extractive summarizer's from an earlier kbert ({why}): "
+                      "export it again with this one for the pipeline.")
 
 
 def from_saved_model(path, tokenizer, task, trusted):

@@ -110,7 +110,7 @@ def test_what_a_saved_model_directory_says(tmp_path):
 
     assert saved._summary_settings(marked("kbert", "summary windows first length 16"), "m",
                                    24) == ("first", 16)
-    for constant, error in [(("kbert", "summary windows first"), "without the mark"),
+    for constant, error in [(("kbert", "summary windows first"), "lacks the mark"),
                             (("kbert", "summary windows last length 16"), "windows 'last'"),
                             (("kbert", "summary windows all length 32"), "of 32 tokens")]:
         with pytest.raises(ValueError, match=error):
