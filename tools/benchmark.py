@@ -42,7 +42,8 @@ achieved GFLOP/s as a fraction of an XLA float32 matmul measured in the same run
 predictions, batches of 256). kbert's `pretraining_dataset` also builds NSP pairs (so one
 example packs several lines); keras-hub's `BertMaskedLMPreprocessor` makes one example per
 line. Both use the same WordPiece vocabulary (learned from the corpus, untimed) and read the
-same file. Printed: examples/s, lines/s, and the ratios kbert / keras-hub (best round).
+same file. Printed: examples/s, lines/s, real (non-padding) tokens/s, and the ratios
+kbert / keras-hub (best round).
 
 `serve`: latency of a reloaded SavedModel (`kbert.untrusted.load_saved_model`), `--serve_preset` with
 random weights, sequence 128, TensorFlow limited to `--serve_threads` threads. kbert's

@@ -31,6 +31,8 @@ def tokenized_documents(documents, tokenizer, group=64):
         return (ids.flat_values, tf.cast(ids.row_lengths(), tf.int32),
                 tf.cast(group_documents.row_lengths(), tf.int32))
 
+    if documents.element_spec.shape.rank is None:  # ragged_batch would batch densely
+        documents = documents.map(lambda document: tf.ensure_shape(document, [None]))
     return documents.ragged_batch(group).map(tokenize, num_parallel_calls=AUTOTUNE,
                                              deterministic=True)
 

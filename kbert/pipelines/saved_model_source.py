@@ -25,13 +25,13 @@ from kbert.pipelines.model_source import SERVES, Source
 from kbert.tasks.task import default_label_names
 
 
-def _kind(outputs, signatures, path="The SavedModel"):
+def _kind(outputs, signatures, subject="The SavedModel"):
     if "start_logits" in outputs:
         return "question_answerer"
     if set(outputs) == {"logits", "scores"}:
         return "extractive_summarizer"
     if set(outputs) == {"scores"}:
-        raise _earlier_summarizer(path, "its serving_ids returns scores alone")
+        raise _earlier_summarizer(subject, "its serving_ids returns scores alone")
     if "embedding" in outputs:
         return "text_embedder"
     if "sequence_output" in outputs:
@@ -99,9 +99,10 @@ def _summary_settings(loaded, path, positions):
                               "it lacks the mark of its windows and length")
 
 
-def _earlier_summarizer(path, why):
-    """The refusal of an extractive summarizer's export from an earlier kbert."""
-    return ValueError(f"{path} is an extractive summarizer's from an earlier kbert ({why}): "
+def _earlier_summarizer(subject, why):
+    """The refusal of an extractive summarizer's export from an earlier kbert; `subject`:
+    how the message names the SavedModel ("The SavedModel PATH")."""
+    return ValueError(f"{subject} is an extractive summarizer's from an earlier kbert ({why}): "
                       "export it again with this one for the pipeline.")
 
 

@@ -28,20 +28,22 @@ def assert_same(a, b):
             np.testing.assert_array_equal(la[key], lb[key])
 
 
-@pytest.mark.slow
 def test_documents_tokenized_in_groups_as_one_by_one(tokenizer):
-    """Groups of documents (empty ones, a short last group, and groups of alike documents,
-    which tf.data batches densely) give every document's sentences as tokenizing each
-    sentence alone does."""
+    """Groups of documents (empty ones, a group of empty ones, an empty sentence, a short
+    last group, groups of alike documents, which tf.data batches densely, and documents of
+    unknown rank) give every document's sentences as tokenizing each sentence alone does."""
     import tensorflow as tf
 
     from kbert.data.pretraining_examples import _split_documents, tokenized_documents
 
-    ragged = [["The first one.", "Two sentences."], [], ["Alone here."],
-              ["A b c.", "d e f."], ["g h i.", "Last, and longer than the rest."]]
+    ragged = [["The first one.", "Two sentences."], ["Alone here."], [], [],
+              ["A b c.", "", "d e f."], ["g h i.", "Last, and longer than the rest."], []]
     alike = [["a b.", "c."]] * 3
+    unknown_rank = tf.data.Dataset.from_generator(lambda: iter(ragged),
+                                                  output_types=tf.string)
     for documents, dataset in ((ragged, as_dataset(ragged)),
-                               (alike, tf.data.Dataset.from_tensor_slices(alike))):
+                               (alike, tf.data.Dataset.from_tensor_slices(alike)),
+                               (ragged, unknown_rank)):
         got = [document for group in tokenized_documents(dataset, tokenizer, group=2)
                .as_numpy_iterator() for document in _split_documents(*group)]
         assert [len(d) for d in got] == [len(d) for d in documents]
@@ -50,6 +52,7 @@ def test_documents_tokenized_in_groups_as_one_by_one(tokenizer):
                 np.testing.assert_array_equal(ids, tokenizer.tokenize(tf.constant([sentence]))[0])
 
 
+@pytest.mark.slow
 def test_static_shapes_and_names(stdlib_documents, tokenizer):
     data = pretraining_dataset(as_dataset(stdlib_documents[:30]), tokenizer, sequence_length=64,
                                max_predictions=10, batch_size=8)
