@@ -133,7 +133,7 @@ except ModuleNotFoundError:  # imported as tools.<name> (the tests)
     from tools import quiet_tensorflow  # noqa: F401
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from absl import app, flags  # noqa: E402
+from absl import app, flags, logging  # noqa: E402
 
 # Expected here: MLM-only models leave the pooler without gradients, and a repeated
 # in-memory dataset is not shuffled.
@@ -760,6 +760,8 @@ def main(argv):
         raise app.UsageError(
             f"Give one benchmark command, one of: {', '.join(COMMANDS)}; got {argv[1:]}."
         )
+    # TensorFlow's INFO lines (one per checkpoint written) would bury the results.
+    logging.set_verbosity(logging.WARNING)
     {"train_step": train_step, "preprocess": preprocess, "serve": serve,
      "finetune": finetune, "finetune_real": finetune_real, "pipeline": pipeline,
      "small": small, "gpu": gpu, "beam": beam, "multitask": multitask,

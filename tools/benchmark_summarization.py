@@ -93,6 +93,26 @@ def baselines(rows):
     return lead, best
 
 
+def placement(rows, answers, lead):
+    """Where the summaries' sentences lie and how they fare against lead-3, paper by paper:
+    ({place in the paper (0, 1, ... 4, then 5 for any later one): sentences chosen there},
+    (papers whose summary's ROUGE-1 F is above lead-3's, equal, below))."""
+    from kbert.tasks.extractive_summarization import metrics
+    from kbert.tasks.extractive_summarization.data import SummaryExample
+
+    rouge = metrics.scorer(("rouge1",))
+    places, versus = {}, [0, 0, 0]
+    for row, [answer], first in zip(rows, answers, lead):
+        starts = [s.start for s in SummaryExample(row["document"]).sentences]
+        for sentence in answer["sentences"]:
+            place = min(starts.index(sentence["start"]), 5)
+            places[place] = places.get(place, 0) + 1
+        mine, theirs = (rouge.score(row["summary"], text)["rouge1"].fmeasure
+                        for text in (answer["summary_text"], first))
+        versus[0 if mine > theirs else 1 if mine == theirs else 2] += 1
+    return places, tuple(versus)
+
+
 def run(wheel, epochs, learning_rate, batch_size, seed, data_dir=None, write_only=False,
         model_dir=None, windows="first", labels="oracle", with_validation=False):
     """The benchmark (see the module's docstring); with `data_dir`, the splits are written
@@ -159,4 +179,10 @@ def run(wheel, epochs, learning_rate, batch_size, seed, data_dir=None, write_onl
     for label, scores in rows.items():
         print(f"| {label} | " + " | ".join(f"{100 * scores[k]:.2f}" for k in
                                            metrics.ROUGE_TYPES) + " |")
+    places, (above, equal, below) = placement(test, answers, lead)
+    names = ("1st", "2nd", "3rd", "4th", "5th", "later")
+    print("\nThe summarizer's sentences by place in the paper: " + ", ".join(
+        f"{names[p]} {places.get(p, 0)}" for p in range(6)) + f" (of {len(test)} "
+          f"summaries); its ROUGE-1 against lead-3's, paper by paper: {above} above, "
+          f"{equal} equal, {below} below.")
     return rows

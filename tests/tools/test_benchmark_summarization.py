@@ -42,3 +42,23 @@ def test_papers_are_read_out_of_the_wheel_and_written_for_the_flagfile(tmp_path)
     assert oracle == ["Terms are hard .\nWe use analogy .\nIt works well ."]
     with pytest.raises(SystemExit, match="--aclsum_wheel='nowhere' is not a file: download"):
         bench.read_wheel("nowhere")
+
+
+def test_placement_counts_where_the_sentences_lie_and_each_paper_against_lead_3():
+    row = {"document": "Terms are hard . We use analogy .\n\nTranslation needs terms .\n\n"
+                       "It works well .",
+           "summary": "Terms are hard.\nWe use analogy.\nIt works."}
+    texts = ["Terms are hard .", "We use analogy .", "Translation needs terms .",
+             "It works well ."]
+
+    def answer(*places):
+        sentences = [{"text": texts[p], "start": row["document"].index(texts[p])}
+                     for p in places]
+        return [{"sentences": sentences,
+                 "summary_text": " ".join(s["text"] for s in sentences)}]
+
+    lead = "\n".join(texts[:3])
+    places, versus = bench.placement(
+        [row] * 3, [answer(0, 1, 2), answer(2), answer(0, 1, 3)], [lead] * 3)
+    assert places == {0: 2, 1: 2, 2: 2, 3: 1}
+    assert versus == (1, 1, 1)  # the reference's own sentences, lead-3's, one off the point
