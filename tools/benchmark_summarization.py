@@ -22,7 +22,9 @@ among all the paper's sentences), the epoch with the best validation ROUGE-2 kep
 the last epoch kept). The test papers are then summarized by
 `kbert.pipeline("summarization", model=model_dir)` (3 sentences, trigram blocking), the
 user's path, and scored beside lead-3 (the first 3 sentences) and the oracle's sentences
-(of the whole paper: the ceiling of any extractive summary of 3 sentences).
+(of the whole paper: the ceiling of any extractive summary of 3 sentences). A line after the
+table says where the summarizer's sentences lie in the papers and how each paper's summary
+fares against its lead-3 (`places`, `against_lead`).
 """
 
 import json
@@ -93,24 +95,34 @@ def baselines(rows):
     return lead, best
 
 
-def placement(rows, answers, lead):
-    """Where the summaries' sentences lie and how they fare against lead-3, paper by paper:
-    ({place in the paper (0, 1, ... 4, then 5 for any later one): sentences chosen there},
-    (papers whose summary's ROUGE-1 F is above lead-3's, equal, below))."""
-    from kbert.tasks.extractive_summarization import metrics
+def places(rows, answers):
+    """Where the summaries' sentences lie: ({place in the paper (0: its 1st sentence, ... 4;
+    5: the 6th or a later one): how many of the summaries' sentences lie there}, how many
+    summaries are lead-3's sentences exactly)."""
     from kbert.tasks.extractive_summarization.data import SummaryExample
 
-    rouge = metrics.scorer(("rouge1",))
-    places, versus = {}, [0, 0, 0]
-    for row, [answer], first in zip(rows, answers, lead):
+    counts, leads = {}, 0
+    for row, [answer] in zip(rows, answers):
         starts = [s.start for s in SummaryExample(row["document"]).sentences]
-        for sentence in answer["sentences"]:
-            place = min(starts.index(sentence["start"]), 5)
-            places[place] = places.get(place, 0) + 1
-        mine, theirs = (rouge.score(row["summary"], text)["rouge1"].fmeasure
-                        for text in (answer["summary_text"], first))
-        versus[0 if mine > theirs else 1 if mine == theirs else 2] += 1
-    return places, tuple(versus)
+        chosen = [starts.index(sentence["start"]) for sentence in answer["sentences"]]
+        for place in chosen:
+            counts[min(place, 5)] = counts.get(min(place, 5), 0) + 1
+        leads += chosen == list(range(min(3, len(starts))))
+    return counts, leads
+
+
+def against_lead(rows, answers, lead):
+    """{"above", "equal", "below"}: how many papers' summaries have a ROUGE-1 F above, equal
+    to or below that of their lead-3 summary (`lead`, one per row)."""
+    from kbert.tasks.extractive_summarization import metrics
+
+    rouge = metrics.scorer(("rouge1",))
+    out = {"above": 0, "equal": 0, "below": 0}
+    for row, [answer], lead_summary in zip(rows, answers, lead):
+        mine = rouge.score(row["summary"], answer["summary_text"])["rouge1"].fmeasure
+        theirs = rouge.score(row["summary"], lead_summary)["rouge1"].fmeasure
+        out["above" if mine > theirs else "equal" if mine == theirs else "below"] += 1
+    return out
 
 
 def run(wheel, epochs, learning_rate, batch_size, seed, data_dir=None, write_only=False,
@@ -179,10 +191,12 @@ def run(wheel, epochs, learning_rate, batch_size, seed, data_dir=None, write_onl
     for label, scores in rows.items():
         print(f"| {label} | " + " | ".join(f"{100 * scores[k]:.2f}" for k in
                                            metrics.ROUGE_TYPES) + " |")
-    places, (above, equal, below) = placement(test, answers, lead)
-    names = ("1st", "2nd", "3rd", "4th", "5th", "later")
+    counts, leads = places(test, answers)
+    versus = against_lead(test, answers, lead)
+    names = ("1st", "2nd", "3rd", "4th", "5th", "6th or later")
     print("\nThe summarizer's sentences by place in the paper: " + ", ".join(
-        f"{names[p]} {places.get(p, 0)}" for p in range(6)) + f" (of {len(test)} "
-          f"summaries); its ROUGE-1 against lead-3's, paper by paper: {above} above, "
-          f"{equal} equal, {below} below.")
+        f"{names[p]} {counts.get(p, 0)}" for p in range(6)) + f" ({sum(counts.values())} "
+          f"sentences in {len(test)} summaries, {leads} of them lead-3's sentences); its "
+          f"ROUGE-1 against lead-3's, paper by paper: {versus['above']} above, "
+          f"{versus['equal']} equal, {versus['below']} below.")
     return rows

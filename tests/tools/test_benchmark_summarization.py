@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from kbert.tasks.extractive_summarization.data import read_summaries_file
+from kbert.tasks.extractive_summarization.data import SummaryExample, read_summaries_file
 from tools import benchmark_summarization as bench
 
 PAPER = {"id": "x", "title": "T",
@@ -44,21 +44,28 @@ def test_papers_are_read_out_of_the_wheel_and_written_for_the_flagfile(tmp_path)
         bench.read_wheel("nowhere")
 
 
-def test_placement_counts_where_the_sentences_lie_and_each_paper_against_lead_3():
-    row = {"document": "Terms are hard . We use analogy .\n\nTranslation needs terms .\n\n"
-                       "It works well .",
-           "summary": "Terms are hard.\nWe use analogy.\nIt works."}
-    texts = ["Terms are hard .", "We use analogy .", "Translation needs terms .",
-             "It works well ."]
+def test_places_and_each_paper_against_lead_3():
+    a = {"document": "Terms are hard . We use analogy . Translation needs terms . It works "
+                     "well .\n\nData is small . Code is public . More work remains .",
+         "summary": "Terms are hard.\nWe use analogy.\nIt works."}
+    b = {"document": "Short one . Another one .", "summary": "Short one."}
+    c = {"document": "Nothing here . Cats sleep . Dogs bark . Results are strong .",
+         "summary": "Results are strong."}
+    rows = [a, a, a, b, c]
 
-    def answer(*places):
+    def answer(row, *places):
+        texts = [s.text for s in SummaryExample(row["document"]).sentences]
         sentences = [{"text": texts[p], "start": row["document"].index(texts[p])}
                      for p in places]
         return [{"sentences": sentences,
                  "summary_text": " ".join(s["text"] for s in sentences)}]
 
-    lead = "\n".join(texts[:3])
-    places, versus = bench.placement(
-        [row] * 3, [answer(0, 1, 2), answer(2), answer(0, 1, 3)], [lead] * 3)
-    assert places == {0: 2, 1: 2, 2: 2, 3: 1}
-    assert versus == (1, 1, 1)  # the reference's own sentences, lead-3's, one off the point
+    answers = [answer(a, 0, 1, 3),  # the reference's own sentences: above lead-3
+               answer(a, 0, 1, 2),  # lead-3's: equal
+               answer(a, 4, 5, 6),  # off the point: below
+               answer(b, 0, 1),  # all of a short paper, lead-3's too: equal
+               answer(c, 3)]  # the one sentence that matters: above
+    lead = ["\n".join(s.text for s in SummaryExample(row["document"]).sentences[:3])
+            for row in rows]
+    assert bench.places(rows, answers) == ({0: 3, 1: 3, 2: 1, 3: 2, 4: 1, 5: 2}, 2)
+    assert bench.against_lead(rows, answers, lead) == {"above": 2, "equal": 2, "below": 1}
