@@ -760,8 +760,8 @@ def main(argv):
         raise app.UsageError(
             f"Give one benchmark command, one of: {', '.join(COMMANDS)}; got {argv[1:]}."
         )
-    # TensorFlow's INFO lines (one per checkpoint written) would bury the results; absl's
-    # --verbosity=0 brings them back.
+    # TensorFlow's INFO lines (one per checkpoint or signature written) would bury the results;
+    # absl's --verbosity=0 brings them back.
     if not FLAGS["verbosity"].present:
         logging.set_verbosity(logging.WARNING)
     {"train_step": train_step, "preprocess": preprocess, "serve": serve,

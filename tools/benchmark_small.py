@@ -257,9 +257,6 @@ def distil_claim(results):
 def run(names, overrides, runs, warmup, folder, sequence_length, threads):
     import keras
     import tensorflow as tf
-    from absl import logging
-
-    logging.set_verbosity(logging.WARNING)  # not a line per SavedModel signature written
 
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(threads)
