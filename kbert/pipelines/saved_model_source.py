@@ -11,9 +11,10 @@ does not state is read from what it holds:
 - a one-output classifier's problem type: a regression, unless the export marked it as not
   stated (`UNSTATED_ONE_OUTPUT`), which transformers' pipeline scores by a sigmoid, as a
   checkpoint without `problem_type` is;
-- an extractive summarizer's `windows` setting and the length its documents are cut at: the
-  string constant its export writes (`kbert.tasks.extractive_summarization.serving.
-  summary_mark`); an export without it is refused;
+- an extractive summarizer's `windows` and `segments` settings and the length its documents
+  are cut at: the string constant its export writes (`kbert.tasks.extractive_summarization.
+  serving.summary_mark`; one written before `segments` existed states none: "sentence"); an
+  export without it is refused;
 - the longest input: the position-embedding table's rows (a summarizer's: the length its
   mark states).
 """
@@ -78,9 +79,10 @@ def _unstated(loaded):
 
 
 def _summary_settings(loaded, path, positions):
-    """(windows, sequence length) of an extractive summarizer's export (its mark), checked:
-    a known `windows`, a length from 4 to the model's `positions` (None: unknown)."""
-    from kbert.tasks.extractive_summarization.model import WINDOWS
+    """(windows, segments, sequence length) of an extractive summarizer's export (its mark),
+    checked: a known `windows` and `segments`, a length from 4 to the model's `positions`
+    (None: unknown)."""
+    from kbert.tasks.extractive_summarization.model import SEGMENTS, WINDOWS
     from kbert.tasks.extractive_summarization.serving import SUMMARY_MARK
 
     for constant in _string_constants(loaded.signatures["serving_ids"]):
@@ -89,12 +91,14 @@ def _summary_settings(loaded, path, positions):
         if not found:
             continue
         windows, length = found.group(1), int(found.group(2))
-        if windows not in WINDOWS or not 4 <= length <= (positions or length):
+        segments = found.group(3) or "sentence"  # exported before `segments` existed
+        if (windows not in WINDOWS or segments not in SEGMENTS
+                or not 4 <= length <= (positions or length)):
             raise ValueError(f"The SavedModel {path} marks its summaries as windows "
-                             f"{windows!r} of {length} tokens: windows must be one of "
-                             f"{WINDOWS} and the length from 4 to the model's {positions} "
-                             "positions.")
-        return windows, length
+                             f"{windows!r} of {length} tokens, segments by {segments!r}: "
+                             f"windows must be one of {WINDOWS}, segments one of {SEGMENTS} "
+                             f"and the length from 4 to the model's {positions} positions.")
+        return windows, segments, length
     raise _earlier_summarizer(f"The SavedModel {path}",
                               "it lacks the mark of its windows and length")
 
@@ -135,9 +139,10 @@ def from_saved_model(path, tokenizer, task, trusted):
             problem_type = None  # as the checkpoint's: scored by a sigmoid (transformers')
     elif kind == "token_classifier":
         label_names = _label_names(loaded, kind, int(outputs["logits"].shape[-1]))
-    windows, max_length = None, found.max_sequence_length or 512
+    windows, segments, max_length = None, None, found.max_sequence_length or 512
     if kind == "extractive_summarizer":
-        windows, max_length = _summary_settings(loaded, path, found.max_sequence_length)
+        windows, segments, max_length = _summary_settings(loaded, path,
+                                                          found.max_sequence_length)
 
     # The outputs the pipelines read, as the Keras model returns them.
     wanted = {"text_classifier": "logits" if "logits" in outputs else "score",
@@ -155,5 +160,6 @@ def from_saved_model(path, tokenizer, task, trusted):
     serves = [t for t in SERVES[kind] if t != "feature-extraction" or kind == "backbone"]
     source = Source(runner, tokenizer or found.tokenizer(), kind, name,
                     max_length, label_names=label_names,
-                    problem_type=problem_type, serves=serves, windows=windows)
+                    problem_type=problem_type, serves=serves, windows=windows,
+                    segments=segments)
     return source

@@ -50,7 +50,8 @@ def from_model(model, tokenizer, task):
     source = Source(None, tokenizer, kind, type(model).__name__, max_length,
                     label_names=getattr(model, "label_names", None),
                     problem_type=getattr(model, "declared_problem_type", None),
-                    windows=getattr(model, "windows", None))
+                    windows=getattr(model, "windows", None),
+                    segments=getattr(model, "segments", None))
     runner_model = _backbone(model) if registry.get(task) is registry.BACKBONE else model
     if record.labelled and source.label_names is None:
         source.label_names = default_label_names(model.num_classes)

@@ -39,7 +39,8 @@ class SummarizationPipeline(Pipeline):
     (`kbert.data.corpora.split_sentences`). A document longer than the model is scored as
     the model's `windows` setting says: "first", its sentences that fit in the model's
     length alone (the others are never chosen), or "all", windows of whole sentences, so
-    that every sentence can be chosen.
+    that every sentence can be chosen; its segment ids alternate as its `segments` setting
+    says (by sentence or by paragraph).
     """
 
     task = "summarization"
@@ -54,9 +55,10 @@ class SummarizationPipeline(Pipeline):
             raise ValueError("The summarization pipeline takes a document or a non-empty list "
                              f"of documents; got {inputs!r:.80}.")
         documents = [_Document(text) for text in texts]
-        # The summarizer's setting (kbert.tasks.ExtractiveSummarizer, or its SavedModel's).
+        # The summarizer's settings (kbert.tasks.ExtractiveSummarizer, or its SavedModel's).
         which = self.source.windows or "all"
-        windows = document_windows(documents, self.tokenizer, self.max_length, which)
+        windows = document_windows(documents, self.tokenizer, self.max_length, which,
+                                   self.source.segments or "sentence")
         sequences = [Sequence(w.token_ids, w.segment_ids) for ws in windows for w in ws]
         rows = iter(self.run(sequences, opts))
         results = []

@@ -104,6 +104,11 @@ class FinetuningConfig(RunConfig):
                  "token's place in the document) or all (windows of whole sentences, their "
                  "positions from 0 again; every sentence can be chosen).", group="Data",
         choices=("first", "all"))
+    summary_segments: str = setting(
+        "sentence", "extractive_summarizer: what the segment ids alternate by: sentence "
+                    "(BERTSum's interval segments) or paragraph (each paragraph's sentences "
+                    "share its id, so the model sees where paragraphs end; blank lines end "
+                    "them).", group="Data", choices=("sentence", "paragraph"))
     summary_labels: str = setting(
         "oracle", "extractive_summarizer: training targets: oracle (BERTSum's: 1 for the "
                   "sentences of the greedy ROUGE oracle, 0 for the others) or rouge (soft: "

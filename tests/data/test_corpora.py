@@ -47,6 +47,10 @@ def test_split_sentences():
     assert corpora.split_sentences(text) == [
         "One sentence.", "Another one!", "Is it 3?", "Yes.", "New paragraph e.g. here."
     ]
+    # Paragraphs: at blank lines (whitespace between the line breaks); none left empty.
+    assert corpora.split_paragraphs(text + "\n \t\n\n\u200b\n\nLast.") == [
+        ["One sentence.", "Another one!", "Is it 3?", "Yes."], ["New paragraph e.g. here."],
+        ["Last."]]
 
 
 def test_tfds_documents():

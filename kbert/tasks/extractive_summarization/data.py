@@ -3,8 +3,8 @@ or TFDS `cnn_dailymail`, and each document's sentences as character spans of the
 given.
 
 Sentences are the pretraining pipeline's (`kbert.data.corpora.split_sentences`: breaks
-after . ! ? before a capital, digit or quote; paragraphs at blank lines), which cleans each
-sentence (whitespace runs become one space, control and format characters go). Each
+after . ! ? before a capital, digit or quote; paragraphs at blank lines, each sentence's
+kept as `Sentence.paragraph`), which cleans each sentence (whitespace runs become one space, control and format characters go). Each
 sentence is then found back in the original text (`sentence_spans`), so that what a
 summary returns is `document[start:end]` exactly.
 """
@@ -13,7 +13,7 @@ import dataclasses
 import unicodedata
 from typing import Optional
 
-from kbert.data.corpora import split_sentences
+from kbert.data.corpora import split_paragraphs
 from kbert.tasks.datasets import DataError, TfdsTask, builder_rows
 from kbert.tasks.datasets import text as _text
 from kbert.tasks.text_classification.data import read_classification_file
@@ -26,12 +26,14 @@ TFDS_TASKS = {
 
 @dataclasses.dataclass(frozen=True)
 class Sentence:
-    """One sentence of a document: its cleaned text (what the tokenizer reads) and its
-    characters in the document (`document[start:end]`)."""
+    """One sentence of a document: its cleaned text (what the tokenizer reads), its
+    characters in the document (`document[start:end]`) and the paragraph it is in (0 for
+    the first; paragraphs end at blank lines)."""
 
     text: str
     start: int
     end: int
+    paragraph: int = 0
 
 
 @dataclasses.dataclass
@@ -92,8 +94,11 @@ def sentence_spans(text, sentences):
 
 def sentences_of(document):
     """The `Sentence`s of `document`, in order."""
-    texts = split_sentences(document)
-    return [Sentence(t, s, e) for t, (s, e) in zip(texts, sentence_spans(document, texts))]
+    paragraphs = split_paragraphs(document)
+    texts = [text for paragraph in paragraphs for text in paragraph]
+    numbers = [k for k, paragraph in enumerate(paragraphs) for _ in paragraph]
+    return [Sentence(t, s, e, k) for t, (s, e), k in
+            zip(texts, sentence_spans(document, texts), numbers)]
 
 
 def read_summaries_file(path, document_column="document", summary_column="summary", *,

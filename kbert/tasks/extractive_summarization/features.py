@@ -3,11 +3,13 @@
 A document's sentences are packed `[CLS] s1 [SEP] [CLS] s2 [SEP] ...` (RoBERTa: `<s> s1 </s>
 <s> s2 </s>`), segment ids alternating by sentence (BERTSum's interval segments: 0 for the
 1st, 3rd, ... sentence, the tokenizer's second segment id for the 2nd, 4th, ...: 1, or 0 for
-RoBERTa's one segment type).
+RoBERTa's one segment type), or, with the model's `segments` "paragraph", by paragraph (every
+sentence of the 1st, 3rd, ... paragraph 0, of the 2nd, 4th, ... the second id), which shows
+the model where a paragraph ends.
 
 Documents longer than the model's positions are cut into windows at sentence boundaries:
 each window holds as many whole sentences as fit in `sequence_length` (segments alternate
-again from 0). A sentence longer than a window by itself keeps its first `sequence_length -
+again from 0: its first sentence's). A sentence longer than a window by itself keeps its first `sequence_length -
 2` pieces. What becomes of the windows is the model's `windows` setting (`model.WINDOWS`):
 
 - "first" (BERTSum's truncation at 512 tokens): the first window alone is a model row; the
@@ -27,7 +29,7 @@ from kbert.tasks.datasets import LABEL_WEIGHTS, LABELS, check_int
 from kbert.tokenizers.packing import PADDING_MASK, SEGMENT_IDS, TOKEN_IDS, second_segment_id
 from kbert.tasks.extractive_summarization import metrics
 from kbert.tasks.extractive_summarization import oracle as oracle_lib
-from kbert.tasks.extractive_summarization.model import check_windows
+from kbert.tasks.extractive_summarization.model import check_segments, check_windows
 from kbert.tokenizers.encoding import Encoder
 
 
@@ -42,10 +44,12 @@ class Window:
     positions: np.ndarray
 
 
-def windows(sentence_ids, sequence_length, cls_id, sep_id, second_segment=1):
+def windows(sentence_ids, sequence_length, cls_id, sep_id, second_segment=1, groups=None):
     """The `Window`s of a document, given each sentence's piece ids (see the module's
-    docstring)."""
+    docstring). `groups`: what the segment ids alternate by, a non-decreasing number per
+    sentence (its paragraph); `None`: the sentences themselves."""
     check_int("sequence_length", sequence_length, 3)
+    groups = range(len(sentence_ids)) if groups is None else groups
     out, ids, segments, positions, first = [], [], [], [], 0
     for index, pieces in enumerate(sentence_ids):
         pieces = np.asarray(pieces, np.int32)[:sequence_length - 2]
@@ -53,7 +57,7 @@ def windows(sentence_ids, sequence_length, cls_id, sep_id, second_segment=1):
             out.append(Window(np.array(ids, np.int32), np.array(segments, np.int32), first,
                               np.array(positions, np.int32)))
             ids, segments, positions, first = [], [], [], index
-        segment = second_segment if (index - first) % 2 else 0
+        segment = second_segment if (groups[index] - groups[first]) % 2 else 0
         positions.append(len(ids))
         ids.extend([cls_id, *pieces.tolist(), sep_id])
         segments.extend([segment] * (len(pieces) + 2))
@@ -63,16 +67,21 @@ def windows(sentence_ids, sequence_length, cls_id, sep_id, second_segment=1):
     return out
 
 
-def document_windows(examples, tokenizer, sequence_length, which="all"):
+def document_windows(examples, tokenizer, sequence_length, which="all", segments="sentence"):
     """The `Window`s of each example's sentences (a list per example), tokenized together:
-    all of them, or (`which="first"`) the first alone."""
+    all of them, or (`which="first"`) the first alone; segment ids alternating by
+    `segments` ("sentence" or "paragraph": the `Sentence`s' `paragraph`)."""
     check_windows(which)
+    check_segments(segments)
     encoder = Encoder(tokenizer)
     texts = [s.text for example in examples for s in example.sentences]
     ids = iter(encoder.ids(texts))
     second = second_segment_id(tokenizer)
     out = [windows([next(ids) for _ in example.sentences], sequence_length,
-                   tokenizer.cls_id, tokenizer.sep_id, second) for example in examples]
+                   tokenizer.cls_id, tokenizer.sep_id, second,
+                   [s.paragraph for s in example.sentences] if segments == "paragraph"
+                   else None)
+           for example in examples]
     return [w[:1] for w in out] if which == "first" else out
 
 
@@ -107,9 +116,10 @@ class EncodedSummaries:
 
 
 def encode_summaries(data, tokenizer, sequence_length, oracle_size=oracle_lib.ORACLE_SIZE,
-                     which="all", labels="oracle"):
+                     which="all", labels="oracle", segments="sentence"):
     """`SummaryData` -> `EncodedSummaries` at `sequence_length` (the document's windows:
-    `which`, "all" or "first"), labelled where the examples have reference summaries: by
+    `which`, "all" or "first"; segment ids by `segments`, "sentence" or "paragraph"),
+    labelled where the examples have reference summaries: by
     the greedy oracle (`labels="oracle"`: 1 for the sentences `oracle.greedy_oracle` picks,
     at most `oracle_size`, chosen among all the document's sentences; 0 for the others) or
     by each sentence's own ROUGE (`labels="rouge"`: `oracle.sentence_rouge`, soft targets in
@@ -125,7 +135,7 @@ def encode_summaries(data, tokenizer, sequence_length, oracle_size=oracle_lib.OR
     soft = [oracle_lib.sentence_rouge([s.text for s in e.sentences], e.summary, rouge)
             if labelled and labels == "rouge" else None for e in examples]
     rows = [(i, w) for i, ws in enumerate(document_windows(examples, tokenizer,
-                                                           sequence_length, which))
+                                                           sequence_length, which, segments))
             for w in ws]
     shape = (len(rows), sequence_length)
     features = {TOKEN_IDS: np.full(shape, tokenizer.pad_id, np.int32),

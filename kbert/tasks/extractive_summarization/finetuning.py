@@ -24,10 +24,12 @@ def read(config, spec, split, label_names=None):
 
 
 def encode(config, data, tokenizer):
-    """Windows of --sequence_length (--summary_windows: the first or all) with their labels
-    (--summary_labels: the greedy oracle's, or each sentence's ROUGE), encoded once."""
+    """Windows of --sequence_length (--summary_windows: the first or all; segment ids by
+    --summary_segments) with their labels (--summary_labels: the greedy oracle's, or each
+    sentence's ROUGE), encoded once."""
     return encode_summaries(data, tokenizer, config.sequence_length,
-                            which=config.summary_windows, labels=config.summary_labels)
+                            which=config.summary_windows, labels=config.summary_labels,
+                            segments=config.summary_segments)
 
 
 def fit_labels(labels):
@@ -37,7 +39,8 @@ def fit_labels(labels):
 
 
 def build(config, backbone, train):
-    return TASK.build(backbone, windows=config.summary_windows)
+    return TASK.build(backbone, windows=config.summary_windows,
+                      segments=config.summary_segments)
 
 
 def summaries(split, logits, count=decode.DEFAULT_SENTENCES):

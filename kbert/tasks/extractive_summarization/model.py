@@ -8,6 +8,8 @@ from kbert.tasks import task as task_lib
 
 # What of a document longer than the sequence is scored (`windows`; features.py cuts them).
 WINDOWS = ("first", "all")
+# What the segment ids alternate by (`segments`; features.py lays them out).
+SEGMENTS = ("sentence", "paragraph")
 
 
 def check_windows(windows):
@@ -16,6 +18,14 @@ def check_windows(windows):
         raise ValueError(f"windows must be one of {WINDOWS} (the document's windows a "
                          f"summarizer scores), got {windows!r}.")
     return windows
+
+
+def check_segments(segments):
+    """`segments`, checked against `SEGMENTS`."""
+    if segments not in SEGMENTS:
+        raise ValueError(f"segments must be one of {SEGMENTS} (what a summarizer's segment "
+                         f"ids alternate by), got {segments!r}.")
+    return segments
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -54,8 +64,8 @@ class SentenceAccuracy(keras.metrics.BinaryAccuracy):
 class ExtractiveSummarizer(task_lib.Task, keras.Model):
     """BERTSum's sentence scorer: the document is packed as `[CLS] s1 [SEP] [CLS] s2 [SEP]
     ...` with segment ids alternating by sentence (0, 1, 0, ...: BERTSum's interval
-    segments; all 0 for RoBERTa, which has one segment type, and absent for DistilBERT,
-    which has none), and each sentence is scored by `scorer`, a dense(1) on the sequence
+    segments) or by paragraph (`segments`; all 0 for RoBERTa, which has one segment type,
+    and absent for DistilBERT, which has none), and each sentence is scored by `scorer`, a dense(1) on the sequence
     output at its [CLS], sigmoid -> the probability that it belongs to the summary
     (BERTSum's "simple classifier").
 
@@ -75,6 +85,11 @@ class ExtractiveSummarizer(task_lib.Task, keras.Model):
             the token's place in the document) or "all" (windows of whole sentences, each
             a row whose positions start again at 0: every sentence can be chosen). Saved
             with the model; training rows, the pipeline and the SavedModel follow it.
+        segments: what the segment ids alternate by: "sentence" (the default, BERTSum's
+            interval segments) or "paragraph" (every sentence of a paragraph takes its
+            paragraph's id, so the model sees where paragraphs end, as in a paper's
+            abstract before its introduction; blank lines end paragraphs). Saved with the
+            model and followed as `windows` is.
 
     Inputs (a dict): the backbone's inputs, int [B, S].
     Labels: float [B, S] (1 at the [CLS] of a sentence of the oracle summary).
@@ -85,9 +100,11 @@ class ExtractiveSummarizer(task_lib.Task, keras.Model):
     sentence `accuracy` (at logit 0).
     """
 
-    def __init__(self, backbone, dropout=None, windows="first", **kwargs):
+    def __init__(self, backbone, dropout=None, windows="first", segments="sentence",
+                 **kwargs):
         dropout = task_lib.head_dropout(backbone, "extractive_summarizer", dropout)
         check_windows(windows)
+        check_segments(segments)
 
         # === Layers ===
         dropout_layer = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy,
@@ -101,13 +118,14 @@ class ExtractiveSummarizer(task_lib.Task, keras.Model):
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
         # === Config ===
-        self._init_task(backbone, dropout=dropout, windows=windows)
+        self._init_task(backbone, dropout=dropout, windows=windows, segments=segments)
         self.scorer = scorer
 
     @classmethod
     def from_config(cls, config):
-        # A summarizer saved before `windows` existed scored every window: it reloads so.
-        return super().from_config({"windows": "all", **config})
+        # A summarizer saved before `windows` existed scored every window, and one saved
+        # before `segments` existed alternated them by sentence: it reloads so.
+        return super().from_config({"windows": "all", "segments": "sentence", **config})
 
     def default_loss(self):
         return SentenceCrossentropy(), None

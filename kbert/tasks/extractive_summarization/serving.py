@@ -9,13 +9,14 @@ the SavedModel loads with TensorFlow and tensorflow-text alone.
   [batch]) and `summary_text` (string [batch]: the sentences joined by a space). The steps
   are the Python pipeline's: `kbert.data.corpora.split_sentences` as RE2 rules, BERTSum's
   layout in windows of whole sentences (`features.windows`; with the model's `windows`
-  "first", the sentences of the first window alone can be chosen), the 3 best sentences
+  "first", the sentences of the first window alone can be chosen; segment ids by sentence
+  or, with its `segments` "paragraph", by paragraph), the 3 best sentences
   with trigram blocking (`decode.select`).
 - `serving_ids`: ids made elsewhere -> `logits` and `scores` (float32 [batch, length]: the
   model's output at every position and its sigmoid; read them at the sentences' [CLS]). Its
-  graph holds the model's `windows` setting and the export's sequence length as a string
-  constant (`summary_mark`), which `kbert.pipeline("summarization", model=saved_model_dir)`
-  reads, so that it cuts documents as `serving_default` does.
+  graph holds the model's `windows` and `segments` settings and the export's sequence
+  length as a string constant (`summary_mark`), which `kbert.pipeline("summarization",
+  model=saved_model_dir)` reads, so that it lays documents out as `serving_default` does.
 """
 
 import re
@@ -32,18 +33,22 @@ _SPACE = _SPACE_CLASS + "+"
 _MARK = "\x1e"  # a record separator (whitespace): made a space before it marks anything
 
 
-def summary_mark(windows, sequence_length):
-    """The string constant of `serving_ids` that states the model's `windows` and the
-    export's sequence length (`SUMMARY_MARK` reads it back)."""
-    return ("kbert", f"summary windows {windows} length {sequence_length}")
+def summary_mark(windows, sequence_length, segments):
+    """The string constant of `serving_ids` that states the model's `windows` and
+    `segments` and the export's sequence length (`SUMMARY_MARK` reads it back)."""
+    return ("kbert", f"summary windows {windows} length {sequence_length} segments {segments}")
 
 
-SUMMARY_MARK = re.compile(r"summary windows (\w+) length (\d+)")
+# (An export written before `segments` existed states none: its segments alternate by
+# sentence.)
+SUMMARY_MARK = re.compile(r"summary windows (\w+) length (\d+)(?: segments (\w+))?")
 
 
 def split_sentences(text):
     """Documents [batch] -> their sentences, ragged [batch, (sentences)], as
-    `kbert.data.corpora.split_sentences`."""
+    `kbert.data.corpora.split_sentences`, and each sentence's paragraph (int32 [sentences]:
+    numbers that grow by one from one paragraph to the next within a document, as
+    `kbert.data.corpora.split_paragraphs` counts them; not from 0)."""
     text = tf.strings.regex_replace(text, _MARK, " ")
     paragraphs = tf.strings.split(
         tf.strings.regex_replace(text, r"\n" + _SPACE_CLASS + r"*\n", _MARK), _MARK)
@@ -51,8 +56,12 @@ def split_sentences(text):
     flat = tf.strings.regex_replace(flat, r"\p{C}", "")
     flat = tf.strings.regex_replace(tf.strings.regex_replace(flat, " +", " "), "^ | $", "")
     flat = tf.strings.regex_replace(flat, r"([.!?]) ([\"'(\[]?[A-Z0-9])", "\\1" + _MARK + "\\2")
-    sentences = paragraphs.with_flat_values(tf.strings.split(flat, _MARK)).merge_dims(1, 2)
-    return tf.ragged.boolean_mask(sentences, tf.strings.length(sentences) > 0)
+    inner = tf.strings.split(flat, _MARK)  # [paragraphs, (sentences)]
+    inner = tf.ragged.boolean_mask(inner, tf.strings.length(inner) > 0)
+    # A paragraph without a sentence is not counted (split_paragraphs drops it).
+    counted = tf.cumsum(tf.cast(inner.row_lengths() > 0, tf.int32))
+    numbers = tf.gather(counted, inner.value_rowids())
+    return paragraphs.with_flat_values(inner).merge_dims(1, 2), tf.cast(numbers, tf.int32)
 
 
 def _windows(lengths, documents, sequence_length):
@@ -127,9 +136,10 @@ def summarizer(model, tokenizer, sequence_length, count=DEFAULT_SENTENCES,
     most `count` sentences, with or without trigram blocking."""
     second = second_segment_id(tokenizer)
     first_only = getattr(model, "windows", "all") == "first"
+    by_paragraph = getattr(model, "segments", "sentence") == "paragraph"
 
     def summarize(text):
-        sentences = split_sentences(text)
+        sentences, paragraphs = split_sentences(text)
         documents = tf.cast(sentences.value_rowids(), tf.int32)
         pieces = tokenizer.tokenize(sentences.flat_values)[:, :sequence_length - 2]
         lengths = tf.cast(pieces.row_lengths(), tf.int32) + 2
@@ -139,6 +149,9 @@ def summarizer(model, tokenizer, sequence_length, count=DEFAULT_SENTENCES,
                          tf.fill([total, 1], tokenizer.sep_id)], axis=1)
         # Each window row: its sentences' tokens in order from column 0, then padding.
         token_rows = tf.gather(rows, ids.value_rowids())
+        if by_paragraph:  # parity of the paragraph against the window's first sentence's
+            leader = tf.math.unsorted_segment_min(tf.range(total), rows, windows)
+            places = paragraphs - tf.gather(paragraphs, tf.gather(leader, rows))
         segment = tf.gather((places % 2) * second, ids.value_rowids())
 
         def row_major(values, default):
@@ -179,7 +192,8 @@ def add_endpoints(archive, model, tokenizer, sequence_length):
     ExportArchive `archive`."""
     def serve_ids(features):
         # A mark read by kbert.pipelines.saved_model_source: what of a document is scored.
-        tf.constant(summary_mark(getattr(model, "windows", "all"), sequence_length),
+        tf.constant(summary_mark(getattr(model, "windows", "all"), sequence_length,
+                                 getattr(model, "segments", "sentence")),
                     name="summary_windows")
         logits = run_model(model, features)
         return {"logits": logits, "scores": tf.sigmoid(logits)}
