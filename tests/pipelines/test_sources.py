@@ -108,7 +108,11 @@ def test_what_a_saved_model_directory_says(tmp_path):
         serving_ids = tf.function(lambda: tf.constant(list(constant))).get_concrete_function()
         return type("Loaded", (), {"signatures": {"serving_ids": serving_ids}})
 
-    # (An export from before `segments` existed states none: sentence, as it was.)
+    # (An export from before `segments` existed states none: sentence, as it was; so does
+    # one by sentence now, which the kbert before `segments` reads.)
+    from kbert.tasks.extractive_summarization.serving import summary_mark
+
+    assert summary_mark("first", 16, "sentence") == ("kbert", "summary windows first length 16")
     assert saved._summary_settings(marked("kbert", "summary windows first length 16"), "m",
                                    24) == ("first", "sentence", 16)
     assert saved._summary_settings(marked(

@@ -179,6 +179,16 @@ def test_rouge_labels_grade_every_sentence_by_its_own_rouge_in_every_window():
                                   summary_labels=setting)
         rows = finetuning.encode(config, data, tok).labels["labels"]
         assert (0 < rows[rows > 0].min() < 1) == graded, setting
+    # So do --summary_segments (to the rows and the model) and --summary_windows.
+    split = SummaryData([SummaryExample("The key. It was.\n\nOn it. The word.")])
+    for segments, expected in (("sentence", [0, 1, 0, 1]), ("paragraph", [0, 0, 1, 1])):
+        config = FinetuningConfig(task="extractive_summarizer", model_dir="unused",
+                                  sequence_length=32, summary_segments=segments)
+        [(_, window)] = finetuning.encode(config, split, tok).rows
+        assert window.segment_ids[window.positions].tolist() == expected, segments
+        model = finetuning.build(config, tiny_backbone("bert", vocabulary_size=len(
+            VOCABULARY)), None)
+        assert (model.segments, model.windows) == (segments, "first")
     # Accuracy takes soft targets as 0/1 at half the best (hard ones as they are).
     accuracy = ExtractiveSummarizer.default_metrics(None)[1][0]
     accuracy.update_state(np.array([[1.0, 0.6, 0.4, 0.0]]), np.array([[2.0, 1.0, -1.0, 3.0]]))
@@ -378,9 +388,9 @@ def test_the_saved_models_summarize_as_the_pipeline(tmp_path, monkeypatch):
     tok = tokenizer()
     model = ExtractiveSummarizer(tiny_backbone("distil_bert", vocabulary_size=len(VOCABULARY)))
     pipe = kbert.pipeline("summarization", model=model, tokenizer=tok)
-    every = kbert.pipeline("summarization", tokenizer=tok, model=ExtractiveSummarizer(
-        tiny_backbone("bert", vocabulary_size=len(VOCABULARY)), windows="all",
-        segments="paragraph"))
+    by_paragraph = ExtractiveSummarizer(tiny_backbone("bert", vocabulary_size=len(VOCABULARY)),
+                                        windows="all", segments="paragraph")
+    every = kbert.pipeline("summarization", tokenizer=tok, model=by_paragraph)
     documents = ["The word was. It had one word! On the key.\n\nThe  word\tof it.  Key one?",
                  "One.", " ".join(f"The word {w} was one of {w}." for w in WORDS[:7]),
                  # Python's whitespace, not RE2's \s, between paragraphs; a record separator.
@@ -411,10 +421,12 @@ def test_the_saved_models_summarize_as_the_pipeline(tmp_path, monkeypatch):
                 (s["start"], s["end"]) for s in answer["sentences"]]
             np.testing.assert_allclose([s["score"] for s in saved[0]["sentences"]],
                                        [s["score"] for s in answer["sentences"]], atol=1e-5)
-    # Exported shorter than its positions: the pipeline on it cuts documents there too.
-    export_saved_model(model, str(tmp_path / "short"), tok, sequence_length=16)
+    # Exported shorter than its positions: the pipeline on it cuts documents there too, and
+    # lays them out by paragraph as the export's mark says.
+    export_saved_model(by_paragraph, str(tmp_path / "short"), tok, sequence_length=16)
     on_short = kbert.pipeline("summarization", model=str(tmp_path / "short"))
-    assert on_short.source.max_length == 16 < model.backbone.config.max_sequence_length
+    assert on_short.source.max_length == 16 < by_paragraph.backbone.config.max_sequence_length
+    assert (on_short.source.windows, on_short.source.segments) == ("all", "paragraph")
     out = tf.saved_model.load(str(tmp_path / "short")).signatures["serving_default"](
         text=tf.constant(documents))
     for row, (text, [answer]) in enumerate(zip(documents, on_short(documents))):
@@ -422,6 +434,8 @@ def test_the_saved_models_summarize_as_the_pipeline(tmp_path, monkeypatch):
         count = int(out["num_sentences"][row])
         assert [starts.index(s["start"]) for s in answer["sentences"]] == (
             out["sentence_ids"].numpy()[row, :count].tolist())
+        np.testing.assert_allclose(out["scores"].numpy()[row, :count],
+                                   [s["score"] for s in answer["sentences"]], atol=1e-5)
     [serve_example] = [block for block in re.findall(
         r"```python\n(.*?)```", (ROOT / "docs" / "summarization.md").read_text(), re.S)
         if "tf.saved_model.load" in block]

@@ -9,8 +9,8 @@ the model where a paragraph ends.
 
 Documents longer than the model's positions are cut into windows at sentence boundaries:
 each window holds as many whole sentences as fit in `sequence_length` (segments alternate
-again from 0: its first sentence's). A sentence longer than a window by itself keeps its first `sequence_length -
-2` pieces. What becomes of the windows is the model's `windows` setting (`model.WINDOWS`):
+again from 0, its first sentence's). A sentence longer than a window by itself keeps its
+first `sequence_length - 2` pieces. What becomes of the windows is the model's `windows` setting (`model.WINDOWS`):
 
 - "first" (BERTSum's truncation at 512 tokens): the first window alone is a model row; the
   sentences after it are not scored and never chosen. Every position id is the token's
@@ -50,6 +50,9 @@ def windows(sentence_ids, sequence_length, cls_id, sep_id, second_segment=1, gro
     sentence (its paragraph); `None`: the sentences themselves."""
     check_int("sequence_length", sequence_length, 3)
     groups = range(len(sentence_ids)) if groups is None else groups
+    if len(groups) != len(sentence_ids):
+        raise ValueError(f"groups must give a number per sentence: {len(groups)} for "
+                         f"{len(sentence_ids)} sentences.")
     out, ids, segments, positions, first = [], [], [], [], 0
     for index, pieces in enumerate(sentence_ids):
         pieces = np.asarray(pieces, np.int32)[:sequence_length - 2]

@@ -35,12 +35,14 @@ _MARK = "\x1e"  # a record separator (whitespace): made a space before it marks 
 
 def summary_mark(windows, sequence_length, segments):
     """The string constant of `serving_ids` that states the model's `windows` and
-    `segments` and the export's sequence length (`SUMMARY_MARK` reads it back)."""
-    return ("kbert", f"summary windows {windows} length {sequence_length} segments {segments}")
+    `segments` and the export's sequence length (`SUMMARY_MARK` reads it back). Segments by
+    sentence go unstated, as before `segments` existed, so that the kbert before it reads
+    such an export too."""
+    mark = f"summary windows {windows} length {sequence_length}"
+    return ("kbert", mark if segments == "sentence" else f"{mark} segments {segments}")
 
 
-# (An export written before `segments` existed states none: its segments alternate by
-# sentence.)
+# (An export that states no segments alternates them by sentence.)
 SUMMARY_MARK = re.compile(r"summary windows (\w+) length (\d+)(?: segments (\w+))?")
 
 
