@@ -26,7 +26,8 @@ the last epoch kept). The test papers are then summarized by
 user's path, and scored beside lead-3 (the first 3 sentences) and the oracle's sentences
 (of the whole paper: the ceiling of any extractive summary of 3 sentences). A line after the
 table says where the summarizer's sentences lie in the papers and how each paper's summary
-fares against its lead-3 (`places`, `against_lead`).
+fares against its lead-3 (`places`, `against_lead`), and another how far apart the two are
+with a 95% interval (`lead_difference`: the paired bootstrap over the test papers).
 """
 
 import json
@@ -113,17 +114,50 @@ def places(rows, answers):
     return counts, leads
 
 
+def paper_scores(rows, summaries):
+    """Each paper's ROUGE-1/2/L F1 of its summary (one per row) against its reference: float
+    [papers, 3], in `metrics.ROUGE_TYPES`' order (their means are `metrics.rouge_scores`)."""
+    import numpy as np
+
+    from kbert.tasks.extractive_summarization import metrics
+
+    rouge = metrics.scorer(metrics.ROUGE_TYPES)
+    return np.array([[score[name].fmeasure for name in metrics.ROUGE_TYPES]
+                     for score in (rouge.score(row["summary"], summary)
+                                   for row, summary in zip(rows, summaries))])
+
+
 def against_lead(rows, answers, lead):
     """{"above", "equal", "below"}: how many papers' summaries have a ROUGE-1 F above, equal
     to or below that of their lead-3 summary (`lead`, one per row)."""
+    mine = paper_scores(rows, [answer["summary_text"] for [answer] in answers])[:, 0]
+    theirs = paper_scores(rows, lead)[:, 0]
+    return {"above": int((mine > theirs).sum()), "equal": int((mine == theirs).sum()),
+            "below": int((mine < theirs).sum())}
+
+
+def lead_difference(rows, answers, lead, resamples=10000, seed=0):
+    """{ROUGE type: (mean, low, high)}: the summarizer's ROUGE F1 minus lead-3's, averaged
+    over the papers, and its 95% interval by the paired bootstrap (the papers resampled,
+    each with both summaries: scipy.stats.bootstrap, BCa, `resamples` times, seeded). An
+    interval that holds 0 says the test papers cannot tell the two apart."""
+    import numpy as np
+    from scipy import stats
+
     from kbert.tasks.extractive_summarization import metrics
 
-    rouge = metrics.scorer(("rouge1",))
-    out = {"above": 0, "equal": 0, "below": 0}
-    for row, [answer], lead_summary in zip(rows, answers, lead):
-        mine = rouge.score(row["summary"], answer["summary_text"])["rouge1"].fmeasure
-        theirs = rouge.score(row["summary"], lead_summary)["rouge1"].fmeasure
-        out["above" if mine > theirs else "equal" if mine == theirs else "below"] += 1
+    differences = (paper_scores(rows, [answer["summary_text"] for [answer] in answers])
+                   - paper_scores(rows, lead))
+    out = {}
+    for k, name in enumerate(metrics.ROUGE_TYPES):
+        column = differences[:, k]
+        if np.all(column == column[0]):  # no spread to resample (BCa needs one)
+            out[name] = (float(column[0]),) * 3
+            continue
+        found = stats.bootstrap((column,), np.mean, n_resamples=resamples,
+                                random_state=np.random.default_rng(seed))
+        interval = found.confidence_interval
+        out[name] = (float(column.mean()), float(interval.low), float(interval.high))
     return out
 
 
@@ -204,4 +238,9 @@ def run(wheel, epochs, learning_rate, batch_size, seed, data_dir=None, write_onl
           f"sentences in {len(test)} summaries, {leads} of them lead-3's sentences); its "
           f"ROUGE-1 against lead-3's, paper by paper: {versus['above']} above, "
           f"{versus['equal']} equal, {versus['below']} below.")
+    difference = lead_difference(test, answers, lead)
+    print("The summarizer minus lead-3, mean over the papers (95% interval, paired bootstrap): "
+          + ", ".join(f"{label} {100 * mean:+.2f} ({100 * low:+.2f} to {100 * high:+.2f})"
+                      for label, (mean, low, high) in zip(
+                          ("ROUGE-1", "ROUGE-2", "ROUGE-L"), difference.values())) + ".")
     return rows
