@@ -5,8 +5,11 @@ itself is not a test)."""
 import json
 import zipfile
 
+import numpy as np
 import pytest
+from scipy import stats
 
+from kbert.tasks.extractive_summarization import metrics
 from kbert.tasks.extractive_summarization.data import SummaryExample, read_summaries_file
 from tools import benchmark_summarization as bench
 
@@ -75,9 +78,16 @@ def test_places_and_each_paper_against_lead_3():
     difference = bench.lead_difference(rows, answers, lead, resamples=200)
     mine = bench.paper_scores(rows, [answer["summary_text"] for [answer] in answers])
     theirs = bench.paper_scores(rows, lead)
+    assert mine.mean(axis=0).tolist() == pytest.approx(list(metrics.rouge_scores(
+        [answer["summary_text"] for [answer] in answers],
+        [row["summary"] for row in rows]).values()))
     for k, name in enumerate(("rouge1", "rouge2", "rougeL")):
         mean, low, high = difference[name]
-        assert mean == pytest.approx((mine[:, k] - theirs[:, k]).mean())
+        # Paired: each paper's difference resampled (BCa, 95%), not the two sides apart.
+        paired = stats.bootstrap(((mine[:, k] - theirs[:, k]),), np.mean, n_resamples=200,
+                                 random_state=np.random.default_rng(0)).confidence_interval
+        assert (mean, low, high) == pytest.approx(
+            ((mine[:, k] - theirs[:, k]).mean(), paired.low, paired.high))
         assert low <= mean <= high and low < high
     assert bench.lead_difference(rows, answers, lead, resamples=200) == difference  # seeded
     # Lead-3 against itself: nothing between them; a summary above it on every paper: an
