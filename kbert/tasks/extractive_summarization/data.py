@@ -5,8 +5,8 @@ given.
 Sentences are the pretraining pipeline's (`kbert.data.corpora.split_sentences`: breaks
 after . ! ? before a capital, digit or quote; paragraphs at blank lines, each sentence's
 kept as `Sentence.paragraph`), which cleans each sentence (whitespace runs become one
-space, control and format characters go). Each sentence is then found back in the original text (`sentence_spans`), so that what a
-summary returns is `document[start:end]` exactly.
+space, control and format characters go). Each sentence is then found back in the original
+text (`sentence_spans`), so that what a summary returns is `document[start:end]` exactly.
 """
 
 import dataclasses

@@ -10,7 +10,8 @@ the model where a paragraph ends.
 Documents longer than the model's positions are cut into windows at sentence boundaries:
 each window holds as many whole sentences as fit in `sequence_length` (segments alternate
 again from 0, its first sentence's). A sentence longer than a window by itself keeps its
-first `sequence_length - 2` pieces. What becomes of the windows is the model's `windows` setting (`model.WINDOWS`):
+first `sequence_length - 2` pieces. What becomes of the windows is the model's `windows`
+setting (`model.WINDOWS`):
 
 - "first" (BERTSum's truncation at 512 tokens): the first window alone is a model row; the
   sentences after it are not scored and never chosen. Every position id is the token's
@@ -122,9 +123,9 @@ def encode_summaries(data, tokenizer, sequence_length, oracle_size=oracle_lib.OR
                      which="all", labels="oracle", segments="sentence"):
     """`SummaryData` -> `EncodedSummaries` at `sequence_length` (the document's windows:
     `which`, "all" or "first"; segment ids by `segments`, "sentence" or "paragraph"),
-    labelled where the examples have reference summaries: by
-    the greedy oracle (`labels="oracle"`: 1 for the sentences `oracle.greedy_oracle` picks,
-    at most `oracle_size`, chosen among all the document's sentences; 0 for the others) or
+    labelled where the examples have reference summaries: by the greedy oracle
+    (`labels="oracle"`: 1 for the sentences `oracle.greedy_oracle` picks, at most
+    `oracle_size`, chosen among all the document's sentences; 0 for the others) or
     by each sentence's own ROUGE (`labels="rouge"`: `oracle.sentence_rouge`, soft targets in
     [0, 1]). The oracle's picks are kept in `oracles` either way."""
     if labels not in oracle_lib.LABELS:

@@ -66,8 +66,8 @@ class ExtractiveSummarizer(task_lib.Task, keras.Model):
     ...` with segment ids alternating by sentence (0, 1, 0, ...: BERTSum's interval
     segments) or by paragraph (`segments`; all 0 for RoBERTa, which has one segment type,
     and absent for DistilBERT, which has none), and each sentence is scored by `scorer`, a
-    dense(1) on the sequence output at its [CLS], sigmoid -> the probability that it belongs to the summary
-    (BERTSum's "simple classifier").
+    dense(1) on the sequence output at its [CLS], sigmoid -> the probability that it belongs
+    to the summary (BERTSum's "simple classifier").
 
     The layer is position-wise, so the model scores every position, [B, S]; only the
     sentences' [CLS] positions are read (`kbert.tasks.extractive_summarization.features`
