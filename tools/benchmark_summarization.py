@@ -127,18 +127,18 @@ def paper_scores(rows, summaries):
                                    for row, summary in zip(rows, summaries))])
 
 
-def against_lead(rows, answers, lead):
+def against_lead(mine, theirs):
     """{"above", "equal", "below"}: how many papers' summaries have a ROUGE-1 F above, equal
-    to or below that of their lead-3 summary (`lead`, one per row)."""
-    mine = paper_scores(rows, [answer["summary_text"] for [answer] in answers])[:, 0]
-    theirs = paper_scores(rows, lead)[:, 0]
-    return {"above": int((mine > theirs).sum()), "equal": int((mine == theirs).sum()),
-            "below": int((mine < theirs).sum())}
+    to or below that of their lead-3 summary (`mine`, `theirs`: `paper_scores` of the
+    summarizer's and of lead-3's summaries)."""
+    return {"above": int((mine[:, 0] > theirs[:, 0]).sum()),
+            "equal": int((mine[:, 0] == theirs[:, 0]).sum()),
+            "below": int((mine[:, 0] < theirs[:, 0]).sum())}
 
 
-def lead_difference(rows, answers, lead, resamples=10000, seed=0):
-    """{ROUGE type: (mean, low, high)}: the summarizer's ROUGE F1 minus lead-3's, averaged
-    over the papers, and its 95% interval by the paired bootstrap (the papers resampled,
+def lead_difference(mine, theirs, resamples=10000, seed=0):
+    """{ROUGE type: (mean, low, high)}: the summarizer's ROUGE F1 minus lead-3's (`mine`,
+    `theirs`: their `paper_scores`), averaged over the papers, and its 95% interval by the paired bootstrap (the papers resampled,
     each with both summaries: scipy.stats.bootstrap, BCa, `resamples` times, seeded). An
     interval that holds 0 says the test papers cannot tell the two apart."""
     import numpy as np
@@ -146,8 +146,7 @@ def lead_difference(rows, answers, lead, resamples=10000, seed=0):
 
     from kbert.tasks.extractive_summarization import metrics
 
-    differences = (paper_scores(rows, [answer["summary_text"] for [answer] in answers])
-                   - paper_scores(rows, lead))
+    differences = mine - theirs
     out = {}
     for k, name in enumerate(metrics.ROUGE_TYPES):
         column = differences[:, k]
@@ -231,14 +230,16 @@ def run(wheel, epochs, learning_rate, batch_size, seed, data_dir=None, write_onl
         print(f"| {label} | " + " | ".join(f"{100 * scores[k]:.2f}" for k in
                                            metrics.ROUGE_TYPES) + " |")
     counts, leads = places(test, answers)
-    versus = against_lead(test, answers, lead)
+    mine = paper_scores(test, [answer["summary_text"] for [answer] in answers])
+    theirs = paper_scores(test, lead)
+    versus = against_lead(mine, theirs)
     names = ("1st", "2nd", "3rd", "4th", "5th", "6th or later")
     print("\nThe summarizer's sentences by place in the paper: " + ", ".join(
         f"{names[p]} {counts.get(p, 0)}" for p in range(6)) + f" ({sum(counts.values())} "
           f"sentences in {len(test)} summaries, {leads} of them lead-3's sentences); its "
           f"ROUGE-1 against lead-3's, paper by paper: {versus['above']} above, "
           f"{versus['equal']} equal, {versus['below']} below.")
-    difference = lead_difference(test, answers, lead)
+    difference = lead_difference(mine, theirs)
     print("The summarizer minus lead-3, mean over the papers (95% interval, paired bootstrap): "
           + ", ".join(f"{label} {100 * mean:+.2f} ({100 * low:+.2f} to {100 * high:+.2f})"
                       for label, (mean, low, high) in zip(

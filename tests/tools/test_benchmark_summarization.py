@@ -73,11 +73,11 @@ def test_places_and_each_paper_against_lead_3():
     lead = ["\n".join(s.text for s in SummaryExample(row["document"]).sentences[:3])
             for row in rows]
     assert bench.places(rows, answers) == ({0: 3, 1: 3, 2: 1, 3: 2, 4: 1, 5: 2}, 2)
-    assert bench.against_lead(rows, answers, lead) == {"above": 2, "equal": 2, "below": 1}
-    # The difference from lead-3, paper by paper, with its paired-bootstrap interval.
-    difference = bench.lead_difference(rows, answers, lead, resamples=200)
     mine = bench.paper_scores(rows, [answer["summary_text"] for [answer] in answers])
     theirs = bench.paper_scores(rows, lead)
+    assert bench.against_lead(mine, theirs) == {"above": 2, "equal": 2, "below": 1}
+    # The difference from lead-3, paper by paper, with its paired-bootstrap interval.
+    difference = bench.lead_difference(mine, theirs, resamples=200)
     assert mine.mean(axis=0).tolist() == pytest.approx(list(metrics.rouge_scores(
         [answer["summary_text"] for [answer] in answers],
         [row["summary"] for row in rows]).values()))
@@ -89,11 +89,9 @@ def test_places_and_each_paper_against_lead_3():
         assert (mean, low, high) == pytest.approx(
             ((mine[:, k] - theirs[:, k]).mean(), paired.low, paired.high))
         assert low <= mean <= high and low < high
-    assert bench.lead_difference(rows, answers, lead, resamples=200) == difference  # seeded
-    # Lead-3 against itself: nothing between them; a summary above it on every paper: an
-    # interval above 0.
-    assert bench.lead_difference(rows[:2], [answers[1]] * 2, lead[:2])["rouge1"] == (0, 0, 0)
-    better = bench.lead_difference([a, a, c, c], [answers[0], answers[0], answers[4],
-                                                  answers[4]], [lead[0], lead[0], lead[4],
-                                                                lead[4]], resamples=200)
+    assert bench.lead_difference(mine, theirs, resamples=200) == difference  # seeded
+    # Lead-3 against itself: nothing between them; a summary above it on every paper (the
+    # 1st and 5th papers': rows a and c): an interval above 0.
+    assert bench.lead_difference(mine[[1, 1]], theirs[[1, 1]])["rouge1"] == (0, 0, 0)
+    better = bench.lead_difference(mine[[0, 0, 4, 4]], theirs[[0, 0, 4, 4]], resamples=200)
     assert better["rouge1"][1] > 0

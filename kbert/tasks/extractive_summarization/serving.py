@@ -151,10 +151,13 @@ def summarizer(model, tokenizer, sequence_length, count=DEFAULT_SENTENCES,
                          tf.fill([total, 1], tokenizer.sep_id)], axis=1)
         # Each window row: its sentences' tokens in order from column 0, then padding.
         token_rows = tf.gather(rows, ids.value_rowids())
-        if by_paragraph:  # parity of the paragraph against the window's first sentence's
+        # Each sentence's segment id alternates by its place in its window, or by its
+        # paragraph counted from the window's first sentence's.
+        alternating = places
+        if by_paragraph:
             leader = tf.math.unsorted_segment_min(tf.range(total), rows, windows)
-            places = paragraphs - tf.gather(paragraphs, tf.gather(leader, rows))
-        segment = tf.gather((places % 2) * second, ids.value_rowids())
+            alternating = paragraphs - tf.gather(paragraphs, tf.gather(leader, rows))
+        segment = tf.gather((alternating % 2) * second, ids.value_rowids())
 
         def row_major(values, default):
             return tf.RaggedTensor.from_value_rowids(values, token_rows, nrows=windows).to_tensor(
