@@ -138,9 +138,10 @@ def against_lead(mine, theirs):
 
 def lead_difference(mine, theirs, resamples=10000, seed=0):
     """{ROUGE type: (mean, low, high)}: the summarizer's ROUGE F1 minus lead-3's (`mine`,
-    `theirs`: their `paper_scores`), averaged over the papers, and its 95% interval by the paired bootstrap (the papers resampled,
-    each with both summaries: scipy.stats.bootstrap, BCa, `resamples` times, seeded). An
-    interval that holds 0 says the test papers cannot tell the two apart."""
+    `theirs`: their `paper_scores`), averaged over the papers, and its 95% interval by the
+    paired bootstrap (the papers resampled, each with both summaries: scipy.stats.bootstrap,
+    BCa, `resamples` times, seeded). An interval that holds 0 says the test papers cannot
+    tell the two apart."""
     import numpy as np
     from scipy import stats
 
