@@ -114,23 +114,10 @@ def places(rows, answers):
     return counts, leads
 
 
-def paper_scores(rows, summaries):
-    """Each paper's ROUGE-1/2/L F1 of its summary (one per row) against its reference: float
-    [papers, 3], in `metrics.ROUGE_TYPES`' order (their means are `metrics.rouge_scores`)."""
-    import numpy as np
-
-    from kbert.tasks.extractive_summarization import metrics
-
-    rouge = metrics.scorer(metrics.ROUGE_TYPES)
-    return np.array([[score[name].fmeasure for name in metrics.ROUGE_TYPES]
-                     for score in (rouge.score(row["summary"], summary)
-                                   for row, summary in zip(rows, summaries))])
-
-
 def against_lead(mine, theirs):
     """{"above", "equal", "below"}: how many papers' summaries have a ROUGE-1 F above, equal
-    to or below that of their lead-3 summary (`mine`, `theirs`: `paper_scores` of the
-    summarizer's and of lead-3's summaries)."""
+    to or below that of their lead-3 summary (`mine`, `theirs`: the summarizer's and lead-3's
+    `metrics.document_scores`)."""
     return {"above": int((mine[:, 0] > theirs[:, 0]).sum()),
             "equal": int((mine[:, 0] == theirs[:, 0]).sum()),
             "below": int((mine[:, 0] < theirs[:, 0]).sum())}
@@ -138,10 +125,10 @@ def against_lead(mine, theirs):
 
 def lead_difference(mine, theirs, resamples=10000, seed=0):
     """{ROUGE type: (mean, low, high)}: the summarizer's ROUGE F1 minus lead-3's (`mine`,
-    `theirs`: their `paper_scores`), averaged over the papers, and its 95% interval by the
-    paired bootstrap (the papers resampled, each with both summaries: scipy.stats.bootstrap,
-    BCa, `resamples` times, seeded). An interval that holds 0 says the test papers cannot
-    tell the two apart."""
+    `theirs`: their `metrics.document_scores`), averaged over the papers, and its 95%
+    interval by the paired bootstrap (the papers resampled, each with both summaries:
+    scipy.stats.bootstrap, BCa, `resamples` times, seeded). An interval that holds 0 says the
+    test papers cannot tell the two apart."""
     import numpy as np
     from scipy import stats
 
@@ -217,11 +204,14 @@ def run(wheel, epochs, learning_rate, batch_size, seed, data_dir=None, write_onl
     else:
         chosen = (f"best epoch {result['best']['epoch']} of {epochs} by validation ROUGE-2, "
                   f"{100 * result['best']['scores']['rouge2']:.2f}")
-    rows = {"lead-3 (the first 3 sentences)": metrics.rouge_scores(lead, references),
-            f"kbert extractive summarizer ({chosen})":
-            metrics.rouge_scores(
-                [answer["summary_text"] for [answer] in answers], references),
-            "greedy oracle (the ceiling)": metrics.rouge_scores(oracle, references)}
+    mine = metrics.document_scores([answer["summary_text"] for [answer] in answers],
+                                   references)
+    theirs = metrics.document_scores(lead, references)
+    scored = {"lead-3 (the first 3 sentences)": theirs,
+              f"kbert extractive summarizer ({chosen})": mine,
+              "greedy oracle (the ceiling)": metrics.document_scores(oracle, references)}
+    rows = {label: dict(zip(metrics.ROUGE_TYPES, scores.mean(axis=0).tolist()))
+            for label, scores in scored.items()}
     print(f"\nTraining and validation {trained:.0f} s; the test papers summarized in "
           f"{summarized:.0f} s.\n")
     print(f"ACLSum test, {len(test)} papers, ROUGE F1 (rouge-score, stemmed):\n")
@@ -231,8 +221,6 @@ def run(wheel, epochs, learning_rate, batch_size, seed, data_dir=None, write_onl
         print(f"| {label} | " + " | ".join(f"{100 * scores[k]:.2f}" for k in
                                            metrics.ROUGE_TYPES) + " |")
     counts, leads = places(test, answers)
-    mine = paper_scores(test, [answer["summary_text"] for [answer] in answers])
-    theirs = paper_scores(test, lead)
     versus = against_lead(mine, theirs)
     names = ("1st", "2nd", "3rd", "4th", "5th", "6th or later")
     print("\nThe summarizer's sentences by place in the paper: " + ", ".join(

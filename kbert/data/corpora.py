@@ -48,7 +48,7 @@ def split_paragraphs(text):
     paragraphs = []
     for paragraph in re.split(r"\n\s*\n", text):
         paragraph = clean_text(paragraph)
-        sentences = [s for s in _SENTENCE_END.split(paragraph) if s.strip()] if paragraph else []
+        sentences = [s for s in _SENTENCE_END.split(paragraph) if s.strip()]
         if sentences:
             paragraphs.append(sentences)
     return paragraphs

@@ -373,6 +373,13 @@ def test_summaries_file_and_rouge(tmp_path):
     assert example.summary == "Two words."
     scores = metrics.rouge_scores(["Two words.", "a b"], ["Two words.", "c d"])
     assert scores == {"rouge1": 0.5, "rouge2": 0.5, "rougeL": 0.5}
+    # Each document's own, whose means those are: rouge-score's F1 of each pair.
+    each = metrics.document_scores(["Two words.", "a b c", "x"], ["Two words.", "a b d", "y"])
+    np.testing.assert_allclose(each, [[1, 1, 1], [2 / 3, 1 / 2, 2 / 3], [0, 0, 0]])
+    with pytest.raises(ValueError, match="2 predictions for 1 references"):
+        metrics.document_scores(["a", "b"], ["a"])
+    with pytest.raises(ValueError, match="No summaries to score"):
+        metrics.rouge_scores([], [])
 
 
 def test_the_saved_models_summarize_as_the_pipeline(tmp_path, monkeypatch):

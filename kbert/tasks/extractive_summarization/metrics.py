@@ -13,18 +13,25 @@ def scorer(types=("rouge1", "rouge2")):
     return rouge_scorer.RougeScorer(list(types), use_stemmer=True)
 
 
-def rouge_scores(predictions, references):
-    """{"rouge1", "rouge2", "rougeL": mean F1} of `predictions` against `references` (equal
-    lists of strings)."""
+def document_scores(predictions, references):
+    """Each document's ROUGE-1/2/L F1 of its prediction against its reference (equal lists of
+    strings): float [documents, 3], in `ROUGE_TYPES`' order."""
     if len(predictions) != len(references):
         raise ValueError(f"{len(predictions)} predictions for {len(references)} references: "
                          "give one summary per reference.")
     if not references:
         raise ValueError("No summaries to score.")
     rouge = scorer(ROUGE_TYPES)
-    rows = [rouge.score(reference, prediction)
-            for prediction, reference in zip(predictions, references)]
-    return {name: float(np.mean([row[name].fmeasure for row in rows])) for name in ROUGE_TYPES}
+    return np.array([[score[name].fmeasure for name in ROUGE_TYPES]
+                     for score in (rouge.score(reference, prediction)
+                                   for prediction, reference in zip(predictions, references))])
+
+
+def rouge_scores(predictions, references):
+    """{"rouge1", "rouge2", "rougeL": mean F1} of `predictions` against `references` (equal
+    lists of strings): the means of `document_scores`."""
+    means = document_scores(predictions, references).mean(axis=0)
+    return {name: float(mean) for name, mean in zip(ROUGE_TYPES, means)}
 
 
 def lead(sentences, count=3):

@@ -63,7 +63,7 @@ def split_sentences(text):
     # A paragraph without a sentence is not counted (split_paragraphs drops it).
     counted = tf.cumsum(tf.cast(inner.row_lengths() > 0, tf.int32))
     numbers = tf.gather(counted, inner.value_rowids())
-    return paragraphs.with_flat_values(inner).merge_dims(1, 2), tf.cast(numbers, tf.int32)
+    return paragraphs.with_flat_values(inner).merge_dims(1, 2), numbers
 
 
 def _windows(lengths, documents, sequence_length):
@@ -154,9 +154,8 @@ def summarizer(model, tokenizer, sequence_length, count=DEFAULT_SENTENCES,
         # Each sentence's segment id alternates by its place in its window, or by its
         # paragraph counted from the window's first sentence's.
         alternating = places
-        if by_paragraph:
-            leader = tf.math.unsorted_segment_min(tf.range(total), rows, windows)
-            alternating = paragraphs - tf.gather(paragraphs, tf.gather(leader, rows))
+        if by_paragraph:  # a window's first sentence: `places` sentences before each
+            alternating = paragraphs - tf.gather(paragraphs, tf.range(total) - places)
         segment = tf.gather((alternating % 2) * second, ids.value_rowids())
 
         def row_major(values, default):
