@@ -39,9 +39,11 @@ class JsonTokenizer:
         self.trim_offsets = spec.trim_offsets
         self.pair_separators, self.second_segment_id = (spec.pair_separators,
                                                         spec.second_segment_id)
-        self.split_special_tokens = bool(split_special_tokens)
+        # (kept out of tf.Module's attribute tracking, which would wrap its dicts)
+        self.__dict__["_added_spec"] = spec.added
+        self._split_special_tokens = bool(split_special_tokens)
         self.added = AddedTokens(spec.added, spec.normalizer, spec.prepend,
-                                 self.split_special_tokens)
+                                 self._split_special_tokens)
         index = {token: i for i, token in enumerate(spec.vocabulary)}
         for key, literal in spec.specials.items():
             setattr(self, f"{key}_id", index[literal])
@@ -49,6 +51,23 @@ class JsonTokenizer:
         self.special_ids = sorted({index[t] for t in self.special_tokens}
                                   | {a["id"] for a in spec.added if a["special"]})
         self.left_stripped = tuple(a["content"] for a in spec.added if a["lstrip"])
+
+    @property
+    def split_special_tokens(self):
+        """True: a special added token's literal typed in the text is text; False: it is
+        its token. It may be assigned after construction, as every kbert tokenizer's."""
+        return self._split_special_tokens
+
+    @split_special_tokens.setter
+    def split_special_tokens(self, value):
+        # Every path finds the added tokens through `added` (`tokenize`, `graph_encode`,
+        # `tokenize_with_offsets`), which holds the special ones only where they are kept
+        # whole: it is rebuilt from the flag, or an assignment would change nothing.
+        self._split_special_tokens = bool(value)
+        added = self.__dict__.get("_added_spec")
+        if added is not None:  # (None while BytePairTokenizer.__init__ sets the flag)
+            self.added = AddedTokens(added, self.normalizer, self.prepend,
+                                     self._split_special_tokens)
 
     def _tokenize_normalized(self, text):
         return by_rows(self._ids, text)

@@ -10,9 +10,10 @@ import pytest
 import tensorflow as tf
 
 from kbert import convert
-from kbert.tokenizers import tokenizer_types
+from kbert.tokenizers import load_tokenizer_json, tokenizer_types
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_tasks"
+JSON_FIXTURES = FIXTURES.parent / "tokenizer_json"  # ModernBERT's and mmBERT's kinds
 TEXTS = ["Hello, World! Café déjà-vu.", "  two  spaces\tand a tab ", "東京 is big; ok?", "",
          "naïve résumé 1,000 don't"]
 
@@ -79,3 +80,44 @@ def test_the_graph_encoding_is_the_python_one(tokenizer):
         assert graph["starts"][row].numpy().tolist() == encoding.offsets[:, 0].tolist(), text
         assert graph["ends"][row].numpy().tolist() == encoding.offsets[:, 1].tolist(), text
         assert graph["literal"][row].numpy().tolist() == (encoding.words < 0).tolist(), text
+
+
+@pytest.mark.parametrize("name, encodes_added_tokens", [
+    ("bert_token", False), ("albert_token", False), ("roberta_token", False),
+    ("modern_bert", True), ("mm_bert", True)])
+def test_split_special_tokens_may_be_assigned_after_construction(name, encodes_added_tokens):
+    """Every kind (the tokenizer.json ones too) reads `split_special_tokens` when it
+    tokenizes, not only when it is built: built with the default, a mask literal typed in
+    the text is split as text; assigned False, it is the mask's token, in `tokenize` eagerly
+    and traced; assigned True again, text again. A tokenizer.json's added tokens follow it in
+    its encodings too (`tokenize_with_offsets`, `graph_encode` without specials), as the
+    `tokenizers` package's `encode_special_tokens`; the other kinds' are told by `specials`."""
+    if (JSON_FIXTURES / name).is_dir():
+        tokenizer = load_tokenizer_json(JSON_FIXTURES / name)
+    else:
+        tokenizer = convert.load_tokenizer(str(FIXTURES / name))
+    mask = tokenizer.vocabulary[tokenizer.mask_id]
+    texts = [f"the {mask} is big", mask]
+    data = tf.constant([t.encode() for t in texts])
+
+    def ids_by_path():
+        traced = tf.function(tokenizer.tokenize,
+                             input_signature=[tf.TensorSpec([None], tf.string)])
+        ids = {"eager": tokenizer.tokenize(data).to_list(), "traced": traced(data).to_list()}
+        if encodes_added_tokens:
+            ids["python"] = [e.ids.tolist() for e in tokenizer.tokenize_with_offsets(texts)]
+            ids["graph"] = tokenizer.graph_encode(data, {})["ids"].to_list()
+        return ids
+
+    def masks(ids):
+        return [row.count(tokenizer.mask_id) for row in ids]
+
+    assert tokenizer.split_special_tokens
+    for path, ids in ids_by_path().items():
+        assert masks(ids) == [0, 0], (path, ids)
+    tokenizer.split_special_tokens = False
+    for path, ids in ids_by_path().items():
+        assert masks(ids) == [1, 1] and ids[1] == [tokenizer.mask_id], (path, ids)
+    tokenizer.split_special_tokens = True
+    for path, ids in ids_by_path().items():
+        assert masks(ids) == [0, 0], (path, ids)
