@@ -26,8 +26,7 @@ import unicodedata
 import tensorflow as tf
 
 from kbert import _cache
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+from kbert.data import sentences as _sentences
 
 
 def clean_text(text):
@@ -48,15 +47,17 @@ def split_paragraphs(text):
     paragraphs = []
     for paragraph in re.split(r"\n\s*\n", text):
         paragraph = clean_text(paragraph)
-        sentences = [s for s in _SENTENCE_END.split(paragraph) if s.strip()]
+        sentences = _sentences.split(paragraph)
         if sentences:
             paragraphs.append(sentences)
     return paragraphs
 
 
 def split_sentences(text):
-    """A small rule-based splitter: breaks after . ! ? before a capital, digit or quote, and
-    at blank lines (paragraphs)."""
+    """A small rule-based splitter (`kbert.data.sentences`: breaks after . ! ? or … before a
+    capital, digit or quote, but not after an abbreviation or an initial), and at blank lines
+    (paragraphs). Rules rather than a library's model, so that the summarizer's SavedModel
+    splits in its graph exactly as here."""
     return [sentence for paragraph in split_paragraphs(text) for sentence in paragraph]
 
 
@@ -194,7 +195,7 @@ def _module_sentences(path):
     return sentences
 
 
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2
 
 
 def _cached_stdlib_sentences(files):

@@ -53,6 +53,65 @@ def test_split_sentences():
         ["Last."]]
 
 
+# Pride and Prejudice's opening (public domain; its paragraphs run together), then prose
+# dense in what ends no sentence: titles, initials, number and Latin abbreviations, acronyms,
+# decimals; and what does: "etc.", an ellipsis, a closing quote, an acronym before "In".
+PROSE = (
+    "It is a truth universally acknowledged, that a single man in possession of a good "
+    "fortune, must be in want of a wife. However little known the feelings or views of such a "
+    "man may be on his first entering a neighbourhood, this truth is so well fixed in the "
+    "minds of the surrounding families, that he is considered the rightful property of some "
+    "one or other of their daughters. “My dear Mr. Bennet,” said his lady to him one day, "
+    "“have you heard that Netherfield Park is let at last?” Mr. Bennet replied that he had "
+    "not. “But it is,” returned she; “for Mrs. Long has just been here, and she told me all "
+    "about it.” Mr. Bennet made no answer.\n\n"
+    "Dr. Smith, the chair, thanked everyone. Prof. J. R. R. Tolkien's letters, e.g. the one "
+    "to his publisher, fill Vol. 3 of the series, pp. 12–15 (see Fig. 2). The U.S. Army paid "
+    "$3.5 million for them in 1998, vs. $2.75 million offered by Oxford Univ. Press, i.e. "
+    "more. They arrived at 9 a.m. The boxes held maps, drafts, notes, etc. Some were "
+    "damaged... Most survived. Mr. and Mrs. Jones of Baker St. in London, who found them, "
+    "gave them to the U.S. In return they asked for nothing.")
+PROSE_SENTENCES = [
+    "It is a truth universally acknowledged, that a single man in possession of a good "
+    "fortune, must be in want of a wife.",
+    "However little known the feelings or views of such a man may be on his first entering a "
+    "neighbourhood, this truth is so well fixed in the minds of the surrounding families, "
+    "that he is considered the rightful property of some one or other of their daughters.",
+    "“My dear Mr. Bennet,” said his lady to him one day, “have you heard that Netherfield "
+    "Park is let at last?”",
+    "Mr. Bennet replied that he had not.",
+    "“But it is,” returned she; “for Mrs. Long has just been here, and she told me all about "
+    "it.”",
+    "Mr. Bennet made no answer.",
+    "Dr. Smith, the chair, thanked everyone.",
+    "Prof. J. R. R. Tolkien's letters, e.g. the one to his publisher, fill Vol. 3 of the "
+    "series, pp. 12–15 (see Fig. 2).",
+    "The U.S. Army paid $3.5 million for them in 1998, vs. $2.75 million offered by Oxford "
+    "Univ. Press, i.e. more.",
+    "They arrived at 9 a.m.",
+    "The boxes held maps, drafts, notes, etc.",
+    "Some were damaged...",
+    "Most survived.",
+    "Mr. and Mrs. Jones of Baker St. in London, who found them, gave them to the U.S.",
+    "In return they asked for nothing.",
+]
+
+
+def test_split_sentences_knows_abbreviations_initials_and_decimals():
+    assert corpora.split_sentences("Dr. Smith, the chair, thanked everyone.") == [
+        "Dr. Smith, the chair, thanked everyone."]
+    assert corpora.split_sentences(PROSE) == PROSE_SENTENCES
+    assert [len(p) for p in corpora.split_paragraphs(PROSE)] == [6, 9]
+    # An abbreviation that can end a sentence ends one before a sentence's opener alone; a
+    # number's ends none before a number; "etc." ends one before any capital.
+    assert corpora.split_sentences(
+        "He took vitamin C. It helped. George W. Bush spoke. Robert Downey Jr. In 2008 he "
+        "starred. No. 10 is here. No. That is wrong. Fruit, etc. are sold. A. A. Milne wrote."
+    ) == ["He took vitamin C.", "It helped.", "George W. Bush spoke.", "Robert Downey Jr.",
+          "In 2008 he starred.", "No. 10 is here.", "No.", "That is wrong.",
+          "Fruit, etc. are sold.", "A. A. Milne wrote."]
+
+
 def test_tfds_documents():
     with tfds.testing.mock_data(num_examples=7):
         docs = read(inputs.documents("tfds:imdb_reviews:train"))

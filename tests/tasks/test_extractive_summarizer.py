@@ -80,6 +80,32 @@ def test_sentences_point_into_the_document_as_given():
     assert [s.paragraph for s in sentences] == [0, 1, 1]
 
 
+def test_the_graph_splits_sentences_as_the_pipeline():
+    """`serving.split_sentences` (the SavedModel's RE2 rules) gives the Python splitter's
+    sentences and paragraphs: on abbreviations, initials and decimals, and on every
+    docstring of a few standard-library modules (real text, citations and "e.g." among it)."""
+    import tensorflow as tf
+
+    from kbert.data import corpora
+    from kbert.tasks.extractive_summarization import serving
+    from tests.data.test_corpora import PROSE, PROSE_SENTENCES
+
+    files = [f for f in corpora._stdlib_files() if f.endswith(
+        ("/ftplib.py", "/poplib.py", "/platform.py", "/textwrap.py", "/fractions.py"))]
+    assert len(files) == 5
+    documents = ["Dr. Smith, the chair, thanked everyone.", PROSE] + [
+        doc for path in files for doc in corpora._module_docstrings(path)]
+    sentences, paragraphs = serving.split_sentences(tf.constant(documents))
+    numbers = tf.RaggedTensor.from_row_lengths(paragraphs, sentences.row_lengths()).to_list()
+    got = [[s.decode() for s in row] for row in sentences.to_list()]
+    assert got[:2] == [["Dr. Smith, the chair, thanked everyone."], PROSE_SENTENCES]
+    for text, row, paragraph in zip(documents, got, numbers):
+        assert row == corpora.split_sentences(text)
+        assert [n - paragraph[0] for n in paragraph] == [
+            k for k, ones in enumerate(corpora.split_paragraphs(text)) for _ in ones]
+    assert "Based on the J. Myers POP3 draft, Jan. 96" in sum(got, [])
+
+
 def test_the_graph_lays_out_paragraphs_and_segments_as_the_pipeline():
     """`serving.summarizer` (serving_default's graph, run eagerly here) numbers paragraphs
     as `sentences_of` does and lays out BERT's segment ids as the Python pipeline, by

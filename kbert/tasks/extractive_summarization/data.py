@@ -3,10 +3,11 @@ or TFDS `cnn_dailymail`, and each document's sentences as character spans of the
 given.
 
 Sentences are the pretraining pipeline's (`kbert.data.corpora.split_sentences`: breaks
-after . ! ? before a capital, digit or quote; paragraphs at blank lines, each sentence's
-kept as `Sentence.paragraph`), which cleans each sentence (whitespace runs become one
-space, control and format characters go). Each sentence is then found back in the original
-text (`sentence_spans`), so that what a summary returns is `document[start:end]` exactly.
+after . ! ? before a capital, digit or quote, not after an abbreviation or an initial;
+paragraphs at blank lines, each sentence's kept as `Sentence.paragraph`), which cleans each
+sentence (whitespace runs become one space, control and format characters go). Each
+sentence is then found back in the original text (`sentence_spans`), so that what a summary
+returns is `document[start:end]` exactly.
 """
 
 import dataclasses

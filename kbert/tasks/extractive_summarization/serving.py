@@ -23,6 +23,7 @@ import re
 
 import tensorflow as tf
 
+from kbert.data import sentences as sentence_rules
 from kbert.tokenizers.packing import second_segment_id
 from kbert.tasks.extractive_summarization.decode import DEFAULT_SENTENCES
 from kbert.tasks.graph.signatures import STRINGS, add_ids_endpoint, run_model
@@ -57,8 +58,9 @@ def split_sentences(text):
     flat = tf.strings.regex_replace(paragraphs.flat_values, _SPACE, " ")
     flat = tf.strings.regex_replace(flat, r"\p{C}", "")
     flat = tf.strings.regex_replace(tf.strings.regex_replace(flat, " +", " "), "^ | $", "")
-    flat = tf.strings.regex_replace(flat, r"([.!?]) ([\"'(\[]?[A-Z0-9])", "\\1" + _MARK + "\\2")
-    inner = tf.strings.split(flat, _MARK)  # [paragraphs, (sentences)]
+    for pattern, replacement in sentence_rules.RULES:  # the Python splitter's, as RE2
+        flat = tf.strings.regex_replace(flat, pattern, replacement)
+    inner = tf.strings.split(flat, sentence_rules.MARK)  # [paragraphs, (sentences)]
     inner = tf.ragged.boolean_mask(inner, tf.strings.length(inner) > 0)
     # A paragraph without a sentence is not counted (split_paragraphs drops it).
     counted = tf.cumsum(tf.cast(inner.row_lengths() > 0, tf.int32))
