@@ -20,16 +20,18 @@ import os
 from typing import Optional
 
 from kbert import presets
-from kbert.loading import runs
+from kbert.loading import hub, runs
 from kbert.loading.runs import RunError
 from kbert.loading.sources import (
-    HEADS, KINDS, SAVED_MODEL_FILE, CheckpointSource, FinetuningRunSource, ModelSource,
-    PresetSource, PretrainingRunSource, SavedModelSource,
+    HEADS, KINDS, SAVED_MODEL_FILE, CheckpointSource, FinetuningRunSource, KerasFileSource,
+    ModelSource, PresetSource, PretrainingRunSource, SavedModelSource,
 )
+from kbert.loading.task_models import with_task
 
 ALLOWED = ("a preset name, a tools/pretrain.py or tools/finetune.py run directory (config.json "
-           "and checkpoints/), a checkpoint directory (Hugging Face, TF1, keras-hub, kbert) or "
-           "an exported SavedModel directory (saved_model.pb)")
+           "and checkpoints/), a checkpoint directory (Hugging Face, TF1, keras-hub, kbert), a "
+           "Hugging Face hub id in the local hub cache, a .keras file (model.save) or an "
+           "exported SavedModel directory (saved_model.pb)")
 
 
 @dataclasses.dataclass
@@ -67,12 +69,19 @@ def kind_of(spec):
         if runs.is_run(path):
             return "finetuning_run" if runs.is_finetuning_run(path) else "pretraining_run"
         return "checkpoint"
+    if os.path.isfile(path) and path.endswith(".keras"):
+        return "keras_file"
     if os.path.exists(path) or os.path.exists(f"{path}.index"):  # a file, a TF1 prefix
         return "checkpoint"
     if path in presets.list():
         return "preset"
-    raise ValueError(f"{path!r} does not exist and is not a preset name (presets: "
-                     f"{', '.join(presets.list())}). Expected {ALLOWED}.")
+    unknown = (f"{path!r} does not exist and is not a preset name (presets: "
+               f"{', '.join(presets.list())}). Expected {ALLOWED}.")
+    if hub.looks_like_hub_id(path):
+        if hub.cached_snapshot(path) is None:
+            raise hub.not_cached(path, unknown)
+        return "checkpoint"
+    raise ValueError(unknown)
 
 
 def source(spec, weights=presets.PRETRAINED, sha256=None, trusted=False):
@@ -94,10 +103,15 @@ def source(spec, weights=presets.PRETRAINED, sha256=None, trusted=False):
         return PretrainingRunSource(path)
     if kind == "finetuning_run":
         return FinetuningRunSource(path)
+    if kind == "keras_file":
+        return KerasFileSource(path)
+    if not os.path.exists(path) and not os.path.exists(f"{path}.index"):
+        path = hub.cached_snapshot(path)  # a hub id (kind_of found its snapshot)
     return CheckpointSource(path)
 
 
-def load(spec, task=None, head="auto", *, dtype=None, weights=presets.PRETRAINED, sha256=None,
+def load(spec, task=None, head="auto", *, num_labels=None, label_names=None,
+         sequence_length=None, dtype=None, weights=presets.PRETRAINED, sha256=None,
          trusted=False, output_hidden_states=False, output_attentions=False,
          **config_overrides):
     """The model and tokenizer that `spec` names.
@@ -111,8 +125,17 @@ def load(spec, task=None, head="auto", *, dtype=None, weights=presets.PRETRAINED
             anything in it runs.
         task: `None`: the model `spec` holds (a fine-tuned checkpoint's task model, else the
             pretraining model `head` names); or a task name of `kbert.tasks.registry` (kbert's
-            or a transformers pipeline name): its task model, which `spec` must hold, or for
-            "fill-mask" / "feature-extraction" the masked-LM pretrainer / the backbone.
+            or a transformers pipeline name): the task model `spec` holds, or a new head of
+            that task on its encoder where it holds none (a preset, a pretrained checkpoint,
+            a run, a sentence-transformers folder's encoder); for "fill-mask" /
+            "feature-extraction" the masked-LM pretrainer / the backbone. A task model comes
+            with its preprocessor (`model.preprocessor`, on the spec's tokenizer): `fit`,
+            `evaluate` and `predict` take text.
+        num_labels, label_names: a new classifier head's classes (as transformers'
+            `num_labels`; names: the labels `fit` takes and pipelines answer). Only for a new
+            head of a labelled task.
+        sequence_length: the preprocessor's longest input (default: 512, question answering
+            384, an embedder its `max_length`; at most the model's positions).
         head: "auto" (every pretraining head `spec` has; a fine-tuned checkpoint's task
             model), "pretrainer", "mlm" or `None` (the backbone: also the encoder of a
             fine-tuned checkpoint or of a run).
@@ -145,13 +168,19 @@ def load(spec, task=None, head="auto", *, dtype=None, weights=presets.PRETRAINED
             f"output_hidden_states and output_attentions need a Keras model on a kbert "
             f"backbone (a backbone, a task model, a pretrainer); {spec!r} is a SavedModel, "
             "loaded as it was exported: load the checkpoint it was exported from instead.")
-    model = found.build(task=task, head=head, dtype=dtype, **config_overrides)
+    if found.kind == "keras_file":
+        model = found.build(task=task, head=head, dtype=dtype, **config_overrides)
+    else:
+        model = with_task(found, task, head, dtype, num_labels, label_names, sequence_length,
+                          config_overrides)
     if internals and not hasattr(model, "with_internals"):
         raise ValueError(
             f"output_hidden_states and output_attentions need a Keras model on a kbert "
             f"backbone (a backbone, a task model, a pretrainer); {spec!r} gives a "
             f"{type(model).__name__}.")
-    tokenizer = None if (found.kind == "preset" and weights is None) else found.tokenizer()
+    tokenizer = getattr(getattr(model, "preprocessor", None), "tokenizer", None)
+    if tokenizer is None and not (found.kind == "preset" and weights is None):
+        tokenizer = found.tokenizer()
     length = getattr(getattr(model, "backbone", model), "config", None)
     length = length.max_sequence_length if length is not None else found.max_sequence_length
     label_names = getattr(model, "label_names", None)
@@ -162,6 +191,7 @@ def load(spec, task=None, head="auto", *, dtype=None, weights=presets.PRETRAINED
                   kind=found.kind)
 
 
-__all__ = ["ALLOWED", "HEADS", "KINDS", "CheckpointSource", "FinetuningRunSource", "Loaded",
+__all__ = ["ALLOWED", "HEADS", "KINDS", "CheckpointSource", "FinetuningRunSource",
+           "KerasFileSource", "Loaded",
            "ModelSource", "PresetSource", "PretrainingRunSource", "RunError",
            "SavedModelSource", "kind_of", "load", "source"]

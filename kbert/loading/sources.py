@@ -12,7 +12,8 @@ from kbert import presets
 from kbert.loading import runs
 from kbert.tasks import registry
 
-KINDS = ("preset", "pretraining_run", "finetuning_run", "checkpoint", "saved_model")
+KINDS = ("preset", "pretraining_run", "finetuning_run", "checkpoint", "keras_file",
+         "saved_model")
 SAVED_MODEL_FILE = "saved_model.pb"
 HEADS = ("auto", *presets.HEADS)
 
@@ -204,6 +205,51 @@ class PretrainingRunSource(ModelSource):
                              f"is not in it; use head='auto' or None (its encoder).")
         model = self.run.build(dtype)
         return self.run.encoder(model) if head is None else model
+
+
+class KerasFileSource(ModelSource):
+    """A `.keras` file (`model.save`): the model as saved, read in Keras' safe mode; a task
+    model's preprocessor (its tokenizer included) comes with it."""
+
+    kind = "keras_file"
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        self.description = f"Keras file {self.path}"
+        self._model = None
+
+    def _loaded(self):
+        if self._model is None:
+            import keras
+
+            import kbert.models  # noqa: F401 (registers kbert's classes with Keras)
+            import kbert.tasks  # noqa: F401
+
+            self._model = keras.saving.load_model(self.path)
+        return self._model
+
+    def tokenizer(self):
+        """The tokenizer of a task model saved with its preprocessor; else None."""
+        return getattr(getattr(self._loaded(), "preprocessor", None), "tokenizer", None)
+
+    @property
+    def max_sequence_length(self):
+        model = self._loaded()
+        return getattr(model, "backbone", model).config.max_sequence_length
+
+    def build(self, task=None, head="auto", dtype=None, **config_overrides):
+        given = [name for name, value in (("dtype", dtype),) if value is not None]
+        given += ["head"] * (head != "auto") + list(config_overrides)
+        if given:
+            raise ValueError(f"The {self.description} is loaded as it was saved: "
+                             f"{', '.join(given)} do not apply to it.")
+        model = self._loaded()
+        if task is not None and not registry.get(task).holds(model):
+            held = registry.of_model(model)
+            raise ValueError(f"The {self.description} holds a {type(model).__name__}"
+                             f"{f' ({held.describe()})' if held else ''}, not a model of "
+                             f"task={task!r}.")
+        return model
 
 
 class SavedModelSource(ModelSource):

@@ -148,6 +148,30 @@ def sorted_batches(features, batch_size, sequence_length):
     return order, out
 
 
+def inference_stream(features, labels, batch_size, sequence_length, token_labels=False):
+    """Evaluation batches of `(features, labels)`: the split sorted by length (longest
+    first, `sorted_batches`), each batch cut to its bucket, per-token labels with it."""
+    lengths = example_lengths(features)
+    order = np.argsort(-lengths, kind="stable").astype(np.int32)
+    sizes = [min(batch_size, len(order) - start) for start in range(0, len(order), batch_size)]
+    starts = np.cumsum([0] + sizes[:-1])
+    cut_to = np.asarray([bucket_of(lengths[order[s:s + n]].max(), bucket_lengths(
+        sequence_length)) for s, n in zip(starts, sizes)], np.int32)
+    label_keys = {k for k, v in labels.items()
+                  if token_labels and np.ndim(v) >= 2 and np.shape(v)[1] == sequence_length}
+    features = {k: tf.constant(v) for k, v in features.items()}
+    labels = {k: tf.constant(v) for k, v in labels.items()}
+    batches = tf.RaggedTensor.from_row_lengths(order, np.asarray(sizes, np.int64))
+
+    def gather(indices, length):
+        x = _cut({k: tf.gather(v, indices) for k, v in features.items()}, length, set(features))
+        y = _cut({k: tf.gather(v, indices) for k, v in labels.items()}, length, label_keys)
+        return x, y
+
+    data = tf.data.Dataset.from_tensor_slices((batches, cut_to))
+    return data.map(gather).prefetch(tf.data.AUTOTUNE)
+
+
 # Per model: its inference graph for batches of any length (`_inference`).
 _GRAPHS = weakref.WeakKeyDictionary()
 

@@ -22,6 +22,8 @@ ROLES = {
     "tflite": "the TFLite graphs: `model_outputs`, `model_endpoints` (export_tflite of the "
               "model) and `PIPELINES` (pipeline.export_tflite)",
     "finetuning": "tools/finetune.py's hooks",
+    "preprocessor": "the task model's preprocessor layer (raw inputs in `fit` and `predict`): "
+                    "its class, named by `PREPROCESSOR`",
 }
 
 
@@ -60,6 +62,8 @@ class TaskRecord:
             and SentencePiece do (entities, answers), which RoBERTa's byte-level BPE words
             are not: such an export is refused before anything runs
             (`kbert.tasks.graph.signatures.refuse_byte_pair_words`).
+        preprocessed: its model takes raw inputs through a preprocessor layer, its folder's
+            `preprocessor` module (`kbert.tasks.preprocessor`).
         package: the task folder (`kbert.tasks.<task>`, its `__name__`), whose modules of
             each role in `ROLES` the floors above reach through `module`.
     """
@@ -77,6 +81,7 @@ class TaskRecord:
     finetuning: bool = False
     export_options: tuple = ()
     aligns_words: bool = False
+    preprocessed: bool = False
     package: Optional[str] = None
 
     def __post_init__(self):
@@ -128,6 +133,12 @@ class TaskRecord:
             raise LookupError(f"{module.__name__}.PIPELINES has no {pipeline!r} (the task "
                               f"{self.name} says it exports to {export}).")
         return function
+
+    def preprocessor(self, tokenizer, **kwargs):
+        """The preprocessor layer of this task's model on `tokenizer` (`kwargs`: its
+        `sequence_length`, ...); LookupError where the task has none."""
+        module = self.module("preprocessor")
+        return getattr(module, module.PREPROCESSOR)(tokenizer, **kwargs)
 
     @property
     def names(self):

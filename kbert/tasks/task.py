@@ -1,5 +1,7 @@
 """What every kbert task model shares: the backbone's inputs, a fine-tuning compile(), config."""
 
+import importlib
+
 import keras
 
 from kbert import models
@@ -7,6 +9,7 @@ from kbert.layers import _utils
 from kbert.models.backbone import int_inputs, layer_from_config
 from kbert.models.internals import model_with_internals
 from kbert.models.optimizers import NO_DECAY_NAMES
+from kbert.tasks.fitting import TextInputs
 
 # Dropout of the task heads where transformers does not take the backbone's hidden dropout:
 # ALBERT's classifier_dropout_prob (its backbone has none), DistilBERT's seq_classif_dropout
@@ -109,10 +112,14 @@ def fine_tuning_adamw(learning_rate=2e-5):
     )
 
 
-class Task:
+class Task(TextInputs):
     """Mixed into every task model (before `keras.Model`), as `kbert.models.Pretrainer`: a
     mixin and not a `keras.Model` subclass, because Keras rewrites the bases of a class built
     as a functional model to `Functional`.
+
+    A task model may carry its `preprocessor` (`kbert.tasks.preprocessor`): `fit`,
+    `evaluate` and `predict` then take the task's raw inputs (`kbert.tasks.fitting`), and
+    `.keras` saving keeps it, its tokenizer's files included.
 
     Subclasses define `default_loss()` -> (loss, loss_weights or None) and
     `default_metrics()` -> (metrics, weighted_metrics or None), and pass their constructor's
@@ -161,21 +168,35 @@ class Task:
         if self.built:
             self.optimizer.build(self.trainable_variables)
 
-    def _init_task(self, backbone, **settings):
-        """Keeps `backbone` and the task's `settings` (attributes of their names, saved by
-        `get_config`)."""
+    def _init_task(self, backbone, preprocessor=None, **settings):
+        """Keeps `backbone`, its `preprocessor` (or None: token ids in) and the task's
+        `settings` (attributes of their names, saved by `get_config`)."""
         # Keras decides on loss scaling (mixed_float16) from the compiled model's own policy.
         self.dtype_policy = backbone.dtype_policy
         self.backbone = backbone
+        if preprocessor is not None:
+            self.set_preprocessor(preprocessor)
         for name, value in settings.items():
             setattr(self, name, value)
         self._task_settings = tuple(settings)
+
+    def set_preprocessor(self, preprocessor):
+        """Gives the model its preprocessor (`kbert.tasks.preprocessor`): raw inputs in
+        `fit`, `evaluate` and `predict` from then on, saved with the model."""
+        length = self.backbone.config.max_sequence_length
+        if getattr(preprocessor, "sequence_length", 0) > length:
+            raise ValueError(f"The preprocessor's sequence_length "
+                             f"({preprocessor.sequence_length}) is longer than the "
+                             f"backbone's max_sequence_length ({length}).")
+        self.preprocessor = preprocessor
 
     def get_config(self):
         return {
             "name": self.name,
             "trainable": self.trainable,
             "backbone": keras.saving.serialize_keras_object(self.backbone),
+            "preprocessor": (keras.saving.serialize_keras_object(self.preprocessor)
+                             if self.preprocessor is not None else None),
             **{name: getattr(self, name) for name in self._task_settings},
         }
 
@@ -184,4 +205,15 @@ class Task:
         config = dict(config)
         if isinstance(config.get("backbone"), dict):
             config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
+        if isinstance(config.get("preprocessor"), dict):
+            # The preprocessor's class is registered with Keras when its module is imported:
+            # the task folder's, which its record (`TASK`) names.
+            for klass in cls.__mro__:
+                if issubclass(klass, Task) and klass.__module__.startswith("kbert.tasks."):
+                    folder = importlib.import_module(klass.__module__.rpartition(".")[0])
+                    if getattr(folder, "TASK", None) is not None and folder.TASK.preprocessed:
+                        folder.TASK.module("preprocessor")
+                        break
+            config["preprocessor"] = keras.saving.deserialize_keras_object(
+                config["preprocessor"])
         return cls(**config)

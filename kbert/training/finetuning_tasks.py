@@ -15,7 +15,7 @@ import dataclasses
 from typing import Callable
 
 from kbert.tasks import datasets, registry
-from kbert.training import length_groups
+from kbert.tasks import length_groups
 
 
 def model_inputs(model, features):

@@ -1,4 +1,4 @@
-"""Fine-tuning batches grouped by length (kbert.training.length_groups): the buckets, the
+"""Fine-tuning batches grouped by length (kbert.tasks.length_groups): the buckets, the
 epochs (every example once, like lengths together, random order, the same from the seed),
 the stream `fit` reads (resumable), prediction in the split's order, and each family's
 outputs on a batch cut to its bucket equal to the example's alone at full padding."""
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from kbert import models
-from kbert.training import length_groups
-from kbert.training.length_groups import bucket_lengths, epoch_batches, example_lengths
+from kbert.tasks import length_groups
+from kbert.tasks.length_groups import bucket_lengths, epoch_batches, example_lengths
 from tests.models.test_backbone import EXTRA, SIZES
 
 

@@ -54,7 +54,7 @@ def test_mirrored_and_multi_worker_on_cpu():
         # Fine-tuning's batches grouped by length: each replica gets half of every global
         # batch, at the batch's bucket length (a few static shapes, the same on both).
         import numpy as np
-        from kbert.training import length_groups
+        from kbert.tasks import length_groups
         lengths = np.random.default_rng(0).integers(1, 41, 64)
         mask = (np.arange(40)[None] < lengths[:, None]).astype("int32")
         # Every bucket kept (merge=False): a run of 8 batches would merge them all into one.

@@ -101,7 +101,11 @@ class ExtractiveSummarizer(task_lib.Task, keras.Model):
     """
 
     def __init__(self, backbone, dropout=None, windows="first", segments="sentence",
-                 **kwargs):
+                 preprocessor=None, **kwargs):
+        if preprocessor is not None:
+            raise ValueError("An ExtractiveSummarizer reads documents split into sentences "
+                             "(kbert.tasks.extractive_summarization.features, or "
+                             "kbert.pipeline('summarization')): it takes no preprocessor.")
         dropout = task_lib.head_dropout(backbone, "extractive_summarizer", dropout)
         check_windows(windows)
         check_segments(segments)

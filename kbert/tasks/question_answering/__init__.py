@@ -16,7 +16,7 @@ TASK = TaskRecord(
     name="question_answerer",
     summary="an answer as a span of the context: extractive, SQuAD",
     pipelines=("question-answering",),
-    model=QuestionAnswerer, hf_class="ForQuestionAnswering",
+    model=QuestionAnswerer, preprocessed=True, hf_class="ForQuestionAnswering",
     hf_head_prefixes=("qa_outputs.",), finetuning=True,
     export_options=("version_2", "null_threshold", "doc_stride", "max_answer_length",
                     "max_question_length", "n_best"),

@@ -66,7 +66,7 @@ class QuestionAnswerer(task_lib.Task, keras.Model):
     and the accuracy of each (`start_logits_accuracy`, `end_logits_accuracy`).
     """
 
-    def __init__(self, backbone, dropout=None, **kwargs):
+    def __init__(self, backbone, dropout=None, preprocessor=None, **kwargs):
         dropout = task_lib.head_dropout(backbone, "question_answerer", dropout)
         policy = backbone.dtype_policy
 
@@ -87,7 +87,7 @@ class QuestionAnswerer(task_lib.Task, keras.Model):
                          **kwargs)
 
         # === Config ===
-        self._init_task(backbone, dropout=dropout)
+        self._init_task(backbone, preprocessor, dropout=dropout)
         self.prediction_head = prediction_head
         self.qa_outputs = qa_outputs
 

@@ -9,7 +9,8 @@ TASK = TaskRecord(
     summary="a class or a score per text or text pair, also zero-shot with an NLI model",
     pipelines=("text-classification", "zero-shot-classification"),
     aliases={"sentiment-analysis": "text-classification"},
-    model=TextClassifier, labelled=True, hf_class="ForSequenceClassification",
+    model=TextClassifier, preprocessed=True, labelled=True,
+    hf_class="ForSequenceClassification",
     hf_head_prefixes=("classifier.", "pre_classifier."), finetuning=True,
     export_options=("label_names",), package=__name__)
 

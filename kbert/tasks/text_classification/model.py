@@ -97,7 +97,8 @@ class TextClassifier(task_lib.Task, keras.Model):
     """
 
     def __init__(self, backbone, num_classes=None, problem_type="single_label", head="auto",
-                 dropout=None, label_names=None, problem_type_declared=True, **kwargs):
+                 dropout=None, label_names=None, problem_type_declared=True, preprocessor=None,
+                 **kwargs):
         family = task_lib.family_of(backbone)
         if problem_type not in PROBLEM_TYPES:
             raise ValueError(f"Unknown problem_type {problem_type!r}. Allowed: "
@@ -172,8 +173,9 @@ class TextClassifier(task_lib.Task, keras.Model):
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
         # === Config ===
-        self._init_task(backbone, num_classes=num_classes, problem_type=problem_type, head=head,
-                        dropout=dropout, label_names=label_names,
+        self._init_task(backbone, preprocessor, num_classes=num_classes,
+                        problem_type=problem_type, head=head, dropout=dropout,
+                        label_names=label_names,
                         problem_type_declared=bool(problem_type_declared))
         self.pre_classifier = pre_classifier
         self.prediction_head = prediction_head if pooling is not None else None

@@ -9,6 +9,6 @@ TASK = TaskRecord(
     summary="one embedding per text, as sentence-transformers",
     pipelines=("sentence-embeddings",),
     aliases={"sentence-similarity": "sentence-embeddings"},
-    model=TextEmbedder, package=__name__)
+    model=TextEmbedder, preprocessed=True, package=__name__)
 
 __all__ = ["TASK", "TextEmbedder", "cosine_similarity", "semantic_search"]

@@ -37,7 +37,8 @@ class TextEmbedder(task_lib.Task, keras.Model):
 
     output_name = "embeddings"
 
-    def __init__(self, backbone, pooling="mean", normalize=False, max_length=None, **kwargs):
+    def __init__(self, backbone, pooling="mean", normalize=False, max_length=None,
+                 preprocessor=None, **kwargs):
         task_lib.family_of(backbone)  # a kbert backbone
         if pooling not in POOLINGS:
             raise ValueError(f"Unknown pooling {pooling!r}. Allowed: {', '.join(POOLINGS)}.")
@@ -59,7 +60,7 @@ class TextEmbedder(task_lib.Task, keras.Model):
         super().__init__(inputs=inputs, outputs=embeddings, **kwargs)
 
         # === Config ===
-        self._init_task(backbone, pooling=pooling, normalize=bool(normalize),
+        self._init_task(backbone, preprocessor, pooling=pooling, normalize=bool(normalize),
                         max_length=max_length)
         self.pooler = pooler
 

@@ -8,7 +8,8 @@ TASK = TaskRecord(
     summary="a tag per word: NER, POS",
     pipelines=("token-classification",),
     aliases={"ner": "token-classification"},
-    model=TokenClassifier, labelled=True, hf_class="ForTokenClassification",
+    model=TokenClassifier, preprocessed=True, labelled=True,
+    hf_class="ForTokenClassification",
     hf_head_prefixes=("classifier.",), finetuning=True,
     export_options=("label_names", "tag_scheme"), aligns_words=True, package=__name__)
 

@@ -34,7 +34,8 @@ class TokenClassifier(task_lib.Task, keras.Model):
     (`reduction="mean_with_sample_weight"`), and the weighted token `accuracy`.
     """
 
-    def __init__(self, backbone, num_classes=None, dropout=None, label_names=None, **kwargs):
+    def __init__(self, backbone, num_classes=None, dropout=None, label_names=None,
+                 preprocessor=None, **kwargs):
         if num_classes is None and label_names is not None:
             num_classes = len(label_names)
         if num_classes is None:
@@ -58,7 +59,7 @@ class TokenClassifier(task_lib.Task, keras.Model):
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
         # === Config ===
-        self._init_task(backbone, num_classes=num_classes, dropout=dropout,
+        self._init_task(backbone, preprocessor, num_classes=num_classes, dropout=dropout,
                         label_names=label_names)
         self.prediction_head = prediction_head
         self.classifier = classifier
