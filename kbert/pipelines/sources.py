@@ -36,11 +36,14 @@ def kind_of(model):
 
 
 def from_model(model, tokenizer, task):
-    """A `Source` of a kbert model object; feature-extraction runs its backbone."""
+    """A `Source` of a kbert model object; feature-extraction runs its backbone. A task model
+    with a preprocessor brings its tokenizer."""
     if tokenizer is None:
-        raise ValueError(f"model={type(model).__name__} is a model object: pass its "
-                         "tokenizer too (tokenizer=kbert.tokenizers.WordPieceTokenizer(...) "
-                         "or kbert.convert.load_tokenizer(checkpoint)).")
+        tokenizer = getattr(getattr(model, "preprocessor", None), "tokenizer", None)
+    if tokenizer is None:
+        raise ValueError(f"model={type(model).__name__} is a model object without a "
+                         "preprocessor: pass its tokenizer too (tokenizer=kbert.load(...)"
+                         ".tokenizer or kbert.tokenizers.WordPieceTokenizer(...)).")
     kind = kind_of(model)
     record = registry.RECORDS[kind]
     max_length = _backbone(model).config.max_sequence_length
@@ -82,13 +85,7 @@ def resolve(task, model, tokenizer=None, trusted=False):
                          "(nothing is downloaded by default).")
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
-        try:
-            kind = loading.kind_of(path)
-        except ValueError:
-            from kbert import presets
-
-            raise ValueError(f"model={path!r} is neither a directory nor a preset name "
-                             f"(presets: {', '.join(presets.list())}).") from None
+        kind = loading.kind_of(path)  # a ValueError naming what a spec may be
         if kind == "saved_model":
             from kbert.pipelines.saved_model_source import from_saved_model
 

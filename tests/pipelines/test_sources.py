@@ -52,8 +52,12 @@ def test_refusals_name_the_bad_value(pipelines):
         kbert.pipeline("translation", model=str(FIXTURES / CLASSIFIER))
     with pytest.raises(ValueError, match="needs model="):
         kbert.pipeline("text-classification")
-    with pytest.raises(ValueError, match="neither a directory nor a preset"):
+    with pytest.raises(ValueError, match="does not exist and is not a preset name"):
         kbert.pipeline("text-classification", model="no/such/dir")
+    # A hub id not in the local hub cache: how to fetch it, and where kbert looks.
+    with pytest.raises(ValueError, match="hf download distilbert-base-uncased-finetuned-sst-2"):
+        kbert.pipeline("text-classification",
+                       model="distilbert-base-uncased-finetuned-sst-2-english")
     with pytest.raises(ValueError, match="fill-mask and feature-extraction"):
         kbert.pipeline("text-classification", model="bert_tiny")  # nothing downloaded
     classifier = pipelines("text-classification", CLASSIFIER)

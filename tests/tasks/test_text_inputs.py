@@ -156,6 +156,13 @@ def test_bad_labels_and_settings_say_what_is_allowed():
         _load("bert_token", task="question-answering", num_labels=2)
 
 
+def test_a_task_model_runs_the_pipelines_with_its_own_tokenizer():
+    model = _load("bert_seq_single")
+    answers = kbert.pipeline("text-classification", model=model)(TEXTS[:2])
+    best = model.predict(TEXTS[:2]).argmax(-1)
+    assert [a["label"] for a in answers] == [model.label_names[i] for i in best]
+
+
 def test_token_ids_still_go_in_as_they_are():
     model = _load("bert_seq_single")
     features = encode_classification(TEXTS, model.preprocessor.tokenizer, 32).features
