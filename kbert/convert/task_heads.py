@@ -40,7 +40,8 @@ HEAD_PREFIXES = tuple(dict.fromkeys(
 # kbert's problem_type -> transformers'.
 PROBLEM_TYPES = {"single_label": "single_label_classification",
                  "multi_label": "multi_label_classification", "regression": "regression"}
-_NOT_ARGUMENTS = ("name", "trainable", "backbone")  # task config entries that are not the head's
+# Task config entries that are not the head's (the preprocessor is the tokenizer's side).
+_NOT_ARGUMENTS = ("name", "trainable", "backbone", "preprocessor")
 
 
 @dataclasses.dataclass(frozen=True)

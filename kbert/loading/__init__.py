@@ -132,8 +132,9 @@ def load(spec, task=None, head="auto", *, num_labels=None, label_names=None,
             with its preprocessor (`model.preprocessor`, on the spec's tokenizer): `fit`,
             `evaluate` and `predict` take text.
         num_labels, label_names: a new classifier head's classes (as transformers'
-            `num_labels`; names: the labels `fit` takes and pipelines answer). Only for a new
-            head of a labelled task.
+            `num_labels`: a text classifier with one is a regression; names: the labels `fit`
+            takes and pipelines answer). Only for a new head of a labelled task. A new head
+            is initialized at random (a warning says so): fine-tune it.
         sequence_length: the preprocessor's longest input (default: 512, question answering
             384, an embedder its `max_length`; at most the model's positions).
         head: "auto" (every pretraining head `spec` has; a fine-tuned checkpoint's task
@@ -169,6 +170,13 @@ def load(spec, task=None, head="auto", *, num_labels=None, label_names=None,
             f"backbone (a backbone, a task model, a pretrainer); {spec!r} is a SavedModel, "
             "loaded as it was exported: load the checkpoint it was exported from instead.")
     if found.kind == "keras_file":
+        given = [name for name, value in (("num_labels", num_labels),
+                                          ("label_names", label_names),
+                                          ("sequence_length", sequence_length))
+                 if value is not None]
+        if given:
+            raise ValueError(f"The {found.description} is loaded as it was saved: "
+                             f"{', '.join(given)} do not apply to it.")
         model = found.build(task=task, head=head, dtype=dtype, **config_overrides)
     else:
         model = with_task(found, task, head, dtype, num_labels, label_names, sequence_length,

@@ -2,17 +2,17 @@
 for on the spec's encoder; either way with its preprocessor on the spec's tokenizer, so that
 `fit`, `evaluate` and `predict` take text."""
 
-from kbert.tasks import registry
+import logging
 
-# The preprocessor's length where none is asked for (keras-hub's and transformers' usual
-# fine-tuning lengths), cut to the model's positions.
-_DEFAULT_LENGTH = {"question_answerer": 384}
-DEFAULT_LENGTH = 512
+from kbert.tasks import registry
 
 
 def _holds(found, record):
-    """Whether the source holds a fine-tuned head of `record`'s task."""
-    held = getattr(getattr(found, "checkpoint", None), "task", None)
+    """Whether the source holds a fine-tuned head of `record`'s task (a preset or a
+    pretraining run never does: asked before anything is downloaded)."""
+    if found.kind not in ("checkpoint", "finetuning_run"):
+        return False
+    held = found.checkpoint.task
     return held is not None and held.task == record.name
 
 
@@ -25,6 +25,8 @@ def _head_arguments(record, num_labels, label_names):
     if record.labelled and not given:
         raise ValueError(f"A new {record.name} head needs its classes: give num_labels=N or "
                          "label_names=[...].")
+    if record is registry.TEXT_CLASSIFIER and num_labels == 1 and label_names is None:
+        given["problem_type"] = "regression"  # as transformers' num_labels=1
     return given
 
 
@@ -33,9 +35,9 @@ def preprocessor_for(model, record, tokenizer, sequence_length=None):
     the task's usual length, an embedder's `max_length`, at most the model's positions)."""
     positions = model.backbone.config.max_sequence_length
     if sequence_length is None:
-        sequence_length = getattr(model, "max_length", None) or _DEFAULT_LENGTH.get(
-            record.name, DEFAULT_LENGTH)
-        sequence_length = min(sequence_length, positions)
+        module = record.module("preprocessor")
+        default = getattr(module, module.PREPROCESSOR).default_sequence_length
+        sequence_length = min(getattr(model, "max_length", None) or default, positions)
     return record.preprocessor(tokenizer, sequence_length=sequence_length)
 
 
@@ -52,6 +54,8 @@ def with_task(found, task, head, dtype, num_labels, label_names, sequence_length
         arguments = _head_arguments(record, num_labels, label_names)
         backbone = found.build(head=None, dtype=dtype, **config_overrides)
         model = record.build(backbone, **arguments)
+        logging.warning("%s: a new %s head, initialized at random: fine-tune it before using "
+                        "its predictions.", found.description, record.name)
     else:
         if num_labels is not None or label_names is not None:
             what = (f"{found.description} holds a fine-tuned {record.name} head"
@@ -69,6 +73,7 @@ def with_task(found, task, head, dtype, num_labels, label_names, sequence_length
         if tokenizer is not None:
             model.set_preprocessor(preprocessor_for(model, held, tokenizer, sequence_length))
     elif sequence_length is not None:
-        raise ValueError(f"sequence_length is the preprocessor's; {found.description} gives a "
-                         f"{type(model).__name__}, which has none.")
+        raise ValueError(f"sequence_length is the length of a task model's preprocessor; "
+                         f"{found.description} gives a {type(model).__name__} without one "
+                         "(a backbone or a pretrainer, or a model without a tokenizer).")
     return model

@@ -11,13 +11,12 @@ go to Keras as they are.
 
 import numpy as np
 
-from kbert.tasks import length_groups
 from kbert.tasks import preprocessor as base
 
 DEFAULT_BATCH_SIZE = 32
 
 
-def _model_inputs(model, features):
+def model_inputs(model, features):
     """The features `model` takes (DistilBERT has no `segment_ids`)."""
     return {name: value for name, value in features.items() if name in model.input}
 
@@ -54,8 +53,10 @@ class TextInputs:
         """The encoded inputs as a `tf.data` dataset of `(inputs, *targets)` batches grouped
         by length: for training the shuffled stream of `epochs` epochs, else the split in
         order of length."""
+        from kbert.tasks import length_groups  # TensorFlow: not on `import kbert.tasks`
+
         preprocessor = self.preprocessor
-        features = _model_inputs(self, encoded.features)
+        features = model_inputs(self, encoded.features)
         flat = _flat(encoded.targets)
         length = preprocessor.sequence_length
         if training:
@@ -63,7 +64,7 @@ class TextInputs:
             data = length_groups.training_stream(
                 features, flat, batch_size, length, seed, epochs,
                 token_labels=preprocessor.per_token,
-                merge=bool(getattr(self, "jit_compile", False)) and preprocessor.by_length)
+                merge=bool(getattr(self, "jit_compile", False)))
         else:
             data = length_groups.inference_stream(features, flat, batch_size, length,
                                                   token_labels=preprocessor.per_token)
@@ -73,36 +74,43 @@ class TextInputs:
             **kwargs):
         """`keras.Model.fit`; with a preprocessor, `x` may be the task's raw inputs (texts,
         pairs, words, questions) and `y` their labels (names or ids), or a `tf.data` dataset
-        of both. An epoch then reads every example but the last `len(x) % batch_size` of its
-        shuffle once, in batches grouped by length. `validation_data`: `(x, y)` in the same
-        form, or a dataset."""
+        of both. An epoch then reads every row (an example; a window of a question) but the
+        last `rows % batch_size` of its shuffle once, in batches grouped by length.
+        `validation_data`: `(x, y)` in the same form, or a dataset."""
         if not self._takes_raw(x):
             return super().fit(x, y, batch_size=batch_size, epochs=epochs,
                                validation_data=validation_data, **kwargs)
-        for name in ("validation_split", "sample_weight", "steps_per_epoch", "shuffle",
-                     "class_weight"):
-            if kwargs.get(name) not in (None, 0.0, True):
-                raise ValueError(f"fit on raw inputs shuffles and batches them itself: "
-                                 f"{name}={kwargs[name]!r} is not taken; give "
-                                 "validation_data, or encode the inputs yourself "
-                                 "(model.preprocessor.encode) and fit on token ids.")
+        given = [name for name in ("validation_split", "sample_weight", "steps_per_epoch",
+                                   "shuffle", "class_weight")
+                 if kwargs.get(name) is not None and not (
+                     name == "validation_split" and kwargs[name] == 0.0) and not (
+                     name == "shuffle" and kwargs[name] is True)]
+        if given:
+            raise ValueError(f"fit on raw inputs shuffles and batches them itself: "
+                             f"{given[0]}={kwargs[given[0]]!r} is not taken; give "
+                             "validation_data, or encode the inputs yourself "
+                             "(model.preprocessor.encode) and fit on token ids.")
+        for name in ("validation_split", "shuffle"):
             kwargs.pop(name, None)
         encoded = self._encode(x, y)
         if encoded.targets is None:
             raise ValueError("fit needs labels: give y (or a dataset of (x, y)).")
         rows = len(encoded.features["token_ids"])
-        batch_size = min(batch_size or DEFAULT_BATCH_SIZE, rows)
-        train = self._batches(encoded, batch_size, True, epochs)
+        batch_size = batch_size or DEFAULT_BATCH_SIZE
+        train = self._batches(encoded, min(batch_size, rows), True, epochs)
         if validation_data is not None:
             validation_data = self._validation(validation_data, batch_size)
-        return super().fit(train, epochs=epochs, steps_per_epoch=rows // batch_size,
+        return super().fit(train, epochs=epochs, steps_per_epoch=rows // min(batch_size, rows),
                            validation_data=validation_data, shuffle=False, **kwargs)
 
     def _validation(self, data, batch_size):
         if base.is_token_ids(data[0] if isinstance(data, tuple) else data):
             return data
         if isinstance(data, tuple):
-            encoded = self._encode(*data[:2])
+            if len(data) != 2:
+                raise ValueError(f"validation_data on raw inputs is (x, y); got a tuple of "
+                                 f"{len(data)} (sample weights are not taken).")
+            encoded = self._encode(*data)
         else:
             encoded = self._encode(data)
         if encoded.targets is None:
@@ -123,12 +131,20 @@ class TextInputs:
     def predict(self, x, batch_size=None, **kwargs):
         """`keras.Model.predict`; with a preprocessor, on raw inputs, in batches grouped by
         length and given back in the order of `x`: the model's outputs (logits, embeddings),
-        per-token outputs padded to the preprocessor's `sequence_length`. Question answering
-        gives a row per window of each question (`preprocessor.encode(...).rows_of`)."""
+        per-token outputs padded with zeros past each row's length to the preprocessor's
+        `sequence_length` (no decoder reads them). Question answering gives a row per window
+        of each question (`preprocessor.encode(...).rows_of`)."""
         if not self._takes_raw(x):
             return super().predict(x, batch_size=batch_size, **kwargs)
+        from kbert.tasks import length_groups
+
+        unknown = sorted(set(kwargs) - {"verbose"})
+        if unknown:
+            raise ValueError(f"predict on raw inputs batches them itself: {unknown[0]}= is not "
+                             "taken; encode the inputs (model.preprocessor.encode) and "
+                             "predict on token ids for it.")
         encoded = self._encode(x)
-        return length_groups.predict(self, _model_inputs(self, encoded.features),
+        return length_groups.predict(self, model_inputs(self, encoded.features),
                                      batch_size or DEFAULT_BATCH_SIZE,
                                      self.preprocessor.sequence_length,
                                      token_outputs=self.preprocessor.per_token)

@@ -1,18 +1,19 @@
-"""Fine-tuning batches without padding waste: examples grouped by length, each batch cut to
-the shortest of a few bucket lengths that holds its longest example.
+"""Batches without padding waste: examples grouped by length, each batch cut to the shortest
+of a few bucket lengths that holds its longest example (`tools/finetune.py`'s batches, and a
+task model's `fit`, `evaluate` and `predict` on raw inputs: `kbert.tasks.fitting`).
 
-Encoded splits are padded to `--sequence_length`; most real texts are far shorter, and the
+Encoded splits are padded to the sequence length; most real texts are far shorter, and the
 model's cost grows with the padded length. Grouping as transformers' `group_by_length`
 does (its `LengthGroupedSampler`): each epoch is a fresh random permutation, cut into
 mega-batches of `MEGABATCH` batches, each mega-batch sorted by length and cut into batches,
 and the batches shuffled, so that a batch holds examples of like length while the order of
 the data stays as random as the mega-batches allow. A batch is then cut from
-`--sequence_length` to its bucket: `bucket_lengths` gives about two lengths per doubling, so
+the sequence length to its bucket: `bucket_lengths` gives about two lengths per doubling, so
 that XLA compiles a handful of shapes, not one per batch, and at most a third of a batch is
 padding; when the train step is XLA-compiled, a bucket that few of the run's batches fall
 into is merged into the next longer one where its compile would cost more than the padding
 that adds (`merge_rare`). Evaluation and prediction sort the split by length the same way
-and put the outputs back in the split's order, padded back to `--sequence_length` where they
+and put the outputs back in the split's order, padded back to the sequence length where they
 are per token; on one device they run one graph for every length (`_inference`), not an
 XLA compile each.
 
@@ -118,16 +119,7 @@ def training_stream(features, labels, batch_size, sequence_length, seed, epochs,
     cut_to = bucket_of(lengths[batches].max(axis=1), buckets)
     if merge:
         cut_to = merge_rare(cut_to)
-    label_keys = {k for k, v in labels.items()
-                  if token_labels and np.ndim(v) >= 2 and np.shape(v)[1] == sequence_length}
-    features = {k: tf.constant(v) for k, v in features.items()}
-    labels = {k: tf.constant(v) for k, v in labels.items()}
-
-    def gather(indices, length):
-        x = _cut({k: tf.gather(v, indices) for k, v in features.items()}, length, set(features))
-        y = _cut({k: tf.gather(v, indices) for k, v in labels.items()}, length, label_keys)
-        return x, y
-
+    gather = _gatherer(features, labels, sequence_length, token_labels)
     data = tf.data.Dataset.from_tensor_slices((batches.astype(np.int32), cut_to)).repeat()
     return data.map(gather, num_parallel_calls=tf.data.AUTOTUNE,
                     deterministic=True).prefetch(tf.data.AUTOTUNE)
@@ -148,26 +140,32 @@ def sorted_batches(features, batch_size, sequence_length):
     return order, out
 
 
-def inference_stream(features, labels, batch_size, sequence_length, token_labels=False):
-    """Evaluation batches of `(features, labels)`: the split sorted by length (longest
-    first, `sorted_batches`), each batch cut to its bucket, per-token labels with it."""
-    lengths = example_lengths(features)
-    order = np.argsort(-lengths, kind="stable").astype(np.int32)
-    sizes = [min(batch_size, len(order) - start) for start in range(0, len(order), batch_size)]
-    starts = np.cumsum([0] + sizes[:-1])
-    cut_to = np.asarray([bucket_of(lengths[order[s:s + n]].max(), bucket_lengths(
-        sequence_length)) for s, n in zip(starts, sizes)], np.int32)
+def _gatherer(features, labels, sequence_length, token_labels):
+    """(indices [B], length) -> the batch `(features, labels)` of those examples, cut to
+    `length`: the features and, with `token_labels`, the labels per token."""
     label_keys = {k for k, v in labels.items()
                   if token_labels and np.ndim(v) >= 2 and np.shape(v)[1] == sequence_length}
     features = {k: tf.constant(v) for k, v in features.items()}
     labels = {k: tf.constant(v) for k, v in labels.items()}
-    batches = tf.RaggedTensor.from_row_lengths(order, np.asarray(sizes, np.int64))
 
     def gather(indices, length):
         x = _cut({k: tf.gather(v, indices) for k, v in features.items()}, length, set(features))
         y = _cut({k: tf.gather(v, indices) for k, v in labels.items()}, length, label_keys)
         return x, y
 
+    return gather
+
+
+def inference_stream(features, labels, batch_size, sequence_length, token_labels=False):
+    """Evaluation batches of `(features, labels)`, in `sorted_batches`' order and lengths:
+    the split sorted by length, each batch cut to its bucket, per-token labels with it."""
+    lengths = example_lengths(features)
+    order = np.argsort(-lengths, kind="stable").astype(np.int32)
+    sizes = np.diff(np.append(np.arange(0, len(order), batch_size), len(order)))
+    longest = lengths[order[np.arange(0, len(order), batch_size)]]  # sorted: each first
+    cut_to = bucket_of(longest, bucket_lengths(sequence_length))
+    batches = tf.RaggedTensor.from_row_lengths(order, sizes.astype(np.int64))
+    gather = _gatherer(features, labels, sequence_length, token_labels)
     data = tf.data.Dataset.from_tensor_slices((batches, cut_to))
     return data.map(gather).prefetch(tf.data.AUTOTUNE)
 

@@ -22,8 +22,6 @@ import numpy as np
 
 from kbert.layers import _utils
 
-DEFAULT_SEQUENCE_LENGTH = 512
-
 
 @dataclasses.dataclass
 class Encoded:
@@ -149,20 +147,23 @@ class Preprocessor(keras.layers.Layer):
     Args:
         tokenizer: a kbert tokenizer (`kbert.load(...).tokenizer`).
         sequence_length: the longest input in tokens, special tokens included; longer texts
-            are truncated (pairs longest first).
+            are truncated (pairs longest first). `None`: `default_sequence_length`.
     """
 
     # Labels and outputs per token (cut with the inputs when batches are grouped by length).
     per_token = False
-    # Inputs vary in length, so batches are grouped by it (not question answering's windows).
-    by_length = True
     # The rank of one example's raw input: 0 for a text, 1 for a sentence's words.
     example_rank = 0
+    # `sequence_length` where none is given (keras-hub's and BERT's usual length; `kbert.load`
+    # cuts it to the model's positions).
+    default_sequence_length = 512
 
-    def __init__(self, tokenizer=None, sequence_length=DEFAULT_SEQUENCE_LENGTH, **kwargs):
+    def __init__(self, tokenizer=None, sequence_length=None, **kwargs):
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
         self.tokenizer = tokenizer
+        if sequence_length is None:
+            sequence_length = self.default_sequence_length
         self.sequence_length = _utils.check_positive_int("sequence_length", sequence_length)
         self._saved_tokenizer = None
 

@@ -16,11 +16,7 @@ from typing import Callable
 
 from kbert.tasks import datasets, registry
 from kbert.tasks import length_groups
-
-
-def model_inputs(model, features):
-    """The features `model` takes (DistilBERT has no `segment_ids`)."""
-    return {name: value for name, value in features.items() if name in model.input}
+from kbert.tasks.fitting import model_inputs
 
 
 def validation_spec(config):

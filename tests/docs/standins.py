@@ -39,6 +39,7 @@ FAMILY_TINY = {
 # Names the examples use -> what stands in for them (a fixture, or a path in the folder).
 LINKS = {
     "all-MiniLM-L6-v2": "hf_tasks/st_bert_mean_normalize",
+    "sentence-transformers/all-MiniLM-L6-v2": "hf_tasks/st_bert_mean_normalize",
     "distilbert-base-uncased-finetuned-sst-2-english": "hf_tasks/distil_bert_seq_single",
     "distilbert-sst2": "hf_tasks/distil_bert_seq_single",
     "bert-base-NER": "hf_tasks/bert_token",

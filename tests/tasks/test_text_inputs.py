@@ -202,3 +202,80 @@ def test_a_hub_id_reads_the_hub_cache_and_says_how_to_fetch_otherwise(tmp_path, 
     loaded = kbert.load("someone/tiny-sst2")
     assert loaded.label_names == ["NEGATIVE", "NEUTRAL", "POSITIVE"]
     assert loaded.model.predict(TEXTS[:2]).shape == (2, 3)
+
+
+def test_multi_label_and_regression_labels():
+    multi = _load("bert_seq_multi")
+    multi.compile()
+    names = multi.label_names
+    by_names = [[names[0], names[2]], [names[1]]]
+    hot = np.zeros((2, len(names)), np.float32)
+    hot[0, [0, 2]] = hot[1, 1] = 1
+    np.testing.assert_allclose(multi.evaluate(TEXTS[:2], by_names, verbose=0),
+                               multi.evaluate(TEXTS[:2], hot, verbose=0), atol=1e-6)
+    np.testing.assert_allclose(multi.evaluate(TEXTS[:2], [[0, 2], [1]], verbose=0),
+                               multi.evaluate(TEXTS[:2], hot, verbose=0), atol=1e-6)
+    with pytest.raises(ValueError, match="Multi-hot labels are 0 or 1"):
+        multi.evaluate(TEXTS[:2], hot * 2, verbose=0)
+    scores = _load("bert_seq_regression")
+    scores.compile()
+    history = scores.fit(TEXTS[:4], [0.5, 3.0, 4.2, 1.0], batch_size=2, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+    with pytest.raises(ValueError, match="regression's labels are numbers"):
+        scores.evaluate(TEXTS[:2], ["high", "low"], verbose=0)
+    fresh = _load("bert_token", task="text-classification", num_labels=1)
+    assert fresh.problem_type == "regression"  # as transformers' num_labels=1
+
+
+def test_fit_reads_datasets_small_data_and_refuses_what_it_does_not_take():
+    model = _load("distil_bert_seq_single")  # no segment_ids
+    model.compile()
+    data = tf.data.Dataset.from_tensor_slices((TEXTS, ["NEGATIVE", "POSITIVE"] * 3)).batch(4)
+    assert len(model.fit(data, epochs=2, verbose=0).history["loss"]) == 2
+    # Fewer rows than a batch: one batch of them.
+    assert model.fit(TEXTS[:2], [0, 2], batch_size=32, verbose=0).history["loss"]
+    for name, value in (("shuffle", False), ("steps_per_epoch", 1),
+                        ("sample_weight", np.ones(2)), ("class_weight", {0: 1.0})):
+        with pytest.raises(ValueError, match=f"{name}=.* is not taken"):
+            model.fit(TEXTS[:2], [0, 2], verbose=0, **{name: value})
+    with pytest.raises(ValueError, match="validation_data on raw inputs is \\(x, y\\)"):
+        model.fit(TEXTS[:2], [0, 2], validation_data=(TEXTS[:2], [0, 2], [1, 1]), verbose=0)
+    with pytest.raises(ValueError, match="steps= is not taken"):
+        model.predict(TEXTS, steps=1)
+
+
+def test_each_preprocessor_saves_with_its_model(tmp_path):
+    """Token classification and question answering (its doc_stride) reload whole from
+    .keras; a checkpoint written by save_kbert reloads with a preprocessor of its own."""
+    x = {"question": ["Where is Mary?"],
+         "context": [" ".join(["Mary is here, in Paris, today."] * 8)]}
+    reader = _load("bert_qa", sequence_length=32)
+    reader.set_preprocessor(type(reader.preprocessor)(
+        reader.preprocessor.tokenizer, sequence_length=32, doc_stride=8))
+    windows = reader.preprocessor.encode(x).rows_of
+    assert len(windows) > 2 and set(windows.tolist()) == {0}  # one question, many windows
+    tagger = _load("bert_token")
+    words = [["John", "Smith", "went", "home"]]
+    for model, inputs in ((reader, x), (tagger, words)):
+        path = tmp_path / f"{model.name}.keras"
+        model.save(path)
+        with pytest.raises(ValueError, match="num_labels do not apply"):
+            kbert.load(path, num_labels=2)
+        again = kbert.load(path).model
+        assert again.preprocessor.get_config() == model.preprocessor.get_config()
+        assert str(again.predict(inputs)) == str(model.predict(inputs))
+    convert.save_kbert(tagger, str(tmp_path / "kbert_format"),
+                             vocabulary=tagger.preprocessor.tokenizer)
+    again = kbert.load(str(tmp_path / "kbert_format")).model
+    np.testing.assert_allclose(again.predict(words), tagger.predict(words), atol=1e-6)
+
+
+def test_the_layer_packs_pairs_in_the_graph():
+    model = _load("bert_nli")
+    pairs = [("A cat.", "A dog."), ("Rain today.", "Sun tomorrow.")]
+    as_rows = model.preprocessor(pairs)
+    as_dict = model.preprocessor({"text": [a for a, _ in pairs],
+                                  "text_pair": [b for _, b in pairs]})
+    for key in as_rows:
+        np.testing.assert_array_equal(as_rows[key].numpy(), as_dict[key].numpy())
+    assert (as_rows["segment_ids"].numpy() == 1).any()

@@ -52,8 +52,9 @@ class QuestionAnswererPreprocessor(base.Preprocessor):
     """
 
     per_token = True
+    default_sequence_length = 384  # SQuAD's, as BERT's run_squad.py
 
-    def __init__(self, tokenizer=None, sequence_length=384, doc_stride=None,
+    def __init__(self, tokenizer=None, sequence_length=None, doc_stride=None,
                  max_question_length=64, **kwargs):
         super().__init__(tokenizer, sequence_length, **kwargs)
         self.doc_stride = None if doc_stride is None else _utils.check_positive_int(
@@ -77,6 +78,10 @@ class QuestionAnswererPreprocessor(base.Preprocessor):
             questions, contexts = [p[0] for p in pairs], [p[1] for p in pairs]
         if len(questions) != len(contexts):
             raise ValueError(f"{len(questions)} questions but {len(contexts)} contexts.")
+        if not questions:
+            raise ValueError("No questions: give at least one question with its context.")
+        if isinstance(y, dict):  # columns, as a tf.data dataset of SQuAD rows gives them
+            y = [dict(zip(y, row)) for row in zip(*y.values())]
         answers = [None] * len(questions) if y is None else base.as_list(y, "y")
         if len(answers) != len(questions):
             raise ValueError(f"{len(questions)} questions but {len(answers)} answers: give "

@@ -95,6 +95,20 @@ def encode_classification(data, tokenizer, sequence_length=128):
     return EncodedClassification(features, labels)
 
 
+def pack_texts(tokenizer, texts, sequence_length):
+    """In the graph: [first] or [first, second] strings [B] -> `token_ids`, `segment_ids`,
+    `padding_mask` int32 [B, sequence_length], packed by the tokenizer's layout, a pair
+    truncated longest first."""
+    # One tokenizer call for both texts: half the graph to build.
+    ids = tokenizer.tokenize(tf.concat(texts, 0))
+    rows = tf.shape(texts[0], out_type=tf.int64)[0]
+    segments = [ids[i * rows : (i + 1) * rows] for i in range(len(texts))]
+    features = tokenizer.pack(segments, sequence_length)
+    for tensor in features.values():  # the ragged ops lose the static batch size
+        tensor.set_shape([texts[0].shape[0], sequence_length])
+    return features
+
+
 def classification_dataset(data, tokenizer, sequence_length=128, batch_size=32,
                            training=False, shuffle_buffer=10_000, seed=0, drop_remainder=None,
                            repeat=False):
@@ -125,13 +139,7 @@ def classification_dataset(data, tokenizer, sequence_length=128, batch_size=32,
 
     def encode(batch):
         texts = [batch["text_a"]] + ([batch["text_b"]] if "text_b" in batch else [])
-        # One tokenizer call for both segments: half the graph to build.
-        ids = tokenizer.tokenize(tf.concat(texts, 0))
-        rows = tf.shape(batch["text_a"], out_type=tf.int64)[0]
-        segments = [ids[i * rows : (i + 1) * rows] for i in range(len(texts))]
-        features = tokenizer.pack(segments, sequence_length)
-        for tensor in features.values():  # the ragged ops lose the static batch size
-            tensor.set_shape([batch["text_a"].shape[0], sequence_length])
+        features = pack_texts(tokenizer, texts, sequence_length)
         if LABELS in batch:
             return features, {LABELS: batch[LABELS]}
         return features

@@ -4,7 +4,11 @@ import keras
 import numpy as np
 
 from kbert.tasks import preprocessor as base
-from kbert.tasks.text_classification.features import as_classification_data, encode_classification
+from kbert.tasks.text_classification.features import (
+    as_classification_data,
+    encode_classification,
+    pack_texts,
+)
 
 PREPROCESSOR = "TextClassifierPreprocessor"
 # transformers' keys of a pair (its pipeline's `{"text": ..., "text_pair": ...}`).
@@ -36,15 +40,23 @@ def texts_of(x):
     return first, second
 
 
+def _multi_hot(y, task):
+    """Multi-label targets given as one NumPy array [texts, classes]: a row of 0s and 1s per
+    text (lists are read as names or ids per text)."""
+    return (task is not None and task.problem_type == "multi_label"
+            and isinstance(y, np.ndarray) and y.ndim == 2)
+
+
 @keras.saving.register_keras_serializable(package="kbert")
 class TextClassifierPreprocessor(base.Preprocessor):
     """Texts (or pairs) -> `token_ids`, `segment_ids`, `padding_mask`, packed as the
     tokenizer packs them (`[CLS] A [SEP] B [SEP]`; RoBERTa's `<s> A </s></s> B </s>`), pairs
     truncated longest first; labels as names of the model's `label_names` or as ids (floats
-    for regression, multi-hot rows or lists of names for multi-label).
+    for regression; for multi-label, a list of names or ids per text, or a multi-hot NumPy
+    array [texts, classes]).
 
-    As a layer (`preprocessor(texts)`, or `dataset.map(preprocessor)`), strings [B] (or
-    {"text", "text_pair"}) -> the inputs padded to `sequence_length`, in the graph.
+    As a layer (`preprocessor(texts)`, or `dataset.map(preprocessor)`), strings [B], pairs
+    [B, 2] or {"text", "text_pair"} -> the inputs padded to `sequence_length`, in the graph.
     """
 
     def encode(self, x, y=None, task=None):
@@ -52,8 +64,17 @@ class TextClassifierPreprocessor(base.Preprocessor):
         first, second = texts_of(x)
         data = as_classification_data(first if second is None else list(zip(first, second)))
         features = encode_classification(data, tokenizer, self.sequence_length).features
-        targets = None if y is None else (self._labels(base.as_list(y, "y"), len(first),
-                                                       task),)
+        if y is None:
+            targets = None
+        elif _multi_hot(y, task):
+            targets = (np.asarray(y, np.float32),)
+            if targets[0].shape != (len(first), task.num_classes) or not np.isin(
+                    targets[0], (0, 1)).all():
+                raise ValueError(f"Multi-hot labels are 0 or 1, [texts, classes] = "
+                                 f"[{len(first)}, {task.num_classes}]; got an array of shape "
+                                 f"{targets[0].shape} with values {np.unique(targets[0])[:5]}.")
+        else:
+            targets = (self._labels(base.as_list(y, "y"), len(first), task),)
         return base.Encoded(features, targets)
 
     @staticmethod
@@ -73,14 +94,11 @@ class TextClassifierPreprocessor(base.Preprocessor):
         if task.problem_type == "multi_label":
             rows = np.zeros((count, classes), np.float32)
             for i, label in enumerate(labels):
-                if isinstance(label, (list, tuple)) and len(label) == classes and all(
-                        isinstance(v, (int, float)) and not isinstance(v, bool) for v in label):
-                    rows[i] = label  # a multi-hot row
-                elif isinstance(label, (list, tuple)):
-                    rows[i, base.label_ids(label, names, classes, f"label of text {i}")] = 1
-                else:
+                if not isinstance(label, (list, tuple)):
                     raise ValueError(f"label {i}: a multi-label classifier takes a list of "
-                                     f"label names or ids, or a multi-hot row; got {label!r}.")
+                                     f"label names or ids per text (or a multi-hot NumPy "
+                                     f"array [texts, {classes}]); got {label!r}.")
+                rows[i, base.label_ids(label, names, classes, f"label of text {i}")] = 1
             return rows
         return base.label_ids(labels, names, classes)
 
@@ -88,10 +106,11 @@ class TextClassifierPreprocessor(base.Preprocessor):
         import tensorflow as tf
 
         tokenizer = self._check_tokenizer()
-        texts = [x[TEXT], x[TEXT_PAIR]] if isinstance(x, dict) and TEXT_PAIR in x else [
-            x[TEXT] if isinstance(x, dict) else x]
+        if isinstance(x, dict):
+            texts = [x[TEXT]] + ([x[TEXT_PAIR]] if TEXT_PAIR in x else [])
+        elif x.shape.rank == 2 and x.shape[-1] == 2:  # (text, text_pair) rows
+            texts = [x[:, 0], x[:, 1]]
+        else:
+            texts = [x]
         texts = [tf.reshape(tf.convert_to_tensor(t, tf.string), [-1]) for t in texts]
-        rows = tf.shape(texts[0], out_type=tf.int64)[0]
-        ids = tokenizer.tokenize(tf.concat(texts, 0))  # one tokenizer call for both texts
-        segments = [ids[i * rows:(i + 1) * rows] for i in range(len(texts))]
-        return tokenizer.pack(segments, self.sequence_length)
+        return pack_texts(tokenizer, texts, self.sequence_length)
