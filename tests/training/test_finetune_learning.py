@@ -115,13 +115,15 @@ def file_sentences(documents, rng):
 @pytest.mark.slow
 def test_a_text_classifier_finds_the_sentences_about_files(corpus, tiny_checkpoint, tmp_path):
     """Rule: label "files" when a sentence holds one of 7 words (file, path, directory...),
-    balanced classes; 1,104 training sentences, 3 epochs of batch 16 (207 steps). Held out:
-    the sentences of other modules. Seen: accuracy 0.988 against the majority class's 0.500;
-    asserted: at least 0.3 above it.
+    balanced classes; about 1,100 training sentences, 3 epochs of batch 16. Held out: the
+    sentences of other modules. Asserted: held-out accuracy at least 0.3 above the majority
+    class's 0.500.
 
     Batches grouped by length (the default) learn as well as batches padded to
     --sequence_length: the same run both ways, the same held-out accuracy within 0.03 (seen:
-    grouped 0.975, padded 0.983)."""
+    grouped 0.992, padded 0.996). At 2e-3: at this file's 5e-3, the grouped run on the
+    sentences of kbert's abbreviation-aware splitter fell to the majority class in its first
+    epoch and stayed there."""
     rng = np.random.default_rng(0)
     train = write_csv(tmp_path / "train.csv", file_sentences(corpus["train"], rng))
     test = file_sentences(corpus["test"], rng)
@@ -131,7 +133,7 @@ def test_a_text_classifier_finds_the_sentences_about_files(corpus, tiny_checkpoi
                           task="text_classifier", train_data=train,
                           validation_data=write_csv(tmp_path / "test.csv", test),
                           sequence_length=40, global_batch_size=16, epochs=3,
-                          group_by_length=grouped)
+                          group_by_length=grouped, learning_rate=2e-3)
         accuracy[grouped] = result["logs"]["val_accuracy"]
     truth = [label for _, label in test]
     majority = max(glue_metrics.accuracy(truth, [name] * len(truth)) for name in ("files", "other"))
