@@ -179,15 +179,6 @@ class Backbone(keras.Model):
         return keras.Model(inputs, {**outputs, **internals.outputs()},
                            name=f"{self.name}_internals")
 
-    def enable_lora(self, rank, targets=None):
-        """LoRA: adapters of `rank` on the attention's projections (Keras' `enable_lora`),
-        every other weight of the backbone frozen; a task head on it stays trainable.
-        `targets`: the layer names to adapt (default `kbert.models.lora.TARGETS`). Save as
-        usual; `kbert.models.lora.merge_lora(model)` folds the adapters in for export."""
-        from kbert.models import lora
-
-        return lora.enable_lora(self, rank, lora.TARGETS if targets is None else targets)
-
     @property
     def token_embedding(self):
         """The token `keras.layers.Embedding`; heads tie their output weights to it."""

@@ -199,9 +199,6 @@ def _inference(model):
     def run(inputs):
         inputs = {k: tf.convert_to_tensor(v) for k, v in inputs.items()}
         key = tuple(sorted((k, v.shape.rank, v.dtype.name) for k, v in inputs.items()))
-        # A graph holds the variables it was traced with: one that gained some since (LoRA
-        # adapters, `kbert.models.lora`) is traced again.
-        key += (len(ref().weights),)
         if key not in graphs:
             spec = {k: tf.TensorSpec([None] * v.shape.rank, v.dtype, k)
                     for k, v in inputs.items()}

@@ -79,8 +79,6 @@ def run_finetuning(config):
 
     with strategy.scope():
         model = task.build(config, encoder.backbone(config.dtype()), train)
-        if config.lora_rank:
-            model.backbone.enable_lora(config.lora_rank)
         multipliers = None
         if config.layer_decay < 1:
             multipliers = layer_wise.learning_rate_multipliers(model, config.layer_decay)
@@ -141,9 +139,7 @@ def _save(model, tokenizer, config, train):
     print(f"Saved the fine-tuned model to {path}.")
     if config.export_dir:
         from kbert.export import export_saved_model
-        from kbert.models.lora import merge_lora
 
-        merge_lora(model)  # plain kernels in the export (none without LoRA)
         export_saved_model(model, config.export_dir, tokenizer,
                            sequence_length=config.sequence_length,
                            **FINETUNING_TASKS[config.task].export_options(config, train))

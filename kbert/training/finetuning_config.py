@@ -129,10 +129,6 @@ class FinetuningConfig(RunConfig):
                                  "embeddings last (1: off).", group="Schedule")
     freeze_backbone: bool = setting(False, "Train the head only: true or false.",
                                     group="Schedule")
-    lora_rank: int = setting(0, "LoRA: train adapters of this rank on the attention's "
-                             "projections and the head, the rest of the backbone frozen "
-                             "(an integer >= 0; 0: off; kbert.models.lora).",
-                             group="Schedule", minimum=0)
     unfreeze_every: int = setting(0, "Gradual unfreezing: start frozen, then unfreeze one more "
                                   "backbone layer from the top every this many "
                                   "--unfreeze_unit (an integer >= 0; 0: off).",
@@ -190,10 +186,6 @@ class FinetuningConfig(RunConfig):
         if not 0 <= self.warmup_proportion <= 1:
             raise ConfigError(f"--warmup_proportion must be in [0, 1], got "
                               f"{self.warmup_proportion!r}.")
-        if self.lora_rank and (self.freeze_backbone or self.unfreeze_every):
-            raise ConfigError("--lora_rank trains adapters in a frozen backbone; "
-                              "--freeze_backbone and --unfreeze_every choose which backbone "
-                              "layers train: give one of them.")
         if self.freeze_backbone and self.unfreeze_every:
             raise ConfigError("--freeze_backbone keeps the backbone frozen; --unfreeze_every "
                               "unfreezes it gradually: give one of them.")

@@ -86,8 +86,6 @@ def build_model(config, prepared, backbone, total_steps, warmup_steps):
     where asked; slots for every variable, so that unfreezing needs no rebuild)."""
     models = {head.name: head.task.build(head.config, backbone, head.train)
               for head in prepared}
-    if config.lora_rank:  # one set of adapters in the shared backbone
-        backbone.enable_lora(config.lora_rank)
     multipliers = None
     if config.layer_decay < 1:  # the heads keep the base rate: above the backbone's layers
         multipliers = layer_wise.learning_rate_multipliers(backbone, config.layer_decay)
@@ -213,9 +211,7 @@ def _save(model, tokenizer, config, prepared):
     print(f"Saved each head's fine-tuned model to {config.model_dir}/<head>/model.keras.")
     if config.export_dir:
         from kbert.export.multitask import export_multitask_saved_model
-        from kbert.models.lora import merge_lora
 
-        merge_lora(model.backbone)  # plain kernels in the export (none without LoRA)
         export_multitask_saved_model(
             {head.name: model.heads[head.name] for head in prepared}, config.export_dir,
             tokenizer,

@@ -64,8 +64,6 @@ def write_csv(path, rows):
     ([f"--checkpoint={TINY}", "--layer_decay=1.5"], "--layer_decay must be in (0, 1], got 1.5"),
     ([f"--checkpoint={TINY}", "--freeze_backbone", "--unfreeze_every=2"],
      "--freeze_backbone keeps the backbone frozen"),
-    ([f"--checkpoint={TINY}", "--lora_rank=4", "--freeze_backbone"],
-     "--lora_rank trains adapters in a frozen backbone"),
     ([f"--checkpoint={TINY}", "--task=parser"], "--task='parser' is not one of"),
     ([f"--checkpoint={TINY}", "--epochs=0"], "--epochs must be an integer >= 1, got 0."),
     ([f"--checkpoint={TINY}", "--warmup_proportion=2"], "--warmup_proportion must be in [0, 1]"),
