@@ -97,10 +97,11 @@ class TextInputs:
             raise ValueError("fit needs labels: give y (or a dataset of (x, y)).")
         rows = len(encoded.features["token_ids"])
         batch_size = batch_size or DEFAULT_BATCH_SIZE
-        train = self._batches(encoded, min(batch_size, rows), True, epochs)
+        train_batch = min(batch_size, rows)  # fewer rows than a batch: one batch of them
+        train = self._batches(encoded, train_batch, True, epochs)
         if validation_data is not None:
             validation_data = self._validation(validation_data, batch_size)
-        return super().fit(train, epochs=epochs, steps_per_epoch=rows // min(batch_size, rows),
+        return super().fit(train, epochs=epochs, steps_per_epoch=rows // train_batch,
                            validation_data=validation_data, shuffle=False, **kwargs)
 
     def _validation(self, data, batch_size):

@@ -125,18 +125,24 @@ def training_stream(features, labels, batch_size, sequence_length, seed, epochs,
                     deterministic=True).prefetch(tf.data.AUTOTUNE)
 
 
+def _sorted(features, batch_size, sequence_length):
+    """The split sorted by length (longest first) and cut into batches: (order, each batch's
+    first place in it, each batch's bucket: its first example's, the longest)."""
+    lengths = example_lengths(features)
+    order = np.argsort(-lengths, kind="stable")
+    starts = np.arange(0, len(order), batch_size)
+    return order, starts, bucket_of(lengths[order[starts]], bucket_lengths(sequence_length))
+
+
 def sorted_batches(features, batch_size, sequence_length):
     """For evaluation and prediction: the split sorted by length (longest first) and cut into
     batches, each cut to its bucket: (order, [(indices, {name: array}), ...])."""
-    lengths = example_lengths(features)
-    order = np.argsort(-lengths, kind="stable")
-    buckets = bucket_lengths(sequence_length)
+    order, starts, cut_to = _sorted(features, batch_size, sequence_length)
     out = []
-    for start in range(0, len(order), batch_size):
+    for start, length in zip(starts, cut_to):
         indices = order[start:start + batch_size]
-        length = int(bucket_of(lengths[indices].max(), buckets))
         out.append((indices, _cut({k: np.asarray(v)[indices] for k, v in features.items()},
-                                  length, set(features))))
+                                  int(length), set(features))))
     return order, out
 
 
@@ -159,12 +165,9 @@ def _gatherer(features, labels, sequence_length, token_labels):
 def inference_stream(features, labels, batch_size, sequence_length, token_labels=False):
     """Evaluation batches of `(features, labels)`, in `sorted_batches`' order and lengths:
     the split sorted by length, each batch cut to its bucket, per-token labels with it."""
-    lengths = example_lengths(features)
-    order = np.argsort(-lengths, kind="stable").astype(np.int32)
-    sizes = np.diff(np.append(np.arange(0, len(order), batch_size), len(order)))
-    longest = lengths[order[np.arange(0, len(order), batch_size)]]  # sorted: each first
-    cut_to = bucket_of(longest, bucket_lengths(sequence_length))
-    batches = tf.RaggedTensor.from_row_lengths(order, sizes.astype(np.int64))
+    order, starts, cut_to = _sorted(features, batch_size, sequence_length)
+    sizes = np.diff(np.append(starts, len(order)))
+    batches = tf.RaggedTensor.from_row_lengths(order.astype(np.int32), sizes.astype(np.int64))
     gather = _gatherer(features, labels, sequence_length, token_labels)
     data = tf.data.Dataset.from_tensor_slices((batches, cut_to))
     return data.map(gather).prefetch(tf.data.AUTOTUNE)
