@@ -19,8 +19,10 @@ def __getattr__(name):
         return importlib.import_module("kbert.pipelines").pipeline
     if name == "load":  # kbert.load(spec, task=None, head="auto"): kbert.loading, on first use
         return importlib.import_module("kbert.loading").load
+    if name == "export":  # kbert.export(model_or_pipeline, path, format=...): on first use
+        return importlib.import_module("kbert.pipelines").export
     raise AttributeError(f"module 'kbert' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(list(globals()) + list(_SUBMODULES) + ["load", "pipeline"])
+    return sorted(list(globals()) + list(_SUBMODULES) + ["export", "load", "pipeline"])

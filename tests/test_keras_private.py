@@ -37,7 +37,7 @@ def test_tensorflow_internals_are_imported_only_behind_a_guard():
 
 
 def test_the_archive_writer_is_guarded(monkeypatch):
-    from kbert.export import archive
+    from kbert.serving import writer as archive
 
     monkeypatch.setattr(keras, "__version__", "99.0.0")
     monkeypatch.delenv("KBERT_ALLOW_UNTESTED_KERAS", raising=False)

@@ -69,10 +69,55 @@ def pipeline(task, model=None, tokenizer=None, *, trusted=False, **options):
     return TASKS[name](source, **options)
 
 
+def export(subject, path, format="saved_model", quantize=None, *, task=None, tokenizer=None,
+           **options):
+    """Exports a model or a pipeline as the pipeline answers: `kbert.export`.
+
+    `model.export(path)` of a task model, `pipeline.export(path)` and the tools call it. What
+    is written is `kbert.pipelines.exporting`'s: a SavedModel directory whose
+    `serving_default` takes raw strings and returns the pipeline's answers (transformers'
+    keys and ranking) and whose `serving_ids` takes token ids and returns the model's raw
+    outputs, or a `.tflite` file; with an `export.json` (in the file's metadata for TFLite)
+    that says what it is, which `kbert.pipeline(task, model=path)` reads.
+
+    Args:
+        subject: a pipeline (`kbert.pipeline`), or a kbert model: a task model (with its
+            preprocessor's tokenizer), a pretrainer with a masked-LM head (fill-mask) or a
+            backbone (feature-extraction), exported as the pipeline `task` on it.
+        path: the SavedModel directory, or the `.tflite` file.
+        format: "saved_model" or "tflite".
+        quantize: TFLite only: None (float32), "dynamic" (int8 weights) or "float16".
+        task: for a model, which of its task's pipelines (default: the first:
+            "text-classification" for a `TextClassifier`; "zero-shot-classification" for an
+            NLI classifier).
+        tokenizer: for a model without a preprocessor (a backbone), its tokenizer.
+        **options: the pipeline's call options, fixed in the graph (`top_k`,
+            `aggregation_strategy`, `truncation`, ...), and TFLite fill-mask's `max_masks`.
+
+    Returns:
+        `path`.
+    """
+    from kbert.pipelines import exporting
+
+    if isinstance(subject, Pipeline):
+        if task is not None or tokenizer is not None:
+            raise ValueError("A pipeline has its task and tokenizer: pass only its call "
+                             "options (and format, quantize).")
+        pipe = subject
+    else:
+        record = registry.of_model(subject)
+        if record is None:
+            raise TypeError(f"kbert.export takes a pipeline or a kbert model (a task model, a "
+                            f"pretrainer with a masked-LM head, a backbone), not "
+                            f"{type(subject).__name__}.")
+        pipe = pipeline(task or record.pipelines[0], model=subject, tokenizer=tokenizer)
+    return exporting.write(pipe, path, format, quantize, options)
+
+
 __all__ = [
     "ALIASES", "FeatureExtractionPipeline", "FillMaskPipeline", "InputTooLongError",
     "Pipeline", "QuestionAnsweringPipeline", "SentenceEmbeddingPipeline", "SummarizationPipeline",
     "TASKS",
     "TextClassificationPipeline", "TokenClassificationPipeline",
-    "ZeroShotClassificationPipeline", "batching", "pipeline", "sources",
+    "ZeroShotClassificationPipeline", "batching", "export", "pipeline", "sources",
 ]

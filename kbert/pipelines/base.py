@@ -176,21 +176,25 @@ class Pipeline:
                             batch_size=options["batch_size"],
                             progress=options["progress"])
 
-    def export(self, path, **options):
-        """Writes a SavedModel whose `serving_default` takes raw strings and returns this
-        pipeline's answers, with `options` (the call's options, over the construction's)
-        fixed in the graph: see `kbert.pipelines.exporting`. Returns `path`."""
+    def export(self, path, format="saved_model", quantize=None, **options):
+        """Writes this pipeline's export (`kbert.export`): a SavedModel directory whose
+        `serving_default` takes raw strings and returns this pipeline's answers, with
+        `options` (the call's options, over the construction's) fixed in the graph, and
+        `serving_ids` (ids in, the model's raw outputs out); or with `format="tflite"` a
+        `.tflite` file (`quantize`: None, "dynamic" or "float16"). See
+        `kbert.pipelines.exporting`. Returns `path`."""
         from kbert.pipelines import exporting
 
-        return exporting.export(self, path, options)
+        return exporting.write(self, path, format, quantize, options)
+
+    def check_export(self, opts):
+        """Raises a ValueError where this pipeline's answers with the options `opts` cannot
+        be exported (`kbert.pipelines.exporting`); a pipeline whose every option exports
+        keeps this one, which checks nothing."""
 
     def export_tflite(self, path, quantize=None, **options):
-        """Writes a TFLite model (`path`, a `.tflite` file) whose `serving_default` takes raw
-        strings and returns this pipeline's answers, `options` fixed in it; `quantize`: None,
-        "dynamic" or "float16". See `kbert.pipelines.tflite_exporting`. Returns `path`."""
-        from kbert.pipelines import tflite_exporting
-
-        return tflite_exporting.export_tflite(self, path, quantize, options)
+        """`export(path, format="tflite", quantize=quantize, **options)`."""
+        return self.export(path, "tflite", quantize, **options)
 
     def __repr__(self):
         return f"<{type(self).__name__} on {self.source.name}>"

@@ -1,47 +1,127 @@
-"""`pipeline.export(path, **options)`: a SavedModel whose `serving_default` takes raw strings
-and returns the pipeline's answers, every step in the graph (tokenization, truncation, the
-model, and the post-processing: softmax / sigmoid and ranking, NLI-to-label scoring, the
-masked-token search and decoding, entities, answer spans over a context's windows: each
-task folder's `pipeline_serving`, found through its record), so that TensorFlow Serving
-answers what the pipeline answers. It loads with TensorFlow and tensorflow-text alone.
+"""What `kbert.export(model_or_pipeline, path, format="saved_model", **options)` writes (the
+one entry point of kbert's exports, `kbert.pipelines.export`, which `model.export` (a task
+model), `pipeline.export`, `pipeline.export_tflite` and the tools call): a model goes out as
+the pipeline of its task, and the pipeline as follows.
 
-A pipeline's answer is a list of dicts; the SavedModel returns each key as a tensor with a
-leading batch dimension, padded where rows differ in length (a `num_*` output says how many
-entries of a row are real). The signatures of each task are in `export`'s docstring.
+- `format="saved_model"` (a directory): `serving_default` takes raw strings and returns the
+  pipeline's answers, every step in the graph (tokenization, truncation, the model, and the
+  post-processing: softmax / sigmoid and ranking, NLI-to-label scoring, the masked-token
+  search and decoding, entities, answer spans over a context's windows: each task folder's
+  `pipeline_serving`, found through its record), so that TensorFlow Serving answers what the
+  pipeline answers; `serving_ids` beside it takes token ids (`token_ids`, `segment_ids`
+  except DistilBERT's, `padding_mask`) and returns the model's raw outputs (`logits`; a
+  question answerer's `start_logits` and `end_logits`; an embedder's `embedding`; a
+  backbone's `sequence_output` and `pooled_output`), which `kbert.pipeline` runs when it
+  loads the export. It loads with TensorFlow and tensorflow-text alone. A pipeline's answer
+  is a list of dicts; the SavedModel returns each key as a tensor with a leading batch
+  dimension, padded where rows differ in length (a `num_*` output says how many entries of a
+  row are real).
+- `format="tflite"` (a `.tflite` file; `quantize`: None, "dynamic" or "float16"): the same
+  answers on TFLite's built-in ops and tensorflow-text's TFLite kernels: text
+  classification of single texts; zero-shot classification with the candidate labels and
+  hypothesis template fixed at export (`labels`, `scores` best first and `label_scores` in
+  the labels' order); feature extraction (`features`, `padding_mask`, `num_tokens`) and
+  sentence embeddings (`embedding`); fill-mask, WordPiece (the top_k tokens at each of the
+  first `max_masks` masks: `max_masks`, default 1, is an export option, not the pipeline's;
+  the literal "[MASK]" is found in the text's bytes and kept as one token); token
+  classification (every token's tag and UTF-8 byte span: the grouping of
+  `aggregation_strategy` is done on the host, `kbert.pipelines.tflite_entities.entities`);
+  question answering on one window (the best span and the logits; the pipeline's full rule
+  on the host, `tflite_entities.answer`). TFLite cannot fail a call, so a text longer than
+  the model is cut (the export needs `truncation=True`, and says so); a special-token literal
+  typed in a text ("[SEP]") is text, not its token; and tokenization follows
+  tensorflow-text's normaliser (see `kbert.serving.export_tflite`).
+
+Every export goes through the one writer (`kbert.serving.writer`) and states itself in its
+metadata (`kbert.serving.metadata`: task, model kind, label names, problem type, longest
+input, the options given, signatures).
 """
+
+import inspect
 
 import keras
 
-from kbert.export.archive import write_archive
 from kbert.pipelines.model_source import KerasRunner
+from kbert.serving import metadata, runtimes, writer
 from kbert.tasks import registry
+from kbert.tasks.graph.signatures import add_ids_endpoint, run_model
 
-# Pipeline name -> its task folder's `pipeline_serving.PIPELINES` entry, for every pipeline of
-# a task that exports to a SavedModel (a LookupError here: a task record says it exports and
+# Pipeline name -> its task folder's endpoints for each runtime: `pipeline_serving.PIPELINES`
+# (SavedModel) and `tflite.PIPELINES` (a LookupError here: a task record says it exports and
 # its folder has no function for it).
-SERVINGS = {name: registry.get(name).pipeline_export(name, "saved_model")
-            for name in registry.pipeline_names(export="saved_model")}
+BUILDERS = {runtime: {name: registry.get(name).pipeline_export(name, runtime)
+                      for name in registry.pipeline_names(export=runtime)}
+            for runtime in runtimes.RUNTIMES}
+# The kinds of model whose raw outputs `serving_ids` returns (a masked-LM pretrainer takes
+# mask positions too: none).
+_RAW = {"text_classifier": "logits", "token_classifier": "logits",
+        "extractive_summarizer": "logits", "text_embedder": "embedding",
+        "question_answerer": None, "backbone": None}
+_BACKBONE_OUTPUTS = ("sequence_output", "pooled_output")
 
 
-def export(pipe, path, options):
-    """Writes `pipe`'s SavedModel to `path` (see `Pipeline.export`); returns `path`."""
-    from kbert.export.saved_model import write_tokenizer_files
+def export_options(build):
+    """The options of an export that are not the pipeline's (TFLite fill-mask's
+    `max_masks`): the keyword-only arguments of its `build`."""
+    return tuple(name for name, parameter in inspect.signature(build).parameters.items()
+                 if parameter.kind is parameter.KEYWORD_ONLY)
 
-    if pipe.task not in SERVINGS:
-        raise NotImplementedError(f"pipeline.export covers {', '.join(SERVINGS)}, not "
-                                  f"{pipe.task!r}; export the task model with "
-                                  "kbert.export.export_saved_model.")
+
+def write(pipe, path, format, quantize, options):
+    """Writes the export of the pipeline `pipe` to `path` (see `kbert.pipelines.export`):
+    `options` are its call options, fixed in the graph (and TFLite fill-mask's
+    `max_masks`). Returns `path`."""
+    runtimes.check_runtime(format)
+    if quantize is not None and format != "tflite":
+        raise ValueError(f"quantize={quantize!r} is for format='tflite', not {format!r}.")
+    builders = BUILDERS[format]
+    if pipe.task not in builders:
+        raise NotImplementedError(
+            f"A {pipe.task} pipeline does not export to {format}: the exports to {format} are "
+            f"{', '.join(builders)}." + (" pipeline.export writes a SavedModel."
+                                         if format == "tflite" else ""))
     if not isinstance(pipe.source.runner, KerasRunner):
-        raise ValueError(f"pipeline.export needs a pipeline on a kbert model or checkpoint; "
-                         f"this one runs {pipe.source.name}, which is already a SavedModel.")
+        raise ValueError(f"Exporting needs a pipeline on a kbert model or checkpoint; this one "
+                         f"runs {pipe.source.name}, which is already an export.")
     model = pipe.source.runner.model
+    build = builders[pipe.task]
+    options = dict(options)
+    extra = {name: options.pop(name) for name in export_options(build) if name in options}
     opts, given = pipe.options(options)
-    endpoints = SERVINGS[pipe.task](pipe, model, opts, given)
+    pipe.check_export(opts)
     archive = keras.export.ExportArchive()
     archive.track(model)
-    archive.track(pipe.tokenizer)
+    if format == "tflite":
+        fast, endpoints = build(pipe, model, opts, given, **extra)
+        archive.track(fast)
+    else:
+        endpoints = build(pipe, model, opts, given, **extra)
+        archive.track(pipe.tokenizer)
     for name, (function, specs) in endpoints.items():
         archive.add_endpoint(name, function, specs)
-    write_archive(archive, path)
-    write_tokenizer_files(pipe.tokenizer, path, pipe.max_length)
-    return path
+    source = pipe.source
+    if format == "saved_model" and source.kind in _RAW:
+        add_ids_endpoint(archive, model, _raw_outputs(model, source.kind))
+    meta = metadata.describe(
+        runtime=format, task=pipe.task, model=source.kind, label_names=source.label_names,
+        problem_type=source.problem_type, max_length=pipe.max_length,
+        options={**{name: opts[name] for name in sorted(given)}, **extra},
+        tokenizer=pipe.tokenizer, windows=source.windows, segments=source.segments)
+    if format == "tflite":
+        return writer.tflite(archive, path, meta, quantize)
+    return writer.saved_model(archive, path, meta, pipe.tokenizer)
+
+
+def _raw_outputs(model, kind):
+    """features -> the model's raw outputs by name (`serving_ids`)."""
+    name = _RAW[kind]
+
+    def serve(features):
+        outputs = run_model(model, features)
+        if name is not None:
+            return {name: outputs}
+        if kind == "backbone":
+            return {key: outputs[key] for key in _BACKBONE_OUTPUTS if key in outputs}
+        return dict(outputs)
+
+    return serve

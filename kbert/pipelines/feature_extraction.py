@@ -93,18 +93,11 @@ class FeatureExtractionPipeline(Pipeline):
                              [len(sequence) for sequence in sequences],
                              opts["return_tensors"], isinstance(inputs, str))
 
-    def export(self, path, **options):
-        self._exportable(options, "export")
-        return super().export(path, **options)
-
-    def export_tflite(self, path, quantize=None, **options):
-        self._exportable(options, "export_tflite")
-        return super().export_tflite(path, quantize, **options)
-
-    def _exportable(self, options, what):
-        if self.internals(self.options(options)[0]) is not None:
-            raise ValueError(f"pipeline.{what} writes the last hidden states only: pass "
-                             "output_hidden_states=False and output_attentions=False.")
+    def check_export(self, opts):
+        if self.internals(opts) is not None:
+            raise ValueError("An export of feature extraction writes the last hidden states "
+                             "only: pass output_hidden_states=False and "
+                             "output_attentions=False.")
 
 
 class SentenceEmbeddingPipeline(Pipeline):

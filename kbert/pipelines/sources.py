@@ -6,7 +6,7 @@ A model is one of:
 - a checkpoint directory of any format kbert reads (`kbert.convert`), its tokenizer inside,
   a tools/finetune.py run or a tools/pretrain.py run (`kbert.loading`);
 - a preset name (`kbert.presets`): its pretrained backbone / masked-LM pretrainer;
-- an exported SavedModel directory (`kbert.export.export_saved_model`), run through its
+- an exported SavedModel directory (`kbert.serving.export_saved_model`), run through its
   `serving_ids` signature, loaded by `kbert.untrusted.load_saved_model`, which refuses unsafe
   SavedModels unless `trusted=True`.
 

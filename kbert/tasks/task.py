@@ -180,6 +180,24 @@ class Task(TextInputs):
             setattr(self, name, value)
         self._task_settings = tuple(settings)
 
+    def export(self, filepath, format="saved_model", **options):
+        """Exports this model as its task's pipeline answers (`kbert.export`): with
+        `format="saved_model"` a SavedModel directory whose `serving_default` takes raw
+        strings and returns the pipeline's answers (transformers' keys and ranking; a
+        `TextClassifier`'s `label` and `score`), `serving_ids` beside it (token ids in, the
+        raw logits out) and an `export.json`; with `format="tflite"` a `.tflite` file
+        (`quantize=`). `options`: `kbert.export`'s (`task=`, the pipeline's call options
+        such as `top_k`). The tokenizer is the preprocessor's.
+
+        Keras' own formats ("tf_saved_model", "onnx", "openvino": token ids in) are
+        `keras.Model.export`'s, passed through with their arguments.
+        """
+        if format in ("tf_saved_model", "onnx", "openvino"):
+            return super().export(filepath, format=format, **options)
+        import kbert  # the floor above (kbert.pipelines), reached through the package root
+
+        return kbert.export(self, filepath, format=format, **options)
+
     def set_preprocessor(self, preprocessor):
         """Gives the model its preprocessor (`kbert.tasks.preprocessor`): raw inputs in
         `fit`, `evaluate` and `predict` from then on, saved with the model."""

@@ -57,3 +57,13 @@ def write_byte_pair_files(vocabulary, merges, folder, vocab_name="vocab.json"):
     with tf.io.gfile.GFile(vocab_path, "w") as f:
         json.dump({token: i for i, token in enumerate(vocabulary)}, f, ensure_ascii=False)
     return vocab_path, merges_path
+
+
+def write_tokenizer_files(tokenizer, directory, max_length=None):
+    """The tokenizer's vocab.txt (WordPiece), spiece.model (SentencePiece), vocab.json and
+    merges.txt (byte-level BPE) or tokenizer.json in `directory`; with `max_length`, the
+    model's longest input in tokens as tokenizer_config.json's `model_max_length` (Hugging
+    Face's field), what a reader of the directory truncates to."""
+    tokenizer.write_files(directory)
+    if max_length is not None:
+        write_settings({"model_max_length": int(max_length)}, directory)

@@ -131,7 +131,7 @@ class WordPieceTokenizer(PieceTokenizer):
 
     def tflite_tokenizer(self):
         """tensorflow-text's `FastBertTokenizer` on the same vocabulary (see
-        `kbert.export.tflite.text_tokenizer` for where the two differ)."""
+        `kbert.serving.runtimes.tflite_tokenizer` for where the two differ)."""
         return tf_text.FastBertTokenizer(
             vocab=self.vocabulary,
             token_out_type=tf.int32,

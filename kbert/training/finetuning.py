@@ -131,14 +131,14 @@ def run_finetuning(config):
 def _save(model, tokenizer, config, train):
     """model_dir/model.keras (the fine-tuned model, `kbert.untrusted.load_model`) with the
     tokenizer's files beside it, and the SavedModel in --export_dir."""
-    from kbert.export.saved_model import write_tokenizer_files
+    from kbert.tokenizers.files import write_tokenizer_files
 
     path = os.path.join(config.model_dir, "model.keras")
     model.save(path)
     write_tokenizer_files(tokenizer, config.model_dir)
     print(f"Saved the fine-tuned model to {path}.")
     if config.export_dir:
-        from kbert.export import export_saved_model
+        from kbert.serving import export_saved_model
 
         export_saved_model(model, config.export_dir, tokenizer,
                            sequence_length=config.sequence_length,

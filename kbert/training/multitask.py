@@ -13,7 +13,7 @@ newest checkpoint, on the same task sequence, each head's stream after the batch
 
 Saved: model_dir/NAME/model.keras with the tokenizer's files for each head (a directory
 `kbert.load` and `kbert.pipeline` read); with --export_dir, one SavedModel with each head's
-signatures (`kbert.export.multitask`).
+signatures (`kbert.serving.multitask`).
 """
 
 import dataclasses
@@ -196,7 +196,7 @@ def run_multitask(config):
 def _save(model, tokenizer, config, prepared):
     """model_dir/NAME/model.keras (compiled with the task's defaults) and the tokenizer's
     files for each head; the SavedModel with every head's signatures in --export_dir."""
-    from kbert.export.saved_model import write_tokenizer_files
+    from kbert.tokenizers.files import write_tokenizer_files
 
     for head in prepared:
         directory = os.path.join(config.model_dir, head.name)
@@ -210,7 +210,7 @@ def _save(model, tokenizer, config, prepared):
         write_tokenizer_files(tokenizer, directory)
     print(f"Saved each head's fine-tuned model to {config.model_dir}/<head>/model.keras.")
     if config.export_dir:
-        from kbert.export.multitask import export_multitask_saved_model
+        from kbert.serving.multitask import export_multitask_saved_model
 
         export_multitask_saved_model(
             {head.name: model.heads[head.name] for head in prepared}, config.export_dir,

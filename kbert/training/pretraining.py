@@ -143,8 +143,8 @@ def _init_from(model, model_dir):
 
 
 def export(model, tokenizer, export_dir, sequence_length, what="the backbone"):
-    """A SavedModel with the tokenizer inside (`kbert.export.export_saved_model`)."""
-    from kbert.export import export_saved_model
+    """A SavedModel with the tokenizer inside (`kbert.serving.export_saved_model`)."""
+    from kbert.serving import export_saved_model
     from kbert.models import BertPretrainer
 
     export_saved_model(model, export_dir, tokenizer, sequence_length=sequence_length)

@@ -34,7 +34,7 @@ def tokenizer(config, model_dir, teacher=None):
 def _teacher_tokenizer(config, model_dir, teacher):
     """The teacher's tokenizer; its files (vocab.txt, spiece.model or vocab.json +
     merges.txt) written into model_dir on the first start, checked on a resume."""
-    from kbert.export.saved_model import write_tokenizer_files
+    from kbert.tokenizers.files import write_tokenizer_files
     from kbert.tokenizers import tokenizer_types
 
     kind = tokenizer_types.get(teacher.tokenizer_type)

@@ -113,7 +113,7 @@ def _summarizer(directory):
     runs/aclsum)."""
     import kbert.convert
     import kbert.models
-    from kbert.export.saved_model import write_tokenizer_files
+    from kbert.tokenizers.files import write_tokenizer_files
     from kbert.tasks import ExtractiveSummarizer
 
     tokenizer = kbert.convert.load_tokenizer(str(FIXTURES / FAMILY_CHECKPOINTS["bert"]))

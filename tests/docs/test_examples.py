@@ -143,4 +143,4 @@ def test_api_reference_has_every_public_name():
 
 API_PACKAGES = ["kbert.layers", "kbert.models", "kbert.tokenizers", "kbert.data", "kbert.tasks",
                 "kbert.training", "kbert.loading", "kbert.presets", "kbert.convert",
-                "kbert.export", "kbert.untrusted", "kbert.pipelines", "kbert.batch", "kbert.analysis"]
+                "kbert.serving", "kbert.untrusted", "kbert.pipelines", "kbert.batch", "kbert.analysis"]

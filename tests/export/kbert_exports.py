@@ -116,7 +116,7 @@ def export(name, directory, pipeline_export=None):
     options)`'s where given (the tests' fixture, which shares the exports of a run)."""
     if name in CHECKPOINT_EXPORTS:
         import kbert.convert
-        from kbert.export import export_saved_model
+        from kbert.serving import export_saved_model
 
         checkpoint, options = CHECKPOINT_EXPORTS[name]
         checkpoint = str(ROOT / "tests" / "fixtures" / checkpoint)
@@ -135,7 +135,7 @@ def export(name, directory, pipeline_export=None):
         return pipe.export(os.path.join(directory, name), **options)
     import kbert.models
     from kbert import tasks
-    from kbert.export import export_saved_model
+    from kbert.serving import export_saved_model
     from tests.helpers import TINY
 
     family, head, task_kwargs, export_kwargs, sentence_piece = EXPORTS[name]

@@ -8,7 +8,7 @@ SavedModel's outputs."""
 import numpy as np
 import pytest
 
-from kbert.export import export_saved_model, export_tflite
+from kbert.serving import export_saved_model, export_tflite
 from tests.export.test_tflite import HOSTILE, assert_only_allowed_ops, run, saved, strings
 from tests.pipelines.conftest import load_pipeline
 

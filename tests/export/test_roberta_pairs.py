@@ -18,7 +18,7 @@ PAIRS = [("Paris is nice in the spring.", "London is not."),
 @pytest.fixture(scope="module")
 def export_dir(tmp_path_factory):
     from kbert.convert import load, load_tokenizer
-    from kbert.export import export_saved_model
+    from kbert.serving import export_saved_model
 
     model, tokenizer = load(MODEL), load_tokenizer(MODEL)
     path = str(tmp_path_factory.mktemp("roberta") / "export")
@@ -96,7 +96,7 @@ def test_word_aligning_task_exports_of_roberta_point_to_the_pipeline(tmp_path, f
     """The task exports' graphs split words as WordPiece / SentencePiece do; RoBERTa's are
     exported through its pipeline, whose graph splits them as RoBERTa's data does."""
     from kbert import convert
-    from kbert.export import export_saved_model
+    from kbert.serving import export_saved_model
 
     path = FIXTURES / fixture
     model, tokenizer = convert.load(str(path)), convert.load_tokenizer(str(path))

@@ -1,4 +1,4 @@
-"""kbert.export.export_saved_model: signatures checked in a fresh TensorFlow-only process."""
+"""kbert.serving.export_saved_model: signatures checked in a fresh TensorFlow-only process."""
 
 import json
 import os
@@ -13,8 +13,8 @@ import pytest
 import tensorflow as tf
 
 from kbert import presets
-from kbert.export import export_saved_model
-from kbert.export.saved_model import tokenize_with_masks
+from kbert.serving import export_saved_model
+from kbert.serving.saved_model import tokenize_with_masks
 from kbert.tokenizers.packing import pack_segments as pack
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -310,7 +310,7 @@ def test_byte_pair_masks_take_the_space_before_them(tmp_path):
     """fill_mask's tokenization with a byte-level BPE: "the [MASK] of" is "Ġthe" <mask> "Ġof",
     the mask standing for a whole "Ġword" as in training (not "Ġthe" "Ġ" <mask>); the
     tokenizer's files are vocab.json and merges.txt."""
-    from kbert.export.saved_model import write_tokenizer_files
+    from kbert.tokenizers.files import write_tokenizer_files
     from kbert.tokenizers import BytePairTokenizer, tokenizer_types
     from kbert.tokenizers.vocab_learning import learn_byte_pair_vocabulary
 

@@ -1,4 +1,4 @@
-"""Task SavedModels (kbert.export.export_saved_model on kbert.tasks models): in a fresh process
+"""Task SavedModels (kbert.serving.export_saved_model on kbert.tasks models): in a fresh process
 with only TensorFlow and tensorflow-text they predict what the Keras model predicts, decoded
 by kbert.data in Python (logits and probabilities to 1e-5; labels, words, entity spans,
 answers and offsets exactly)."""
@@ -17,7 +17,7 @@ import kbert.models
 from kbert import tasks
 from kbert.tasks.question_answering.data import QuestionExample
 from kbert.tasks.question_answering.features import encode_questions
-from kbert.export import export_saved_model
+from kbert.serving import export_saved_model
 from kbert.tasks.text_classification.features import classification_dataset
 from kbert.tasks.token_classification import decode as tagging
 from kbert.tasks.token_classification import serving as tagging_signatures

@@ -1,4 +1,4 @@
-"""kbert.export.export_tflite and pipeline.export_tflite: TFLite models with the tokenizer
+"""kbert.serving.export_tflite and pipeline.export_tflite: TFLite models with the tokenizer
 inside, run in ai-edge-litert's interpreter with tensorflow-text's kernels registered.
 
 Float models give the SavedModel's outputs (labels equal, numbers within 1e-4) on the same
@@ -17,9 +17,10 @@ import tensorflow as tf
 
 import kbert.models
 from kbert import tasks
-from kbert.export import export_saved_model, export_tflite
-from kbert.export.tflite import interpreter, tokenization_differences
-from kbert.export.tflite_ops import TEXT_OPS, check_ops, custom_ops, model_ops
+from kbert.serving import export_saved_model, export_tflite
+from kbert.serving.tflite import tokenization_differences
+from kbert.serving.runtimes import interpreter
+from kbert.serving.runtimes import TEXT_OPS, check_ops, custom_ops, model_ops
 from kbert.tokenizers import WordPieceTokenizer
 from tests.tasks.question_answering.test_features import sentence_piece_tokenizer
 from tests.tokenizers.test_alignment import TINY_VOCABULARY, tiny_tokenizer

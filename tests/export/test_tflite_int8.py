@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import kbert
-from kbert.export.tflite import interpreter
+from kbert.serving.runtimes import interpreter
 from kbert.pipelines.tflite_entities import char_offset
 from tests.export.test_tflite import assert_only_allowed_ops, run, strings
 

@@ -7,8 +7,8 @@ model and the pipeline's call on the same strings, hostile ones included; no Fle
 import numpy as np
 import pytest
 
-from kbert.export import export_tflite
-from kbert.export.tflite import interpreter
+from kbert.serving import export_tflite
+from kbert.serving.runtimes import interpreter
 from kbert.pipelines.tflite_entities import answer, char_offset, entities
 from tests.export.test_tflite import HOSTILE, assert_only_allowed_ops, run, strings
 from tests.export.test_tflite_pipelines import LABELS

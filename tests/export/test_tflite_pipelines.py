@@ -195,7 +195,7 @@ def test_albert_stays_refused_fast_bert_normalizer_differs():
     import tensorflow as tf
     import tensorflow_text as tf_text
 
-    from kbert.export.tflite import text_tokenizer
+    from kbert.serving.runtimes import tflite_tokenizer as text_tokenizer
 
     tokenizer = load_pipeline("text-classification", "hf_tasks/albert_seq_single").tokenizer
     normalizer = tf_text.FastBertNormalizer(lower_case_nfd_strip_accents=True)

@@ -5,9 +5,9 @@ compared with the SavedModel / pipeline on the same strings, hostile ones includ
 import numpy as np
 import pytest
 
-from kbert.export import export_saved_model, export_tflite
-from kbert.export.tflite import interpreter
-from kbert.export.tflite_ops import model_ops
+from kbert.serving import export_saved_model, export_tflite
+from kbert.serving.runtimes import interpreter
+from kbert.serving.runtimes import model_ops
 from kbert.pipelines.tflite_entities import answer, char_offset, entities
 from tests.export.test_tflite import (
     HOSTILE,
@@ -283,7 +283,8 @@ def test_deberta_v3_sentence_piece_ids_equal_kberts():
     tensorflow-text's FastSentencepieceTokenizer gives kbert's ids."""
     import tensorflow as tf
 
-    from kbert.export.tflite import text_tokenizer, tokenization_differences
+    from kbert.serving.tflite import tokenization_differences
+    from kbert.serving.runtimes import tflite_tokenizer as text_tokenizer
 
     tokenizer = load_pipeline("text-classification",
                               "hf_tasks/deberta_v3_seq_single").tokenizer

@@ -73,7 +73,7 @@ def test_refusals_name_the_bad_value(pipelines):
 def test_saved_model_gives_what_the_checkpoint_gives(pipelines, tmp_path):
     """Through `serving_ids`: the same labels (read from the export's graph), scores and
     options as the Keras model; what the export cannot serve is refused."""
-    from kbert.export import export_saved_model
+    from kbert.serving import export_saved_model
 
     keras_pipe = pipelines("text-classification", CLASSIFIER)
     path = str(tmp_path / "classifier")
@@ -91,44 +91,26 @@ def test_saved_model_gives_what_the_checkpoint_gives(pipelines, tmp_path):
 
 
 def test_what_a_saved_model_directory_says(tmp_path):
-    """An export's kind comes from what `serving_ids` returns, its casing from the vocabulary
-    written beside it (read by kbert.loading)."""
+    """An export's kind and labels come from its export.json (a SavedModel without one is
+    refused, naming what to do), its casing from the vocabulary written beside it (read by
+    kbert.loading)."""
     from kbert.pipelines import saved_model_source as saved
 
-    assert saved._kind({"start_logits": 0, "end_logits": 0}, {}) == "question_answerer"
-    assert saved._kind({"label": 0, "probabilities": 0, "logits": 0}, {}) == "text_classifier"
-    assert saved._kind({"score": 0}, {}) == "text_classifier"
-    assert saved._kind({"logits": 0}, {}) == "token_classifier"
-    assert saved._kind({"sequence_output": 0}, {"fill_mask": 0}) == "backbone"
-    with pytest.raises(ValueError, match="no kbert export"):
-        saved._kind({"something": 0}, {"serving_default": 0})
-    assert saved._kind({"logits": 0, "scores": 0}, {}) == "extractive_summarizer"
-    with pytest.raises(ValueError, match="an extractive summarizer's from an earlier kbert"):
-        saved._kind({"scores": 0}, {})
-    # A summarizer's mark: its windows and length, checked against the model's positions.
+    import keras
     import tensorflow as tf
 
-    def marked(*constant):
-        serving_ids = tf.function(lambda: tf.constant(list(constant))).get_concrete_function()
-        return type("Loaded", (), {"signatures": {"serving_ids": serving_ids}})
-
-    # (An export from before `segments` existed states none: sentence, as it was; so does
-    # one by sentence now, which the kbert before `segments` reads.)
-    from kbert.tasks.extractive_summarization.serving import summary_mark
-
-    assert summary_mark("first", 16, "sentence") == ("kbert", "summary windows first length 16")
-    assert saved._summary_settings(marked("kbert", "summary windows first length 16"), "m",
-                                   24) == ("first", "sentence", 16)
-    assert saved._summary_settings(marked(
-        "kbert", "summary windows all length 24 segments paragraph"), "m", 24) == (
-        "all", "paragraph", 24)
-    for constant, error in [(("kbert", "summary windows first"), "lacks the mark"),
-                            (("kbert", "summary windows last length 16"), "windows 'last'"),
-                            (("kbert", "summary windows all length 16 segments word"),
-                             "segments by 'word'"),
-                            (("kbert", "summary windows all length 32"), "of 32 tokens")]:
-        with pytest.raises(ValueError, match=error):
-            saved._summary_settings(marked(*constant), "m", 24)
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "##s"]
+    bare = tmp_path / "bare"  # a SavedModel that is not a kbert export
+    layer = keras.layers.Dense(2)
+    layer.build((None, 3))
+    archive = keras.export.ExportArchive()
+    archive.track(layer)
+    archive.add_endpoint("serving_default", layer, [tf.TensorSpec([None, 3], tf.float32)])
+    archive.write_out(str(bare), verbose=False)
+    (bare / "vocab.txt").write_text("\n".join(words) + "\n")
+    with pytest.raises(ValueError, match="has no export.json: pipelines run kbert's exports"
+                                         ".*Export the model again with kbert.export"):
+        saved.from_saved_model(str(bare), None, "text-classification", trusted=True)
     # The tokenizer: kbert.loading's reading of the files beside it.
     tokenizer_of = lambda path: kbert.loading.SavedModelSource(path).tokenizer()  # noqa: E731
     words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "##s"]

@@ -75,7 +75,7 @@ def test_a_saved_model_scores_as_its_checkpoint_with_or_without_a_stated_problem
     """An exported SavedModel of the one-output model: a sigmoid where its checkpoint states
     no problem type (transformers' pipeline), the raw value where it states "regression"."""
     import kbert
-    from kbert.export import export_saved_model
+    from kbert.serving import export_saved_model
 
     text, squashed = _unstated_reference()
     unstated = pipelines("text-classification", REGRESSION)

@@ -370,7 +370,7 @@ def test_a_saved_summarizer_loads_with_its_trained_scorer_and_windows(tmp_path):
     """A run's model.keras, loaded by `kbert.pipeline(model=directory)` (kbert.convert's
     weight map), keeps its scorer's weights and its `windows`: the same scores as the model
     it saved."""
-    from kbert.export.saved_model import write_tokenizer_files
+    from kbert.tokenizers.files import write_tokenizer_files
 
     tok = tokenizer()
     model = ExtractiveSummarizer(tiny_backbone("bert", vocabulary_size=len(VOCABULARY)),
@@ -416,7 +416,7 @@ def test_the_saved_models_summarize_as_the_pipeline(tmp_path, monkeypatch):
     export, and the pipeline runs on it (loaded checked, its `windows` read back)."""
     import tensorflow as tf
 
-    from kbert.export import export_saved_model
+    from kbert.serving import export_saved_model
 
     tok = tokenizer()
     model = ExtractiveSummarizer(tiny_backbone("distil_bert", vocabulary_size=len(VOCABULARY)))

@@ -74,15 +74,14 @@ def test_a_task_model_without_a_weight_map_is_refused_not_given_a_fresh_head():
 
 def test_every_layer_reads_its_task_names_from_the_table():
     from kbert.convert import families
-    from kbert.pipelines import exporting, model_source, tflite_exporting
+    from kbert.pipelines import exporting, model_source
     from kbert.training import finetuning_config, finetuning_tasks
 
     pipelines = registry.pipeline_names()
     assert list(kbert.pipelines.TASKS) == list(pipelines)
     assert all(kbert.pipelines.TASKS[p].task == p for p in pipelines)
-    assert list(exporting.SERVINGS) == list(registry.pipeline_names(export="saved_model"))
-    assert tflite_exporting.TASKS == registry.pipeline_names(export="tflite")
-    assert list(tflite_exporting.BUILDERS) == list(tflite_exporting.TASKS)
+    for runtime in ("saved_model", "tflite"):
+        assert tuple(exporting.BUILDERS[runtime]) == registry.pipeline_names(export=runtime)
     assert {r.name: r.serves for r in registry.RECORDS.values()} == model_source.SERVES
     finetuned = [r.name for r in registry.finetuning_tasks()]
     assert list(finetuning_tasks.FINETUNING_TASKS) == finetuned
@@ -166,7 +165,7 @@ def test_every_task_folder_holds_what_its_record_says(name):
     here, not at a user's export)."""
     import inspect
 
-    from kbert.export import task_signatures
+    from kbert.serving import task_signatures
 
     record = registry.RECORDS[name]
     for export in record.exports:
@@ -189,8 +188,8 @@ def test_every_task_folder_holds_what_its_record_says(name):
 def test_a_task_without_a_part_or_an_unknown_task_fails_naming_it(monkeypatch):
     """No fallback to another task: what a task's folder lacks, and a pipeline task that no
     export table holds, are errors naming the task and what is allowed."""
-    from kbert.export import task_signatures
-    from kbert.pipelines import exporting, tflite_exporting
+    from kbert.serving import task_signatures
+    from kbert.pipelines import exporting
 
     with pytest.raises(LookupError, match=r"task text_embedder \(sentence-embeddings, "
                                           r"sentence-similarity\) has no finetuning module "
@@ -212,12 +211,15 @@ def test_a_task_without_a_part_or_an_unknown_task_fails_naming_it(monkeypatch):
     class Pipe:  # a pipeline of a task no export holds
         task = "translation"
 
-    with pytest.raises(NotImplementedError, match="pipeline.export covers text-classification"
-                                                  ".*, not 'translation'"):
-        exporting.export(Pipe(), "unused", {})
-    with pytest.raises(NotImplementedError, match="pipeline.export_tflite covers "
-                                                  "text-classification.*, not translation"):
-        tflite_exporting.export_tflite(Pipe(), "unused", None, {})
+    with pytest.raises(NotImplementedError, match="A translation pipeline does not export to "
+                                                  "saved_model: the exports to saved_model "
+                                                  "are text-classification, "):
+        exporting.write(Pipe(), "unused", "saved_model", None, {})
+    with pytest.raises(NotImplementedError, match="does not export to tflite: .* "
+                                                  "pipeline.export writes a SavedModel"):
+        exporting.write(Pipe(), "unused", "tflite", None, {})
+    with pytest.raises(ValueError, match="format='onnx'; allowed: 'saved_model', 'tflite'"):
+        exporting.write(Pipe(), "unused", "onnx", None, {})
     with pytest.raises(TypeError, match="export_saved_model has no signatures for object; its "
                                         "task models are TextClassifier, TokenClassifier"):
         task_signatures.task_archive(object(), None, 8)

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 import kbert
 from kbert.data import pretraining_dataset
-from kbert.export import export_saved_model
+from kbert.serving import export_saved_model
 from kbert.tokenizers.packing import pack_segments as pack
 from kbert.tokenizers import WordPieceTokenizer
 

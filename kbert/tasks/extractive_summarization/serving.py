@@ -1,4 +1,4 @@
-"""Extractive summarization's SavedModel signatures (`kbert.export.export_saved_model` of an
+"""Extractive summarization's SavedModel signatures (`kbert.serving.export_saved_model` of an
 `ExtractiveSummarizer`): raw documents in, summaries out, every step in the graph, so that
 the SavedModel loads with TensorFlow and tensorflow-text alone.
 
@@ -13,13 +13,12 @@ the SavedModel loads with TensorFlow and tensorflow-text alone.
   or, with its `segments` "paragraph", by paragraph), the 3 best sentences
   with trigram blocking (`decode.select`).
 - `serving_ids`: ids made elsewhere -> `logits` and `scores` (float32 [batch, length]: the
-  model's output at every position and its sigmoid; read them at the sentences' [CLS]). Its
-  graph holds the model's `windows` and `segments` settings and the export's sequence
-  length as a string constant (`summary_mark`), which `kbert.pipeline("summarization",
-  model=saved_model_dir)` reads, so that it lays documents out as `serving_default` does.
+  model's output at every position and its sigmoid; read them at the sentences' [CLS]). The
+  export's metadata states the model's `windows` and `segments` settings and the export's
+  sequence length, which `kbert.pipeline("summarization", model=saved_model_dir)` reads, so
+  that it lays documents out as `serving_default` does.
 """
 
-import re
 
 import tensorflow as tf
 
@@ -32,19 +31,6 @@ from kbert.tasks.graph.signatures import STRINGS, add_ids_endpoint, run_model
 _SPACE_CLASS = r"[\s\p{Z}\x0b\x1c-\x1f\x85]"
 _SPACE = _SPACE_CLASS + "+"
 _MARK = "\x1e"  # a record separator (whitespace): made a space before it marks anything
-
-
-def summary_mark(windows, sequence_length, segments):
-    """The string constant of `serving_ids` that states the model's `windows` and
-    `segments` and the export's sequence length (`SUMMARY_MARK` reads it back). Segments by
-    sentence go unstated, as before `segments` existed, so that the kbert before it reads
-    such an export too."""
-    mark = f"summary windows {windows} length {sequence_length}"
-    return ("kbert", mark if segments == "sentence" else f"{mark} segments {segments}")
-
-
-# (An export that states no segments alternates them by sentence.)
-SUMMARY_MARK = re.compile(r"summary windows (\w+) length (\d+)(?: segments (\w+))?")
 
 
 def split_sentences(text):
@@ -197,10 +183,6 @@ def add_endpoints(archive, model, tokenizer, sequence_length):
     """An `ExtractiveSummarizer`'s `serving_default` (documents) and `serving_ids` on the
     ExportArchive `archive`."""
     def serve_ids(features):
-        # A mark read by kbert.pipelines.saved_model_source: what of a document is scored.
-        tf.constant(summary_mark(getattr(model, "windows", "all"), sequence_length,
-                                 getattr(model, "segments", "sentence")),
-                    name="summary_windows")
         logits = run_model(model, features)
         return {"logits": logits, "scores": tf.sigmoid(logits)}
 

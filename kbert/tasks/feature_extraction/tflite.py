@@ -1,5 +1,5 @@
 """Feature extraction in TFLite (TFLite's built-in ops and tensorflow-text's kernels): the
-backbone's hidden states, for `kbert.export.export_tflite` of a backbone or a pretrainer
+backbone's hidden states, for `kbert.serving.export_tflite` of a backbone or a pretrainer
 (its backbone: `model_outputs`, `model_endpoints`) and `pipeline.export_tflite` of
 feature-extraction (`PIPELINES`). See `kbert.tasks.graph.tflite_serving`.
 """

@@ -2,7 +2,7 @@
 of one text per row, the WordPiece-only rule of the graphs that read FastBertTokenizer's
 offsets, and the pipelines' rules on truncation (`pipeline.export_tflite`).
 
-Each folder's `tflite.py` gives, for `kbert.export.export_tflite` of its model,
+Each folder's `tflite.py` gives, for `kbert.serving.export_tflite` of its model,
 `model_outputs(model, label_names)` (features -> the named outputs) and
 `model_endpoints(model, tokenizer, fast, sequence_length, outputs, options)` (text in:
 {name: (function, input specs)}), and for `pipeline.export_tflite` `PIPELINES`: pipeline
@@ -51,7 +51,7 @@ def length(pipe, max_length):
 
 def fast_tokenizer(pipe):
     """The pipeline's TFLite tokenizer: a literal "[SEP]" in a text is text
-    (`kbert.export.tflite.text_tokenizer` with `split_literals`)."""
+    (`kbert.serving.runtimes.tflite_tokenizer` with `split_literals`)."""
     return pipe.tokenizer.tflite_tokenizer()
 
 

@@ -2,7 +2,7 @@
 the graph (tokenization, packing, the model, the scores), so that the SavedModel loads with
 TensorFlow and tensorflow-text alone.
 
-- kbert's (`kbert.export.export_saved_model` of a `TextClassifier`):
+- kbert's (`kbert.serving.export_saved_model` of a `TextClassifier`):
   `add_endpoints`: `serving_default` (text), `serving_pairs`, `serving_ids`, with
   `classification_outputs` (label, label_id, probabilities, logits; regression: score;
   multi-label: labels, num_labels).
@@ -14,11 +14,6 @@ The rules on options are `decode`'s, the same the Python pipelines call.
 import tensorflow as tf
 
 from kbert.tasks.graph.signatures import STRINGS, add_ids_endpoint, label_names_of, run_model
-
-# A string constant in a classifier's serve graph where its one output has no stated
-# problem type (see `add_endpoints`).
-UNSTATED_ONE_OUTPUT = ("kbert", "problem_type not stated")
-
 
 def classification_outputs(model, logits, names):
     """Logits [B, N] -> the classifier's named outputs (see `export_saved_model`)."""
@@ -46,10 +41,6 @@ def add_endpoints(archive, model, tokenizer, sequence_length, label_names=None):
     names = label_names_of(model, label_names) if model.problem_type != "regression" else None
 
     def serve(features):
-        if model.problem_type == "regression" and not model.problem_type_declared:
-            # A mark read by kbert.pipelines.saved_model_source: one output and no stated
-            # problem type, which transformers' pipeline scores by a sigmoid.
-            tf.constant(UNSTATED_ONE_OUTPUT, name="unstated_problem_type")
         return classification_outputs(model, run_model(model, features), names)
 
     def serve_text(text):

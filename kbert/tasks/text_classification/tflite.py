@@ -1,7 +1,7 @@
 """Text classification's TFLite graphs (TFLite's built-in ops and tensorflow-text's kernels
 only), of both contracts:
 
-- kbert's (`kbert.export.export_tflite` of a `TextClassifier`): `model_outputs`, what
+- kbert's (`kbert.serving.export_tflite` of a `TextClassifier`): `model_outputs`, what
   its SavedModel gives, with every class name in `labels` (the chosen first), from a text
   or a pair (`model_endpoints`);
 - transformers' (`pipeline.export_tflite`): `text_classification` ({"label", "score"} as the

@@ -1,5 +1,5 @@
 """A text embedder's SavedModel signatures of kbert's contract
-(`kbert.export.export_saved_model` of a `TextEmbedder`): raw strings in, the embedding out,
+(`kbert.serving.export_saved_model` of a `TextEmbedder`): raw strings in, the embedding out,
 every step in the graph (tokenization, packing, the model with its pooling and
 normalisation), so that the SavedModel loads with TensorFlow and tensorflow-text alone.
 `add_endpoints`: `serving_default` (text) and `serving_ids`, -> `embedding`. The pipeline's

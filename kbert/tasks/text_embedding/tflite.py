@@ -1,6 +1,6 @@
 """A text embedder in TFLite (TFLite's built-in ops and tensorflow-text's kernels): text in,
 the model's embedding out, its pooling and normalisation in the graph; for
-`kbert.export.export_tflite` of a `TextEmbedder` (`model_outputs`, `model_endpoints`) and
+`kbert.serving.export_tflite` of a `TextEmbedder` (`model_outputs`, `model_endpoints`) and
 `pipeline.export_tflite` of sentence-embeddings (`PIPELINES`). See
 `kbert.tasks.graph.tflite_serving`.
 """

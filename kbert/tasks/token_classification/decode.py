@@ -255,7 +255,7 @@ def label_tables(names):
 
 
 # --- the host side of a TFLite token classifier ------------------------------------------
-# (`pipe.export_tflite` of a token-classification pipeline, or `kbert.export.export_tflite`
+# (`pipe.export_tflite` of a token-classification pipeline, or `kbert.serving.export_tflite`
 # of a `TokenClassifier`): the model returns every token's tag, probabilities and UTF-8 byte
 # span, and `entities` applies `decode` to one row of those outputs. Grouping is not in the
 # model: it needs variable-length outputs per text (boolean masks, segment reductions,

@@ -1,5 +1,5 @@
 """A token classifier in TFLite, on TFLite's built-in ops and tensorflow-text's kernels:
-text in, every position's tag with its UTF-8 byte span out (`kbert.export.export_tflite` of
+text in, every position's tag with its UTF-8 byte span out (`kbert.serving.export_tflite` of
 a `TokenClassifier`, and `pipeline.export_tflite` of a token-classification pipeline).
 
 What TFLite cannot do is left to the host: grouping tokens into entities

@@ -10,10 +10,11 @@ import re
 import keras
 import tensorflow as tf
 
-from kbert.export.archive import write_archive
 from kbert.models.backbone import Backbone
 from kbert.models.bert.bert_pretrainer import BertPretrainer
 from kbert.models.pretrainer import Pretrainer
+from kbert.serving import metadata, writer
+from kbert.tasks import registry
 from kbert.tasks.task import Task
 
 MASK_TOKEN = "[MASK]"
@@ -72,7 +73,7 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
     """Writes a SavedModel for TensorFlow Serving and plain `tf.saved_model.load`.
 
     A fine-tuned task model (`kbert.tasks`) gets its own signatures instead, which return
-    predictions (see `kbert.export.task_signatures` and below); a backbone or a pretrainer
+    predictions (see `kbert.serving.task_signatures` and below); a backbone or a pretrainer
     gets these:
 
     Signatures (inputs -> outputs):
@@ -163,14 +164,14 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
             f"vocabulary_size is {config.vocabulary_size}."
         )
     top_k = min(top_k, config.vocabulary_size)
+    files = tokenizer if write_vocabulary else None
     if is_task:
-        from kbert.export.task_signatures import task_archive
+        from kbert.serving.task_signatures import task_archive
 
         archive = task_archive(model, tokenizer, sequence_length, **task_options)
-        write_archive(archive, path)
-        if write_vocabulary:
-            write_tokenizer_files(tokenizer, path, _max_length(model))
-        return path
+        return writer.saved_model(archive, path, task_metadata(
+            model, tokenizer, sequence_length, label_names,
+            {k: v for k, v in task_options.items() if v is not None}), files)
     given = [name for name, value in task_options.items() if value is not None]
     if given:
         raise ValueError(f"{', '.join(given)}: for task models (kbert.tasks), not a "
@@ -236,27 +237,37 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
         archive.track(model)
         archive.add_endpoint("fill_mask", fill_mask, [string_batch])
 
-    write_archive(archive, path)
-    if write_vocabulary:
-        write_tokenizer_files(tokenizer, path, _max_length(model))
-    return path
+    meta = metadata.describe(
+        runtime="saved_model", task=getattr(registry.of_model(model), "name", "backbone"),
+        model="backbone",
+        max_length=config.max_sequence_length, tokenizer=tokenizer,
+        options={"top_k": top_k, "max_masks": max_masks}
+        if isinstance(model, BertPretrainer) else {}, sequence_length=sequence_length)
+    return writer.saved_model(archive, path, meta, files)
 
 
-def _max_length(model):
-    """The longest input of `model`'s backbone (its config's max_sequence_length), or None."""
-    backbone = model if isinstance(model, Backbone) else getattr(model, "backbone", None)
-    config = getattr(backbone, "config", None)
-    return getattr(config, "max_sequence_length", None)
+def task_metadata(model, tokenizer, sequence_length, label_names=None, options=None):
+    """The export.json of a task model's kbert signatures (`task_archive`): its task, its
+    label names and problem type (None where a one-output classifier states none, which
+    transformers' pipeline scores by a sigmoid), the longest input (the model's; an
+    extractive summarizer's the export's `sequence_length`, the windows its documents are
+    laid out in, with its `windows` and `segments`)."""
+    from kbert.tasks.graph.signatures import label_names_of
 
-
-def write_tokenizer_files(tokenizer, directory, max_length=None):
-    """The tokenizer's vocab.txt (WordPiece), spiece.model (SentencePiece) or vocab.json and
-    merges.txt (byte-level BPE) in `directory`; with `max_length`, the model's longest input
-    in tokens as tokenizer_config.json's `model_max_length` (Hugging Face's field): what a
-    pipeline on the SavedModel truncates to (a SavedModel states no config, and its position
-    table's rows are not it for every family: RoBERTa's has two more)."""
-    from kbert.tokenizers.files import write_settings
-
-    tokenizer.write_files(directory)
-    if max_length is not None:
-        write_settings({"model_max_length": int(max_length)}, directory)
+    record = registry.of_model(model)
+    problem_type = getattr(model, "problem_type", None)
+    if problem_type == "regression" and not model.problem_type_declared:
+        problem_type = None
+    names = None
+    if record.labelled and getattr(model, "problem_type", None) != "regression":
+        names = label_names_of(model, label_names)
+    extra = {}
+    max_length = model.backbone.config.max_sequence_length
+    if record.name == "extractive_summarizer":
+        extra = {"windows": getattr(model, "windows", "all"),
+                 "segments": getattr(model, "segments", "sentence")}
+        max_length = sequence_length
+    return metadata.describe(runtime="saved_model", task=record.name, model=record.name,
+                             label_names=names, problem_type=problem_type,
+                             max_length=max_length, options=options, tokenizer=tokenizer,
+                             sequence_length=sequence_length, **extra)

@@ -1,6 +1,6 @@
 """TFLite models with the tokenizer inside: a string in, labels and probabilities (or the
 backbone's hidden states) out, on TFLite's built-in ops and tensorflow-text's TFLite kernels
-only (`kbert.export.tflite_ops`): no Flex op, no TensorFlow on the device.
+only (`kbert.serving.runtimes`): no Flex op, no TensorFlow on the device.
 
 The graph is that of a SavedModel signature written for TFLite: tokenization is
 tensorflow-text's `FastBertTokenizer` (its normaliser and WordPiece have TFLite kernels,
@@ -9,73 +9,17 @@ kbert's regex normalisation has none), and the ragged wordpieces are cut and pad
 `RaggedRange`, an op TFLite has no kernel for).
 """
 
-import os
-import tempfile
-
 import keras
 import tensorflow as tf
-import tensorflow_text as tf_text  # noqa: F401 (registers its ops for the converter)
 
-from kbert.export.archive import write_archive
-from kbert.export.tflite_ops import check_ops
-from kbert.tasks.graph.tflite_packing import pack_pairs, pack_text  # noqa: F401 (re-exported)
 from kbert.models.backbone import Backbone
 from kbert.models.pretrainer import Pretrainer
+from kbert.serving import metadata, writer
+from kbert.serving.runtimes import check_quantize, tflite_tokenizer
 from kbert.tasks import registry
 from kbert.tasks.task import Task
 
-QUANTIZE = (None, "dynamic", "float16")
 IDS = tf.TensorSpec([None, None], tf.int32)
-
-
-def text_tokenizer(tokenizer, split_literals=False):
-    """The TFLite twin of a kbert `WordPieceTokenizer`: a `tensorflow_text.FastBertTokenizer`
-    on the same vocabulary; of a `SentencePieceTokenizer` without ALBERT's preprocessing
-    (DeBERTa-v3: its normalisation is in the SentencePiece model) tensorflow-text's
-    `FastSentencepieceTokenizer` on the same model; or a ValueError naming the option
-    TFLite cannot follow.
-
-    Where the two differ (see `export_tflite`): BERT's normalisation in kbert deletes control
-    characters and, uncased, lower-cases as Python does; tensorflow-text's
-    normaliser makes those characters spaces and case-folds with NFKC.
-    `split_literals`: a tokenizer with `split_special_tokens=False` is taken too, and literals
-    are split as text (for a caller that documents it); else such a tokenizer is refused.
-    """
-    # The tokenizer's own twin, or its ValueError (a byte-level BPE's split, ALBERT's
-    # preprocessing: no TFLite kernel).
-    fast = tokenizer.tflite_tokenizer()
-    if not (tokenizer.split_special_tokens or split_literals):
-        raise ValueError(
-            "The tokenizer has split_special_tokens=False (a literal \"[SEP]\" in a text gives "
-            "the [SEP] id), which needs a regex split that TFLite has no kernel for. Make the "
-            "tokenizer with split_special_tokens=True (literals are split as text) to export "
-            "it, or export with tokenizer=None (token ids in).")
-    return fast
-
-
-def convert(archive, path, quantize):
-    """Writes the ExportArchive `archive` as a TFLite model at `path` with `quantize`; checks
-    that it holds no op outside the built-in and tensorflow-text sets. Returns `path`."""
-    if quantize not in QUANTIZE:
-        raise ValueError(f"quantize={quantize!r}; allowed: None (float32), 'dynamic' (int8 "
-                         f"weights, float activations) or 'float16'.")
-    with tempfile.TemporaryDirectory() as directory:
-        write_archive(archive, directory)
-        converter = tf.lite.TFLiteConverter.from_saved_model(directory)
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
-        converter.allow_custom_ops = True  # tensorflow-text's; check_ops refuses any other
-        if quantize is not None:
-            converter.optimizations = [tf.lite.Optimize.DEFAULT]
-        if quantize == "float16":
-            converter.target_spec.supported_types = [tf.float16]
-        flatbuffer = converter.convert()
-    check_ops(flatbuffer)
-    directory = os.path.dirname(os.fspath(path))
-    if directory:
-        tf.io.gfile.makedirs(directory)
-    with tf.io.gfile.GFile(os.fspath(path), "wb") as f:
-        f.write(flatbuffer)
-    return path
 
 
 def _backbone_of(model):
@@ -169,9 +113,7 @@ def export_tflite(model, path, tokenizer=None, quantize=None, sequence_length=No
         raise TypeError(f"export_tflite got unexpected arguments "
                         f"{', '.join(sorted(pipeline_options))} (call options are for "
                         f"pipelines).")
-    if quantize not in QUANTIZE:
-        raise ValueError(f"quantize={quantize!r}; allowed: None (float32), 'dynamic' (int8 "
-                         f"weights, float activations) or 'float16'.")
+    check_quantize(quantize)
     backbone = _backbone_of(model)
     config = backbone.config
     sequence_length = config.max_sequence_length if sequence_length is None else sequence_length
@@ -194,6 +136,13 @@ def export_tflite(model, path, tokenizer=None, quantize=None, sequence_length=No
     archive = keras.export.ExportArchive()
     archive.track(tracked)
     segments = "segment_ids" in backbone.input
+    meta = metadata.describe(
+        runtime="tflite", task=record.name, model=record.name,
+        label_names=(label_names or getattr(tracked, "label_names", None))
+        if record.labelled else None,
+        problem_type=getattr(tracked, "problem_type", None), max_length=sequence_length,
+        options={"max_answer_length": max_answer_length} if record.name == "question_answerer"
+        else {}, tokenizer=tokenizer, text_in=tokenizer is not None)
     if tokenizer is None:
         def serve_ids(token_ids, segment_ids, padding_mask):
             return outputs({"token_ids": token_ids, "segment_ids": segment_ids,
@@ -207,11 +156,11 @@ def export_tflite(model, path, tokenizer=None, quantize=None, sequence_length=No
             archive.add_endpoint("serving_default", serve_ids, [fixed] * 3)
         else:
             archive.add_endpoint("serving_default", serve_ids_without_segments, [fixed] * 2)
-        return convert(archive, path, quantize)
+        return writer.tflite(archive, path, meta, quantize)
     if tokenizer.vocabulary_size != config.vocabulary_size:
         raise ValueError(f"The tokenizer has {tokenizer.vocabulary_size} tokens but the "
                          f"model's vocabulary_size is {config.vocabulary_size}.")
-    fast = text_tokenizer(tokenizer)
+    fast = tflite_tokenizer(tokenizer)
     archive.track(fast)
 
     endpoints = graph.model_endpoints(tracked, tokenizer, fast, sequence_length, outputs,
@@ -219,7 +168,7 @@ def export_tflite(model, path, tokenizer=None, quantize=None, sequence_length=No
                                        "max_answer_length": max_answer_length})
     for name, (function, specs) in endpoints.items():
         archive.add_endpoint(name, function, specs)
-    return convert(archive, path, quantize)
+    return writer.tflite(archive, path, meta, quantize)
 
 
 def tokenization_differences(tokenizer, characters):
@@ -227,19 +176,8 @@ def tokenization_differences(tokenizer, characters):
     between `tokenizer` (kbert's, as in its SavedModels) and its TFLite twin, each tried
     between two words ("a<c>b <c>"). A list of the characters, in the order given."""
     characters = list(characters)
-    fast = text_tokenizer(tokenizer)
+    fast = tflite_tokenizer(tokenizer)
     texts = tf.constant([f"a{c}b {c}" for c in characters])
     ours = tokenizer.tokenize(texts).to_list()
     theirs = fast.tokenize(texts).to_list()
     return [c for c, a, b in zip(characters, ours, theirs) if a != b]
-
-
-def interpreter(path):
-    """An `ai_edge_litert` interpreter on the TFLite model at `path` with tensorflow-text's
-    kernels registered (what an app on the device does, in Python). Needs the
-    `ai-edge-litert` package (in kbert's test extra; not a dependency of kbert)."""
-    from ai_edge_litert.interpreter import InterpreterWithCustomOps
-    from tensorflow_text.core.pybinds import tflite_registrar
-
-    return InterpreterWithCustomOps(model_path=os.fspath(path),
-                                    custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS)

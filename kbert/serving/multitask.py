@@ -5,9 +5,9 @@ import re
 
 import keras
 
-from kbert.export.archive import write_archive
-from kbert.export.saved_model import write_tokenizer_files
-from kbert.export.task_signatures import task_archive
+from kbert.serving.saved_model import task_metadata
+from kbert.serving.task_signatures import task_archive
+from kbert.serving import metadata, writer
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
@@ -39,7 +39,7 @@ def export_multitask_saved_model(models, path, tokenizer, sequence_lengths=None,
         raise ValueError(f"sequence_lengths / options for {', '.join(unknown)}: no such "
                          f"model (the models: {', '.join(models)}).")
     archive = keras.export.ExportArchive()
-    longest = 0
+    longest, heads = 0, {}
     for name, model in models.items():
         if not _NAME.match(name) or name.startswith("serving"):
             raise ValueError(f"{name!r} cannot name a head's signatures: letters, digits and "
@@ -55,7 +55,8 @@ def export_multitask_saved_model(models, path, tokenizer, sequence_lengths=None,
         longest = max(longest, config.max_sequence_length)
         task_archive(model, tokenizer, length, archive=archive, signature_prefix=name,
                      **options.get(name, {}))
-    write_archive(archive, path)
-    if write_vocabulary:
-        write_tokenizer_files(tokenizer, path, longest)
-    return path
+        heads[name] = task_metadata(model, tokenizer, length, options.get(name, {}).get(
+            "label_names"), options.get(name))
+    meta = metadata.describe(runtime="saved_model", task="multitask", model="multitask",
+                             max_length=longest, tokenizer=tokenizer, heads=heads)
+    return writer.saved_model(archive, path, meta, tokenizer if write_vocabulary else None)

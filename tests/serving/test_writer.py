@@ -1,11 +1,11 @@
-"""kbert.export.archive.write_archive: what ExportArchive.write_out writes, each endpoint
+"""kbert.serving.writer.write_archive: what ExportArchive.write_out writes, each endpoint
 traced once (write_out traces twice)."""
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from kbert.export.archive import write_archive
+from kbert.serving.writer import write_archive
 
 
 def _archive(traces):

@@ -1,7 +1,7 @@
 """Serving signatures of the fine-tuning task models (`kbert.tasks`): raw strings in, what a
 user wants out (labels and probabilities, entities, answers, embeddings).
 
-`kbert.export.export_saved_model` calls `task_archive` when its model is a `kbert.tasks.Task`.
+`kbert.serving.export_saved_model` calls `task_archive` when its model is a `kbert.tasks.Task`.
 The model's task record (`kbert.tasks.registry.of_model`) says which arguments it takes
 (`export_options`), and its folder's `serving.add_endpoints` writes the signatures.
 Everything between the strings and the answers runs in the graph (tensorflow-text's ops and

