@@ -55,7 +55,6 @@ def run(count, small, workers, batch_size, seed):
     import tensorflow as tf
 
     from kbert.batch.prediction import PredictionConfig
-    from kbert.serving import export_saved_model
 
     if not 0 < small < count:
         raise ValueError(f"--beam_small_texts must be between 1 and --beam_texts - 1 "
@@ -63,8 +62,8 @@ def run(count, small, workers, batch_size, seed):
     folder = tempfile.mkdtemp(prefix="kbert-benchmark-beam-")
     try:
         pipe = benchmark_pipeline.kbert_pipeline(benchmark_pipeline.minilm_path())
-        model = os.path.join(folder, "export")  # untimed: kbert's export, serving_ids in it
-        export_saved_model(pipe.source.runner.model, model, pipe.tokenizer)
+        model = os.path.join(folder, "export")  # untimed: the pipeline's SavedModel (serving_ids)
+        pipe.export(model, truncation=True)
         texts = benchmark_pipeline.make_texts(pipe.tokenizer.vocabulary, count, seed)
         inputs = {}
         for n in (small, count):

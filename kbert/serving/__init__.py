@@ -4,19 +4,17 @@ point is `kbert.export` (`kbert.pipelines.exporting`); this package is what it s
 - `runtimes`: what each runtime allows (TFLite: its built-in ops and tensorflow-text's
   kernels; the quantizations), and the tokenizer's TFLite twin.
 - `writer`: the one writer; every export (`kbert.export`, `model.export`, `pipeline.export`,
-  `export_saved_model`, `export_tflite`, the multi-task export) goes through it.
+  `export_saved_model`, `export_tflite`) goes through it.
 - `metadata`: `export.json`, what an export says of itself, which the loaders read.
-- `saved_model`, `tflite`, `multitask`, `task_signatures`: kbert's own signatures of
-  backbones, pretrainers and task models (`export_saved_model`, `export_tflite`,
-  `export_multitask_saved_model`).
+- `saved_model`, `tflite`: kbert's own signatures of backbones and pretrainers
+  (`export_saved_model`) and the TFLite graphs of models (`export_tflite`).
 
 The endpoints themselves are each task folder's (`pipeline_serving`, `tflite`, `serving`).
 """
 
 import importlib
 
-_LAZY = {"export_saved_model": "saved_model", "export_tflite": "tflite",
-         "export_multitask_saved_model": "multitask"}
+_LAZY = {"export_saved_model": "saved_model", "export_tflite": "tflite"}
 
 __all__ = list(_LAZY)
 

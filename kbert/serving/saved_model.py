@@ -60,27 +60,22 @@ def _backbone_of(model):
         return model.backbone
     raise TypeError(
         f"export_saved_model takes a backbone (BertBackbone, AlbertBackbone, ...) or a "
-        f"pretrainer with one (BertPretrainer, ElectraPretrainer, ...), or a task model "
-        f"(kbert.tasks); got "
+        f"pretrainer with one (BertPretrainer, ElectraPretrainer, ...); got "
         f"{type(model).__name__}."
     )
 
 
 def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, max_masks=8,
-                       write_vocabulary=True, *, label_names=None, tag_scheme=None,
-                       version_2=None, null_threshold=None, doc_stride=None,
-                       max_answer_length=None, max_question_length=None, n_best=None):
-    """Writes a SavedModel for TensorFlow Serving and plain `tf.saved_model.load`.
-
-    A fine-tuned task model (`kbert.tasks`) gets its own signatures instead, which return
-    predictions (see `kbert.serving.task_signatures` and below); a backbone or a pretrainer
-    gets these:
+                       write_vocabulary=True):
+    """Writes a backbone's SavedModel (or a pretrainer's: its backbone, and a masked-LM head's
+    `fill_mask`) for TensorFlow Serving and plain `tf.saved_model.load`. A task model
+    exports as its pipeline answers: `model.export(path)` (`kbert.export`).
 
     Signatures (inputs -> outputs):
       - `serving_default`: `text` (string [batch]) -> the backbone's `sequence_output`
         [batch, sequence_length, hidden] and `pooled_output` [batch, hidden] (not for
-        DistilBERT, which has no pooler), and the `padding_mask` [batch, sequence_length]
-        that says which positions are text;
+        families without a pooler), and the `padding_mask` [batch, sequence_length] that
+        says which positions are text;
       - `serving_pairs`: `text_a`, `text_b` (string [batch] each) -> the same, for sentence
         pairs packed as [CLS] A [SEP] B [SEP];
       - `serving_ids`: `token_ids`, `segment_ids`, `padding_mask` (int32 [batch, length];
@@ -92,62 +87,24 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
         `scores` (float32 softmax probabilities, same shape) for each mask in order, and
         `num_masks` (int32 [batch]). Rows past `num_masks` hold "", -1 and 0.
 
-    Text longer than `sequence_length` wordpieces is truncated (pairs round-robin).
-
-    Task models (strings [batch] in; padded outputs hold "", -1 or 0):
-      - `TextClassifier`: `serving_default` (`text`) and `serving_pairs` (`text_a`,
-        `text_b`; any classifier takes both: use the form it was trained on) ->
-        `label` (string [batch], the most probable class's name), `label_id` (int32),
-        `probabilities` ([batch, classes]: softmax, or a sigmoid per class for
-        "multi_label"), `logits`; "multi_label" adds `labels` (string [batch, classes]: the
-        names of the classes over 0.5 in class order, then "") and `num_labels`;
-        "regression" gives only `score` (float32 [batch]). `serving_ids` gives the same.
-      - `TokenClassifier`: `serving_default` (`text`) -> the entities (`entity_types`,
-        `entity_texts` string [batch, entities], `entity_starts` / `entity_ends` int32
-        code-point offsets into the text, `entity_scores` (the mean over the entity's
-        words of the winning tag's probability), `num_entities` [batch]) and the words
-        (`words`, `word_starts`, `word_ends`, `word_tags`, `word_scores` [batch, words],
-        `num_words`); a word cut off by `sequence_length` has the tag "".
-        `serving_ids` -> `logits` [batch, length, tags].
-      - `QuestionAnswerer`: `serving_default` (`question`, `context`) -> `answer` (string
-        [batch], `context[start:end]`), `score` (start + end logit), `start`, `end`
-        (int32 code points); with `version_2`, `null_score`, and "" (0, 0) when the null
-        score wins. `serving_ids` -> `start_logits`, `end_logits` [batch, length].
-      - `TextEmbedder`: `serving_default` (`text`) -> `embedding` [batch, hidden];
-        `serving_ids` the same.
-      - `ExtractiveSummarizer`: `serving_default` (`text`: documents) -> `sentences`,
-        `scores`, `sentence_ids`, `num_sentences`, `summary_text`
-        (`kbert.tasks.extractive_summarization.serving`); `serving_ids` -> `logits` and
-        `scores` (their sigmoid) [batch, length], read at each sentence's [CLS].
+    Text longer than `sequence_length` pieces is truncated (pairs round-robin).
 
     Args:
         model: a backbone, or a pretrainer: its backbone is exported (for
             `ElectraPretrainer` the discriminator), and a `BertPretrainer`'s masked-LM head
-            adds `fill_mask`; or a task model (`TextClassifier`, `TokenClassifier`,
-            `QuestionAnswerer`, `TextEmbedder`).
+            adds `fill_mask`.
         path: the SavedModel directory.
-        tokenizer: the model's `kbert.tokenizers.WordPieceTokenizer`, ALBERT's
-            `SentencePieceTokenizer` or RoBERTa's `BytePairTokenizer`.
+        tokenizer: the model's tokenizer (`kbert.tokenizers`).
         sequence_length: padded length of the string signatures (default: the model's
             `max_sequence_length`).
         top_k, max_masks: the shape of `fill_mask`'s outputs.
-        write_vocabulary: also write the tokenizer's `vocab.txt` (`spiece.model` for a
-            `SentencePieceTokenizer`, `vocab.json` + `merges.txt` for a `BytePairTokenizer`)
-            beside `saved_model.pb`.
-        label_names: `TextClassifier` and `TokenClassifier`: the class / tag names (default:
-            the model's `label_names`; a classifier without them says "LABEL_<i>").
-        tag_scheme: `TokenClassifier`: "IOB2" (the default), "BIO", "IOB1", "BIOES",
-            "IOBES" or "BILOU", as `kbert.tasks.token_classification.decode.decode_entities`.
-        version_2, null_threshold, doc_stride, max_answer_length, max_question_length, n_best:
-            `QuestionAnswerer`: as `kbert.tasks.question_answering`'s
-            `encode_questions` and `decode_answers` (defaults False, 0.0, 128, 30, 64, 20).
+        write_vocabulary: also write the tokenizer's files beside `saved_model.pb`.
     """
-    task_options = dict(label_names=label_names, tag_scheme=tag_scheme, version_2=version_2,
-                        null_threshold=null_threshold, doc_stride=doc_stride,
-                        max_answer_length=max_answer_length,
-                        max_question_length=max_question_length, n_best=n_best)
-    is_task = isinstance(model, Task)
-    backbone = model.backbone if is_task else _backbone_of(model)
+    if isinstance(model, Task):
+        raise TypeError(f"export_saved_model writes backbones and pretrainers; a "
+                        f"{type(model).__name__} exports as its pipeline answers: "
+                        f"model.export(path) (kbert.export).")
+    backbone = _backbone_of(model)
     config = backbone.config
     sequence_length = config.max_sequence_length if sequence_length is None else sequence_length
     _check("sequence_length", sequence_length, 4)
@@ -165,17 +122,6 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
         )
     top_k = min(top_k, config.vocabulary_size)
     files = tokenizer if write_vocabulary else None
-    if is_task:
-        from kbert.serving.task_signatures import task_archive
-
-        archive = task_archive(model, tokenizer, sequence_length, **task_options)
-        return writer.saved_model(archive, path, task_metadata(
-            model, tokenizer, sequence_length, label_names,
-            {k: v for k, v in task_options.items() if v is not None}), files)
-    given = [name for name, value in task_options.items() if value is not None]
-    if given:
-        raise ValueError(f"{', '.join(given)}: for task models (kbert.tasks), not a "
-                         f"{type(model).__name__}.")
 
     def encode(inputs):
         outputs = backbone({name: inputs[name] for name in backbone.input}, training=False)
@@ -244,30 +190,3 @@ def export_saved_model(model, path, tokenizer, sequence_length=None, top_k=5, ma
         options={"top_k": top_k, "max_masks": max_masks}
         if isinstance(model, BertPretrainer) else {}, sequence_length=sequence_length)
     return writer.saved_model(archive, path, meta, files)
-
-
-def task_metadata(model, tokenizer, sequence_length, label_names=None, options=None):
-    """The export.json of a task model's kbert signatures (`task_archive`): its task, its
-    label names and problem type (None where a one-output classifier states none, which
-    transformers' pipeline scores by a sigmoid), the longest input (the model's; an
-    extractive summarizer's the export's `sequence_length`, the windows its documents are
-    laid out in, with its `windows` and `segments`)."""
-    from kbert.tasks.graph.signatures import label_names_of
-
-    record = registry.of_model(model)
-    problem_type = getattr(model, "problem_type", None)
-    if problem_type == "regression" and not model.problem_type_declared:
-        problem_type = None
-    names = None
-    if record.labelled and getattr(model, "problem_type", None) != "regression":
-        names = label_names_of(model, label_names)
-    extra = {}
-    max_length = model.backbone.config.max_sequence_length
-    if record.name == "extractive_summarizer":
-        extra = {"windows": getattr(model, "windows", "all"),
-                 "segments": getattr(model, "segments", "sentence")}
-        max_length = sequence_length
-    return metadata.describe(runtime="saved_model", task=record.name, model=record.name,
-                             label_names=names, problem_type=problem_type,
-                             max_length=max_length, options=options, tokenizer=tokenizer,
-                             sequence_length=sequence_length, **extra)

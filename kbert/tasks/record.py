@@ -17,7 +17,6 @@ EXPORTS = ("saved_model", "tflite")
 # `TaskRecord.module`). Each holds a table of the task's pipelines, `PIPELINES`, where the
 # pipelines export there.
 ROLES = {
-    "serving": "kbert's SavedModel signatures of the task model: `add_endpoints`",
     "pipeline_serving": "`pipeline.export`'s SavedModel endpoints: `PIPELINES`",
     "tflite": "the TFLite graphs: `model_outputs`, `model_endpoints` (export_tflite of the "
               "model) and `PIPELINES` (pipeline.export_tflite)",
@@ -46,8 +45,8 @@ class TaskRecord:
         model_head: for `model=None`: the `head` of `kbert.models.build` / `presets.load`
             that gives the model ("mlm": a masked-LM pretrainer; `None`: the backbone).
         labelled: its outputs have names (`label_names`, config.json's `id2label`).
-        exports: what it exports to: "saved_model" (`export_saved_model`,
-            `pipeline.export`) and "tflite" (`export_tflite`, `pipeline.export_tflite`).
+        exports: what its pipelines export to (`kbert.export`): "saved_model" (its folder's
+            `pipeline_serving`) and "tflite" (its folder's `tflite`).
         hf_class: the end of transformers' class of the fine-tuned task model
             ("ForSequenceClassification", after each family's `hf_name` in
             `kbert.convert`), or `None` where transformers has no `*For<Task>` class (the
@@ -56,12 +55,6 @@ class TaskRecord:
             the encoder's prefix ("classifier.").
         finetuning: `tools/finetune.py --task` takes it; its hooks are its folder's
             `finetuning` module, run by `kbert.training.finetuning_tasks`.
-        export_options: the task arguments of `export_saved_model` its model takes (its
-            `serving.add_endpoints` keywords: "label_names", ...).
-        aligns_words: its SavedModel graph (`serving`) splits text into words as WordPiece
-            and SentencePiece do (entities, answers), which RoBERTa's byte-level BPE words
-            are not: such an export is refused before anything runs
-            (`kbert.tasks.graph.signatures.refuse_byte_pair_words`).
         preprocessed: its model takes raw inputs through a preprocessor layer, its folder's
             `preprocessor` module (`kbert.tasks.preprocessor`).
         package: the task folder (`kbert.tasks.<task>`, its `__name__`), whose modules of
@@ -79,8 +72,6 @@ class TaskRecord:
     hf_class: Optional[str] = None
     hf_head_prefixes: tuple = ()
     finetuning: bool = False
-    export_options: tuple = ()
-    aligns_words: bool = False
     preprocessed: bool = False
     package: Optional[str] = None
 
@@ -98,7 +89,7 @@ class TaskRecord:
                             "Hugging Face class.")
 
     def module(self, role):
-        """The task folder's module `role` (a key of `ROLES`: "serving", "tflite", ...),
+        """The task folder's module `role` (a key of `ROLES`: "pipeline_serving", "tflite", ...),
         imported on first use: those import TensorFlow, the record does not. LookupError
         naming the task and the module where the folder has none."""
         if role not in ROLES:

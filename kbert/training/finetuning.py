@@ -57,14 +57,6 @@ def run_finetuning(config):
         raise ConfigError(f"--sequence_length={config.sequence_length} is longer than the "
                           f"encoder's max_sequence_length={encoder.max_sequence_length}.")
     tokenizer = encoder.tokenizer
-    if config.export_dir:
-        from kbert.tasks.graph.signatures import refuse_byte_pair_words
-
-        try:  # before any training: the SavedModel at the end could not be written
-            refuse_byte_pair_words(tokenizer, registry.get(task.name))
-        except ValueError as e:
-            raise ConfigError(f"--export_dir: {e} (Or leave out --export_dir: the run saves "
-                              "model.keras in --model_dir.)") from None
     train = task.prepare(config, config.train_data, "train", tokenizer)
     spec = validation_spec(config)
     validation = spec and task.prepare(config, spec, "validation", tokenizer,
@@ -138,9 +130,7 @@ def _save(model, tokenizer, config, train):
     write_tokenizer_files(tokenizer, config.model_dir)
     print(f"Saved the fine-tuned model to {path}.")
     if config.export_dir:
-        from kbert.serving import export_saved_model
-
-        export_saved_model(model, config.export_dir, tokenizer,
-                           sequence_length=config.sequence_length,
-                           **FINETUNING_TASKS[config.task].export_options(config, train))
-        print(f"Exported a SavedModel to {config.export_dir}.")
+        model.export(config.export_dir, tokenizer=tokenizer,
+                     **FINETUNING_TASKS[config.task].export_options(config, train))
+        print(f"Exported a SavedModel (the {registry.get(config.task).pipelines[0]} "
+              f"pipeline's answers) to {config.export_dir}.")

@@ -91,8 +91,8 @@ class FinetuningTask:
         build: (config, backbone, prepared training split) -> the task model.
         scores: (config, model, prepared split, tokenizer) -> {metric: value}.
         metric: (config, prepared training split) -> the metric that picks the best epoch.
-        export_options: (config, prepared training split) -> the task arguments of
-            `export_saved_model` for `--export_dir`.
+        export_options: (config, prepared training split) -> the pipeline options
+            `model.export` fixes in `--export_dir`'s SavedModel.
     """
 
     name: str

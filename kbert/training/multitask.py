@@ -12,8 +12,8 @@ unfreezing act on the shared backbone; a run killed and started again resumes fr
 newest checkpoint, on the same task sequence, each head's stream after the batches it took.
 
 Saved: model_dir/NAME/model.keras with the tokenizer's files for each head (a directory
-`kbert.load` and `kbert.pipeline` read); with --export_dir, one SavedModel with each head's
-signatures (`kbert.serving.multitask`).
+`kbert.load` and `kbert.pipeline` read); with --export_dir, each head's SavedModel in
+export_dir/NAME (`model.export`: raw strings in, its pipeline's answers out).
 """
 
 import dataclasses
@@ -129,15 +129,6 @@ def run_multitask(config):
     encoder = encoder_source(config)
     print(f"Encoder: {encoder.description}.")
     tokenizer = encoder.tokenizer
-    if config.export_dir:
-        from kbert.tasks import registry
-        from kbert.tasks.graph.signatures import refuse_byte_pair_words
-
-        for head in heads:  # before any training: the SavedModel could not be written
-            try:
-                refuse_byte_pair_words(tokenizer, registry.get(head.config.task))
-            except ValueError as e:
-                raise ConfigError(f"--export_dir, head {head.name!r}: {e}") from None
     prepared = prepare_heads(heads, tokenizer, encoder.max_sequence_length)
     steps_per_epoch = sum(head.steps for head in prepared)
     total_steps = steps_per_epoch * config.epochs
@@ -195,7 +186,8 @@ def run_multitask(config):
 
 def _save(model, tokenizer, config, prepared):
     """model_dir/NAME/model.keras (compiled with the task's defaults) and the tokenizer's
-    files for each head; the SavedModel with every head's signatures in --export_dir."""
+    files for each head; with --export_dir, each head's SavedModel (`model.export`: its
+    pipeline's answers) in export_dir/NAME."""
     from kbert.tokenizers.files import write_tokenizer_files
 
     for head in prepared:
@@ -210,12 +202,8 @@ def _save(model, tokenizer, config, prepared):
         write_tokenizer_files(tokenizer, directory)
     print(f"Saved each head's fine-tuned model to {config.model_dir}/<head>/model.keras.")
     if config.export_dir:
-        from kbert.serving.multitask import export_multitask_saved_model
-
-        export_multitask_saved_model(
-            {head.name: model.heads[head.name] for head in prepared}, config.export_dir,
-            tokenizer,
-            sequence_lengths={head.name: head.config.sequence_length for head in prepared},
-            options={head.name: head.task.export_options(head.config, head.train)
-                     for head in prepared})
-        print(f"Exported a SavedModel with every head's signatures to {config.export_dir}.")
+        for head in prepared:
+            model.heads[head.name].export(os.path.join(config.export_dir, head.name),
+                                          tokenizer=tokenizer,
+                                          **head.task.export_options(head.config, head.train))
+        print(f"Exported each head's SavedModel to {config.export_dir}/<head>.")

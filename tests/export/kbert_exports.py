@@ -16,7 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SEQUENCE_LENGTH = 16
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 
-# name -> (family, head or task, task arguments, export arguments, SentencePiece tokenizer)
+# name -> (family, head or task, task arguments, export arguments, SentencePiece tokenizer):
+# a backbone or pretrainer by `export_saved_model`, a task model by `model.export` (its
+# pipeline's answers; the export arguments are the pipeline's options).
 EXPORTS = {
     "bert_pretrainer": ("bert", "pretrainer", {}, {}, False),
     "bert_backbone": ("bert", None, {}, {}, False),
@@ -30,13 +32,13 @@ EXPORTS = {
                     {"num_classes": 3, "problem_type": "multi_label"}, {}, False),
     "regression": ("electra", "text_classifier", {"problem_type": "regression"}, {}, False),
     "token_classifier": ("bert", "token_classifier", {"label_names": TAGS},
-                         {"tag_scheme": "IOB2"}, False),
+                         {"aggregation_strategy": "simple"}, False),
     "token_classifier_sp": ("albert", "token_classifier", {"label_names": TAGS}, {}, True),
     "question_answerer": ("distil_bert", "question_answerer", {},
-                          {"doc_stride": 4, "max_question_length": 6}, False),
+                          {"doc_stride": 4, "max_question_len": 6}, False),
     "question_answerer_v2": ("albert", "question_answerer", {},
-                             {"doc_stride": 4, "max_question_length": 6, "version_2": True},
-                             True),
+                             {"doc_stride": 4, "max_question_len": 6,
+                              "handle_impossible_answer": True}, True),
     "text_embedder": ("electra", "text_embedder", {"pooling": "mean", "normalize": True}, {},
                       False),
     # Its serving_default splits, windows and chooses sentences in the graph (bounded loops).
@@ -80,7 +82,7 @@ PIPELINE_EXPORTS = {
 # graph (a bounded While loop, a hash table filled at load from constants).
 CHECKPOINT_EXPORTS = {
     "roberta_pretrainer": ("hf_tiny/roberta", {"top_k": 2, "max_masks": 2}),
-    "roberta_text_classifier": ("hf_tasks/roberta_seq_single", {}),
+    "roberta_text_classifier": ("hf_tasks/roberta_seq_single", None),
 }
 
 # Each family (its pretrainer: the backbone signatures and fill-mask) and each task once; the
@@ -121,9 +123,10 @@ def export(name, directory, pipeline_export=None):
         checkpoint, options = CHECKPOINT_EXPORTS[name]
         checkpoint = str(ROOT / "tests" / "fixtures" / checkpoint)
         path = os.path.join(directory, name)
-        export_saved_model(kbert.convert.load(checkpoint), path,
-                           kbert.convert.load_tokenizer(checkpoint),
-                           sequence_length=SEQUENCE_LENGTH, **options)
+        model, words = kbert.convert.load(checkpoint), kbert.convert.load_tokenizer(checkpoint)
+        if options is None:  # a task model: its pipeline's answers
+            return model.export(path, tokenizer=words)
+        export_saved_model(model, path, words, sequence_length=SEQUENCE_LENGTH, **options)
         return path
     if name in PIPELINE_EXPORTS:
         import kbert
@@ -143,12 +146,12 @@ def export(name, directory, pipeline_export=None):
     config = kbert.models.FAMILIES[family].config(
         **{**TINY, "num_layers": 1, "vocabulary_size": words.vocabulary_size,
            "max_sequence_length": SEQUENCE_LENGTH, **FAMILY_SIZES.get(family, {})})
+    path = os.path.join(directory, name)
     if head in tasks.TASKS:
         model = tasks.TASKS[head](kbert.models.build(family, config, head=None), **task_kwargs)
-    else:
-        model = kbert.models.build(family, config, head=head)
-        export_kwargs = {**export_kwargs, "top_k": 2, "max_masks": 2}
-    path = os.path.join(directory, name)
+        return model.export(path, tokenizer=words, **export_kwargs)
+    model = kbert.models.build(family, config, head=head)
+    export_kwargs = {**export_kwargs, "top_k": 2, "max_masks": 2}
     export_saved_model(model, path, words, sequence_length=SEQUENCE_LENGTH, **export_kwargs)
     return path
 

@@ -1,14 +1,17 @@
-"""A RoBERTa TextClassifier's SavedModel packs pairs as RoBERTa packs them
-(<s> A </s></s> B </s>), as the text-classification pipeline does: `serving_pairs` gives the
-pipeline's probabilities."""
+"""A RoBERTa TextClassifier's SavedModel (its pipeline's: `model.export`) packs pairs as
+RoBERTa packs them (<s> A </s></s> B </s>), as the text-classification pipeline does:
+`serving_pairs` gives the pipeline's scores."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.pipelines.conftest import load_pipeline
 from tests.pipelines.reference import FIXTURES
 
-MODEL = str(FIXTURES / "hf_tasks" / "roberta_seq_single")
+NAME = "hf_tasks/roberta_seq_single"
+MODEL = str(FIXTURES / NAME)
+OPTIONS = {"top_k": None}  # every label's score
 PAIRS = [("Paris is nice in the spring.", "London is not."),
          ("A lovely, quiet café.", "I liked it."),
          ("The food was cold", "and the service slow, very slow indeed."),
@@ -16,14 +19,12 @@ PAIRS = [("Paris is nice in the spring.", "London is not."),
 
 
 @pytest.fixture(scope="module")
-def export_dir(tmp_path_factory):
-    from kbert.convert import load, load_tokenizer
-    from kbert.serving import export_saved_model
-
-    model, tokenizer = load(MODEL), load_tokenizer(MODEL)
-    path = str(tmp_path_factory.mktemp("roberta") / "export")
-    export_saved_model(model, path, tokenizer, sequence_length=32)
-    return model, tokenizer, path
+def export_dir(pipeline_export):
+    """The checkpoint's model and tokenizer, and `model.export(path, top_k=None)` (made once
+    per run: `pipeline_export`)."""
+    pipe = load_pipeline("text-classification", NAME)
+    path = pipeline_export("text-classification", NAME, OPTIONS)
+    return pipe.source.runner.model, pipe.tokenizer, path
 
 
 @pytest.fixture(scope="module")
@@ -35,20 +36,26 @@ def exported(export_dir):
 
 def pipeline_probabilities(labels, inputs):
     """kbert.pipeline("text-classification") on the fixture: [inputs, labels]."""
-    import kbert
+    pipe = load_pipeline("text-classification", NAME)
+    rows = [{s["label"]: s["score"] for s in pipe(x, **OPTIONS)} for x in inputs]
+    return np.array([[row[label] for label in labels] for row in rows])
 
-    pipe = kbert.pipeline("text-classification", model=MODEL)
-    rows = [{s["label"]: s["score"] for s in pipe(x, top_k=None)} for x in inputs]
+
+def served_probabilities(labels, out):
+    """The export's answers (`label`, `score` [B, labels], best first): [B, labels]."""
+    rows = [{label.decode(): score for label, score in zip(names, scores)}
+            for names, scores in zip(out["label"].numpy(), out["score"].numpy())]
+    assert all(sorted(row) == sorted(labels) for row in rows)
     return np.array([[row[label] for label in labels] for row in rows])
 
 
 def test_serving_pairs_gives_the_pipelines_probabilities(exported):
     model, tokenizer, loaded = exported
     out = loaded.signatures["serving_pairs"](
-        text_a=tf.constant([a for a, _ in PAIRS]), text_b=tf.constant([b for _, b in PAIRS]))
+        text=tf.constant([a for a, _ in PAIRS]), text_pair=tf.constant([b for _, b in PAIRS]))
     want = pipeline_probabilities(model.label_names,
                                   [{"text": a, "text_pair": b} for a, b in PAIRS])
-    got = out["probabilities"].numpy()
+    got = served_probabilities(model.label_names, out)
     np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
     # One separator (the old packing) gives other probabilities: the test can fail.
     ids = tokenizer.tokenize(tf.constant([a for a, _ in PAIRS] + [b for _, b in PAIRS]))
@@ -65,7 +72,8 @@ def test_serving_default_gives_the_pipelines_probabilities_on_single_texts(expor
     texts = [a for a, _ in PAIRS]
     out = loaded.signatures["serving_default"](text=tf.constant(texts))
     want = pipeline_probabilities(model.label_names, texts)
-    np.testing.assert_allclose(out["probabilities"].numpy(), want, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(served_probabilities(model.label_names, out), want, atol=1e-5,
+                               rtol=0)
 
 
 def test_the_saved_model_is_a_pipelines_model_as_its_checkpoint(export_dir):
@@ -79,11 +87,10 @@ def test_the_saved_model_is_a_pipelines_model_as_its_checkpoint(export_dir):
     _, _, path = export_dir
     saved = kbert.pipeline("text-classification", model=path, trusted=True)
     texts = [PAIRS[0][0], PAIRS[3][0], {"text": PAIRS[1][0], "text_pair": PAIRS[1][1]}]
-    want = kbert.pipeline("text-classification", model=MODEL)(texts, top_k=None)
-    reference.assert_same(saved(texts, top_k=None), want)
+    checkpoint = load_pipeline("text-classification", NAME)
+    reference.assert_same(saved(texts, top_k=None), checkpoint(texts, top_k=None))
     # The export states the model's longest input (RoBERTa's position table has two more
     # rows); a text longer than it is cut to it, as from the checkpoint.
-    checkpoint = kbert.pipeline("text-classification", model=MODEL)
     assert saved.max_length == checkpoint.max_length
     long_text = " ".join([PAIRS[0][0]] * 200)
     reference.assert_same(saved(long_text, truncation=True, top_k=None),
@@ -92,16 +99,19 @@ def test_the_saved_model_is_a_pipelines_model_as_its_checkpoint(export_dir):
 
 @pytest.mark.parametrize("fixture, kind", [("hf_tasks/roberta_token", "TokenClassifier"),
                                            ("hf_tasks/roberta_qa", "QuestionAnswerer")])
-def test_word_aligning_task_exports_of_roberta_point_to_the_pipeline(tmp_path, fixture, kind):
-    """The task exports' graphs split words as WordPiece / SentencePiece do; RoBERTa's are
-    exported through its pipeline, whose graph splits them as RoBERTa's data does."""
+def test_word_aligning_task_models_of_roberta_export_through_their_pipeline(tmp_path, fixture,
+                                                                           kind):
+    """export_saved_model takes no task model: RoBERTa's token classifier and question
+    answerer export as their pipelines answer, `model.export` (whose graphs split words as
+    RoBERTa's data does: tests/pipelines/test_roberta.py runs those exports)."""
     from kbert import convert
     from kbert.serving import export_saved_model
 
     path = FIXTURES / fixture
     model, tokenizer = convert.load(str(path)), convert.load_tokenizer(str(path))
     assert type(model).__name__ == kind
-    with pytest.raises(ValueError, match=f"export_saved_model of a {kind} with a "
-                                         r"BytePairTokenizer \(RoBERTa\).*kbert.pipeline"):
+    with pytest.raises(TypeError, match=f"export_saved_model writes backbones and pretrainers; "
+                                        rf"a {kind} exports as its pipeline answers: "
+                                        r"model.export\(path\)"):
         export_saved_model(model, str(tmp_path / "export"), tokenizer, sequence_length=32)
     assert not (tmp_path / "export").exists()

@@ -2,9 +2,12 @@
 inside, run in ai-edge-litert's interpreter with tensorflow-text's kernels registered.
 
 Float models give the SavedModel's outputs (labels equal, numbers within 1e-4) on the same
-strings, hostile ones included; dynamic-range int8 gives the same top label on at least 99%
-of a held-out set of 300 strings; float16 runs; no model holds an op outside TFLite's
-built-ins and tensorflow-text's kernels (read from the flatbuffer)."""
+strings, hostile ones included (a backbone's `export_saved_model`; a task model's
+`model.export`, whose `serving_default` answers as its pipeline, texts cut to the TFLite
+model's length, and whose `serving_ids` gives the raw logits on kbert's ids of them);
+dynamic-range int8 gives the same top label on at least 99% of a held-out set of 300 strings;
+float16 runs; no model holds an op outside TFLite's built-ins and tensorflow-text's kernels
+(read from the flatbuffer)."""
 
 import re
 import subprocess
@@ -124,10 +127,42 @@ def run(path, **inputs):
     return interpreter(path).get_signature_runner("serving_default")(**inputs)
 
 
+_LOADED = {}
+
+
+def loaded(path):
+    """`tf.saved_model.load(path)`, once per path (each test writes its own)."""
+    path = str(path)
+    if path not in _LOADED:
+        _LOADED[path] = tf.saved_model.load(path)
+    return _LOADED[path]
+
+
 def saved(path, signature="serving_default", **inputs):
-    loaded = tf.saved_model.load(str(path))
-    return {k: v.numpy() for k, v in loaded.signatures[signature](
+    return {k: v.numpy() for k, v in loaded(path).signatures[signature](
         **{k: tf.constant(v) for k, v in inputs.items()}).items()}
+
+
+def raw(path, tokenizer, *texts, sequence_length=SEQUENCE_LENGTH):
+    """A task export's `serving_ids` (the model's raw outputs) on kbert's ids of `texts` (one
+    array of strings, or two: pairs), packed in Python to `sequence_length` as TFLite packs
+    them (a pair trimmed longest first)."""
+    features = tokenizer.pack([tokenizer.tokenize(tf.constant(t)) for t in texts],
+                              sequence_length)
+    signature = loaded(path).signatures["serving_ids"]
+    return {k: v.numpy() for k, v in signature(
+        **{k: features[k] for k in signature.structured_input_signature[1]}).items()}
+
+
+def class_scores(outputs, names):
+    """A text-classification export's answers with top_k=None (`label`, `score` [B, classes],
+    best first) as scores [B, classes] in `names`' order."""
+    index = {name.encode(): i for i, name in enumerate(names)}
+    scores = np.zeros((len(outputs["score"]), len(names)), np.float32)
+    for row, (labels, values) in enumerate(zip(outputs["label"], outputs["score"])):
+        assert sorted(labels.tolist()) == sorted(index), labels  # every class, once
+        scores[row, [index[label] for label in labels]] = values
+    return scores
 
 
 def strings(texts):
@@ -142,9 +177,15 @@ def assert_only_allowed_ops(path):
         not any(op.startswith("Fast") for op in ops)
 
 
+# A classifier's pipeline export: every class's score, texts cut as the TFLite model cuts them.
+ANSWERS = dict(top_k=None, truncation=True, max_length=SEQUENCE_LENGTH)
+
+
 def exported(tmp, model, tokenizer):
-    """`model`'s SavedModel and float TFLite model under `tmp`: their paths."""
-    export_saved_model(model, str(tmp / "saved"), tokenizer, sequence_length=SEQUENCE_LENGTH)
+    """`model`'s SavedModel (its pipeline's: `model.export`; a classifier's with ANSWERS, an
+    embedder's cut to the model's length) and float TFLite model under `tmp`: their paths."""
+    model.export(str(tmp / "saved"), tokenizer=tokenizer,
+                 **(ANSWERS if isinstance(model, tasks.TextClassifier) else {}))
     export_tflite(model, str(tmp / "float.tflite"), tokenizer, sequence_length=SEQUENCE_LENGTH)
     return tmp / "saved", tmp / "float.tflite"
 
@@ -156,11 +197,13 @@ def test_float_classifier_equals_the_saved_model_on_hostile_strings(tmp_path):
     texts = strings(HOSTILE + texts)
     ours = run(path, text=texts)
     theirs = saved(saved_path, text=texts)
-    assert list(ours["label"]) == list(theirs["label"])
-    np.testing.assert_array_equal(ours["label_id"], theirs["label_id"])
-    np.testing.assert_allclose(ours["probabilities"], theirs["probabilities"], atol=1e-4)
-    np.testing.assert_allclose(ours["logits"], theirs["logits"], atol=1e-4)
-    assert len(set(theirs["label_id"])) == 3  # the labels vary: the comparison means something
+    assert list(ours["label"]) == list(theirs["label"][:, 0])
+    probabilities = class_scores(theirs, ["a", "b", "c"])
+    np.testing.assert_array_equal(ours["label_id"], probabilities.argmax(-1))
+    np.testing.assert_allclose(ours["probabilities"], probabilities, atol=1e-4)
+    np.testing.assert_allclose(ours["logits"], raw(saved_path, tokenizer, texts)["logits"],
+                               atol=1e-4)
+    assert len(set(ours["label_id"])) == 3  # the labels vary: the comparison means something
     assert_only_allowed_ops(path)
 
 
@@ -173,7 +216,8 @@ def test_quantized_classifiers(tmp_path, capsys):
     model = classifier(tokenizer)
     saved_path, float_path = exported(tmp, model, tokenizer)
     texts = strings(topics(300, seed=1)[0])
-    theirs = saved(saved_path, text=texts)
+    probabilities = class_scores(saved(saved_path, text=texts), model.label_names)
+    theirs = {"probabilities": probabilities, "label_id": probabilities.argmax(-1)}
     counts = np.bincount(theirs["label_id"], minlength=3)
     assert counts.min() >= 0.1 * len(texts), counts  # every label is a real share
     float_size = float_path.stat().st_size
@@ -264,18 +308,24 @@ def test_backbones_text_in_and_ids_in(tmp_path):
 
 @pytest.mark.slow
 def test_classifier_pairs_equal_the_saved_model(tmp_path):
-    """`serving_pairs`: round-robin trimming of every mix of short and long segments."""
+    """`serving_pairs`: round-robin trimming of every mix of short and long segments gives
+    kbert's packing of the pairs (fine-tuning's: BERT's longest first, B on ties), and the
+    SavedModel's logits (`serving_ids`) on those ids. (The pipeline export's `serving_pairs`
+    cuts a pair as transformers' tokenizer does, not always as BERT's data did.)"""
     tokenizer = tiny_tokenizer()
     texts = held_out(40, seed=4)
-    saved_path, path = exported(tmp_path, centred_classifier(tokenizer, texts, seed=2),
-                                tokenizer)
+    model = centred_classifier(tokenizer, texts, seed=2)
+    saved_path, path = exported(tmp_path, model, tokenizer)
     firsts = strings(HOSTILE + texts[:20])
     seconds = strings(list(reversed(HOSTILE)) + texts[20:])
     runner = interpreter(path).get_signature_runner("serving_pairs")
     ours = runner(text_a=firsts, text_b=seconds)
-    theirs = saved(saved_path, "serving_pairs", text_a=firsts, text_b=seconds)
-    assert ours["label"].tolist() == theirs["label"].tolist()
-    np.testing.assert_allclose(ours["logits"], theirs["logits"], atol=1e-4)
+    logits = raw(saved_path, tokenizer, firsts, seconds)["logits"]
+    np.testing.assert_allclose(ours["logits"], logits, atol=1e-4)
+    probabilities = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    np.testing.assert_allclose(ours["probabilities"], probabilities, atol=1e-4)
+    assert ours["label"].tolist() == [model.label_names[i].encode()
+                                      for i in probabilities.argmax(-1)]
     assert_only_allowed_ops(path)
 
 
@@ -294,18 +344,34 @@ def test_multi_label_regression_and_embedder_equal_their_saved_models(tmp_path):
     for seed, (name, model) in enumerate(models.items()):
         saved_path, path = exported(tmp_path / name, randomized(model, seed), tokenizer)
         ours, theirs = run(path, text=texts), saved(saved_path, text=texts)
-        assert set(ours) == set(theirs), name
-        for key, value in theirs.items():
-            if key == "labels":  # TFLite: every name, the first num_labels chosen
-                names = [b"LABEL_%d" % i for i in range(4)]
-                for row, count in enumerate(theirs["num_labels"]):
-                    assert ours[key][row].tolist()[:count] == value[row].tolist()[:count]
-                    assert sorted(ours[key][row].tolist()) == names
-                assert 0 < theirs["num_labels"].sum() < 4 * len(texts)  # some chosen, not all
-            elif value.dtype == object:
-                assert ours[key].tolist() == value.tolist(), (name, key)
-            else:
-                np.testing.assert_allclose(ours[key], value, atol=1e-4, err_msg=name)
+        ids = raw(saved_path, tokenizer, texts)  # the raw outputs on kbert's ids
+        if name == "embedder":  # the SavedModel cuts to the model's 64 tokens, TFLite to 24
+            assert set(ours) == set(theirs) == set(ids) == {"embedding"}
+            np.testing.assert_allclose(ours["embedding"], ids["embedding"], atol=1e-4)
+            lengths = tokenizer.tokenize(tf.constant(texts)).row_lengths().numpy()
+            short = np.flatnonzero(lengths <= SEQUENCE_LENGTH - 2)  # not cut by either
+            assert len(short) > 10
+            np.testing.assert_allclose(ours["embedding"][short], theirs["embedding"][short],
+                                       atol=1e-4)
+        elif name == "regression":  # the raw value (problem_type "regression" stated)
+            assert set(ours) == {"score"} and theirs["label"][:, 0].tolist() == \
+                [b"LABEL_0"] * len(texts)
+            np.testing.assert_allclose(ours["score"], theirs["score"][:, 0], atol=1e-4)
+            np.testing.assert_allclose(ours["score"], ids["logits"][:, 0], atol=1e-4)
+        else:  # multi-label: sigmoids
+            names = [f"LABEL_{i}" for i in range(4)]
+            probabilities = class_scores(theirs, names)
+            np.testing.assert_allclose(ours["probabilities"], probabilities, atol=1e-4)
+            np.testing.assert_allclose(ours["logits"], ids["logits"], atol=1e-4)
+            assert ours["label"].tolist() == theirs["label"][:, 0].tolist()
+            # TFLite: every name, the chosen (above 0.5) first, the first num_labels.
+            chosen = [[names[i].encode() for i in np.flatnonzero(row > 0.5)]
+                      for row in probabilities]
+            assert ours["num_labels"].tolist() == [len(row) for row in chosen]
+            for row, labels in enumerate(chosen):
+                assert ours["labels"][row].tolist()[:len(labels)] == labels
+                assert sorted(ours["labels"][row].tolist()) == [n.encode() for n in names]
+            assert 0 < ours["num_labels"].sum() < 4 * len(texts)  # some chosen, not all
         assert_only_allowed_ops(path)
 
 
@@ -378,7 +444,7 @@ def test_readme_run_on_a_device(tmp_path):
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     printed = result.stdout.strip().splitlines()
-    expected = saved_labels(model, tokenizer, tmp_path, ["A great movie!", "Awful."])
+    expected = pipeline_labels(model, tokenizer, ["A great movie!", "Awful."])
     assert printed[-1] == str(expected)
 
 
@@ -399,9 +465,10 @@ def exec_in(directory, code, namespace):
         os.chdir(before)
 
 
-def saved_labels(model, tokenizer, tmp_path, texts):
-    export_saved_model(model, str(tmp_path / "saved"), tokenizer, sequence_length=128)
-    return [label.decode() for label in saved(tmp_path / "saved", text=strings(texts))["label"]]
+def pipeline_labels(model, tokenizer, texts):
+    """The labels the text-classification pipeline gives `texts` on `model`."""
+    return [answer["label"] for answer in
+            kbert.pipeline("text-classification", model=model, tokenizer=tokenizer)(texts)]
 
 
 def test_readme_has_the_snippets():

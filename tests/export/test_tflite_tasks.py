@@ -5,7 +5,7 @@ compared with the SavedModel / pipeline on the same strings, hostile ones includ
 import numpy as np
 import pytest
 
-from kbert.serving import export_saved_model, export_tflite
+from kbert.serving import export_tflite
 from kbert.serving.runtimes import interpreter
 from kbert.serving.runtimes import model_ops
 from kbert.pipelines.tflite_entities import answer, char_offset, entities
@@ -13,6 +13,7 @@ from tests.export.test_tflite import (
     HOSTILE,
     assert_only_allowed_ops,
     held_out,
+    raw,
     run,
     saved,
     strings,
@@ -26,12 +27,12 @@ TEXTS = HOSTILE + ["A great movie!", "Awful.", "It was fine, I guess.",
 
 @pytest.fixture(scope="module")
 def mobile_bert(tmp_path_factory):
-    """The MobileBERT fixture's TextClassifier (model and pipeline) as SavedModels and
-    float TFLite models, and their outputs on TEXTS."""
+    """The MobileBERT fixture's TextClassifier as a float TFLite model (kbert's contract), and
+    its pipeline as a SavedModel (`serving_ids` gives the model's raw logits) and a float
+    TFLite model."""
     tmp = tmp_path_factory.mktemp("mobile_bert")
     pipe = load_pipeline("text-classification", "hf_tasks/mobile_bert_seq_single")
     model, tokenizer = pipe.source.runner.model, pipe.tokenizer
-    export_saved_model(model, str(tmp / "saved"), tokenizer, sequence_length=SEQUENCE_LENGTH)
     export_tflite(model, str(tmp / "model.tflite"), tokenizer, sequence_length=SEQUENCE_LENGTH)
     options = dict(top_k=None, truncation=True)
     pipe.export(str(tmp / "pipe_saved"), **options)
@@ -41,12 +42,18 @@ def mobile_bert(tmp_path_factory):
 
 @pytest.mark.slow
 def test_mobile_bert_classifier_equals_its_saved_model(mobile_bert):
+    """kbert's TFLite contract (`label`, `probabilities`, `logits`) on the strings: the
+    SavedModel's logits (`serving_ids`) on kbert's ids of them, cut to SEQUENCE_LENGTH."""
     pipe, tmp, _ = mobile_bert
     texts = strings(TEXTS)
-    ours, theirs = run(tmp / "model.tflite", text=texts), saved(tmp / "saved", text=texts)
-    assert ours["label"].tolist() == theirs["label"].tolist()
-    np.testing.assert_allclose(ours["probabilities"], theirs["probabilities"], atol=1e-4)
-    np.testing.assert_allclose(ours["logits"], theirs["logits"], atol=1e-4)
+    ours = run(tmp / "model.tflite", text=texts)
+    logits = raw(tmp / "pipe_saved", pipe.tokenizer, texts,
+                 sequence_length=SEQUENCE_LENGTH)["logits"]
+    np.testing.assert_allclose(ours["logits"], logits, atol=1e-4)
+    probabilities = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    np.testing.assert_allclose(ours["probabilities"], probabilities, atol=1e-4)
+    names = pipe.source.label_names
+    assert ours["label"].tolist() == [names[i].encode() for i in probabilities.argmax(-1)]
     assert_only_allowed_ops(tmp / "model.tflite")
 
 

@@ -71,14 +71,11 @@ def test_refusals_name_the_bad_value(pipelines):
 
 @pytest.mark.slow
 def test_saved_model_gives_what_the_checkpoint_gives(pipelines, tmp_path):
-    """Through `serving_ids`: the same labels (read from the export's graph), scores and
-    options as the Keras model; what the export cannot serve is refused."""
-    from kbert.serving import export_saved_model
-
+    """Through `serving_ids`: the same labels (read from the export's export.json), scores
+    and options as the Keras model; what the export cannot serve is refused."""
     keras_pipe = pipelines("text-classification", CLASSIFIER)
     path = str(tmp_path / "classifier")
-    export_saved_model(keras_pipe.source.runner.model, path, keras_pipe.tokenizer,
-                       sequence_length=16)
+    keras_pipe.export(path)
     saved = kbert.pipeline("text-classification", model=path)
     assert saved.source.label_names == ["NEGATIVE", "NEUTRAL", "POSITIVE"]
     texts = ["A great movie!", {"text": "bad", "text_pair": "awful food"}]

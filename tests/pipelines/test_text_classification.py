@@ -72,30 +72,40 @@ def test_a_declared_regression_gives_the_raw_value(tmp_path):
 @pytest.mark.slow
 def test_a_saved_model_scores_as_its_checkpoint_with_or_without_a_stated_problem_type(
         pipelines, tmp_path):
-    """An exported SavedModel of the one-output model: a sigmoid where its checkpoint states
-    no problem type (transformers' pipeline), the raw value where it states "regression"."""
+    """An exported SavedModel of the one-output model (`model.export`): its export.json states
+    no problem type where its checkpoint states none, and it (its own `serving_default`, and
+    the pipeline on it) scores with a sigmoid (transformers' pipeline); the raw value where it
+    states "regression"."""
+    import tensorflow as tf
+
     import kbert
-    from kbert.serving import export_saved_model
+
+    def served(path):  # what TF Serving answers
+        outputs = tf.saved_model.load(path).signatures["serving_default"](
+            text=tf.constant([text]))
+        return float(outputs["score"][0, 0])
 
     text, squashed = _unstated_reference()
     unstated = pipelines("text-classification", REGRESSION)
     model, tokenizer = unstated.source.runner.model, unstated.tokenizer
-    export_saved_model(model, str(tmp_path / "unstated"), tokenizer)
+    model.export(str(tmp_path / "unstated"), tokenizer=tokenizer)
     pipe = kbert.pipeline("text-classification", model=str(tmp_path / "unstated"))
     assert pipe.source.problem_type is None
     assert abs(pipe(text)[0]["score"] - squashed) < reference.TOLERANCE
+    assert abs(served(str(tmp_path / "unstated")) - squashed) < reference.TOLERANCE
 
     folder = tmp_path / "checkpoint"
     shutil.copytree(reference.FIXTURES / REGRESSION, folder)
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**config, "problem_type": "regression"}))
     declared = kbert.pipeline("text-classification", model=str(folder)).source.runner.model
-    export_saved_model(declared, str(tmp_path / "declared"), tokenizer)
+    declared.export(str(tmp_path / "declared"), tokenizer=tokenizer)
     pipe = kbert.pipeline("text-classification", model=str(tmp_path / "declared"))
     assert pipe.source.problem_type == "regression"
     value = pipe(text)[0]["score"]
     assert abs(1 / (1 + math.exp(-value)) - squashed) < reference.TOLERANCE
     assert abs(value - squashed) > 1e-3  # the raw output, not its sigmoid
+    assert abs(served(str(tmp_path / "declared")) - value) < 1e-5
 
 
 @pytest.mark.parametrize("model", ["hf_tasks/bert_seq_single", "hf_tasks/roberta_seq_single"])

@@ -87,7 +87,7 @@ def test_the_graph_splits_sentences_as_the_pipeline():
     import tensorflow as tf
 
     from kbert.data import corpora
-    from kbert.tasks.extractive_summarization import serving
+    from kbert.tasks.extractive_summarization import pipeline_serving as serving
     from tests.data.test_corpora import PROSE, PROSE_SENTENCES
 
     files = [f for f in corpora._stdlib_files() if f.endswith(
@@ -112,7 +112,7 @@ def test_the_graph_lays_out_paragraphs_and_segments_as_the_pipeline():
     sentence and by paragraph: the same scores for every sentence."""
     import tensorflow as tf
 
-    from kbert.tasks.extractive_summarization import serving
+    from kbert.tasks.extractive_summarization import pipeline_serving as serving
 
     tok = tokenizer()
     documents = ["The word was. It had one word!\n\nOn the key. It was.\n \n\n\nThe key.",
@@ -409,14 +409,12 @@ def test_summaries_file_and_rouge(tmp_path):
 
 
 def test_the_saved_models_summarize_as_the_pipeline(tmp_path, monkeypatch):
-    """export_saved_model's `serving_default` and pipeline.export take documents and choose
-    the pipeline's sentences (windows "first" and "all", trigram blocking) in the graph;
+    """model.export's and pipeline.export's `serving_default` take documents and choose the
+    pipeline's sentences (windows "first" and "all", trigram blocking) in the graph;
     DistilBERT has no segment ids, the BERT exported by pipeline.export alternates them by
-    paragraph. docs/summarization.md's serving example runs on the
-    export, and the pipeline runs on it (loaded checked, its `windows` read back)."""
+    paragraph. docs/summarization.md's serving example runs on the export, and the pipeline
+    runs on each (loaded checked, its `windows` and `segments` read from export.json)."""
     import tensorflow as tf
-
-    from kbert.serving import export_saved_model
 
     tok = tokenizer()
     model = ExtractiveSummarizer(tiny_backbone("distil_bert", vocabulary_size=len(VOCABULARY)))
@@ -429,7 +427,7 @@ def test_the_saved_models_summarize_as_the_pipeline(tmp_path, monkeypatch):
                  # Python's whitespace, not RE2's \s, between paragraphs; a record separator.
                  "The key was\n\u00a0\x0b\nit was one", "The key.\x1eit had one.",
                  "", " \n\n ", "\u200b The key was. On it."]
-    export_saved_model(model, str(tmp_path / "model"), tok, sequence_length=24)
+    model.export(str(tmp_path / "model"), tokenizer=tok)
     every.export(str(tmp_path / "pipe"), num_sentences=5, trigram_blocking=False)
     unblocked = dict(num_sentences=5, trigram_blocking=False)
     assert len(every(documents[2], **unblocked)[0]["sentences"]) > len(
@@ -447,22 +445,21 @@ def test_the_saved_models_summarize_as_the_pipeline(tmp_path, monkeypatch):
                                        [s["score"] for s in chosen], atol=1e-5)
     on_export = kbert.pipeline("summarization", model=str(tmp_path / "model"))
     assert (on_export.source.windows, on_export.source.segments,
-            on_export.source.max_length) == ("first", "sentence", 24)
+            on_export.source.max_length) == ("first", "sentence",
+                                             model.backbone.config.max_sequence_length)
     for options in ({}, unblocked):
         for saved, [answer] in zip(on_export(documents, **options), pipe(documents, **options)):
             assert [(s["start"], s["end"]) for s in saved[0]["sentences"]] == [
                 (s["start"], s["end"]) for s in answer["sentences"]]
             np.testing.assert_allclose([s["score"] for s in saved[0]["sentences"]],
                                        [s["score"] for s in answer["sentences"]], atol=1e-5)
-    # Exported shorter than its positions: the pipeline on it cuts documents there too, and
-    # lays them out by paragraph as the export's mark says.
-    export_saved_model(by_paragraph, str(tmp_path / "short"), tok, sequence_length=16)
-    on_short = kbert.pipeline("summarization", model=str(tmp_path / "short"))
-    assert on_short.source.max_length == 16 < by_paragraph.backbone.config.max_sequence_length
-    assert (on_short.source.windows, on_short.source.segments) == ("all", "paragraph")
-    out = tf.saved_model.load(str(tmp_path / "short")).signatures["serving_default"](
+    # The paragraph-segmented "all" export: the pipeline on it lays documents out as its
+    # export.json says, and chooses the sentences its graph chose.
+    on_every = kbert.pipeline("summarization", model=str(tmp_path / "pipe"))
+    assert (on_every.source.windows, on_every.source.segments) == ("all", "paragraph")
+    out = tf.saved_model.load(str(tmp_path / "pipe")).signatures["serving_default"](
         text=tf.constant(documents))
-    for row, (text, [answer]) in enumerate(zip(documents, on_short(documents))):
+    for row, (text, [answer]) in enumerate(zip(documents, on_every(documents, **unblocked))):
         starts = [s.start for s in sentences_of(text)]
         count = int(out["num_sentences"][row])
         assert [starts.index(s["start"]) for s in answer["sentences"]] == (

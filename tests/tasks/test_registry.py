@@ -163,10 +163,6 @@ def test_every_task_folder_holds_what_its_record_says(name):
     """Export and fine-tuning reach a task through its record: its folder has the modules and
     functions of what the record says it does (a task added with its record alone fails
     here, not at a user's export)."""
-    import inspect
-
-    from kbert.serving import task_signatures
-
     record = registry.RECORDS[name]
     for export in record.exports:
         for pipeline in record.pipelines:
@@ -174,10 +170,6 @@ def test_every_task_folder_holds_what_its_record_says(name):
     if "tflite" in record.exports and (record.model is not None or record is registry.BACKBONE):
         tflite = record.module("tflite")
         assert callable(tflite.model_outputs) and callable(tflite.model_endpoints)
-    if record.model is not None:
-        keywords = list(inspect.signature(record.module("serving").add_endpoints).parameters)
-        assert keywords[4:] == list(record.export_options)
-        assert all(record in task_signatures.TASK_OPTIONS[o] for o in record.export_options)
     if record.finetuning:
         hooks = record.module("finetuning")
         for hook in ("read", "encode", "fit_labels", "build", "scores", "metric",
@@ -188,7 +180,6 @@ def test_every_task_folder_holds_what_its_record_says(name):
 def test_a_task_without_a_part_or_an_unknown_task_fails_naming_it(monkeypatch):
     """No fallback to another task: what a task's folder lacks, and a pipeline task that no
     export table holds, are errors naming the task and what is allowed."""
-    from kbert.serving import task_signatures
     from kbert.pipelines import exporting
 
     with pytest.raises(LookupError, match=r"task text_embedder \(sentence-embeddings, "
@@ -196,7 +187,7 @@ def test_a_task_without_a_part_or_an_unknown_task_fails_naming_it(monkeypatch):
                                           r"\(kbert.tasks.text_embedding.finetuning"):
         registry.TEXT_EMBEDDER.module("finetuning")
     with pytest.raises(ValueError, match="Unknown task module role 'decoder'. Allowed: "
-                                         "serving, pipeline_serving, tflite, finetuning"):
+                                         "pipeline_serving, tflite, finetuning"):
         registry.TEXT_EMBEDDER.module("decoder")
     bare = registry.TaskRecord(name="translator", summary="x", pipelines=("translation",),
                                model_head=None)
@@ -220,6 +211,4 @@ def test_a_task_without_a_part_or_an_unknown_task_fails_naming_it(monkeypatch):
         exporting.write(Pipe(), "unused", "tflite", None, {})
     with pytest.raises(ValueError, match="format='onnx'; allowed: 'saved_model', 'tflite'"):
         exporting.write(Pipe(), "unused", "onnx", None, {})
-    with pytest.raises(TypeError, match="export_saved_model has no signatures for object; its "
-                                        "task models are TextClassifier, TokenClassifier"):
-        task_signatures.task_archive(object(), None, 8)
+

@@ -225,7 +225,7 @@ def test_exported_question_answering_windows_are_the_fine_tuning_windows(family)
     """answer_signatures.window_features (the QA SavedModel's packing, in the graph) gives
     the rows encode_questions gives for the same pieces."""
     from kbert.tokenizers.alignment import align_texts
-    from kbert.tasks.question_answering.serving import window_features
+    from kbert.tasks.question_answering.windows_graph import window_features
 
     tokenizer = tokenizer_of(family)
     context = "The tower was built in Paris in 1889 and it is three hundred metres tall."

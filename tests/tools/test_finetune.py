@@ -1,5 +1,5 @@
 """tools/finetune.py and kbert.training.run_finetuning: flags, a run per task, best epoch,
-resume, the saved model."""
+resume, the saved model and its --export_dir SavedModel."""
 
 import collections
 import json
@@ -155,6 +155,44 @@ def test_a_run_reads_its_encoder_and_its_data(tmp_path):
     assert task.metric(mrpc, prepared) == "f1"
 
 
+def test_the_export_fixes_the_runs_options_of_the_tasks_pipeline():
+    """--export_dir writes `model.export` of the task's pipeline with options from the run
+    (each task's `export_options`), all of them options of that pipeline: a classifier cuts
+    texts at --sequence_length; a tagger groups B-/I- entities ("simple") and leaves the
+    tags of BIOES / BILOU to the client ("none"); a reader takes the run's windows and answer
+    lengths, the empty answer on SQuAD 2.0 data."""
+    from types import SimpleNamespace
+
+    from kbert import pipelines
+    from kbert.pipelines.base import TOKENIZER_OPTIONS
+    from kbert.tasks import registry
+    from kbert.training import FinetuningConfig
+    from kbert.training.finetuning_tasks import FINETUNING_TASKS
+
+    def options(task, version_2=False, **settings):
+        config = FinetuningConfig(model_dir="m", checkpoint=str(TINY), task=task,
+                                  train_data="tfds:x", **settings)
+        train = SimpleNamespace(data=SimpleNamespace(version_2=version_2))
+        got = FINETUNING_TASKS[task].export_options(config, train)
+        pipeline = pipelines.TASKS[registry.get(task).pipelines[0]]  # model.export's
+        assert set(got) <= set(pipeline.OPTIONS) | set(TOKENIZER_OPTIONS), (task, got)
+        return got
+
+    assert options("text_classifier", sequence_length=24) == {"truncation": True,
+                                                              "max_length": 24}
+    for scheme, grouping in (("IOB1", "simple"), ("IOB2", "simple"), ("BIO", "simple"),
+                             ("BIOES", "none"), ("IOBES", "none"), ("BILOU", "none")):
+        assert options("token_classifier", tag_scheme=scheme) == {
+            "aggregation_strategy": grouping}, scheme
+    reader = dict(sequence_length=64, max_question_length=16, max_answer_length=10)
+    assert options("question_answerer", **reader) == {
+        "handle_impossible_answer": False, "doc_stride": 32, "max_seq_len": 64,
+        "max_answer_len": 10, "max_question_len": 16}
+    assert options("question_answerer", version_2=True,
+                   **reader)["handle_impossible_answer"] is True
+    assert options("extractive_summarizer") == {}
+
+
 def binary_scores(truth, predicted):
     """Accuracy, F1 of label 1, macro F1 and Matthews' correlation, from the counts."""
     tp = np.sum((predicted == 1) & (truth == 1))
@@ -232,7 +270,8 @@ def test_a_classifier_run_keeps_the_best_epoch_and_saves_a_loadable_model(tmp_pa
 
     train = write_csv(tmp_path / "train.csv", sentences(64, 0))
     dev = write_csv(tmp_path / "dev.csv", sentences(32, 1))
-    result = run(tmp_path, train_data=train, validation_data=dev)
+    result = run(tmp_path, train_data=train, validation_data=dev,
+                 export_dir=str(tmp_path / "export"))
     best = json.loads((tmp_path / "run" / "best" / "best.json").read_text())
     assert result["best"] == best and best["epoch"] in (1, 2)
     assert set(best["scores"]) == {"accuracy", "f1", "macro_f1", "matthews_corrcoef"}
@@ -254,11 +293,44 @@ def test_a_classifier_run_keeps_the_best_epoch_and_saves_a_loadable_model(tmp_pa
         verbose=0)
     predicted, truth = logits.argmax(-1), np.array([e.label for e in data.examples])
     assert best["scores"] == pytest.approx(binary_scores(truth, predicted))
+    exported_as_the_pipeline(tmp_path / "export", model, data, tokenizer, logits)
 
     # Running it again resumes: nothing left to train.
     again = run(tmp_path, train_data=train, validation_data=dev)
     assert "Already trained 8 of 8 steps." in capsys.readouterr().out
     assert again["best"] == best
+
+
+def exported_as_the_pipeline(export, model, data, tokenizer, logits):
+    """--export_dir holds `model.export` of the run's best model: export.json says what it
+    is; serving_default (and serving_pairs) answer as `kbert.pipeline` on the model with the
+    run's options (texts cut at --sequence_length); serving_ids gives the model's logits."""
+    import tensorflow_text  # noqa: F401 - the tokenizer's ops
+
+    import kbert
+    from kbert.serving import metadata
+    from kbert.tasks.text_classification.features import classification_dataset
+    from tests.pipelines import reference
+    from tests.pipelines.test_export import _answer, _calls
+
+    task, options = "text-classification", {"truncation": True, "max_length": 24}
+    meta = metadata.read(export)
+    assert (meta["task"], meta["model"], meta["label_names"], meta["options"]) == (
+        task, "text_classifier", ["no", "yes"], options)
+    assert set(meta["signatures"]) == {"serving_default", "serving_pairs", "serving_ids"}
+    signatures = tf.saved_model.load(str(export)).signatures
+    texts = [e.text_a for e in data.examples[:3]] + [" ".join(WORDS * 2)]  # cut at 24
+    inputs = texts + [{"text": texts[0], "text_pair": texts[1]}]
+    calls, placement = _calls(task, inputs, options)
+    results = [{k: v.numpy() for k, v in signatures[name](
+        **{k: tf.constant(v) for k, v in args.items()}).items()} for name, args in calls]
+    expected = kbert.pipeline(task, model=model, tokenizer=tokenizer)(inputs, **options)
+    reference.assert_same(_answer(task, inputs, options, results, placement), expected,
+                          "serving_default", tolerance=1e-5)
+    features, _ = next(iter(classification_dataset(data, tokenizer, 24, 16)))
+    served = signatures["serving_ids"](token_ids=features["token_ids"],
+                                       padding_mask=features["padding_mask"])["logits"]
+    np.testing.assert_allclose(served, logits[:16], atol=1e-5)
 
 
 @pytest.mark.slow
@@ -336,27 +408,6 @@ def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path):
     assert a.keys() == b.keys() and len(a) > 10
     for name in a:
         np.testing.assert_allclose(a[name], b[name], atol=1e-5, err_msg=name)
-
-
-@pytest.mark.parametrize("task", ["token_classifier", "question_answerer"])
-def test_a_roberta_tagger_or_reader_with_an_export_dir_is_refused_before_training(tmp_path,
-                                                                                  task):
-    """Their SavedModels align words by WordPiece rules, which RoBERTa's data does not use:
-    the run says so (and where RoBERTa's export is) before it reads or trains anything."""
-    from kbert.training import FinetuningConfig, run_finetuning
-    from kbert.training.config_fields import ConfigError
-
-    roberta = ROOT / "tests" / "fixtures" / "hf_tiny" / "roberta"
-    train = tmp_path / "train.txt"
-    train.write_text("not read: the run stops before\n")
-    config = FinetuningConfig(model_dir=str(tmp_path / "run"), checkpoint=str(roberta),
-                              task=task, train_data=str(train),
-                              sequence_length=24, max_question_length=8,
-                              export_dir=str(tmp_path / "export"))
-    with pytest.raises(ConfigError, match=r"--export_dir: export_saved_model of a "
-                                          r"\w+ with a BytePairTokenizer \(RoBERTa\)"):
-        run_finetuning(config)
-    assert not (tmp_path / "export").exists()
 
 
 def test_an_extractive_summarizer_runs_with_rouge(tmp_path):

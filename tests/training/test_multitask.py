@@ -317,8 +317,8 @@ def test_a_two_head_run_trains_both_heads_and_the_backbone_and_scores_both(whole
 
 
 def _docs_examples(tmp_path):
-    """docs/multitask.md's blocks that this file runs (a pipeline per head, the SavedModel's
-    signatures), run as written in a folder where the page's runs/mt is the fixture's run.
+    """docs/multitask.md's blocks that this file runs (a pipeline per head, each head's
+    SavedModel), run as written in a folder where the page's runs/mt is the fixture's run.
     Returns their namespaces, in the page's order."""
     from tests.docs import blocks
 
@@ -342,43 +342,84 @@ def _docs_examples(tmp_path):
     return list(namespaces.values())
 
 
+# Each head's SavedModel: (its pipeline, its task, its sequence length, its label names, the
+# options its task's `export_options` fixed, its signatures).
+EXPORTED = {
+    "cls": ("text-classification", "text_classifier", 24, ["no", "yes"],
+            {"truncation": True, "max_length": 24},
+            {"serving_default", "serving_pairs", "serving_ids"}),
+    "ner": ("token-classification", "token_classifier", 16, ["B-PER", "I-PER", "O"],
+            {"aggregation_strategy": "simple"}, {"serving_default", "serving_ids"}),
+}
+
+
 @pytest.mark.slow
-def test_the_exported_saved_model_gives_each_heads_predictions(whole_run):
+def test_each_head_is_exported_as_its_pipeline(whole_run):
+    """--export_dir holds a SavedModel per head, export_dir/NAME (`model.export` of the head
+    with its task's options): export.json says what it is; serving_default (and a
+    classifier's serving_pairs) answer as the head's pipeline with those options;
+    serving_ids gives the head's logits; `kbert.pipeline` loads it (the options: the
+    call's). docs/multitask.md's examples run on it."""
     import tensorflow_text  # noqa: F401 - the tokenizer's ops
 
+    import kbert
     from kbert import convert
-    from kbert.tasks.text_classification.features import encode_classification
+    from kbert.serving import metadata
     from kbert.tasks.text_classification.data import read_classification_file
+    from kbert.tasks.text_classification.features import encode_classification
     from kbert.untrusted import load_model
+    from tests.pipelines import reference
+    from tests.pipelines.test_export import _answer, _calls
 
     _, _, tmp_path = whole_run
-    exported = tf.saved_model.load(str(tmp_path / "export"))
-    assert {"cls", "cls_pairs", "cls_ids", "ner", "ner_ids", "serving_default"} <= set(
-        exported.signatures)
-    texts = ["he was at the one", "the word of it"]
+    export = tmp_path / "export"
+    assert sorted(p.name for p in export.iterdir()) == sorted(EXPORTED)
     tokenizer = convert.load_tokenizer(str(TINY))
-    for name, length in (("cls", 24), ("ner", 16)):
+    data = read_classification_file(str(tmp_path / "train.csv"), "sentence",
+                                    label_column="label")
+    texts = ["he was at the one", "she and he was at the one"]
+    inputs = {"cls": texts + [" ".join(WORDS), {"text": texts[0], "text_pair": texts[1]}],
+              "ner": texts}  # the classifier cuts the 24 words at 24 tokens
+    for name, (task, kind, length, labels, options, signatures) in EXPORTED.items():
+        meta = metadata.read(export / name)
+        assert (meta["task"], meta["model"], meta["label_names"], meta["options"]) == (
+            task, kind, labels, options), name
+        assert set(meta["signatures"]) == signatures, name
+        served = tf.saved_model.load(str(export / name)).signatures
+        assert set(served) == signatures, name
         model = load_model(str(tmp_path / "run" / name / "model.keras"))
-        data = read_classification_file(str(tmp_path / "train.csv"), "sentence",
-                                        label_column="label")
+        expected = kbert.pipeline(task, model=model, tokenizer=tokenizer)(inputs[name],
+                                                                          **options)
+        calls, placement = _calls(task, inputs[name], options)
+        results = [{k: v.numpy() for k, v in served[signature](
+            **{k: tf.constant(v) for k, v in args.items()}).items()}
+            for signature, args in calls]
+        reference.assert_same(_answer(task, inputs[name], options, results, placement),
+                              expected, name, tolerance=1e-5)
         features = encode_classification(data, tokenizer, length).features
-        inputs = {k: features[k][:4] for k in ("token_ids", "padding_mask")}
-        got = exported.signatures[f"{name}_ids"](**{k: tf.constant(v, tf.int32)
-                                                     for k, v in inputs.items()})
-        np.testing.assert_allclose(got["logits"], model.predict(inputs, verbose=0), atol=1e-5)
-    labels = exported.signatures["cls"](text=tf.constant(texts))["label"].numpy()
-    assert set(labels) <= {b"no", b"yes"}
-    assert "entity_types" in exported.signatures["ner"](text=tf.constant(texts))
+        ids = {k: features[k][:4] for k in ("token_ids", "padding_mask")}
+        got = served["serving_ids"](**{k: tf.constant(v, tf.int32) for k, v in ids.items()})
+        np.testing.assert_allclose(got["logits"], model.predict(ids, verbose=0), atol=1e-5)
+        if name == "ner":  # every token's group, "O" too: entities to compare
+            every = dict(options, ignore_labels=[])
+            tagged = kbert.pipeline(task, model=str(export / name))(texts, **every)
+            assert all(tagged), tagged
+            reference.assert_same(tagged, kbert.pipeline(task, model=model,
+                                                         tokenizer=tokenizer)(texts, **every),
+                                  "ner, loaded", tolerance=1e-5)
 
     # docs/multitask.md's examples on this run: each head's pipeline gives what its
-    # signatures give.
-    pipelines, signatures = _docs_examples(tmp_path)
+    # SavedModel gives.
+    pipelines, saved = _docs_examples(tmp_path)
     texts = ["he was at the one", "she and he was at the one"]
     assert [row["label"] for row in pipelines["classify"](texts)] == [
-        label.decode() for label in signatures["labels"].numpy()]
-    for text, types in zip(texts, signatures["entities"].numpy()):
+        label.decode() for label in saved["labels"].numpy()[:, 0]]
+    entities = {k: v.numpy() for k, v in saved["entities"].items()}
+    for row, text in enumerate(texts):
         tagged = pipelines["tag"](text, aggregation_strategy="simple")
-        assert [e["entity_group"] for e in tagged] == [t.decode() for t in types if t], text
+        assert [e["entity_group"] for e in tagged] == [
+            group.decode()
+            for group in entities["entity_group"][row, :entities["num_entities"][row]]], text
 
 
 class Interrupted(Exception):

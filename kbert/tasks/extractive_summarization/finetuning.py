@@ -67,5 +67,5 @@ def metric(config, train):
 
 
 def export_options(config, train):
-    """What the SavedModel of `--export_dir` needs besides the model: nothing."""
+    """The pipeline options fixed in `--export_dir`'s SavedModel (`model.export`): none."""
     return {}

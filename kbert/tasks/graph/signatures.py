@@ -1,5 +1,5 @@
 """What every exported signature shares: the input specs, running the model, the
-`serving_ids` endpoint, `pipeline.export`'s endpoint of one text per row, label names.
+`serving_ids` endpoint, the endpoint of one text per row, label names.
 Packing wordpieces into model inputs is the tokenizer's `pack` (`kbert.tokenizers.packing`),
 the fine-tuning data's own."""
 
@@ -70,18 +70,3 @@ def label_names_of(model, label_names):
         raise ValueError(f"{len(names)} label_names for a model of {model.num_classes} "
                          f"classes.")
     return list(names)
-
-
-def refuse_byte_pair_words(tokenizer, record):
-    """A task export whose graph aligns words (the task `record` says `aligns_words`: token
-    classification, question answering) follows WordPiece and SentencePiece words; RoBERTa's
-    byte-level BPE words are the pipelines' (`kbert.tokenizers.byte_pair_graph`): a
-    ValueError saying where to go. Nothing for other tasks or tokenizers."""
-    if record.aligns_words and not tokenizer.bert_words:
-        raise ValueError(
-            f"export_saved_model of a {record.model.__name__} with a BytePairTokenizer "
-            "(RoBERTa): its graph splits words as WordPiece and SentencePiece do, not as "
-            "RoBERTa's data and pipelines do. Export it as a pipeline instead: "
-            f"kbert.pipeline(\"{record.pipelines[0]}\", model=<the model or its checkpoint "
-            "directory>).export(directory), whose SavedModel takes raw strings and returns the "
-            "pipeline's answers.")

@@ -17,9 +17,6 @@ TASK = TaskRecord(
     summary="an answer as a span of the context: extractive, SQuAD",
     pipelines=("question-answering",),
     model=QuestionAnswerer, preprocessed=True, hf_class="ForQuestionAnswering",
-    hf_head_prefixes=("qa_outputs.",), finetuning=True,
-    export_options=("version_2", "null_threshold", "doc_stride", "max_answer_length",
-                    "max_question_length", "n_best"),
-    aligns_words=True, package=__name__)
+    hf_head_prefixes=("qa_outputs.",), finetuning=True, package=__name__)
 
 __all__ = ["QuestionAnswerer", "TASK"]

@@ -55,9 +55,11 @@ def metric(config, train):
 
 
 def export_options(config, train):
-    """What the SavedModel of `--export_dir` needs to decode answers as the run's scores did
-    (`export_saved_model`'s question-answering arguments)."""
-    return {"version_2": train.data.version_2, "null_threshold": config.null_threshold,
-            "doc_stride": config.qa_doc_stride(),
-            "max_answer_length": config.max_answer_length,
-            "max_question_length": config.max_question_length, "n_best": config.n_best}
+    """The pipeline options fixed in `--export_dir`'s SavedModel (`model.export`): the run's
+    windows and answer lengths; SQuAD 2.0 data allows the empty answer. (`--null_threshold`
+    and `--n_best` are run_squad.py's scoring, which transformers' pipeline has no option
+    for: the export answers by the pipeline's rule.)"""
+    return {"handle_impossible_answer": bool(train.data.version_2),
+            "doc_stride": config.qa_doc_stride(), "max_seq_len": config.sequence_length,
+            "max_answer_len": config.max_answer_length,
+            "max_question_len": config.max_question_length}

@@ -24,7 +24,7 @@ import tensorflow as tf
 from kbert.tasks.graph import packing as graph
 from kbert.tasks.graph.signatures import STRINGS, dense_rows, run_model
 from kbert.tasks.question_answering.decode import MASKED_LOGIT
-from kbert.tasks.question_answering.serving import span_band, window_features
+from kbert.tasks.question_answering.windows_graph import span_band, window_features
 from kbert.tokenizers import normalization
 from kbert.tokenizers.words_graph import substrings, valid_utf8
 

@@ -13,7 +13,7 @@ from kbert.tasks.graph.signatures import STRINGS, run_model
 from kbert.tasks.graph.tflite_offsets import dense, pieces_with_offsets, placed
 from kbert.tasks.graph.tflite_packing import pack_dense_pairs
 from kbert.tasks.question_answering.decode import MASKED_LOGIT
-from kbert.tasks.question_answering.serving import span_band
+from kbert.tasks.question_answering.windows_graph import span_band
 
 
 def pack_question(tokenizer, question, context, sequence_length):

@@ -12,6 +12,6 @@ TASK = TaskRecord(
     model=TextClassifier, preprocessed=True, labelled=True,
     hf_class="ForSequenceClassification",
     hf_head_prefixes=("classifier.", "pre_classifier."), finetuning=True,
-    export_options=("label_names",), package=__name__)
+    package=__name__)
 
 __all__ = ["TASK", "TextClassifier"]

@@ -74,6 +74,6 @@ def metric(config, train):
 
 
 def export_options(config, train):
-    """What the SavedModel of `--export_dir` needs besides the model: nothing (its labels are
-    the model's)."""
-    return {}
+    """The pipeline options fixed in `--export_dir`'s SavedModel (`model.export`): texts cut
+    to the run's `--sequence_length` as in training (its labels are the model's)."""
+    return {"truncation": True, "max_length": config.sequence_length}

@@ -19,7 +19,26 @@ from kbert.tasks.graph.signatures import STRINGS, label_names_of, run_model
 from kbert.tasks.graph.tflite_packing import pack_pairs, pack_premises, pack_text
 from kbert.tasks.text_classification import decode
 from kbert.tasks.text_classification.pipeline_serving import activation, scored
-from kbert.tasks.text_classification.serving import classification_outputs
+
+
+def classification_outputs(model, logits, names):
+    """Logits [B, N] -> the classifier's named outputs (see `export_saved_model`)."""
+    if model.problem_type == "regression":
+        return {"score": logits[:, 0]}
+    names = tf.constant(names)
+    multi_label = model.problem_type == "multi_label"
+    probabilities = tf.sigmoid(logits) if multi_label else tf.nn.softmax(logits)
+    label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+    outputs = {"label": tf.gather(names, label_id), "label_id": label_id,
+               "probabilities": probabilities, "logits": logits}
+    if multi_label:
+        chosen = probabilities > 0.5  # [B, N]
+        # The chosen classes first, in class order; "" after them.
+        order = tf.argsort(tf.cast(~chosen, tf.int32), axis=-1, stable=True)
+        outputs["labels"] = tf.where(tf.gather(chosen, order, batch_dims=1),
+                                     tf.gather(names, order), "")
+        outputs["num_labels"] = tf.reduce_sum(tf.cast(chosen, tf.int32), axis=-1)
+    return outputs
 
 
 def model_outputs(model, label_names):

@@ -10,7 +10,6 @@ TASK = TaskRecord(
     aliases={"ner": "token-classification"},
     model=TokenClassifier, preprocessed=True, labelled=True,
     hf_class="ForTokenClassification",
-    hf_head_prefixes=("classifier.",), finetuning=True,
-    export_options=("label_names", "tag_scheme"), aligns_words=True, package=__name__)
+    hf_head_prefixes=("classifier.",), finetuning=True, package=__name__)
 
 __all__ = ["TASK", "TokenClassifier"]

@@ -1,10 +1,9 @@
 """Predictions back to text, in Python (numpy): the two rules that turn a token
 classifier's tags into entities.
 
-- kbert's (`decode_entities`, `tag_tables`): a tag per word (read at its first piece) ->
-  entities with character offsets, by seqeval's lenient rule for IOB1/IOB2 and
-  BIOES/BILOU. `kbert.tasks.token_classification.serving` runs the same rule in the
-  graph (kbert's SavedModel contract), from `tag_tables`.
+- kbert's (`decode_entities`): a tag per word (read at its first piece) -> entities with
+  character offsets, by seqeval's lenient rule for IOB1/IOB2 and BIOES/BILOU (the
+  fine-tuning metrics').
 - transformers' (`decode`, `aggregate_words`, `group_entities`): TokenClassificationPipeline's
   answer for each `aggregation_strategy`, from a tag per token. The pipeline
   (`kbert.pipelines.token_classification`), the host side of its TFLite model (`entities`)
@@ -32,10 +31,6 @@ Entity.__doc__ = "An entity: its type and `text == original[start:end]`."
 SCHEMES = {"IOB2": "BI", "BIO": "BI", "IOB1": "BI", "BIOES": "BIES", "IOBES": "BIES",
            "BILOU": "BIES"}
 _PREFIX_ALIASES = {"L": "E", "U": "S"}
-
-# Prefix codes of `tag_tables` (the graph's form of `_parse`).
-OUTSIDE, BEGIN, INSIDE, END, SINGLE = range(5)
-_PREFIXES = {"O": OUTSIDE, "B": BEGIN, "I": INSIDE, "E": END, "S": SINGLE}
 
 
 def _parse(tag, allowed, scheme):
@@ -103,22 +98,6 @@ def _cut(words, first, last, text):
     for before, word in zip(words[first:last], words[first + 1 : last + 1]):
         pieces.append(" " * (word.start - before.end) + word.text)
     return "".join(pieces)
-
-
-def tag_tables(names, scheme):
-    """Per tag id: its prefix code and entity type id, and the type names; by `_parse`,
-    the one place the rule is written (a tag not of `scheme` fails here)."""
-    if scheme not in SCHEMES:
-        raise ValueError(f"Unknown tag_scheme {scheme!r}; use one of "
-                         f"{sorted(SCHEMES)}.")
-    prefixes, types, type_names = [], [], []
-    for name in names:
-        prefix, kind = _parse(name, SCHEMES[scheme], scheme)
-        prefixes.append(_PREFIXES[prefix])
-        if kind is not None and kind not in type_names:
-            type_names.append(kind)
-        types.append(type_names.index(kind) if kind is not None else -1)
-    return prefixes, types, type_names or [""]
 
 
 # --- transformers' TokenClassificationPipeline -------------------------------------------

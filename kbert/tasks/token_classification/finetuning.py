@@ -60,7 +60,13 @@ def metric(config, train):
     return "f1"
 
 
+# The tag schemes whose entities transformers' "simple" grouping reads (B- / I- prefixes).
+_GROUPED = ("IOB1", "IOB2", "BIO")
+
+
 def export_options(config, train):
-    """What the SavedModel of `--export_dir` needs to decode entities as the run's scores
-    did."""
-    return {"tag_scheme": config.tag_scheme}
+    """The pipeline options fixed in `--export_dir`'s SavedModel (`model.export`): entities
+    grouped as transformers' "simple" strategy groups them for the B-/I- schemes; for
+    BIOES, IOBES and BILOU, whose E-/S-/L-/U- tags that grouping does not read, every token
+    with its tag ("none"), for the client to group."""
+    return {"aggregation_strategy": "simple" if config.tag_scheme in _GROUPED else "none"}

@@ -200,7 +200,7 @@ def test_graph_windows_are_window_starts():
     for every question and context length, with one or two separators."""
     import tensorflow as tf
 
-    from kbert.tasks.question_answering.serving import windows
+    from kbert.tasks.question_answering.windows_graph import windows
 
     for sequence_length, doc_stride in ((8, 0), (8, 2), (12, 1), (12, 5), (16, 7)):
         for separators in (1, 2):
