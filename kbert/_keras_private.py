@@ -48,6 +48,16 @@ PRIVATE_APIS = {
         "keras-hub exposes a transformer block's weights only through its private sublayers; "
         "kbert reads them to convert keras-hub presets",
         "none filed"),
+    "layer_tracker": PrivateApi(
+        "keras", "Layer._tracker (unlock / lock, around add_weight on a built layer)",
+        "a built layer refuses new weights unless its tracker is unlocked; kbert's LoRA adds "
+        "its A and B matrices to a built EinsumDense as Keras' own enable_lora does",
+        "none filed"),
+    "flatten_layers": PrivateApi(
+        "keras", "Layer._flatten_layers (every nested sublayer)",
+        "Keras has no public way to walk a layer's nested sublayers; kbert's LoRA walks the "
+        "encoder blocks for their dense layers, as keras-hub's Backbone.enable_lora does",
+        "none filed"),
     "export_archive_internals": PrivateApi(
         "keras", "ExportArchive._endpoint_names, ._filter_and_track_resources, "
         "._get_concrete_fn and ._tf_trackable (the steps of ExportArchive.write_out)",
@@ -103,6 +113,18 @@ def skip_symbolic_build(model):
         raise UntestedVersionError("keras.Model has no _maybe_symbolic_build any more: the "
                                    "multi-worker work-around needs updating.")
     model._maybe_symbolic_build = lambda *args, **kwargs: None
+
+
+def layer_tracker(layer):
+    """The tracker of a Keras layer (`unlock()` lets a built layer add weights)."""
+    guard("layer_tracker")
+    return layer._tracker
+
+
+def flatten_layers(layer):
+    """Every sublayer nested in `layer`, not `layer` itself."""
+    guard("flatten_layers")
+    return list(layer._flatten_layers(include_self=False))
 
 
 def fast_bert_parts(tokenizer):

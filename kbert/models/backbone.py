@@ -179,6 +179,21 @@ class Backbone(keras.Model):
         return keras.Model(inputs, {**outputs, **internals.outputs()},
                            name=f"{self.name}_internals")
 
+    def enable_lora(self, rank, alpha=None, keep_trainable=("pooler",)):
+        """Parameter-efficient fine-tuning: freezes the backbone and puts LoRA of `rank` on
+        its encoder blocks' dense layers (`kbert.layers.lora`: the fused attention
+        projection gets A [hidden, rank] and B [rank, 3, heads, head_size]); `alpha` scales
+        the update (default: `rank`). The layers named in `keep_trainable` train fully (the
+        pooler, which a classifier head reads; `()` for none); a task head on the backbone
+        stays trainable. Compile after this. Saving merges the update into the weights: the
+        saved model reloads as a plain one, ready to export. Returns the number of
+        trainable parameters of the backbone."""
+        from kbert.layers import lora
+
+        lora.enable_lora(self, rank, alpha, tuple(name for name in keep_trainable
+                                                  if getattr(self, name, None) is not None))
+        return int(sum(keras.ops.size(v) for v in self.trainable_weights))
+
     @property
     def token_embedding(self):
         """The token `keras.layers.Embedding`; heads tie their output weights to it."""

@@ -71,6 +71,10 @@ def run_finetuning(config):
 
     with strategy.scope():
         model = task.build(config, encoder.backbone(config.dtype()), train)
+        if config.lora_rank:
+            trainable = model.backbone.enable_lora(config.lora_rank)
+            print(f"LoRA of rank {config.lora_rank}: {trainable:,} trainable parameters in "
+                  f"the backbone of {model.backbone.count_params():,}.")
         multipliers = None
         if config.layer_decay < 1:
             multipliers = layer_wise.learning_rate_multipliers(model, config.layer_decay)

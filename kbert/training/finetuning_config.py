@@ -129,6 +129,10 @@ class FinetuningConfig(RunConfig):
                                  "embeddings last (1: off).", group="Schedule")
     freeze_backbone: bool = setting(False, "Train the head only: true or false.",
                                     group="Schedule")
+    lora_rank: int = setting(0, "Parameter-efficient fine-tuning: freeze the backbone and "
+                             "train LoRA adapters of this rank on its encoder's dense layers, "
+                             "the pooler and the head (an integer >= 0; 0: off; saved merged "
+                             "into the weights).", group="Schedule", minimum=0)
     unfreeze_every: int = setting(0, "Gradual unfreezing: start frozen, then unfreeze one more "
                                   "backbone layer from the top every this many "
                                   "--unfreeze_unit (an integer >= 0; 0: off).",
@@ -186,6 +190,11 @@ class FinetuningConfig(RunConfig):
         if not 0 <= self.warmup_proportion <= 1:
             raise ConfigError(f"--warmup_proportion must be in [0, 1], got "
                               f"{self.warmup_proportion!r}.")
+        if self.lora_rank and (self.freeze_backbone or self.unfreeze_every
+                               or self.layer_decay < 1):
+            raise ConfigError("--lora_rank trains adapters on a frozen backbone; it does not "
+                              "combine with --freeze_backbone, --unfreeze_every or "
+                              "--layer_decay.")
         if self.freeze_backbone and self.unfreeze_every:
             raise ConfigError("--freeze_backbone keeps the backbone frozen; --unfreeze_every "
                               "unfreezes it gradually: give one of them.")

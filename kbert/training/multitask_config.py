@@ -136,6 +136,9 @@ def validate(config):
     if config.steps_per_execution != 1:
         raise ConfigError(f"--steps_per_execution={config.steps_per_execution}: a multi-task "
                           "run switches heads every step; it takes 1.")
+    if config.lora_rank:
+        raise ConfigError(f"--lora_rank={config.lora_rank}: LoRA is for one task; a "
+                          "multi-task run trains its shared backbone fully.")
     if not config.sampling_temperature > 0:
         raise ConfigError(f"--sampling_temperature must be > 0, got "
                           f"{config.sampling_temperature!r}.")

@@ -64,6 +64,9 @@ def write_csv(path, rows):
     ([f"--checkpoint={TINY}", "--layer_decay=1.5"], "--layer_decay must be in (0, 1], got 1.5"),
     ([f"--checkpoint={TINY}", "--freeze_backbone", "--unfreeze_every=2"],
      "--freeze_backbone keeps the backbone frozen"),
+    ([f"--checkpoint={TINY}", "--lora_rank=4", "--freeze_backbone"],
+     "--lora_rank trains adapters on a frozen backbone; it does not combine with"),
+    ([f"--checkpoint={TINY}", "--lora_rank=-1"], "--lora_rank must be an integer >= 0, got -1"),
     ([f"--checkpoint={TINY}", "--task=parser"], "--task='parser' is not one of"),
     ([f"--checkpoint={TINY}", "--epochs=0"], "--epochs must be an integer >= 1, got 0."),
     ([f"--checkpoint={TINY}", "--warmup_proportion=2"], "--warmup_proportion must be in [0, 1]"),
@@ -427,3 +430,24 @@ def test_an_extractive_summarizer_runs_with_rouge(tmp_path):
                  text_column="document", label_column="summary", epochs=1)
     assert set(result["best"]["scores"]) == {"rouge1", "rouge2", "rougeL"}
     assert all(0 <= v <= 1 for v in result["best"]["scores"].values())
+
+
+@pytest.mark.slow
+def test_a_lora_run_trains_adapters_and_saves_a_plain_model(tmp_path, capsys):
+    """--lora_rank: the run trains LoRA adapters on the encoder; model.keras holds them merged
+    into its kernels (no LoRA weight in it, the attention projections moved)."""
+    from kbert import convert
+    from kbert.untrusted import load_model
+
+    train = write_csv(tmp_path / "train.csv", sentences(64, 0))
+    dev = write_csv(tmp_path / "dev.csv", sentences(32, 1))
+    run(tmp_path, train_data=train, validation_data=dev, lora_rank=4, epochs=1)
+    assert "LoRA of rank 4:" in capsys.readouterr().out
+    model = load_model(str(tmp_path / "run" / "model.keras"))
+    assert not any("lora" in v.path for v in model.weights)
+    start = convert.load(str(TINY))
+    kernels = {v.path: v for v in start.weights if v.path.endswith("qkv_dense/kernel")}
+    changed = [path for path, v in kernels.items() if not np.allclose(
+        next(w for w in model.backbone.weights if w.path.endswith(path.split("/", 1)[1])),
+        v, atol=1e-7)]
+    assert changed  # the merged update moved them
