@@ -53,7 +53,8 @@ def runs_here(block):
 # Pages whose examples train or export (2-15 s each on 2 shared cores, the first to train
 # paying TensorFlow's warm-up); untrusted.md loads the export serving.md makes.
 SLOW_PAGES = {"README.md", "docs/fine-tuning.md", "docs/pretraining.md",
-              "docs/pretraining-data.md", "docs/serving.md", "docs/untrusted.md"}
+              "docs/pretraining-data.md", "docs/serving.md", "docs/untrusted.md",
+              "docs/code-lines.md"}
 
 
 @pytest.mark.parametrize("page", [pytest.param(page, marks=[pytest.mark.slow] * (page in SLOW_PAGES))
