@@ -48,7 +48,8 @@ def pipeline(task, model=None, tokenizer=None, *, trusted=False, **options):
         model: a kbert model object (a task model of `kbert.tasks`, a pretrainer with a
             masked-LM head, a backbone), a checkpoint directory of any format kbert reads
             (`kbert.convert`), a preset name (`kbert.presets`: fill-mask and
-            feature-extraction), or an exported SavedModel directory.
+            feature-extraction), or an exported SavedModel directory (the options its
+            export fixed are the pipeline's defaults on it).
         tokenizer: the kbert tokenizer (`kbert.tokenizers`); needed with a model object,
             else read from the checkpoint, preset or SavedModel.
         trusted: for a SavedModel: load it even where `kbert.untrusted.load_saved_model`
@@ -66,7 +67,8 @@ def pipeline(task, model=None, tokenizer=None, *, trusted=False, **options):
     """
     name = registry.pipeline_task(task)  # ValueError naming the known ones
     source = sources.resolve(name, model, tokenizer, trusted=trusted)
-    return TASKS[name](source, **options)
+    # An export's fixed options (export.json) are the defaults of the same pipeline on it.
+    return TASKS[name](source, **{**source.options, **options})
 
 
 def export(subject, path, format="saved_model", quantize=None, *, task=None, tokenizer=None,

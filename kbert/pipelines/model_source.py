@@ -30,10 +30,12 @@ class Source:
             long document it scores), else None.
         segments: an extractive summarizer's `segments` setting ("sentence" or
             "paragraph": what its segment ids alternate by), else None.
+        options: the pipeline options an export fixed in its graph, for the same pipeline:
+            the pipeline's defaults on it (a call's own override them); else {}.
     """
 
     def __init__(self, runner, tokenizer, kind, name, max_length, label_names=None,
-                 problem_type=None, serves=None, windows=None, segments=None):
+                 problem_type=None, serves=None, windows=None, segments=None, options=None):
         self.runner = runner
         self.tokenizer = tokenizer
         self.kind = kind
@@ -44,6 +46,7 @@ class Source:
         self.serves = tuple(SERVES[kind] if serves is None else serves)
         self.windows = windows
         self.segments = segments
+        self.options = dict(options or {})
 
     def check_serves(self, task):
         if task not in self.serves:

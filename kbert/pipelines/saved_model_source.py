@@ -75,5 +75,6 @@ def from_saved_model(path, tokenizer, task, trusted):
     source = Source(runner, tokenizer or found.tokenizer(), kind, name,
                     max_length, label_names=label_names,
                     problem_type=problem_type, serves=serves, windows=windows,
-                    segments=segments)
+                    segments=segments,
+                    options=meta.get("options") if meta.get("task") == task else None)
     return source

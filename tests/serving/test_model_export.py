@@ -92,6 +92,11 @@ def test_options_formats_and_what_kbert_export_refuses(tmp_path):
                           kbert.pipeline("text-classification", model=model)(texts, top_k=2),
                           "top_k=2", tolerance=1e-5)
     assert metadata.read(path)["options"] == {"top_k": 2}
+    # The options an export fixed are the pipeline's defaults on it; a call overrides them.
+    on_export = kbert.pipeline("text-classification", model=str(path))
+    reference.assert_same(on_export(texts), kbert.pipeline("text-classification", model=model)(
+        texts, top_k=2), "defaults", tolerance=1e-5)
+    assert len(on_export(texts[0], top_k=1)) == 1
 
     tflite = model.export(tmp_path / "model.tflite", format="tflite", quantize="dynamic",
                           truncation=True)
