@@ -66,25 +66,47 @@ class EinsumDense(keras.layers.EinsumDense):
         self.lora_alpha = lora_alpha if lora_alpha is not None else rank
         self._lora_split = split
 
+    def _merged(self):
+        update = ops.tensordot(self.lora_kernel_a, self.lora_kernel_b, axes=1)
+        return ops.add(self._kernel, (self.lora_alpha / self.lora_rank) * update)
+
     @property
     def kernel(self):
-        if not getattr(self, "_lora_split", None):
+        if getattr(self, "_lora_split", None) is None:
             return super().kernel
-        update = ops.tensordot(self.lora_kernel_a, self.lora_kernel_b, axes=1)
-        return ops.cast(ops.add(self._kernel, (self.lora_alpha / self.lora_rank) * update),
-                        self.compute_dtype)
+        return ops.cast(self._merged(), self.compute_dtype)
+
+    def _get_kernel_with_merged_lora(self):
+        # What saving writes: the merge in the kernel's own dtype (float32 under a mixed
+        # policy), not rounded to the compute dtype as `kernel` is.
+        if getattr(self, "_lora_split", None) is None:
+            return super()._get_kernel_with_merged_lora()
+        return ops.cast(self._merged(), self._kernel.dtype), None, None
 
 
 def enable_lora(model, rank, alpha=None, keep_trainable=()):
     """Freezes every weight of `model` (a backbone) and puts LoRA of `rank` on each of its
     encoder blocks' dense layers (`Dense` and `EinsumDense` inside `transformer_layers`):
     only the A and B matrices (and those layers' biases) train, and the layers named in
-    `keep_trainable` ("pooler": what a classifier head reads). Returns the layers that
-    got LoRA."""
+    `keep_trainable` ("pooler": what a classifier head reads; one the family lacks is
+    skipped). Returns the layers that got LoRA."""
     if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
         raise ValueError(f"LoRA rank must be a positive integer, got {rank!r}.")
     if not model.built:
         raise ValueError("Build the model before enabling LoRA.")
+    enabled = [layer for layer in _keras_private.flatten_layers(model)
+               if getattr(layer, "lora_enabled", False)]
+    if enabled:
+        raise ValueError(f"LoRA is already enabled on {type(model).__name__} (rank "
+                         f"{enabled[0].lora_rank}, {len(enabled)} layers); it is enabled once. "
+                         "Save and reload the model (the adapters merged) to add new ones.")
+    if isinstance(keep_trainable, str):
+        raise ValueError(f"keep_trainable is a list of layer names, got the string "
+                         f"{keep_trainable!r}; pass ({keep_trainable!r},).")
+    missing = [name for name in keep_trainable if not hasattr(model, name)]
+    if missing:
+        raise ValueError(f"keep_trainable names {missing}, which {type(model).__name__} does "
+                         f"not have.")
     model.trainable = True
     for layer in _keras_private.flatten_layers(model):
         layer.trainable = False
@@ -99,9 +121,7 @@ def enable_lora(model, rank, alpha=None, keep_trainable=()):
         raise ValueError(f"{type(model).__name__} has no dense layer in its encoder blocks "
                          f"to put LoRA on.")
     for name in keep_trainable:
-        layer = getattr(model, name, None)
-        if layer is None:
-            raise ValueError(f"keep_trainable names {name!r}, which "
-                             f"{type(model).__name__} does not have.")
-        layer.trainable = True
+        layer = getattr(model, name)
+        if layer is not None:  # a family without that layer (a pooler): nothing to keep
+            layer.trainable = True
     return adapted

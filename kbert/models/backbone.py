@@ -187,11 +187,17 @@ class Backbone(keras.Model):
         pooler, which a classifier head reads; `()` for none); a task head on the backbone
         stays trainable. Compile after this. Saving merges the update into the weights: the
         saved model reloads as a plain one, ready to export. Returns the number of
-        trainable parameters of the backbone."""
+        trainable parameters of the backbone.
+
+        Keras' `load_weights` on a model with LoRA enabled zeroes its A and B (Keras' LoRA
+        layers do so), after which they no longer train: resume a LoRA run from a
+        `tf.train.Checkpoint` (as tools/finetune.py does), or enable LoRA after loading.
+        Setting `trainable = True` on the backbone afterwards unfreezes its kernels too.
+        Under a mixed policy the update is added to the kernel in the compute dtype in the
+        forward pass; saving merges it in float32."""
         from kbert.layers import lora
 
-        lora.enable_lora(self, rank, alpha, tuple(name for name in keep_trainable
-                                                  if getattr(self, name, None) is not None))
+        lora.enable_lora(self, rank, alpha, keep_trainable)
         return int(sum(keras.ops.size(v) for v in self.trainable_weights))
 
     @property

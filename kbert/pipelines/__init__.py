@@ -89,9 +89,9 @@ def export(subject, path, format="saved_model", quantize=None, *, task=None, tok
         path: the SavedModel directory, or the `.tflite` file.
         format: "saved_model" or "tflite".
         quantize: TFLite only: None (float32), "dynamic" (int8 weights) or "float16".
-        task: for a model, which of its task's pipelines (default: the first:
-            "text-classification" for a `TextClassifier`; "zero-shot-classification" for an
-            NLI classifier).
+        task: for a model, which of its task's pipelines (default: the first,
+            "text-classification" for a `TextClassifier`; pass
+            "zero-shot-classification" for an NLI classifier).
         tokenizer: for a model without a preprocessor (a backbone), its tokenizer.
         **options: the pipeline's call options, fixed in the graph (`top_k`,
             `aggregation_strategy`, `truncation`, ...), and TFLite fill-mask's `max_masks`.

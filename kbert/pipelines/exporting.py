@@ -78,7 +78,7 @@ def write(pipe, path, format, quantize, options):
     if pipe.task not in builders:
         raise NotImplementedError(
             f"A {pipe.task} pipeline does not export to {format}: the exports to {format} are "
-            f"{', '.join(builders)}." + (" pipeline.export writes a SavedModel."
+            f"{', '.join(builders)}." + (" format='saved_model' writes a SavedModel."
                                          if format == "tflite" else ""))
     if not isinstance(pipe.source.runner, KerasRunner):
         raise ValueError(f"Exporting needs a pipeline on a kbert model or checkpoint; this one "
@@ -100,10 +100,13 @@ def write(pipe, path, format, quantize, options):
     for name, (function, specs) in endpoints.items():
         archive.add_endpoint(name, function, specs)
     source = pipe.source
-    if format == "saved_model" and source.kind in _RAW:
-        add_ids_endpoint(archive, model, _raw_outputs(model, source.kind))
+    # Feature extraction runs the backbone of any model: its raw outputs are the backbone's.
+    kind = "backbone" if registry.get(pipe.task) is registry.BACKBONE else source.kind
+    if format == "saved_model" and kind in _RAW:
+        add_ids_endpoint(archive, model, _raw_outputs(model, kind))
     meta = metadata.describe(
-        runtime=format, task=pipe.task, model=source.kind, label_names=source.label_names,
+        runtime=format, task=pipe.task, model=kind,
+        label_names=None if kind == "backbone" else source.label_names,
         problem_type=source.problem_type, max_length=pipe.max_length,
         options={**{name: opts[name] for name in sorted(given)}, **extra},
         tokenizer=pipe.tokenizer, windows=source.windows, segments=source.segments)

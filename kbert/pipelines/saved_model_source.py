@@ -30,9 +30,10 @@ def from_saved_model(path, tokenizer, task, trusted):
         raise ValueError(f"The SavedModel {path} has no {metadata.FILE}: pipelines run kbert's "
                          "exports, which state their task there. Export the model again "
                          "with kbert.export (or model.export).")
-    if meta.get("runtime") != "saved_model" or meta.get("model") == "multitask":
-        raise ValueError(f"The export {path} is a {meta.get('model')} "
-                         f"{meta.get('runtime')}: a pipeline runs one model's SavedModel.")
+    if meta.get("runtime") != "saved_model" or meta.get("model") not in SERVES:
+        raise ValueError(f"The export {path} states a {meta.get('model')!r} model in a "
+                         f"{meta.get('runtime')!r} file: a pipeline runs the SavedModel of "
+                         f"one of {', '.join(SERVES)}.")
     signatures = dict(loaded.signatures)
     if "serving_ids" not in signatures:
         raise ValueError(f"fill-mask cannot run on the SavedModel {path}: its export has no "
@@ -52,10 +53,21 @@ def from_saved_model(path, tokenizer, task, trusted):
             f"fill-mask cannot run on {name}: its fill_mask signature returns only its own "
             "top-k tokens. Load the pretrainer's checkpoint (kbert.convert) instead.")
     label_names, problem_type = meta.get("label_names"), meta.get("problem_type")
-    if kind in ("text_classifier", "token_classifier") and label_names is None and \
-            problem_type != "regression" and "logits" in outputs:
-        label_names = default_label_names(int(outputs["logits"].shape[-1]))
+    width = outputs["logits"].shape[-1] if "logits" in outputs else None
+    if kind in ("text_classifier", "token_classifier") and problem_type != "regression":
+        if label_names is None:
+            label_names = default_label_names(int(width))
+        elif width is not None and len(label_names) != width:
+            raise ValueError(f"The SavedModel {path} states {len(label_names)} label names "
+                             f"for {width} outputs: its export.json does not describe it.")
     windows, segments = meta.get("windows"), meta.get("segments")
+    if kind == "extractive_summarizer":
+        from kbert.tasks.extractive_summarization.model import SEGMENTS, WINDOWS
+
+        if windows not in WINDOWS or segments not in SEGMENTS:
+            raise ValueError(f"The SavedModel {path} states windows {windows!r} and segments "
+                             f"{segments!r}: windows must be one of {WINDOWS}, segments one "
+                             f"of {SEGMENTS}.")
     max_length = meta.get("max_length") or found.max_sequence_length or 512
 
     # The outputs the pipelines read, as the Keras model returns them.

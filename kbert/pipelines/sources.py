@@ -6,8 +6,9 @@ A model is one of:
 - a checkpoint directory of any format kbert reads (`kbert.convert`), its tokenizer inside,
   a tools/finetune.py run or a tools/pretrain.py run (`kbert.loading`);
 - a preset name (`kbert.presets`): its pretrained backbone / masked-LM pretrainer;
-- an exported SavedModel directory (`kbert.serving.export_saved_model`), run through its
-  `serving_ids` signature, loaded by `kbert.untrusted.load_saved_model`, which refuses unsafe
+- a kbert export's SavedModel directory (`kbert.export`: what it is read from its
+  export.json, the options it fixed the pipeline's defaults), run through its `serving_ids`
+  signature, loaded by `kbert.untrusted.load_saved_model`, which refuses unsafe
   SavedModels unless `trusted=True`.
 
 Every source becomes a `Source`: a runner (features -> numpy outputs), the tokenizer, and

@@ -9,7 +9,7 @@ point is `kbert.export` (`kbert.pipelines.exporting`); this package is what it s
 - `saved_model`, `tflite`: kbert's own signatures of backbones and pretrainers
   (`export_saved_model`) and the TFLite graphs of models (`export_tflite`).
 
-The endpoints themselves are each task folder's (`pipeline_serving`, `tflite`, `serving`).
+The endpoints themselves are each task folder's (`pipeline_serving`, `tflite`).
 """
 
 import importlib

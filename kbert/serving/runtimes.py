@@ -73,7 +73,9 @@ QUANTIZE = (None, "dynamic", "float16")
 def check_runtime(runtime):
     """ValueError for a runtime kbert does not export to."""
     if runtime not in RUNTIMES:
-        raise ValueError(f"format={runtime!r}; allowed: {', '.join(map(repr, RUNTIMES))}.")
+        raise ValueError(f"format={runtime!r}; allowed: {', '.join(map(repr, RUNTIMES))} "
+                         f"(Keras' own formats, token ids in: a task model's "
+                         f"model.export(path, format=...)).")
 
 
 def check_quantize(quantize):

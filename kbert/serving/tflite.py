@@ -48,7 +48,8 @@ def _record_of(model):
     if record is None or "tflite" not in record.exports:
         raise NotImplementedError(
             f"export_tflite does not export a {type(model).__name__} yet (its decoding needs "
-            f"ops TFLite has no kernel for); export it with export_saved_model.")
+            f"ops TFLite has no kernel for); export it as a SavedModel with model.export(path) "
+            f"(kbert.export).")
     return record
 
 
@@ -61,8 +62,9 @@ def export_tflite(model, path, tokenizer=None, quantize=None, sequence_length=No
     `text` (string [B]) and tokenizes in the model; without one (ALBERT's SentencePiece,
     whose preprocessing has no TFLite kernel, is refused with a message) it
     takes `token_ids`, `segment_ids` (not DistilBERT) and `padding_mask` (int32
-    [B, sequence_length]). Outputs: a `TextClassifier` gives what its SavedModel gives
-    (`label`, `label_id`, `probabilities`, `logits`; "regression": `score`; "multi_label":
+    [B, sequence_length]). Outputs (kbert's TFLite contract; `model.export(path,
+    format="tflite")` writes the pipeline's answers instead): a `TextClassifier` gives
+    `label`, `label_id`, `probabilities`, `logits` ("regression": `score`; "multi_label":
     `num_labels` and `labels`, every class name with the chosen first), and with text also
     `serving_pairs` (`text_a`, `text_b`, trimmed round-robin), a `TextEmbedder`
     `embedding`, a backbone or pretrainer the backbone's `sequence_output` and

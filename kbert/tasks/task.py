@@ -112,6 +112,11 @@ def fine_tuning_adamw(learning_rate=2e-5):
     )
 
 
+# The formats `Task.export` writes as the pipeline answers (`kbert.export`); any other is
+# Keras' own `Model.export`.
+KBERT_FORMATS = ("saved_model", "tflite")
+
+
 class Task(TextInputs):
     """Mixed into every task model (before `keras.Model`), as `kbert.models.Pretrainer`: a
     mixin and not a `keras.Model` subclass, because Keras rewrites the bases of a class built
@@ -180,20 +185,26 @@ class Task(TextInputs):
             setattr(self, name, value)
         self._task_settings = tuple(settings)
 
-    def export(self, filepath, format="saved_model", **options):
+    def export(self, filepath, format="saved_model", verbose=None, input_signature=None,
+               **options):
         """Exports this model as its task's pipeline answers (`kbert.export`): with
         `format="saved_model"` a SavedModel directory whose `serving_default` takes raw
         strings and returns the pipeline's answers (transformers' keys and ranking; a
         `TextClassifier`'s `label` and `score`), `serving_ids` beside it (token ids in, the
         raw logits out) and an `export.json`; with `format="tflite"` a `.tflite` file
-        (`quantize=`). `options`: `kbert.export`'s (`task=`, the pipeline's call options
-        such as `top_k`). The tokenizer is the preprocessor's.
+        (`quantize=`). `options`: `kbert.export`'s (`task=`, `tokenizer=`, the pipeline's
+        call options such as `top_k`). The tokenizer is the preprocessor's.
 
-        Keras' own formats ("tf_saved_model", "onnx", "openvino": token ids in) are
-        `keras.Model.export`'s, passed through with their arguments.
+        Keras' own formats ("tf_saved_model", "onnx", "openvino", "litert", ...: token ids
+        in, the raw outputs out) are `keras.Model.export`'s, with its arguments.
         """
-        if format in ("tf_saved_model", "onnx", "openvino"):
-            return super().export(filepath, format=format, **options)
+        if format not in KBERT_FORMATS:
+            return super().export(filepath, format=format, verbose=verbose,
+                                  input_signature=input_signature, **options)
+        if input_signature is not None:
+            raise ValueError(f"input_signature is for Keras' own export (format="
+                             f"'tf_saved_model', token ids in); format={format!r} takes raw "
+                             "strings.")
         import kbert  # the floor above (kbert.pipelines), reached through the package root
 
         return kbert.export(self, filepath, format=format, **options)

@@ -190,11 +190,13 @@ class FinetuningConfig(RunConfig):
         if not 0 <= self.warmup_proportion <= 1:
             raise ConfigError(f"--warmup_proportion must be in [0, 1], got "
                               f"{self.warmup_proportion!r}.")
-        if self.lora_rank and (self.freeze_backbone or self.unfreeze_every
-                               or self.layer_decay < 1):
-            raise ConfigError("--lora_rank trains adapters on a frozen backbone; it does not "
-                              "combine with --freeze_backbone, --unfreeze_every or "
-                              "--layer_decay.")
+        clashing = [flag for flag, given in (
+            ("--freeze_backbone", self.freeze_backbone),
+            (f"--unfreeze_every={self.unfreeze_every}", self.unfreeze_every),
+            (f"--layer_decay={self.layer_decay}", self.layer_decay < 1)) if given]
+        if self.lora_rank and clashing:
+            raise ConfigError(f"--lora_rank trains adapters on a frozen backbone; it does not "
+                              f"combine with {', '.join(clashing)} (given).")
         if self.freeze_backbone and self.unfreeze_every:
             raise ConfigError("--freeze_backbone keeps the backbone frozen; --unfreeze_every "
                               "unfreezes it gradually: give one of them.")

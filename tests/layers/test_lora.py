@@ -58,6 +58,20 @@ def test_every_family_takes_lora_and_starts_where_it_was(family):
         tiny_backbone(family).enable_lora(0)
 
 
+def test_lora_is_enabled_once_and_keep_trainable_names_layers():
+    backbone = tiny_backbone("bert")
+    with pytest.raises(ValueError, match=r"keep_trainable is a list of layer names, got the "
+                                         r"string 'pooler'; pass \('pooler',\)"):
+        backbone.enable_lora(2, keep_trainable="pooler")
+    with pytest.raises(ValueError, match=r"keep_trainable names \['poolr'\]"):
+        backbone.enable_lora(2, keep_trainable=("poolr",))
+    trainable = backbone.enable_lora(2)
+    with pytest.raises(ValueError, match="LoRA is already enabled on BertBackbone \\(rank 2"):
+        backbone.enable_lora(4)
+    # The refusal changed nothing: the same weights train.
+    assert sum(int(np.prod(v.shape)) for v in backbone.trainable_weights) == trainable
+
+
 def test_a_classifier_trains_its_adapters_only_and_saves_merged(tmp_path):
     model = kbert.load(str(FIXTURES / "bert_token"), task="text-classification",
                        label_names=["NEGATIVE", "POSITIVE"], sequence_length=16).model
@@ -82,3 +96,23 @@ def test_a_classifier_trains_its_adapters_only_and_saves_merged(tmp_path):
     reloaded = kbert.load(str(tmp_path / "lora.keras")).model
     assert not any("lora" in v.path for v in reloaded.weights)  # merged into the kernels
     np.testing.assert_allclose(reloaded.predict(texts[:6]), predictions, atol=1e-5)
+
+
+def test_under_a_mixed_policy_saving_merges_in_float32():
+    """The forward pass adds the update in the compute dtype (bfloat16); what saving writes is
+    the merge in the kernel's float32, not rounded to bfloat16."""
+    backbone = tiny_backbone("bert", dtype="mixed_bfloat16")
+    layer = backbone.transformer_layers[0].qkv_dense
+    layer.enable_lora(2)
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(32, 2)) * 1e-2, rng.normal(size=(2, 3, 4, 8)) * 1e-2
+    layer.lora_kernel_a.assign(a)
+    layer.lora_kernel_b.assign(b)
+    store = {}
+    layer.save_own_variables(store)
+    base = keras.ops.convert_to_numpy(layer._kernel)
+    expected = base + (layer.lora_alpha / layer.lora_rank) * np.tensordot(a, b, axes=1)
+    saved = np.asarray(store["0"])
+    assert saved.dtype == np.float32
+    np.testing.assert_allclose(saved, expected, atol=1e-7)
+    assert keras.ops.convert_to_numpy(layer.kernel).dtype != np.float32  # bfloat16 in use

@@ -84,6 +84,55 @@ def test_model_export_answers_as_its_pipeline(task, tmp_path):
         reference.assert_same(again(texts[:5]), pipe(texts[:5]), "read back", tolerance=1e-5)
 
 
+@pytest.mark.slow
+def test_a_summarizer_exports_as_its_pipeline_on_200_documents(tmp_path):
+    """The fifth task model: an ExtractiveSummarizer (tiny, no preprocessor: its tokenizer
+    given) chooses the pipeline's sentences in the graph, on 200 documents of 1 to 9
+    sentences, and reads back through export.json."""
+    from kbert.tasks import ExtractiveSummarizer
+    from tests.tasks.test_extractive_summarizer import VOCABULARY, WORDS, tokenizer
+    from tests.tasks._checks import tiny_backbone
+
+    tok = tokenizer()
+    model = ExtractiveSummarizer(tiny_backbone("bert", vocabulary_size=len(VOCABULARY)))
+    path = model.export(tmp_path / "summarizer", tokenizer=tok)
+    rng = np.random.default_rng(2)
+    documents = [" ".join(" ".join(rng.choice(WORDS, size=rng.integers(2, 8))).capitalize()
+                          + "." for _ in range(rng.integers(1, 10))) for _ in range(200)]
+    pipe = kbert.pipeline("summarization", model=model, tokenizer=tok)
+    out = tf.saved_model.load(str(path)).signatures["serving_default"](
+        text=tf.constant(documents))
+    for row, [answer] in enumerate(pipe(documents)):
+        count = int(out["num_sentences"][row])
+        assert [s.decode() for s in out["sentences"].numpy()[row, :count]] == [
+            " ".join(s["text"].split()) for s in answer["sentences"]], row
+        np.testing.assert_allclose(out["scores"].numpy()[row, :count],
+                                   [s["score"] for s in answer["sentences"]], atol=1e-5)
+    assert metadata.read(path)["task"] == "summarization"
+    again = kbert.pipeline("summarization", model=str(path))
+    reference.assert_same(again(documents[:5]), pipe(documents[:5]), "read back",
+                          tolerance=1e-5)
+
+
+@pytest.mark.slow
+def test_a_task_model_exports_its_backbone_as_feature_extraction(tmp_path):
+    """task="feature-extraction" runs the task model's backbone: the export's raw outputs
+    and export.json are the backbone's. Keras' own arguments of Model.export pass."""
+    model = kbert.load(str(FIXTURES / "bert_seq_single")).model
+    path = model.export(tmp_path / "features", task="feature-extraction", verbose=False)
+    meta = metadata.read(path)
+    assert (meta["task"], meta["model"], meta["label_names"]) == (
+        "feature-extraction", "backbone", None)
+    assert set(meta["signatures"]["serving_ids"]["outputs"]) == {"sequence_output",
+                                                                 "pooled_output"}
+    texts = _texts(3, seed=3)
+    reference.assert_same(_served(path, "feature-extraction", texts),
+                          kbert.pipeline("feature-extraction", model=model)(texts),
+                          "features", tolerance=1e-5)
+    with pytest.raises(ValueError, match="input_signature is for Keras' own export"):
+        model.export(tmp_path / "x", input_signature=[])
+
+
 def test_options_formats_and_what_kbert_export_refuses(tmp_path):
     model = kbert.load(str(FIXTURES / "bert_seq_single")).model
     path = kbert.export(model, tmp_path / "top2", top_k=2)

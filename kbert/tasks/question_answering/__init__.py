@@ -4,8 +4,8 @@ The folder's other modules are imported by their users (this one imports no Tens
 `data.py` (records, SQuAD JSON and TFDS readers), `features.py` (windows and model inputs),
 `decode.py` (logits back to answers: one span search for run_squad.py's and transformers'
 rules, and the host side of the TFLite answerer), `metrics.py`
-(SQuAD exact match and F1), `serving.py` (kbert's SavedModel signature and the windows in
-the graph), `pipeline_serving.py` (the pipeline's SavedModel, transformers' contract),
+(SQuAD exact match and F1), `windows_graph.py` (the windows in the graph),
+`pipeline_serving.py` (the pipeline's SavedModel, transformers' contract),
 `tflite.py` (the TFLite graph) and `finetuning.py` (`tools/finetune.py`'s hooks).
 """
 

@@ -21,8 +21,8 @@ tokens, both on positions the window allows: the context, and for transformers i
 score over the windows), a span's characters (its tokens' offsets, or its words') and the
 ranking over the windows. Within one window the two rank spans alike (a product of
 softmaxes is monotone in the sum of logits); both take their windows from
-`features.window_starts`. The SavedModels' graphs (`serving.py`, `pipeline_serving.py`)
-follow these rules in TensorFlow ops; the host side of a TFLite answerer (`tflite_answer`)
+`features.window_starts`. The SavedModel's graph (`pipeline_serving.py`, its windows from
+`windows_graph.py`) follows transformers' rule in TensorFlow ops; the host side of a TFLite answerer (`tflite_answer`)
 calls `answer` on the one window the model reads.
 """
 

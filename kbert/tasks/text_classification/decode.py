@@ -4,7 +4,7 @@ problem type), the ranking options (`top_k`, the legacy form, `return_all_scores
 zero-shot classification's rules (the entailment class, the hypotheses, the scores of
 entailment).
 
-The rules on options are the ones the graph exports call too (`serving`, `tflite`); the score
+The rules on options are the ones the graph exports call too (`pipeline_serving`, `tflite`); the score
 arithmetic here is numpy, written in TensorFlow ops in those graphs (the export tests hold them
 equal)."""
 

@@ -1,7 +1,7 @@
 """Text classification's SavedModel endpoints of transformers' contract (`pipeline.export`):
 `text_classification` ({"label", "score"} per text, as the pipeline ranks them) and
 `zero_shot_classification` (NLI entailment over the candidate labels given at the call); raw
-strings in, every step in the graph. kbert's contract is `serving`.
+strings in, every step in the graph.
 
 The rules on options are `decode`'s, the same the Python pipelines call.
 """

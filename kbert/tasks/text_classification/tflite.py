@@ -1,9 +1,10 @@
 """Text classification's TFLite graphs (TFLite's built-in ops and tensorflow-text's kernels
 only), of both contracts:
 
-- kbert's (`kbert.serving.export_tflite` of a `TextClassifier`): `model_outputs`, what
-  its SavedModel gives, with every class name in `labels` (the chosen first), from a text
-  or a pair (`model_endpoints`);
+- kbert's (`kbert.serving.export_tflite` of a `TextClassifier`): `model_outputs`
+  (`label`, `label_id`, `probabilities`, `logits`; regression: `score`; multi-label: every
+  class name in `labels`, the chosen first, and `num_labels`), from a text or a pair
+  (`model_endpoints`);
 - transformers' (`pipeline.export_tflite`): `text_classification` ({"label", "score"} as the
   pipeline ranks them) and `zero_shot_classification` (the candidate labels and template fixed
   at export: `labels`, `scores` best first and `label_scores` in the labels' order).
@@ -22,7 +23,7 @@ from kbert.tasks.text_classification.pipeline_serving import activation, scored
 
 
 def classification_outputs(model, logits, names):
-    """Logits [B, N] -> the classifier's named outputs (see `export_saved_model`)."""
+    """Logits [B, N] -> the classifier's named outputs (see `export_tflite`)."""
     if model.problem_type == "regression":
         return {"score": logits[:, 0]}
     names = tf.constant(names)

@@ -2,7 +2,7 @@
 `kbert.pipeline("sentence-embeddings")` returns them: the texts cut at the embedder's
 `max_seq_length` (`sequence_length`), one vector per text (`embeddings`). The pooling and the
 normalisation are the model's own (`model.TextEmbedder`: its `TokenPooling` layer), so the
-SavedModels (`serving`) and TFLite give what Keras gives.
+SavedModels (`pipeline_serving`) and TFLite give what Keras gives.
 """
 
 import numpy as np
