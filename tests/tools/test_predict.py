@@ -328,8 +328,10 @@ def test_kill_and_rerun_gives_an_uninterrupted_runs_output(tmp_path, capsys):
 
 def never_returning_saved_model(path):
     """A SavedModel whose serving_ids looks like a kbert text-classifier export's but loops
-    forever, with a vocab.txt beside it."""
+    forever, with a vocab.txt and the export.json of a classifier beside it."""
     import tensorflow as tf
+
+    from kbert.serving import metadata
 
     ids = [tf.TensorSpec([None, None], tf.int32, name=n)
            for n in ("token_ids", "segment_ids", "padding_mask")]
@@ -345,6 +347,9 @@ def never_returning_saved_model(path):
     module = Forever()
     tf.saved_model.save(module, str(path), signatures={"serving_ids": module.serving_ids})
     shutil.copy(Path(CLASSIFIER, "vocab.txt"), path / "vocab.txt")
+    metadata.write(path, metadata.describe(
+        runtime="saved_model", task="text-classification", model="text_classifier",
+        label_names=["NEGATIVE", "POSITIVE"], max_length=64))
     return str(path)
 
 
