@@ -85,7 +85,9 @@ def export(subject, path, format="saved_model", quantize=None, *, task=None, tok
     Args:
         subject: a pipeline (`kbert.pipeline`), or a kbert model: a task model (with its
             preprocessor's tokenizer), a pretrainer with a masked-LM head (fill-mask) or a
-            backbone (feature-extraction), exported as the pipeline `task` on it.
+            backbone (feature-extraction), exported as the pipeline `task` on it. (A
+            backbone's own `backbone.export(path)` is Keras': token ids in; a task model's
+            `model.export` is this function.)
         path: the SavedModel directory, or the `.tflite` file.
         format: "saved_model" or "tflite".
         quantize: TFLite only: None (float32), "dynamic" (int8 weights) or "float16".
