@@ -94,8 +94,8 @@ def enable_lora(model, rank, alpha=None, keep_trainable=()):
         raise ValueError(f"LoRA rank must be a positive integer, got {rank!r}.")
     if not model.built:
         raise ValueError("Build the model before enabling LoRA.")
-    enabled = [layer for layer in _keras_private.flatten_layers(model)
-               if getattr(layer, "lora_enabled", False)]
+    layers = _keras_private.flatten_layers(model)
+    enabled = [layer for layer in layers if getattr(layer, "lora_enabled", False)]
     if enabled:
         raise ValueError(f"LoRA is already enabled on {type(model).__name__} (rank "
                          f"{enabled[0].lora_rank}, {len(enabled)} layers); it is enabled once. "
@@ -107,19 +107,18 @@ def enable_lora(model, rank, alpha=None, keep_trainable=()):
     if missing:
         raise ValueError(f"keep_trainable names {missing}, which {type(model).__name__} does "
                          f"not have.")
-    model.trainable = True
-    for layer in _keras_private.flatten_layers(model):
-        layer.trainable = False
-    adapted = []
-    for block in model.transformer_layers:
-        for layer in [block, *_keras_private.flatten_layers(block)]:
-            if isinstance(layer, (keras.layers.Dense, keras.layers.EinsumDense)):
-                layer.trainable = True
-                layer.enable_lora(rank, lora_alpha=alpha)
-                adapted.append(layer)
+    adapted = [layer for block in model.transformer_layers
+               for layer in [block, *_keras_private.flatten_layers(block)]
+               if isinstance(layer, (keras.layers.Dense, keras.layers.EinsumDense))]
     if not adapted:
         raise ValueError(f"{type(model).__name__} has no dense layer in its encoder blocks "
                          f"to put LoRA on.")
+    model.trainable = True
+    for layer in layers:
+        layer.trainable = False
+    for layer in adapted:
+        layer.trainable = True
+        layer.enable_lora(rank, lora_alpha=alpha)
     for name in keep_trainable:
         layer = getattr(model, name)
         if layer is not None:  # a family without that layer (a pooler): nothing to keep

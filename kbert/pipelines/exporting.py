@@ -41,8 +41,9 @@ import inspect
 
 import keras
 
-from kbert.pipelines.model_source import KerasRunner
+from kbert.pipelines.model_source import RAW_OUTPUTS, KerasRunner
 from kbert.serving import metadata, runtimes, writer
+from kbert.serving.saved_model import BACKBONE_OUTPUTS
 from kbert.tasks import registry
 from kbert.tasks.graph.signatures import add_ids_endpoint, run_model
 
@@ -52,12 +53,6 @@ from kbert.tasks.graph.signatures import add_ids_endpoint, run_model
 BUILDERS = {runtime: {name: registry.get(name).pipeline_export(name, runtime)
                       for name in registry.pipeline_names(export=runtime)}
             for runtime in runtimes.RUNTIMES}
-# The kinds of model whose raw outputs `serving_ids` returns (a masked-LM pretrainer takes
-# mask positions too: none).
-_RAW = {"text_classifier": "logits", "token_classifier": "logits",
-        "extractive_summarizer": "logits", "text_embedder": "embedding",
-        "question_answerer": None, "backbone": None}
-_BACKBONE_OUTPUTS = ("sequence_output", "pooled_output")
 
 
 def export_options(build):
@@ -102,7 +97,7 @@ def write(pipe, path, format, quantize, options):
     source = pipe.source
     # Feature extraction runs the backbone of any model: its raw outputs are the backbone's.
     kind = "backbone" if registry.get(pipe.task) is registry.BACKBONE else source.kind
-    if format == "saved_model" and kind in _RAW:
+    if format == "saved_model" and kind in RAW_OUTPUTS:
         add_ids_endpoint(archive, model, _raw_outputs(model, kind))
     meta = metadata.describe(
         runtime=format, task=pipe.task, model=kind,
@@ -117,14 +112,14 @@ def write(pipe, path, format, quantize, options):
 
 def _raw_outputs(model, kind):
     """features -> the model's raw outputs by name (`serving_ids`)."""
-    name = _RAW[kind]
+    name = RAW_OUTPUTS[kind]
 
     def serve(features):
         outputs = run_model(model, features)
         if name is not None:
             return {name: outputs}
         if kind == "backbone":
-            return {key: outputs[key] for key in _BACKBONE_OUTPUTS if key in outputs}
+            return {key: outputs[key] for key in BACKBONE_OUTPUTS if key in outputs}
         return dict(outputs)
 
     return serve

@@ -13,7 +13,7 @@ refused with a message: export it again.
 import numpy as np
 
 from kbert import loading
-from kbert.pipelines.model_source import SERVES, Source
+from kbert.pipelines.model_source import RAW_OUTPUTS, SERVES, Source
 from kbert.tasks.task import default_label_names
 
 
@@ -70,17 +70,14 @@ def from_saved_model(path, tokenizer, task, trusted):
                              f"of {SEGMENTS}.")
     max_length = meta.get("max_length") or found.max_sequence_length or 512
 
-    # The outputs the pipelines read, as the Keras model returns them.
-    wanted = {"text_classifier": "logits" if "logits" in outputs else "score",
-              "token_classifier": "logits", "text_embedder": "embedding",
-              "extractive_summarizer": "logits"}.get(kind)
+    # The outputs the pipelines read, as the Keras model returns them (the export's names).
+    wanted = RAW_OUTPUTS.get(kind)
 
     def runner(features):
         result = serving_ids(**{k: tf.constant(features[k], tf.int32) for k in inputs})
         if wanted is None:  # a dict: QA's start / end logits, a backbone's outputs
             return {k: np.asarray(v.numpy(), np.float32) for k, v in result.items()}
-        value = np.asarray(result[wanted].numpy(), np.float32)
-        return value[:, None] if wanted == "score" else value
+        return np.asarray(result[wanted].numpy(), np.float32)
 
     # The export of a task model returns its predictions, not the backbone's hidden states.
     serves = [t for t in SERVES[kind] if t != "feature-extraction" or kind == "backbone"]

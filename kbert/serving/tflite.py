@@ -19,9 +19,6 @@ from kbert.serving.runtimes import check_quantize, tflite_tokenizer
 from kbert.tasks import registry
 from kbert.tasks.task import Task
 
-IDS = tf.TensorSpec([None, None], tf.int32)
-
-
 def _backbone_of(model):
     if isinstance(model, Task):
         return model.backbone
