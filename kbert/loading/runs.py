@@ -16,8 +16,6 @@ from typing import Optional
 from kbert import models, presets
 
 CONFIG_FILE = "config.json"
-# config.json of runs made before the fields were renamed: old name -> current name.
-_RENAMED = {"vocab": "vocab_file", "vocab_size": "learned_vocabulary_size"}
 # What an objective trains: a pretraining head of `kbert.models.build`, or "rtd" (ELECTRA's or
 # DeBERTa-v3's replaced-token detection). "distill" trains a student beside its teacher.
 OBJECTIVE_MODELS = {"mlm": "mlm", "mlm_nsp": "pretrainer", "mlm_sop": "pretrainer",
@@ -41,7 +39,7 @@ class RunSettings:
     config_overrides: dict = dataclasses.field(default_factory=dict)
     precision: str = "float32"
     vocab_file: Optional[str] = None
-    tokenizer_type: str = "wordpiece"  # runs before --tokenizer_type learned WordPiece
+    tokenizer_type: str = "wordpiece"
     lowercase: Optional[bool] = None
     teacher: Optional[str] = None
     seed: int = 0
@@ -53,7 +51,6 @@ class RunSettings:
     @classmethod
     def from_json(cls, values):
         names = {f.name for f in dataclasses.fields(cls)}
-        values = {_RENAMED.get(k, k): v for k, v in values.items()}
         return cls(**{k: v for k, v in values.items() if k in names})
 
     @property

@@ -1,5 +1,6 @@
 """The one table of kbert's tasks: the `TaskRecord` of each task folder (`kbert/tasks/<task>/`,
-its `TASK`), and the lookups every layer above reads (`kbert.tasks.build`, `kbert.pipeline`, `tools/predict.py`, the Hugging Face task heads of
+its `TASK`), and the lookups every layer above reads (`kbert.tasks.build`, `kbert.pipeline`,
+`tools/predict.py`, the Hugging Face task heads of
 `kbert.convert`, fine-tuning's `--task`, the TFLite exports).
 
 A name means one thing everywhere. Each task answers to its kbert name ("token_classifier"),
@@ -11,9 +12,7 @@ name opens that pipeline; any other name of a task opens its first pipeline.
 per token, from any model (every kbert model has a backbone). One pooled vector per text is
 the `TextEmbedder`'s task, "text_embedder", served by the "sentence-embeddings" pipeline
 (sentence-transformers' `encode`); "sentence-similarity" (the Hugging Face Hub's tag of
-sentence-transformers models) is its alias. Before this table `kbert.tasks.build` took
-"feature-extraction" for the embedder while `kbert.pipeline` took it for hidden states; the
-embedder no longer answers to it.
+sentence-transformers models) is its alias.
 
 The rules that live in the floors above (the pipeline classes, the SavedModel and TFLite
 graphs, fine-tuning's data and scores in `kbert.training.finetuning_tasks`, the head weight

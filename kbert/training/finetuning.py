@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from kbert.tasks import registry
 from kbert.training import callbacks as kbert_callbacks
-from kbert.training import finetuning_config, layer_wise, multi_worker
+from kbert.training import layer_wise, multi_worker
 from kbert.training.finetuning_config import FinetuningConfig  # noqa: F401 - public name
 from kbert.training.finetuning_tasks import FINETUNING_TASKS, validation_spec
 from kbert.training.config_fields import ConfigError
@@ -46,10 +46,8 @@ def run_finetuning(config):
     multi_worker.check(config, strategy)
     work_dir = multi_worker.worker_dir(strategy, config.model_dir)
     tf.io.gfile.makedirs(work_dir)
-    finetuning_config.check_recorded_doc_stride(config, work_dir)
     with tf.io.gfile.GFile(os.path.join(work_dir, "config.json"), "w") as f:
-        json.dump({**dataclasses.asdict(config), **finetuning_config.DOC_STRIDE_RECORD}, f,
-                  indent=2)
+        json.dump(dataclasses.asdict(config), f, indent=2)
 
     encoder = encoder_source(config)
     print(f"Encoder: {encoder.description}.")

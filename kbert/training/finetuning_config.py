@@ -1,7 +1,6 @@
 """`FinetuningConfig`: every setting of a fine-tuning run, each one flag of tools/finetune.py."""
 
 import dataclasses
-import json
 import os
 from typing import Optional
 
@@ -17,10 +16,6 @@ from kbert.training.run_settings import RunConfig
 TASKS = tuple(record.name for record in registry.finetuning_tasks())
 TAG_SCHEMES = ("IOB2", "BIO", "IOB1", "BIOES", "IOBES", "BILOU")
 UNFREEZE_UNITS = ("step", "epoch")
-# Written into a run's config.json beside its fields: --doc_stride counts the pieces a window
-# repeats from the one before. A question_answerer run recorded without it counted the pieces
-# between window starts (run_squad.py's meaning, before kbert took transformers').
-DOC_STRIDE_RECORD = {"doc_stride_meaning": "overlap"}
 DATA_HELP = ("'tfds:NAME' (glue/sst2, glue/mrpc, glue/mnli, glue/stsb, glue/cola, squad/v1.1, "
              "squad/v2.0, conll2003) or a file: CSV/TSV/JSONL (text_classifier), CoNLL "
              "columns (token_classifier), SQuAD JSON (question_answerer)")
@@ -226,28 +221,3 @@ class FinetuningConfig(RunConfig):
         if self.doc_stride is not None:
             return self.doc_stride
         return default_doc_stride(self.sequence_length, self.max_question_length, 4)
-
-
-def check_recorded_doc_stride(config, work_dir):
-    """Refuses to resume a question_answerer run whose config.json was written when
-    --doc_stride was the step between window starts: the same flags would now cut other
-    windows (and another number of steps) than its checkpoints were trained on."""
-    import tensorflow as tf  # a run's model_dir may be on a remote file system
-
-    path = os.path.join(work_dir, "config.json")
-    if config.task != "question_answerer" or not tf.io.gfile.exists(path) or not (
-            tf.io.gfile.exists(os.path.join(config.model_dir, "checkpoints"))):
-        return
-    with tf.io.gfile.GFile(path) as f:
-        recorded = json.load(f)
-    if recorded.get("task") != "question_answerer" or all(
-            recorded.get(k) == v for k, v in DOC_STRIDE_RECORD.items()):
-        return
-    raise ConfigError(
-        f"{path} records a question_answerer run started when --doc_stride was the number "
-        f"of pieces between the starts of consecutive windows (google-research/bert's "
-        f"run_squad.py; it recorded --doc_stride={recorded.get('doc_stride')!r}); "
-        "--doc_stride is now the number of pieces a window repeats from the one before "
-        "(transformers'), so its checkpoints cannot be resumed on the same windows. Start "
-        "over in a new --model_dir (the old step s is --doc_stride=W - s for a window of W "
-        "context pieces), or finish the run with the kbert version that started it.")

@@ -5,17 +5,8 @@ plain Keras `model.export()`.
 Drawn by exporting each of them tiny and listing the op types of every graph and function
 (`python -m tests.export.kbert_exports`); the slow test
 `test_every_kbert_export_passes_and_the_allowlist_is_no_wider` fails when an op here is in
-none of them, and the fast ones fail when an export holds one that is not here. Ops that
-earlier kbert versions' exports hold and today's no longer do stay allowed
-(`EARLIER_EXPORT_OPS`), so that a SavedModel kbert exported before still loads.
+none of them, and the fast ones fail when an export holds one that is not here.
 """
-
-# In kbert's exports before the question-answering task folder (whose span band is now
-# comparisons of positions): the kbert-contract answer signature's
-# `tf.linalg.band_part`. Bounded as every op: no allocation of its own. And WordPiece's
-# long-word step before it became regex replacements: tensorflow-text's `regex_split`
-# (RegexSplitWithOffsets, RE2: linear in its input).
-EARLIER_EXPORT_OPS = frozenset({"MatrixBandPart", "RegexSplitWithOffsets"})
 
 ALLOWED_OPS = frozenset({
     # Tensor math: the encoders, the heads, softmax / top-k, the signatures' decoding.
@@ -60,7 +51,7 @@ ALLOWED_OPS = frozenset({
     # (their functions are checked too), assertions.
     "Assert", "If", "NoOp", "PartitionedCall", "Placeholder", "StatefulPartitionedCall",
     "StatelessIf",
-}) | EARLIER_EXPORT_OPS
+})
 
 # The functions that run inside `tf.saved_model.load` itself (resources' `_create_resource`,
 # `_initialize`, `_destroy_resource`, the restore and save functions of `saveable_objects`,

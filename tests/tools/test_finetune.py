@@ -103,14 +103,10 @@ def test_flagfiles_are_valid(flagfile, tmp_path):
     assert config.train_data.startswith("tfds:") and config.preset == "bert_base"
 
 
-def test_doc_stride_default_and_runs_recorded_with_the_old_meaning(tmp_path):
+def test_doc_stride_default(tmp_path):
     """--doc_stride unset: the pipeline's min(sequence_length // 2, 128), under the room a
-    question of --max_question_length pieces leaves; a question_answerer run whose
-    config.json was written when --doc_stride was the step between window starts is not
-    resumed."""
+    question of --max_question_length pieces leaves."""
     from kbert.training import FinetuningConfig
-    from kbert.training.config_fields import ConfigError
-    from kbert.training.finetuning_config import DOC_STRIDE_RECORD, check_recorded_doc_stride
 
     def config(**kwargs):
         config = FinetuningConfig(model_dir=str(tmp_path / "run"), checkpoint=str(TINY),
@@ -123,19 +119,6 @@ def test_doc_stride_default_and_runs_recorded_with_the_old_meaning(tmp_path):
     assert config(sequence_length=384).qa_doc_stride() == 128
     assert config(sequence_length=64, max_question_length=16).qa_doc_stride() == 32
     assert config(doc_stride=0).qa_doc_stride() == 0
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "config.json").write_text(json.dumps({"task": "question_answerer",
-                                                 "doc_stride": 128}))
-    check_recorded_doc_stride(config(), str(run))  # no checkpoint: nothing to resume
-    (run / "checkpoints").mkdir()
-    with pytest.raises(ConfigError, match=r"config.json records a question_answerer run "
-                                          r"started when --doc_stride was the number of "
-                                          r"pieces between the starts .* --doc_stride=128"):
-        check_recorded_doc_stride(config(), str(run))
-    (run / "config.json").write_text(json.dumps({"task": "question_answerer",
-                                                 "doc_stride": 128, **DOC_STRIDE_RECORD}))
-    check_recorded_doc_stride(config(), str(run))
 
 
 def test_a_run_reads_its_encoder_and_its_data(tmp_path):

@@ -54,7 +54,7 @@ def no_download(monkeypatch, tmp_path):
 
 # === kbert runs ===
 
-def make_run(path, objective="mlm", old_names=False, checkpoint=True):
+def make_run(path, objective="mlm", checkpoint=True):
     """A pretraining run's model_dir as the run leaves it: config.json, vocab.txt and
     checkpoints/ckpt-10 (model and optimizer) of a small bert_tiny masked-LM model."""
     path.mkdir()
@@ -62,9 +62,6 @@ def make_run(path, objective="mlm", old_names=False, checkpoint=True):
     config = dataclasses.asdict(PretrainingConfig(
         model_dir=str(path), preset="bert_tiny", objective=objective,
         config_overrides=SMALL, lowercase=False, train_steps=10, steps_per_loop=10))
-    if old_names:  # a run made before the fields were renamed
-        config["vocab"] = config.pop("vocab_file")
-        config["vocab_size"] = config.pop("learned_vocabulary_size")
     (path / "config.json").write_text(json.dumps(config), encoding="utf-8")
     model = presets.load("bert_tiny", head="mlm", weights=None,
                          vocabulary_size=len(VOCABULARY), **SMALL)
@@ -78,9 +75,8 @@ def make_run(path, objective="mlm", old_names=False, checkpoint=True):
     return model
 
 
-@pytest.mark.parametrize("old_names", [False, True])
-def test_a_run_gives_its_vocabulary_and_newest_checkpoint(tmp_path, old_names):
-    trained = make_run(tmp_path / "run", old_names=old_names)
+def test_a_run_gives_its_vocabulary_and_newest_checkpoint(tmp_path):
+    trained = make_run(tmp_path / "run")
     source = teacher_source(str(tmp_path / "run"))
     assert isinstance(source, TeacherSource)
     assert source.tokenizer.vocabulary == VOCABULARY
