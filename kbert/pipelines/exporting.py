@@ -1,6 +1,6 @@
 """What `kbert.export(model_or_pipeline, path, format="saved_model", **options)` writes (the
 one entry point of kbert's exports, `kbert.pipelines.export`, which `model.export` (a task
-model), `pipeline.export`, `pipeline.export_tflite` and the tools call): a model goes out as
+model), `pipeline.export` and the tools call): a model goes out as
 the pipeline of its task, and the pipeline as follows.
 
 - `format="saved_model"` (a directory): `serving_default` takes raw strings and returns the
@@ -18,7 +18,7 @@ the pipeline of its task, and the pipeline as follows.
   row are real).
 - `format="tflite"` (a `.tflite` file; `quantize`: None, "dynamic" or "float16"): the same
   answers on TFLite's built-in ops and tensorflow-text's TFLite kernels: text
-  classification of single texts; zero-shot classification with the candidate labels and
+  classification of texts and of pairs (`serving_pairs`: `text`, `text_pair`); zero-shot classification with the candidate labels and
   hypothesis template fixed at export (`labels`, `scores` best first and `label_scores` in
   the labels' order); feature extraction (`features`, `padding_mask`, `num_tokens`) and
   sentence embeddings (`embedding`); fill-mask, WordPiece (the top_k tokens at each of the
@@ -30,7 +30,8 @@ the pipeline of its task, and the pipeline as follows.
   on the host, `tflite_entities.answer`). TFLite cannot fail a call, so a text longer than
   the model is cut (the export needs `truncation=True`, and says so); a special-token literal
   typed in a text ("[SEP]") is text, not its token; and tokenization follows
-  tensorflow-text's normaliser (see `kbert.serving.export_tflite`).
+  tensorflow-text's normaliser (see `kbert.serving.tflite`). `serving_ids` is the
+  SavedModel's, on ids of the export's length (int32 [B, max_length]).
 
 Every export goes through the one writer (`kbert.serving.writer`) and states itself in its
 metadata (`kbert.serving.metadata`: task, model kind, label names, problem type, longest
@@ -41,11 +42,10 @@ import inspect
 
 import keras
 
-from kbert.pipelines.model_source import RAW_OUTPUTS, KerasRunner
+from kbert.pipelines.model_source import KerasRunner
 from kbert.serving import metadata, runtimes, writer
-from kbert.serving.saved_model import BACKBONE_OUTPUTS
 from kbert.tasks import registry
-from kbert.tasks.graph.signatures import add_ids_endpoint, run_model
+from kbert.tasks.graph.signatures import RAW_OUTPUTS, add_ids_endpoint, raw_outputs
 
 # Pipeline name -> its task folder's endpoints for each runtime: `pipeline_serving.PIPELINES`
 # (SavedModel) and `tflite.PIPELINES` (a LookupError here: a task record says it exports and
@@ -97,8 +97,9 @@ def write(pipe, path, format, quantize, options):
     source = pipe.source
     # Feature extraction runs the backbone of any model: its raw outputs are the backbone's.
     kind = "backbone" if registry.get(pipe.task) is registry.BACKBONE else source.kind
-    if format == "saved_model" and kind in RAW_OUTPUTS:
-        add_ids_endpoint(archive, model, _raw_outputs(model, kind))
+    if kind in RAW_OUTPUTS:  # TFLite: ids of the export's length, as its text is cut to
+        add_ids_endpoint(archive, model, raw_outputs(model, kind),
+                         pipe.max_length if format == "tflite" else None)
     meta = metadata.describe(
         runtime=format, task=pipe.task, model=kind,
         label_names=None if kind == "backbone" else source.label_names,
@@ -109,17 +110,3 @@ def write(pipe, path, format, quantize, options):
         return writer.tflite(archive, path, meta, quantize)
     return writer.saved_model(archive, path, meta, pipe.tokenizer)
 
-
-def _raw_outputs(model, kind):
-    """features -> the model's raw outputs by name (`serving_ids`)."""
-    name = RAW_OUTPUTS[kind]
-
-    def serve(features):
-        outputs = run_model(model, features)
-        if name is not None:
-            return {name: outputs}
-        if kind == "backbone":
-            return {key: outputs[key] for key in BACKBONE_OUTPUTS if key in outputs}
-        return dict(outputs)
-
-    return serve

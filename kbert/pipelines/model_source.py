@@ -9,14 +9,6 @@ from kbert.tasks import registry
 # Kind of model (a task record's name) -> the pipeline tasks it serves: its task's, and
 # feature-extraction through its backbone (`TaskRecord.serves`).
 SERVES = {record.name: record.serves for record in registry.RECORDS.values()}
-# The kinds of model whose raw outputs an export's `serving_ids` returns, and under which
-# name: one tensor (its name), or None for the model's dict of outputs (a question
-# answerer's start and end logits, a backbone's). A masked-LM pretrainer takes mask
-# positions too: none.
-RAW_OUTPUTS = {"text_classifier": "logits", "token_classifier": "logits",
-               "extractive_summarizer": "logits", "text_embedder": "embedding",
-               "question_answerer": None, "backbone": None}
-
 
 class Source:
     """A model ready for a pipeline.

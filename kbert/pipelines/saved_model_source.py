@@ -13,7 +13,8 @@ refused with a message: export it again.
 import numpy as np
 
 from kbert import loading
-from kbert.pipelines.model_source import RAW_OUTPUTS, SERVES, Source
+from kbert.pipelines.model_source import SERVES, Source
+from kbert.tasks.graph.signatures import RAW_OUTPUTS
 from kbert.tasks.task import default_label_names
 
 

@@ -6,8 +6,9 @@ point is `kbert.export` (`kbert.pipelines.exporting`); this package is what it s
 - `writer`: the one writer; every export (`kbert.export`, `model.export`, `pipeline.export`,
   `export_saved_model`, `export_tflite`) goes through it.
 - `metadata`: `export.json`, what an export says of itself, which the loaders read.
-- `saved_model`, `tflite`: kbert's own signatures of backbones and pretrainers
-  (`export_saved_model`) and the TFLite graphs of models (`export_tflite`).
+- `saved_model`: kbert's own signatures of backbones and pretrainers
+  (`export_saved_model`); `tflite`: a model's raw outputs from token ids in a `.tflite`
+  file (`export_tflite`), and where TFLite's tokenizer differs from kbert's.
 
 The endpoints themselves are each task folder's (`pipeline_serving`, `tflite`).
 """

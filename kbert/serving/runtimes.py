@@ -92,7 +92,7 @@ def tflite_tokenizer(tokenizer, split_literals=False):
     same model; else a ValueError naming the option TFLite cannot follow (a byte-level BPE's
     split, ALBERT's preprocessing).
 
-    Where the two differ, see `kbert.serving.export_tflite`. `split_literals`: a tokenizer with
+    Where the two differ, see `kbert.serving.tflite`. `split_literals`: a tokenizer with
     `split_special_tokens=False` is taken too, and literals are split as text (for a caller
     that documents it, the pipelines); else such a tokenizer is refused.
     """
@@ -102,7 +102,7 @@ def tflite_tokenizer(tokenizer, split_literals=False):
             "The tokenizer has split_special_tokens=False (a literal \"[SEP]\" in a text gives "
             "the [SEP] id), which needs a regex split that TFLite has no kernel for. Make the "
             "tokenizer with split_special_tokens=True (literals are split as text) to export "
-            "it, or export with tokenizer=None (token ids in).")
+            "it, or export token ids in (kbert.serving.export_tflite).")
     return fast
 
 

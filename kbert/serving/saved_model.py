@@ -15,10 +15,10 @@ from kbert.models.bert.bert_pretrainer import BertPretrainer
 from kbert.models.pretrainer import Pretrainer
 from kbert.serving import metadata, writer
 from kbert.tasks import registry
+from kbert.tasks.graph.signatures import BACKBONE_OUTPUTS
 from kbert.tasks.task import Task
 
 MASK_TOKEN = "[MASK]"
-BACKBONE_OUTPUTS = ("sequence_output", "pooled_output")
 
 
 def _check(name, value, minimum):

@@ -32,9 +32,10 @@ def _names(structure):
     return [spec.name for spec in tf.nest.flatten(structure) if getattr(spec, "name", None)]
 
 
-def write_archive(archive, path):
-    """`archive.write_out(path, verbose=False)`, with one trace per endpoint. Returns the
-    signatures written: {name: {"inputs": [...], "outputs": [...]}}."""
+def write_archive(archive, path, default=True):
+    """`archive.write_out(path, verbose=False)`, with one trace per endpoint (`default`:
+    the first as `serving_default` too where none has that name, as `write_out`). Returns
+    the signatures written: {name: {"inputs": [...], "outputs": [...]}}."""
     _keras_private.guard("export_archive_internals")
     _keras_private.guard("tf_save_context")
     from tensorflow.python.saved_model import save_context
@@ -46,7 +47,8 @@ def write_archive(archive, path):
     with save_context.save_context(options):
         archive._filter_and_track_resources()
     signatures = {name: archive._get_concrete_fn(name) for name in names}
-    signatures.setdefault("serving_default", signatures[names[0]])
+    if default:
+        signatures.setdefault("serving_default", signatures[names[0]])
     tf.saved_model.save(archive._tf_trackable, str(path), options=options,
                         signatures=signatures)
     with save_context.save_context(options):  # the traces made above, from the cache
@@ -83,8 +85,10 @@ def tflite(archive, path, meta, quantize=None):
     import tensorflow_text  # noqa: F401 (registers its ops for the converter)
 
     with tempfile.TemporaryDirectory() as directory:
-        signatures = write_archive(archive, directory)
-        converter = tf.lite.TFLiteConverter.from_saved_model(directory)
+        # Each endpoint once: a second name for one would be a second copy of its graph.
+        signatures = write_archive(archive, directory, default=False)
+        converter = tf.lite.TFLiteConverter.from_saved_model(directory,
+                                                             signature_keys=list(signatures))
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
         converter.allow_custom_ops = True  # tensorflow-text's; check_ops refuses any other
         if quantize is not None:

@@ -18,8 +18,7 @@ EXPORTS = ("saved_model", "tflite")
 # pipelines export there.
 ROLES = {
     "pipeline_serving": "`pipeline.export`'s SavedModel endpoints: `PIPELINES`",
-    "tflite": "the TFLite graphs: `model_outputs`, `model_endpoints` (export_tflite of the "
-              "model) and `PIPELINES` (pipeline.export_tflite)",
+    "tflite": "the pipelines' TFLite graphs: `PIPELINES`",
     "finetuning": "tools/finetune.py's hooks",
     "preprocessor": "the task model's preprocessor layer (raw inputs in `fit` and `predict`): "
                     "its class, named by `PREPROCESSOR`",

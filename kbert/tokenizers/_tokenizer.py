@@ -138,8 +138,8 @@ class Tokenizer(tf.Module):
     def tflite_tokenizer(self):
         """The tokenizer's twin made of TFLite kernels (a module with `tokenize`: strings
         [N] -> int32 ids ragged [N, (tokens)]), or a ValueError saying why there is none."""
-        raise ValueError(f"A {type(self).__name__} has no TFLite twin: export with "
-                         "tokenizer=None (token ids in) and tokenize on the host.")
+        raise ValueError(f"A {type(self).__name__} has no TFLite twin: export token ids "
+                         "in (kbert.serving.export_tflite) and tokenize on the host.")
 
     # === Tokens with their characters in the original text (`kbert.tokenizers.encoding`) ===
 

@@ -181,7 +181,8 @@ class BytePairTokenizer(Tokenizer):
         raise ValueError(
             "A BytePairTokenizer (RoBERTa) cannot go inside a TFLite model: its byte-level "
             "pre-tokenization (a regex split and the byte-to-unicode map) has no TFLite "
-            "kernel. Export with tokenizer=None (token ids in) and tokenize on the host.")
+            "kernel. Export token ids in (kbert.serving.export_tflite) and tokenize on the "
+            "host.")
 
     @functools.cached_property
     def token_bytes(self):

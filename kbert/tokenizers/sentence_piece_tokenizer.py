@@ -174,8 +174,8 @@ class SentencePieceTokenizer(PieceTokenizer):
                 "to \", the digit-comma split) has no TFLite kernel, and tensorflow-text's "
                 "FastBertNormalizer, the nearest one, gives other ids on Indic and Thai text "
                 "(it deletes their vowel signs), control and format characters. Export with "
-                "tokenizer=None (token ids in) and tokenize on the host. (A SentencePiece "
-                "model whose normalisation is its own, as DeBERTa-v3's, goes in.)")
+                "token ids in (kbert.serving.export_tflite) and tokenize on the host. (A "
+                "SentencePiece model whose normalisation is its own, as DeBERTa-v3's, goes in.)")
         return _FastSentencePiece(self.model)
 
     def offset_words(self, texts):

@@ -1,16 +1,17 @@
 """ModernBERT task models as string-in SavedModels and TFLite models: the mean-pooling,
 biases-on classifier of hf_tasks/modern_bert_seq_multi (sliding-window layers computed in
 chunks inside the graph) exports as its pipeline (`model.export`: tokenization in the graph)
-and answers as kbert's pipeline; its TFLite model runs on built-in ops and tensorflow-text's
-kernels alone (no Flex op: rotary positions, the chunked window, exact GELU and LayerNorm
-without a bias all convert) with the SavedModel's scores and logits."""
+and answers as kbert's pipeline; its TFLite export (`model.export(format="tflite")`) runs on
+built-in ops and tensorflow-text's kernels alone (no Flex op: rotary positions, the chunked
+window, exact GELU and LayerNorm without a bias all convert) with the SavedModel's answers
+(`serving_default`) and raw logits (`serving_ids`)."""
 
 import numpy as np
 import pytest
 
-from kbert.serving import export_tflite
-from tests.export.test_tflite import (HOSTILE, assert_only_allowed_ops, class_scores, raw, run,
-                                      saved, strings)
+from tests.export.test_tflite_pipelines import (HOSTILE, assert_only_allowed_ops, packed,
+                                                run, saved, strings)
+from tests.export.test_tflite_tasks import class_scores
 from tests.pipelines import reference
 from tests.pipelines.conftest import load_pipeline
 from tests.pipelines.test_export import _answer, _calls
@@ -28,7 +29,7 @@ def exported(tmp_path_factory):
     pipe = load_pipeline("text-classification", "hf_tasks/modern_bert_seq_multi")
     model, tokenizer = pipe.source.runner.model, pipe.tokenizer
     model.export(str(tmp / "saved"), tokenizer=tokenizer, **OPTIONS)
-    export_tflite(model, str(tmp / "model.tflite"), tokenizer, sequence_length=SEQUENCE_LENGTH)
+    model.export(str(tmp / "model.tflite"), format="tflite", tokenizer=tokenizer, **OPTIONS)
     calls, placement = _calls("text-classification", TEXTS, OPTIONS)
     results = [saved(tmp / "saved", signature, **inputs) for signature, inputs in calls]
     return pipe, tmp, results[0], _answer("text-classification", TEXTS, OPTIONS, results,
@@ -41,18 +42,22 @@ def test_the_saved_model_answers_strings_as_the_pipeline(exported):
 
 
 def test_the_tflite_model_equals_the_saved_model_on_built_in_ops(exported):
+    """The answers (every class's sigmoid, best first) are the SavedModel's (1e-5); the raw
+    logits (`serving_ids`) on kbert's ids the SavedModel's `serving_ids` (1e-4), and their
+    sigmoids, on the ids cut as the answers' texts, the answers' scores."""
     pipe, tmp, theirs, _ = exported
-    texts = strings(TEXTS)
-    ours = run(tmp / "model.tflite", text=texts)
+    ours = run(tmp / "model.tflite", text=strings(TEXTS))
     names = pipe.source.label_names
-    probabilities = class_scores(theirs, names)
-    np.testing.assert_allclose(ours["probabilities"], probabilities, atol=1e-5)
-    # The raw logits: the SavedModel's serving_ids on kbert's ids, cut as TFLite cuts them.
-    logits = raw(tmp / "saved", pipe.tokenizer, texts, sequence_length=SEQUENCE_LENGTH)
-    np.testing.assert_allclose(ours["logits"], logits["logits"], atol=1e-4)
-    # TFLite lists every class name, the chosen ones (above 0.5) first, in class order.
-    chosen = [[names[i].encode() for i in np.flatnonzero(row > 0.5)] for row in probabilities]
-    assert ours["num_labels"].tolist() == [len(row) for row in chosen]
-    assert [row[:len(c)] for row, c in zip(ours["labels"].tolist(), chosen)] == chosen
-    assert 0 < ours["num_labels"].sum() < len(names) * len(TEXTS)  # some chosen, not all
+    assert ours["label"].tolist() == theirs["label"].tolist()
+    np.testing.assert_allclose(ours["score"], theirs["score"], atol=1e-5)
+    ids = packed(pipe.tokenizer, TEXTS, pipe.max_length)
+    logits = run(tmp / "model.tflite", "serving_ids", **ids)["logits"]
+    np.testing.assert_allclose(logits, saved(tmp / "saved", "serving_ids", **ids)["logits"],
+                               atol=1e-4)
+    cut = packed(pipe.tokenizer, TEXTS, pipe.max_length, cut=SEQUENCE_LENGTH)
+    logits = run(tmp / "model.tflite", "serving_ids", **cut)["logits"]
+    np.testing.assert_allclose(class_scores(ours, names), 1 / (1 + np.exp(-logits)),
+                               atol=1e-4)
+    chosen = (class_scores(ours, names) > 0.5).sum()
+    assert 0 < chosen < len(names) * len(TEXTS)  # some chosen, not all
     assert_only_allowed_ops(tmp / "model.tflite")

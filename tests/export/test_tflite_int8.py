@@ -1,7 +1,8 @@
-"""Dynamic int8 (`quantize="dynamic"`: int8 weights, float activations) of the zero-shot and
-question-answering pipelines' TFLite models, on tiny models trained for a few seconds on
-synthetic data: the same top label / the same best answer span as the float pipeline on at
-least 99% of a held-out set, and the largest score difference printed (as the other int8
+"""Dynamic int8 (`quantize="dynamic"`: int8 weights, float activations) of the zero-shot,
+question-answering and token-classification pipelines' TFLite models, on tiny models trained
+for a few seconds on synthetic data: the same top label / the same best answer span / the
+same tag as the float pipeline on at least 99% of a held-out set, and the largest score
+difference printed (as the other int8
 tests: a random model's scores are near ties everywhere, which no quantization keeps)."""
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 import kbert
 from kbert.serving.runtimes import interpreter
 from kbert.pipelines.tflite_entities import char_offset
-from tests.export.test_tflite import assert_only_allowed_ops, run, strings
+from tests.export.test_tflite_pipelines import assert_only_allowed_ops, held_out, run, strings
 
 LETTERS = list("abcdefghijklmnopqrstuvwxyz")
 FILLER = ["the", "is", "in", "big", "what", "where", "who"]
@@ -201,4 +202,75 @@ def test_question_answering_dynamic_int8(tmp_path, capsys):
               f"{len(test)} held-out questions (float finds the answer on {found:.2%}; "
               f"its scores {scores.min():.3f}-{scores.max():.3f}); largest score "
               f"difference {difference:.4g}")
+    assert agreement >= 0.99
+
+
+# === token classification: the keywords are LOC ===
+
+TAGGER_LENGTH = 24
+KEYWORDS = ["tokyo", "paris", "york"]
+
+
+def topics(count, seed):
+    """`count` held-out texts, each with one keyword inserted at random."""
+    rng = np.random.default_rng(seed)
+    texts = []
+    for text in held_out(count, seed):
+        words = [w for w in text.split() if w not in KEYWORDS]
+        words.insert(int(rng.integers(len(words) + 1)), KEYWORDS[rng.integers(len(KEYWORDS))])
+        texts.append(" ".join(words))
+    return texts
+
+
+def trained_tagger(tokenizer, seed=0, epochs=12):
+    """A tiny token classifier (of TAGGER_LENGTH tokens) trained briefly (400 texts) to tag
+    the keywords as LOC: its tags are mostly far from a tie, as a fine-tuned model's."""
+    import keras
+
+    from kbert.tasks.text_classification.features import classification_dataset
+
+    model = tiny_model("TokenClassifier", tokenizer, TAGGER_LENGTH, seed,
+                       label_names=["O", "B-LOC"])
+    features = next(iter(classification_dataset(topics(400, seed=200 + seed), tokenizer,
+                                                TAGGER_LENGTH, 400)))
+    keywords = [tokenizer.vocabulary.index(k) for k in KEYWORDS]
+    labels = np.isin(np.asarray(features["token_ids"]), keywords).astype("int32")
+    model.compile(optimizer=keras.optimizers.Adam(5e-3), jit_compile=False)
+    model.fit(features, labels, batch_size=16, epochs=epochs, verbose=0)
+    return model
+
+
+@pytest.mark.slow
+def test_token_classifier_dynamic_int8(tmp_path, capsys):
+    """A trained tiny tagger's pipeline export: float32's logits are the Keras model's and
+    `serving_ids`' (1e-4); dynamic int8 gives the same tag on >= 99% of the tokens of 300
+    held-out texts."""
+    from tests.export.test_tflite_tasks import assert_logits_from_ids
+    from tests.tokenizers.test_alignment import tiny_tokenizer
+
+    tokenizer = tiny_tokenizer()
+    model = trained_tagger(tokenizer)
+    for quantize in (None, "dynamic"):
+        kbert.export(model, str(tmp_path / f"{quantize}.tflite"), format="tflite",
+                     tokenizer=tokenizer, quantize=quantize)
+        assert_only_allowed_ops(tmp_path / f"{quantize}.tflite")
+    assert_int8_weights(tmp_path / "dynamic.tflite")
+    texts = strings(topics(300, seed=7))
+    theirs = run(tmp_path / "None.tflite", text=texts)
+    assert theirs["token_ids"].shape[1] == TAGGER_LENGTH  # the model's length
+    assert_logits_from_ids(tmp_path / "None.tflite", model, theirs)
+    ours = run(tmp_path / "dynamic.tflite", text=texts)
+    real = theirs["starts"] >= 0
+    tagged = theirs["label_id"][real]
+    # The tagger learned its rule (the keywords' tokens are LOC): the comparison means something.
+    keywords = np.isin(theirs["token_ids"][real], [tokenizer.vocabulary.index(k)
+                                                   for k in KEYWORDS])
+    assert np.mean(tagged == keywords) > 0.95 and tagged.sum() >= 100, tagged.sum()
+    agreement = float(np.mean(ours["label_id"][real] == tagged))
+    difference = float(np.abs(ours["probabilities"] - theirs["probabilities"]).max())
+    logits = float(np.abs(ours["logits"] - theirs["logits"])[real].max())
+    with capsys.disabled():
+        print(f"\ntoken classifier, dynamic int8: tag agrees on {agreement:.2%} of "
+              f"{int(real.sum())} tokens of 300 held-out texts; largest probability "
+              f"difference {difference:.4g}, logit difference {logits:.4g}")
     assert agreement >= 0.99

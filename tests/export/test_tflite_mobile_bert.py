@@ -1,42 +1,51 @@
 """MobileBERT in TFLite beyond text classification (that one is in test_tflite_tasks.py):
-the token classifier (the task model and the token-classification pipeline), the question
-answerer and the zero-shot classifier of the tiny transformers-made fixtures, run in
-ai-edge-litert's interpreter with tensorflow-text's kernels and compared with the Keras
-model and the pipeline's call on the same strings, hostile ones included; no Flex op."""
+the token classifier, the question answerer and the zero-shot classifier of the tiny
+transformers-made fixtures, exported as their pipelines (`kbert.export(model, path,
+format="tflite", tokenizer=...)`, `pipe.export_tflite`), run in ai-edge-litert's interpreter
+with tensorflow-text's kernels and compared with the pipeline's call on the same strings,
+hostile ones included, and (`serving_ids`, the raw outputs) with the Keras model; no Flex
+op."""
 
 import numpy as np
 import pytest
 
-from kbert.serving import export_tflite
-from kbert.serving.runtimes import interpreter
+import kbert
 from kbert.pipelines.tflite_entities import answer, char_offset, entities
-from tests.export.test_tflite import HOSTILE, assert_only_allowed_ops, run, strings
-from tests.export.test_tflite_pipelines import LABELS
+from tests.export.test_tflite_pipelines import (
+    LABELS,
+    assert_only_allowed_ops,
+    keras_outputs,
+    run,
+    strings,
+)
 from tests.export.test_tflite_tasks import (
     CONTEXTS,
     DECOMPOSED,
     QUESTIONS,
     STRATEGIES,
     TEXTS,
+    assert_answerer_logits_from_ids,
+    assert_logits_from_ids,
     same_entities,
 )
 from tests.pipelines.conftest import ids_of, load_pipeline
 
-SEQUENCE_LENGTH = 24
+
+def export_model(pipe, path):
+    """The pipeline's model exported as its pipeline (`kbert.export` of the task model),
+    float TFLite."""
+    return kbert.export(pipe.source.runner.model, str(path), format="tflite",
+                        tokenizer=pipe.tokenizer)
 
 
 @pytest.fixture(scope="module")
 def tagger(tmp_path_factory):
-    """The MobileBERT token-classification fixture: its pipeline and its TokenClassifier
-    (cut at SEQUENCE_LENGTH) as float TFLite models, and their outputs on TEXTS."""
+    """The MobileBERT token-classification fixture's TokenClassifier as a float TFLite model
+    (its pipeline's export), and its outputs on TEXTS."""
     tmp = tmp_path_factory.mktemp("mobile_bert_tagger")
     pipe = load_pipeline("token-classification", "hf_tasks/mobile_bert_token")
-    export_tflite(pipe, str(tmp / "pipe.tflite"))
-    export_tflite(pipe.source.runner.model, str(tmp / "model.tflite"), pipe.tokenizer,
-                  sequence_length=SEQUENCE_LENGTH)
-    texts = strings(TEXTS)
-    return pipe, tmp, run(tmp / "pipe.tflite", text=texts), run(tmp / "model.tflite",
-                                                                 text=texts)
+    export_model(pipe, tmp / "model.tflite")
+    return pipe, tmp, run(tmp / "model.tflite", text=strings(TEXTS))
 
 
 def expected_ids(pipe, text, length):
@@ -48,7 +57,7 @@ def expected_ids(pipe, text, length):
 def test_mobile_bert_token_pipeline_gives_the_pipelines_entities(tagger):
     """Every entity (tag, word, index, character offsets, score within 1e-4), grouped on
     the host by `entities`, equals the pipeline's call for every aggregation strategy."""
-    pipe, tmp, outputs, _ = tagger
+    pipe, tmp, outputs = tagger
     names = pipe.source.label_names
     count = 0
     for strategy in STRATEGIES:
@@ -63,46 +72,32 @@ def test_mobile_bert_token_pipeline_gives_the_pipelines_entities(tagger):
         assert outputs["token_ids"][row][mask].tolist() == \
             expected_ids(pipe, text, pipe.max_length)
     assert outputs["padding_mask"].sum(-1).max() == pipe.max_length  # the long texts cut
-    assert_only_allowed_ops(tmp / "pipe.tflite")
+    assert_only_allowed_ops(tmp / "model.tflite")
 
 
 @pytest.mark.slow
 def test_mobile_bert_token_classifier_equals_the_keras_model(tagger):
-    """The TokenClassifier's export: its ids are kbert's (cut at SEQUENCE_LENGTH), its
-    logits the Keras model's on them (1e-4), its byte spans those of the pipeline's export
-    where both see the token."""
-    pipe, tmp, whole, outputs = tagger
-    for row, text in enumerate(TEXTS):
-        mask = outputs["padding_mask"][row].astype(bool)
-        assert outputs["token_ids"][row][mask].tolist() == \
-            expected_ids(pipe, text, SEQUENCE_LENGTH)
-        cut = int(mask.sum()) - 1  # the positions before the last [SEP]
-        for name in ("starts", "ends"):
-            np.testing.assert_array_equal(outputs[name][row, :cut], whole[name][row, :cut])
-        if whole["padding_mask"][row].sum() == cut + 1:  # not cut: the same tags
-            np.testing.assert_allclose(outputs["logits"][row, :cut + 1],
-                                       whole["logits"][row, :cut + 1], atol=1e-4)
-    model = pipe.source.runner.model
-    logits = model({"token_ids": outputs["token_ids"], "padding_mask": outputs["padding_mask"],
-                    "segment_ids": np.zeros_like(outputs["token_ids"])})
-    np.testing.assert_allclose(outputs["logits"], np.asarray(logits), atol=1e-4)
+    """The logits are the Keras model's on the export's ids and `serving_ids`' (1e-4); each
+    token's tag is the argmax, named by the model's label names."""
+    pipe, tmp, outputs = tagger
+    assert_logits_from_ids(tmp / "model.tflite", pipe.source.runner.model, outputs)
     np.testing.assert_array_equal(outputs["label_id"], np.argmax(outputs["logits"], -1))
     names = np.array(pipe.source.label_names, dtype=object)
     assert [[t.decode() for t in row] for row in outputs["label"]] == \
         names[outputs["label_id"]].tolist()
-    assert_only_allowed_ops(tmp / "model.tflite")
+    assert len(set(outputs["label_id"][outputs["starts"] >= 0].tolist())) > 1  # tags vary
 
 
 @pytest.fixture(scope="module")
 def reader(tmp_path_factory):
-    """The MobileBERT question-answering fixture's pipeline as a float TFLite model, and its
-    outputs on every question with every context."""
+    """The MobileBERT question-answering fixture's QuestionAnswerer as a float TFLite model
+    (its pipeline's export), and its outputs on every question with every context."""
     tmp = tmp_path_factory.mktemp("mobile_bert_reader")
     pipe = load_pipeline("question-answering", "hf_tasks/mobile_bert_qa")
-    export_tflite(pipe, str(tmp / "pipe.tflite"))
+    export_model(pipe, tmp / "model.tflite")
     pairs = [(q, c) for q in QUESTIONS for c in CONTEXTS] + [("where?", ""), ("", "a b c")]
-    outputs = interpreter(tmp / "pipe.tflite").get_signature_runner("serving_default")(
-        question=strings([q for q, _ in pairs]), context=strings([c for _, c in pairs]))
+    outputs = run(tmp / "model.tflite", question=strings([q for q, _ in pairs]),
+                  context=strings([c for _, c in pairs]))
     return pipe, tmp, pairs, outputs
 
 
@@ -138,24 +133,15 @@ def test_mobile_bert_question_answerer_best_span_equals_the_pipeline(reader):
     empty = pairs.index(("where?", ""))
     assert (outputs["answer_start"][empty], outputs["answer_end"][empty]) == (-1, -1)
     assert outputs["score"][empty] == 0.0
-    assert_only_allowed_ops(tmp / "pipe.tflite")
+    assert_only_allowed_ops(tmp / "model.tflite")
 
 
 @pytest.mark.slow
-def test_mobile_bert_question_answerer_model_export_equals_the_pipelines(reader, tmp_path):
-    """`export_tflite` of the QuestionAnswerer (with the pipeline's window and longest
-    answer) gives the pipeline export's logits and span."""
-    pipe, tmp, pairs, theirs = reader
-    _, max_seq_len, _, max_answer_len = pipe.settings(pipe.options({})[0])
-    export_tflite(pipe.source.runner.model, str(tmp_path / "model.tflite"), pipe.tokenizer,
-                  sequence_length=max_seq_len, max_answer_length=max_answer_len)
-    ours = interpreter(tmp_path / "model.tflite").get_signature_runner("serving_default")(
-        question=strings([q for q, _ in pairs]), context=strings([c for _, c in pairs]))
-    for name in ("token_ids", "starts", "ends", "answer_start", "answer_end"):
-        np.testing.assert_array_equal(ours[name], theirs[name])
-    for name in ("start_logits", "end_logits", "score"):
-        np.testing.assert_allclose(ours[name], theirs[name], atol=1e-4)
-    assert_only_allowed_ops(tmp_path / "model.tflite")
+def test_mobile_bert_question_answerer_ids_give_its_logits(reader):
+    """`serving_ids` on the ids of each window (empty question and context included) gives
+    `serving_default`'s start and end logits and the Keras model's (1e-4)."""
+    pipe, tmp, _, outputs = reader
+    assert_answerer_logits_from_ids(tmp / "model.tflite", pipe, outputs)
 
 
 ZERO_SHOT_TEXTS = TEXTS + ["A great game of football.", "We flew to Tokyo 東京 😀"]
@@ -237,7 +223,8 @@ def test_mobile_bert_padding_is_ignored_with_a_nonzero_pad_row(tmp_path):
     """MobileBERT's trigram window reads the next token's vector: a TFLite model pads every
     text to its fixed length, so a pad row that is not zero (a model trained with kbert
     may have one; transformers' checkpoints keep it zero) must not reach the last token.
-    Each text's logits equal the Keras model's on its ids alone, unpadded (1e-4)."""
+    Each text's logits (text in, and `serving_ids` on the padded ids) equal the Keras
+    model's on its ids alone, unpadded (1e-4)."""
     pipe = load_pipeline("token-classification", "hf_tasks/mobile_bert_token")
     model, tokenizer = pipe.source.runner.model, pipe.tokenizer
     table = model.backbone.embeddings.token_embedding.embeddings
@@ -246,16 +233,20 @@ def test_mobile_bert_padding_is_ignored_with_a_nonzero_pad_row(tmp_path):
     changed[tokenizer.pad_id] = np.random.default_rng(0).normal(0.0, 1.0, kept.shape[1])
     table.assign(changed)
     try:
-        export_tflite(model, str(tmp_path / "model.tflite"), tokenizer,
-                      sequence_length=SEQUENCE_LENGTH)
+        kbert.export(model, str(tmp_path / "model.tflite"), format="tflite",
+                     tokenizer=tokenizer)
         texts = ["John Smith lives in New York.", "東京都 日本", "😀 🚀 emoji 👍🏽!", "a"]
         outputs = run(tmp_path / "model.tflite", text=strings(texts))
+        raw = run(tmp_path / "model.tflite", "serving_ids", token_ids=outputs["token_ids"],
+                  segment_ids=np.zeros_like(outputs["token_ids"]),
+                  padding_mask=outputs["padding_mask"])["logits"]
         for row, text in enumerate(texts):
-            ids = np.array([expected_ids(pipe, text, SEQUENCE_LENGTH)], dtype="int32")
-            assert outputs["padding_mask"][row].sum() == ids.shape[1] < SEQUENCE_LENGTH
-            alone = model({"token_ids": ids, "padding_mask": np.ones_like(ids),
-                           "segment_ids": np.zeros_like(ids)})
-            np.testing.assert_allclose(outputs["logits"][row, :ids.shape[1]],
-                                       np.asarray(alone)[0], atol=1e-4)
+            ids = np.array([expected_ids(pipe, text, pipe.max_length)], dtype="int32")
+            assert outputs["padding_mask"][row].sum() == ids.shape[1] < pipe.max_length
+            alone = keras_outputs(model, {"token_ids": ids, "padding_mask": np.ones_like(ids),
+                                          "segment_ids": np.zeros_like(ids)})[0]
+            np.testing.assert_allclose(outputs["logits"][row, :ids.shape[1]], alone,
+                                       atol=1e-4)
+            np.testing.assert_allclose(raw[row, :ids.shape[1]], alone, atol=1e-4)
     finally:
         table.assign(kept)

@@ -1,13 +1,98 @@
 """pipeline.export_tflite for zero-shot classification, feature extraction and sentence
 embeddings (and fill-mask): the TFLite model, run in ai-edge-litert's interpreter with
 tensorflow-text's kernels, equals the pipeline's call on the same strings (hostile ones
-included) within 1e-4, and holds no op outside TFLite's built-ins and tensorflow-text's."""
+included) within 1e-4, its `serving_ids` (ids in, the model's raw outputs out) equals the
+pipeline's model on kbert's ids within 1e-4, and it holds no op outside TFLite's built-ins
+and tensorflow-text's. The helpers the TFLite task tests share are here."""
+
+from pathlib import Path
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
-from tests.export.test_tflite import HOSTILE, assert_only_allowed_ops, run, strings
+from kbert.serving.runtimes import TEXT_OPS, custom_ops, interpreter, model_ops
 from tests.pipelines.conftest import load_pipeline
+
+# Empty, whitespace only, CJK, emoji (with a skin tone), accents composed and decomposed,
+# punctuation glued to words, a text far longer than the model, 10,000 characters.
+HOSTILE = [
+    "", "   \t\n ", "東京都 日本", "😀 🚀 emoji 👍🏽!", "Héllo naïve café École Ωmega Müller",
+    "e\u0301te\u0301 \u00e9t\u00e9", "Paris!!! (the city)... new-york's 1990s",
+    "x" * 10000, ("the new york city is big " * 400)[:10000], "Ünïcödé ÀÉÎÕÜ ąčęėįšųūž",
+]
+WORDS = ["the", "new", "york", "is", "in", "city", "big", "muller", "cafe", "bar", "tokyo",
+         "paris", "what", "where", "who", "1990", "東", "京", "日本", "café", "naïve", "😀",
+         "Über", "!", ",", "...", "(", ")"]
+
+
+def held_out(count, seed):
+    """`count` texts of 1 to 30 words: vocabulary words, random lower-case words, accents,
+    CJK, emoji and punctuation (none of the characters whose ids differ in TFLite)."""
+    rng = np.random.default_rng(seed)
+    letters = list("abcdefghijklmnopqrstuvwxyz")
+    return [" ".join(WORDS[rng.integers(len(WORDS))] if rng.random() < 0.6 else
+                     "".join(rng.choice(letters, rng.integers(1, 9)))
+                     for _ in range(rng.integers(1, 31))) for _ in range(count)]
+
+
+def strings(texts):
+    return np.array([t.encode("utf-8") for t in texts], dtype=object)
+
+
+def run(path, signature="serving_default", **inputs):
+    """The TFLite model's `signature` on `inputs` (numpy arrays); `serving_ids` takes the
+    features it names (no `segment_ids` for DistilBERT)."""
+    runner = interpreter(path).get_signature_runner(signature)
+    if signature == "serving_ids":
+        inputs = {k: inputs[k] for k in runner.get_input_details()}
+    return runner(**inputs)
+
+
+_LOADED = {}
+
+
+def saved(path, signature="serving_default", **inputs):
+    """A SavedModel's `signature` on `inputs` (loaded once per path); `serving_ids` takes
+    the features it names."""
+    if str(path) not in _LOADED:
+        _LOADED[str(path)] = tf.saved_model.load(str(path))
+    function = _LOADED[str(path)].signatures[signature]
+    if signature == "serving_ids":
+        inputs = {k: inputs[k] for k in function.structured_input_signature[1]}
+    return {k: v.numpy() for k, v in function(
+        **{k: tf.constant(v) for k, v in inputs.items()}).items()}
+
+
+def packed(tokenizer, texts, length, cut=None):
+    """kbert's ids of `texts` (numpy int32 [B, length]: `token_ids`, `segment_ids`,
+    `padding_mask`), cut to `cut` tokens (default: `length`) as the pipeline cuts them and
+    padded to `length`: the inputs of a TFLite export's `serving_ids`."""
+    cut = length if cut is None else cut
+    features = tokenizer.pack([tokenizer.tokenize(tf.constant(texts))], cut)
+    return {k: np.pad(np.asarray(v, np.int32), [(0, 0), (0, length - cut)],
+                      constant_values=tokenizer.pad_id if k == "token_ids" else 0)
+            for k, v in features.items()}
+
+
+def keras_outputs(model, features):
+    """The Keras model's raw outputs on `features` (the inputs it takes), as numpy."""
+    outputs = model({k: features[k] for k in model.input})
+    return {k: np.asarray(v) for k, v in outputs.items()} if isinstance(outputs, dict) else \
+        np.asarray(outputs)
+
+
+def assert_only_allowed_ops(path):
+    ops = model_ops(Path(path).read_bytes())
+    assert not [op for op in ops if op.startswith("Flex")], ops
+    assert set(custom_ops(Path(path).read_bytes())) <= TEXT_OPS, ops
+    assert "FastWordpieceTokenizeWithOffsets" in ops or "FastWordpieceTokenize" in ops or \
+        not any(op.startswith("Fast") for op in ops)
+
+
+def signatures(path):
+    return set(interpreter(path).get_signature_list())
+
 
 TEXTS = HOSTILE + ["A great game of football.", "The election results are in.",
                    "We flew to Tokyo 東京 😀"]
@@ -84,6 +169,18 @@ def test_feature_extraction_equals_the_pipeline(features):
         np.testing.assert_allclose(outputs["features"][row, :count], theirs[0], atol=1e-4)
         assert not outputs["features"][row, count:].any()
     assert outputs["num_tokens"].max() == pipe.max_length
+    # serving_ids: the backbone's raw outputs (DistilBERT: no segment_ids, no pooled_output)
+    # on kbert's ids, which are the features' ids: the same vectors on the real tokens.
+    ids = packed(pipe.tokenizer, TEXTS, pipe.max_length)
+    raw = run(path, "serving_ids", **ids)
+    assert set(raw) == {"sequence_output"}
+    np.testing.assert_allclose(
+        raw["sequence_output"],
+        keras_outputs(pipe.source.runner.model, ids)["sequence_output"], atol=1e-4)
+    np.testing.assert_array_equal(ids["padding_mask"], outputs["padding_mask"])
+    real = outputs["padding_mask"].astype(bool)
+    np.testing.assert_allclose(raw["sequence_output"][real], outputs["features"][real],
+                               atol=1e-4)
     assert_only_allowed_ops(path)
 
 
@@ -103,6 +200,13 @@ def test_sentence_embeddings_equal_the_pipeline(tmp_path):
     np.testing.assert_allclose(outputs["embedding"], theirs, atol=1e-4)
     np.testing.assert_allclose(np.linalg.norm(outputs["embedding"], axis=1), 1.0, atol=1e-5)
     assert np.abs(outputs["embedding"][0] - outputs["embedding"][-1]).max() > 1e-2
+    # serving_ids: the TextEmbedder's embedding on kbert's ids, the pipeline's answer.
+    ids = packed(pipe.tokenizer, TEXTS, pipe.max_length)
+    raw = run(tmp_path / "embed.tflite", "serving_ids", **ids)
+    assert set(raw) == {"embedding"}
+    np.testing.assert_allclose(raw["embedding"],
+                               keras_outputs(pipe.source.runner.model, ids), atol=1e-4)
+    np.testing.assert_allclose(raw["embedding"], outputs["embedding"], atol=1e-4)
     assert_only_allowed_ops(tmp_path / "embed.tflite")
 
 
@@ -159,6 +263,7 @@ def test_fill_mask_equals_the_pipeline(fill_mask, case):
             assert outputs["mask_positions"][row, m] == -1
     if case == "top":
         assert outputs["num_masks"].tolist() == [1, 1, 1, 2, 3, 1, 1, 1, 1]
+    assert signatures(tmp / f"{case}.tflite") == {"serving_default"}  # a pretrainer: no ids
     assert_only_allowed_ops(tmp / f"{case}.tflite")
 
 
@@ -229,8 +334,6 @@ def test_deberta_v3_zero_shot_equals_the_pipeline(tmp_path):
 
 def test_quantized_sentence_embeddings(tmp_path, capsys):
     """Dynamic int8 and float16 embeddings against float32 on 300 held-out texts."""
-    from tests.export.test_tflite import held_out
-
     pipe = load_pipeline("sentence-embeddings", "hf_tasks/st_bert_mean_normalize")
     texts = strings(held_out(300, seed=11))
     embeddings = {}

@@ -1,19 +1,21 @@
 """TFLite models beyond text classification on BERT: MobileBERT, token classification,
-question answering. Run in ai-edge-litert's interpreter with tensorflow-text's kernels;
-compared with the SavedModel / pipeline on the same strings, hostile ones included."""
+question answering. Each is its pipeline's export (`kbert.export(model, path,
+format="tflite", tokenizer=...)`, `pipe.export_tflite`), run in ai-edge-litert's interpreter
+with tensorflow-text's kernels: its `serving_default` (the pipeline's answers) compared with
+the SavedModel / pipeline on the same strings, hostile ones included; its `serving_ids` (the
+model's raw outputs) with the Keras model / the SavedModel's `serving_ids` on kbert's ids."""
 
 import numpy as np
 import pytest
 
-from kbert.serving import export_tflite
-from kbert.serving.runtimes import interpreter
-from kbert.serving.runtimes import model_ops
+import kbert
+from kbert.serving.runtimes import interpreter, model_ops
 from kbert.pipelines.tflite_entities import answer, char_offset, entities
-from tests.export.test_tflite import (
+from tests.export.test_tflite_pipelines import (
     HOSTILE,
     assert_only_allowed_ops,
-    held_out,
-    raw,
+    keras_outputs,
+    packed,
     run,
     saved,
     strings,
@@ -25,50 +27,66 @@ TEXTS = HOSTILE + ["A great movie!", "Awful.", "It was fine, I guess.",
                    "John Smith lives in New York and works at Google."]
 
 
+def class_scores(outputs, names):
+    """A text-classification export's answers with top_k=None (`label`, `score` [B, classes],
+    best first) as scores [B, classes] in `names`' order."""
+    index = {name.encode(): i for i, name in enumerate(names)}
+    scores = np.zeros((len(outputs["score"]), len(names)), np.float32)
+    for row, (labels, values) in enumerate(zip(outputs["label"], outputs["score"])):
+        assert sorted(labels.tolist()) == sorted(index), labels  # every class, once
+        scores[row, [index[label] for label in labels]] = values
+    return scores
+
+
+def softmax(logits):
+    exp = np.exp(logits - logits.max(-1, keepdims=True))
+    return exp / exp.sum(-1, keepdims=True)
+
+
 @pytest.fixture(scope="module")
 def mobile_bert(tmp_path_factory):
-    """The MobileBERT fixture's TextClassifier as a float TFLite model (kbert's contract), and
-    its pipeline as a SavedModel (`serving_ids` gives the model's raw logits) and a float
-    TFLite model."""
+    """The MobileBERT fixture's TextClassifier exported as its pipeline (every class's score,
+    texts cut to the model) to TFLite (`model.export(format="tflite")`) and to a SavedModel
+    (the pipeline's `export`)."""
     tmp = tmp_path_factory.mktemp("mobile_bert")
     pipe = load_pipeline("text-classification", "hf_tasks/mobile_bert_seq_single")
-    model, tokenizer = pipe.source.runner.model, pipe.tokenizer
-    export_tflite(model, str(tmp / "model.tflite"), tokenizer, sequence_length=SEQUENCE_LENGTH)
     options = dict(top_k=None, truncation=True)
-    pipe.export(str(tmp / "pipe_saved"), **options)
-    export_tflite(pipe, str(tmp / "pipe.tflite"), **options)
+    pipe.source.runner.model.export(str(tmp / "model.tflite"), format="tflite",
+                                    tokenizer=pipe.tokenizer, **options)
+    pipe.export(str(tmp / "saved"), **options)
     return pipe, tmp, options
 
 
 @pytest.mark.slow
 def test_mobile_bert_classifier_equals_its_saved_model(mobile_bert):
-    """kbert's TFLite contract (`label`, `probabilities`, `logits`) on the strings: the
-    SavedModel's logits (`serving_ids`) on kbert's ids of them, cut to SEQUENCE_LENGTH."""
+    """`serving_ids` (the raw logits) on kbert's ids of the strings: the SavedModel's
+    `serving_ids` and the Keras model's (1e-4); their softmax is every class's score that
+    `serving_default` gives the strings."""
     pipe, tmp, _ = mobile_bert
-    texts = strings(TEXTS)
-    ours = run(tmp / "model.tflite", text=texts)
-    logits = raw(tmp / "pipe_saved", pipe.tokenizer, texts,
-                 sequence_length=SEQUENCE_LENGTH)["logits"]
-    np.testing.assert_allclose(ours["logits"], logits, atol=1e-4)
-    probabilities = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
-    np.testing.assert_allclose(ours["probabilities"], probabilities, atol=1e-4)
-    names = pipe.source.label_names
-    assert ours["label"].tolist() == [names[i].encode() for i in probabilities.argmax(-1)]
+    ids = packed(pipe.tokenizer, TEXTS, pipe.max_length)
+    logits = run(tmp / "model.tflite", "serving_ids", **ids)["logits"]
+    np.testing.assert_allclose(logits, saved(tmp / "saved", "serving_ids", **ids)["logits"],
+                               atol=1e-4)
+    np.testing.assert_allclose(logits, keras_outputs(pipe.source.runner.model, ids),
+                               atol=1e-4)
+    answers = run(tmp / "model.tflite", text=strings(TEXTS))
+    probabilities = class_scores(answers, pipe.source.label_names)
+    np.testing.assert_allclose(probabilities, softmax(logits), atol=1e-4)
+    assert np.ptp(probabilities, axis=0).max() > 1e-3  # not one row for every text
     assert_only_allowed_ops(tmp / "model.tflite")
 
 
 @pytest.mark.slow
 def test_mobile_bert_pipeline_equals_its_saved_model_and_call(mobile_bert):
     pipe, tmp, options = mobile_bert
-    ours = run(tmp / "pipe.tflite", text=strings(TEXTS))
-    theirs = saved(tmp / "pipe_saved", text=strings(TEXTS))
+    ours = run(tmp / "model.tflite", text=strings(TEXTS))
+    theirs = saved(tmp / "saved", text=strings(TEXTS))
     assert ours["label"].tolist() == theirs["label"].tolist()
     np.testing.assert_allclose(ours["score"], theirs["score"], atol=1e-4)
     called = pipe(TEXTS, **options)
     assert [[d["label"].encode() for d in row] for row in called] == ours["label"].tolist()
     np.testing.assert_allclose([[d["score"] for d in row] for row in called], ours["score"],
                                atol=1e-4)
-    assert_only_allowed_ops(tmp / "pipe.tflite")
 
 
 # The one documented offset difference: an accent written as a combining character and
@@ -83,7 +101,7 @@ def tagger(tmp_path_factory):
     """The BERT token-classification fixture's pipeline as a float TFLite model."""
     tmp = tmp_path_factory.mktemp("tagger")
     pipe = load_pipeline("token-classification", "hf_tasks/bert_token")
-    export_tflite(pipe, str(tmp / "float.tflite"))
+    pipe.export_tflite(str(tmp / "float.tflite"))
     return pipe, tmp
 
 
@@ -138,11 +156,18 @@ def test_token_classifier_ids_bytes_and_logits(tagger):
             if start >= 0 and token != b"[UNK]" and text != DECOMPOSED:
                 piece = data[start:end].decode("utf-8").lower()
                 assert token.decode("utf-8").removeprefix("##") in (piece, strip(piece))
-    model = pipe.source.runner.model
-    logits = model({"token_ids": outputs["token_ids"], "padding_mask": outputs["padding_mask"],
-                    "segment_ids": np.zeros_like(outputs["token_ids"])})
-    np.testing.assert_allclose(outputs["logits"], np.asarray(logits), atol=1e-4)
+    assert_logits_from_ids(tmp / "float.tflite", pipe.source.runner.model, outputs)
     np.testing.assert_array_equal(outputs["label_id"], np.argmax(outputs["logits"], -1))
+
+
+def assert_logits_from_ids(path, model, outputs):
+    """A token classifier's export: the logits of `serving_default` (`outputs`) are the Keras
+    model's on its ids, and `serving_ids`' on them (1e-4)."""
+    ids = {"token_ids": outputs["token_ids"], "padding_mask": outputs["padding_mask"],
+           "segment_ids": np.zeros_like(outputs["token_ids"])}
+    np.testing.assert_allclose(outputs["logits"], keras_outputs(model, ids), atol=1e-4)
+    np.testing.assert_allclose(run(path, "serving_ids", **ids)["logits"], outputs["logits"],
+                               atol=1e-4)
 
 
 def strip(text):
@@ -150,61 +175,6 @@ def strip(text):
 
     return "".join(c for c in unicodedata.normalize("NFD", text)
                    if unicodedata.category(c) != "Mn")
-
-
-def trained_tagger(tokenizer, seed=0, epochs=12):
-    """A tiny token classifier trained briefly (400 texts) to tag the keywords as LOC: its
-    tags are mostly far from a tie, as a fine-tuned model's."""
-    import keras
-
-    from kbert import tasks
-    from kbert.tasks.text_classification.features import classification_dataset
-    from tests.export.test_tflite import KEYWORDS, backbone, topics
-
-    keras.utils.set_random_seed(seed)
-    model = tasks.TokenClassifier(backbone("bert", tokenizer), label_names=["O", "B-LOC"])
-    texts, _ = topics(400, seed=200 + seed)
-    features = next(iter(classification_dataset(texts, tokenizer, SEQUENCE_LENGTH, 400)))
-    keywords = [tokenizer.vocabulary.index(k) for k in KEYWORDS]
-    labels = np.isin(np.asarray(features["token_ids"]), keywords).astype("int32")
-    model.compile(optimizer=keras.optimizers.Adam(5e-3), jit_compile=False)
-    model.fit(features, labels, batch_size=16, epochs=epochs, verbose=0)
-    return model
-
-
-@pytest.mark.slow
-def test_token_classifier_dynamic_int8(tmp_path, capsys):
-    """A trained tiny tagger: float32 equals the Keras model (1e-4) and dynamic int8 gives
-    the same tag on >= 99% of the tokens of 300 held-out texts."""
-    from tests.tokenizers.test_alignment import tiny_tokenizer
-    from tests.export.test_tflite import KEYWORDS, topics
-
-    tokenizer = tiny_tokenizer()
-    model = trained_tagger(tokenizer)
-    for quantize in (None, "dynamic"):
-        export_tflite(model, str(tmp_path / f"{quantize}.tflite"), tokenizer,
-                      quantize=quantize, sequence_length=SEQUENCE_LENGTH)
-        assert_only_allowed_ops(tmp_path / f"{quantize}.tflite")
-    texts = strings(topics(300, seed=7)[0])
-    theirs = run(tmp_path / "None.tflite", text=texts)
-    keras_logits = model({"token_ids": theirs["token_ids"], "padding_mask":
-                          theirs["padding_mask"], "segment_ids":
-                          np.zeros_like(theirs["token_ids"])})
-    np.testing.assert_allclose(theirs["logits"], np.asarray(keras_logits), atol=1e-4)
-    ours = run(tmp_path / "dynamic.tflite", text=texts)
-    real = theirs["starts"] >= 0
-    tagged = theirs["label_id"][real]
-    # The tagger learned its rule (the keywords' tokens are LOC): the comparison means something.
-    keywords = np.isin(theirs["token_ids"][real], [tokenizer.vocabulary.index(k)
-                                                   for k in KEYWORDS])
-    assert np.mean(tagged == keywords) > 0.95 and tagged.sum() >= 100, tagged.sum()
-    agreement = float(np.mean(ours["label_id"][real] == tagged))
-    difference = float(np.abs(ours["probabilities"] - theirs["probabilities"]).max())
-    with capsys.disabled():
-        print(f"\ntoken classifier, dynamic int8: tag agrees on {agreement:.2%} of "
-              f"{int(real.sum())} tokens of 300 held-out texts; largest probability "
-              f"difference {difference:.4g}")
-    assert agreement >= 0.99
 
 
 def test_token_classification_refusals(tmp_path):
@@ -229,7 +199,7 @@ def reader(tmp_path_factory):
     outputs on every question with every context."""
     tmp = tmp_path_factory.mktemp("reader")
     pipe = load_pipeline("question-answering", "hf_tasks/bert_qa")
-    export_tflite(pipe, str(tmp / "float.tflite"))
+    pipe.export_tflite(str(tmp / "float.tflite"))
     pairs = [(q, c) for q in QUESTIONS for c in CONTEXTS]
     outputs = interpreter(tmp / "float.tflite").get_signature_runner("serving_default")(
         question=strings([q for q, _ in pairs]), context=strings([c for _, c in pairs]))
@@ -260,7 +230,28 @@ def test_question_answerer_best_span_equals_the_pipeline(reader):
                     {k: v for k, v in b.items() if k != "score"}
                 assert abs(a["score"] - b["score"]) < 1e-4
     assert len({a.decode() for a in outputs["tokens"][:, 1]}) > 1
+    assert_answerer_logits_from_ids(tmp / "float.tflite", pipe, outputs)
     assert_only_allowed_ops(tmp / "float.tflite")
+
+
+def assert_answerer_logits_from_ids(path, pipe, outputs):
+    """A question answerer's export: `serving_ids` on the ids of `serving_default`'s window
+    ([CLS] question [SEP] context [SEP]: segment 0, then 1) gives its start and end logits
+    (1e-4), the Keras model's."""
+    token_ids = outputs["token_ids"]
+    assert token_ids.shape[1] == pipe.max_length  # one window of the model's length
+    sep = token_ids == pipe.tokenizer.sep_id
+    before = np.cumsum(sep, -1) - sep  # the [SEP]s before each position
+    mask = before < 2
+    np.testing.assert_array_equal(mask, token_ids != pipe.tokenizer.pad_id)
+    ids = {"token_ids": token_ids, "segment_ids": (mask & (before == 1)).astype(np.int32),
+           "padding_mask": mask.astype(np.int32)}
+    raw = run(path, "serving_ids", **ids)
+    keras = keras_outputs(pipe.source.runner.model, ids)
+    assert set(raw) == {"start_logits", "end_logits"}
+    for name in raw:
+        np.testing.assert_allclose(raw[name], outputs[name], atol=1e-4)
+        np.testing.assert_allclose(raw[name], keras[name], atol=1e-4)
 
 
 @pytest.mark.slow
@@ -306,7 +297,7 @@ def test_deberta_v3_sentence_piece_ids_equal_kberts():
 def test_deberta_v3_pipeline_equals_its_saved_model_and_call(tmp_path):
     pipe = load_pipeline("text-classification", "hf_tasks/deberta_v3_seq_single")
     options = dict(top_k=None, truncation=True)
-    export_tflite(pipe, str(tmp_path / "p.tflite"), **options)
+    pipe.export_tflite(str(tmp_path / "p.tflite"), **options)
     pipe.export(str(tmp_path / "saved"), **options)
     ours = run(tmp_path / "p.tflite", text=strings(TEXTS))
     theirs = saved(tmp_path / "saved", text=strings(TEXTS))
@@ -316,6 +307,13 @@ def test_deberta_v3_pipeline_equals_its_saved_model_and_call(tmp_path):
     short = [i for i, t in enumerate(TEXTS) if len(t) < 1000]
     np.testing.assert_allclose([[d["score"] for d in row] for row in called],
                                ours["score"][short], atol=1e-4)
+    # serving_ids: the raw logits on kbert's ids, the SavedModel's; their softmax the scores.
+    ids = packed(pipe.tokenizer, TEXTS, pipe.max_length)
+    logits = run(tmp_path / "p.tflite", "serving_ids", **ids)["logits"]
+    np.testing.assert_allclose(logits, saved(tmp_path / "saved", "serving_ids", **ids)["logits"],
+                               atol=1e-4)
+    np.testing.assert_allclose(class_scores(ours, pipe.source.label_names), softmax(logits),
+                               atol=1e-4)
     assert_only_allowed_ops(tmp_path / "p.tflite")
     assert "TFText>FastSentencepieceTokenize" in model_ops((tmp_path / "p.tflite").read_bytes())
 
@@ -324,8 +322,9 @@ def test_sentence_piece_span_tasks_are_refused(tmp_path):
     pipe = load_pipeline("token-classification", "hf_tasks/deberta_v3_token")
     with pytest.raises(ValueError, match="only a WordPiece token classifier"):
         pipe.export_tflite(str(tmp_path / "p.tflite"))
-    with pytest.raises(ValueError, match="TokenClassifier goes into TFLite with a WordPiece"):
-        export_tflite(pipe.source.runner.model, str(tmp_path / "p.tflite"), pipe.tokenizer)
+    with pytest.raises(ValueError, match="only a WordPiece token classifier"):
+        kbert.export(pipe.source.runner.model, str(tmp_path / "p.tflite"), format="tflite",
+                     tokenizer=pipe.tokenizer)
     assert not (tmp_path / "p.tflite").exists()
 
 

@@ -167,9 +167,6 @@ def test_every_task_folder_holds_what_its_record_says(name):
     for export in record.exports:
         for pipeline in record.pipelines:
             assert callable(record.pipeline_export(pipeline, export)), (pipeline, export)
-    if "tflite" in record.exports and (record.model is not None or record is registry.BACKBONE):
-        tflite = record.module("tflite")
-        assert callable(tflite.model_outputs) and callable(tflite.model_endpoints)
     if record.finetuning:
         hooks = record.module("finetuning")
         for hook in ("read", "encode", "fit_labels", "build", "scores", "metric",

@@ -48,15 +48,7 @@ def fit(first, second, budget, truncation):
         return first, second, [too_long(total > budget, _TOO_LONG)]
     fits = total <= budget
     if truncation in (True, "longest_first"):
-        # base.longest_first, vectorised.
-        swap = a > b
-        short, long = tf.minimum(a, b), tf.maximum(a, b)
-        long = tf.where(short > budget, short, tf.maximum(short, budget - short))
-        over = short + long > budget
-        short = tf.where(over, budget // 2, short)
-        long = tf.where(over, budget // 2 + budget % 2, long)
-        keep_a = tf.where(fits, a, tf.where(swap, long, short))
-        keep_b = tf.where(fits, b, tf.where(swap, short, long))
+        keep_a, keep_b = longest_first(a, b, budget)
         return keep_first(first, keep_a), keep_first(second, keep_b), []
     cut_first = truncation == "only_first"
     room = budget - (b if cut_first else a)
@@ -64,6 +56,21 @@ def fit(first, second, budget, truncation):
     if cut_first:
         return keep_first(first, tf.where(fits, a, room)), second, [check]
     return first, keep_first(second, tf.where(fits, b, room)), [check]
+
+
+def longest_first(a, b, budget):
+    """How many tokens of each text of a pair (`a`, `b` int32, any shape) transformers'
+    "longest_first" keeps within `budget` (`base.longest_first`, vectorised, plain
+    arithmetic, so that TFLite runs it too): the longer text is cut first."""
+    swap = a > b
+    short, long = tf.minimum(a, b), tf.maximum(a, b)
+    long = tf.where(short > budget, short, tf.maximum(short, budget - short))
+    over = short + long > budget
+    short = tf.where(over, budget // 2, short)
+    long = tf.where(over, budget // 2 + budget % 2, long)
+    fits = a + b <= budget
+    return (tf.where(fits, a, tf.where(swap, long, short)),
+            tf.where(fits, b, tf.where(swap, short, long)))
 
 
 _TOO_LONG = ("A text is longer than the model takes (InputTooLongError): export the "

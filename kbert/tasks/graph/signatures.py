@@ -9,7 +9,15 @@ from kbert.tasks.graph import packing
 from kbert.tasks.task import default_label_names
 
 STRINGS = tf.TensorSpec([None], tf.string)
-IDS = tf.TensorSpec([None, None], tf.int32)
+# The kinds of model (task records' names) whose raw outputs an export's `serving_ids`
+# returns, and under which name: one tensor (its name), or None for the model's dict of
+# outputs (a question answerer's start and end logits; a backbone's `BACKBONE_OUTPUTS`). A
+# masked-LM pretrainer takes mask positions too: none.
+RAW_OUTPUTS = {"text_classifier": "logits", "token_classifier": "logits",
+               "extractive_summarizer": "logits", "text_embedder": "embedding",
+               "question_answerer": None, "backbone": None}
+# A backbone's outputs that an export returns (DistilBERT has no `pooled_output`).
+BACKBONE_OUTPUTS = ("sequence_output", "pooled_output")
 
 
 def run_model(model, features):
@@ -26,20 +34,37 @@ def dense_rows(values, rows, batch, default):
     return ragged.to_tensor(default)
 
 
-def add_ids_endpoint(archive, model, serve):
-    """`serving_ids`: `serve(features)` on ids made elsewhere (no `segment_ids` for
-    DistilBERT)."""
+def raw_outputs(model, kind):
+    """features -> the raw outputs of `model`, a model of kind `kind` (a key of
+    `RAW_OUTPUTS`), by name, in float32 (`serving_ids`)."""
+    name = RAW_OUTPUTS[kind]
+
+    def serve(features):
+        outputs = run_model(model, features)
+        if name is not None:
+            return {name: outputs}
+        if kind == "backbone":
+            return {key: outputs[key] for key in BACKBONE_OUTPUTS if key in outputs}
+        return dict(outputs)
+
+    return serve
+
+
+def add_ids_endpoint(archive, model, serve, length=None):
+    """`serving_ids`: `serve(features)` on ids made elsewhere, int32 [B, `length`] (None:
+    any length); no `segment_ids` for DistilBERT."""
+    ids = tf.TensorSpec([None, length], tf.int32)
     if "segment_ids" in model.input:
         def serve_ids(token_ids, segment_ids, padding_mask):
             return serve({"token_ids": token_ids, "segment_ids": segment_ids,
                           "padding_mask": padding_mask})
 
-        archive.add_endpoint("serving_ids", serve_ids, [IDS, IDS, IDS])
+        archive.add_endpoint("serving_ids", serve_ids, [ids] * 3)
     else:
         def serve_ids_without_segments(token_ids, padding_mask):
             return serve({"token_ids": token_ids, "padding_mask": padding_mask})
 
-        archive.add_endpoint("serving_ids", serve_ids_without_segments, [IDS, IDS])
+        archive.add_endpoint("serving_ids", serve_ids_without_segments, [ids] * 2)
 
 
 def single_text_endpoints(pipe, model, truncation, outputs, max_length=None):

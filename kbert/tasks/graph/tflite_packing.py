@@ -5,6 +5,8 @@ UTF-8 byte offsets (`pieces_with_offsets`), placed at their positions (`placed`)
 
 import tensorflow as tf
 
+from kbert.tasks.graph.packing import longest_first
+
 
 def pack_text(tokenizer, ids, sequence_length):
     """Ragged wordpiece ids [B, (pieces)] -> [CLS] ids [SEP] cut to `sequence_length` and
@@ -30,15 +32,12 @@ def pack_dense(tokenizer, pieces, count, sequence_length):
 
 
 def pack_pairs(tokenizer, first, second, sequence_length):
-    """Ragged ids of A and B [B, (pieces)] -> [CLS] A [SEP] B [SEP] trimmed round-robin as
-    `tensorflow_text.RoundRobinTrimmer` (what kbert's SavedModels use) and padded, by
-    arithmetic on dense tensors: `token_ids`, `segment_ids`, `padding_mask` int32 [B, S]."""
+    """Ragged ids of A and B [B, (pieces)] -> [CLS] A [SEP] B [SEP] cut by transformers'
+    "longest_first" (`packing.longest_first`, the pipeline's rule) and padded, by arithmetic
+    on dense tensors: `token_ids`, `segment_ids`, `padding_mask` int32 [B, S]."""
     budget = sequence_length - 3
-    a = tf.cast(first.row_lengths(), tf.int32)[:, None]  # [B, 1]
-    b = tf.cast(second.row_lengths(), tf.int32)[:, None]
-    # Round-robin: A takes one, then B, ... until the budget is spent or a segment is.
-    a = tf.minimum(a, tf.maximum((budget + 1) // 2, budget - b))
-    b = tf.minimum(b, budget - a)
+    a, b = longest_first(tf.cast(first.row_lengths(), tf.int32)[:, None],
+                         tf.cast(second.row_lengths(), tf.int32)[:, None], budget)  # [B, 1]
     dense_a = first.to_tensor(default_value=tokenizer.pad_id, shape=[None, budget])
     dense_b = second.to_tensor(default_value=tokenizer.pad_id, shape=[None, budget])
     return pack_dense_pairs(tokenizer, dense_a, a, dense_b, b, sequence_length)

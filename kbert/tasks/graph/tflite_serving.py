@@ -1,39 +1,15 @@
-"""What the task folders' TFLite graphs (`kbert/tasks/<task>/tflite.py`) share: the endpoint
-of one text per row, the WordPiece-only rule of the graphs that read FastBertTokenizer's
-offsets, and the pipelines' rules on truncation (`pipeline.export_tflite`).
+"""What the task folders' TFLite graphs (`kbert/tasks/<task>/tflite.py`) share: the
+pipelines' rules on truncation, the TFLite tokenizer, the endpoint of one text per row and
+the WordPiece-only rule of the graphs that read FastBertTokenizer's offsets.
 
-Each folder's `tflite.py` gives, for `kbert.serving.export_tflite` of its model,
-`model_outputs(model, label_names)` (features -> the named outputs) and
-`model_endpoints(model, tokenizer, fast, sequence_length, outputs, options)` (text in:
-{name: (function, input specs)}), and for `pipeline.export_tflite` `PIPELINES`: pipeline
-name -> (pipe, model, opts, given, **export-only options) -> (the TFLite tokenizer, its
-endpoints). The caller converts and checks the model.
+Each folder's `tflite.py` gives `PIPELINES`: pipeline name -> (pipe, model, opts, given,
+**export-only options) -> (the TFLite tokenizer, its endpoints {name: (function, input
+specs)}). The caller (`kbert.pipelines.exporting`) converts and checks the model.
 """
 
 from kbert.tasks.graph.signatures import STRINGS, run_model
 from kbert.tasks.graph.tflite_packing import pack_text
 
-
-def text_endpoint(tokenizer, fast, sequence_length, outputs):
-    """`serving_default`: `text` string [B] -> `outputs(features)`, the text cut at
-    `sequence_length` pieces."""
-
-    def serve_text(text):
-        return outputs(pack_text(tokenizer, fast.tokenize(text), sequence_length))
-
-    return {"serving_default": (serve_text, [STRINGS])}
-
-
-def word_piece_only(model, tokenizer):
-    """A model whose TFLite graph reads FastBertTokenizer's offsets (spans) takes a WordPiece
-    tokenizer alone: a ValueError for another."""
-    if not tokenizer.tflite_offsets:
-        raise ValueError(f"A {type(model).__name__} goes into TFLite with a WordPiece "
-                         f"tokenizer only (its spans come from FastBertTokenizer's offsets); "
-                         f"export it with tokenizer=None (token ids in).")
-
-
-# --- transformers' pipelines (`pipeline.export_tflite`) -----------------------------------
 
 def truncating(pipe, truncation):
     """TFLite cannot fail a call: a pipeline exports with `truncation=True` only."""

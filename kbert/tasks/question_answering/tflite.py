@@ -1,4 +1,4 @@
-"""A question answerer's TFLite graph, on TFLite's built-in ops and tensorflow-text's
+"""A question-answering pipeline's TFLite graph, on TFLite's built-in ops and tensorflow-text's
 kernels: question and context in, one window's logits and its best span's UTF-8 bytes out
 (transformers' rule, `decode.answer`, with top_k=1 and align_to_words=False; the rest of the
 rule runs on the host, `decode.tflite_answer`, which calls `decode.answer`).
@@ -9,7 +9,7 @@ says.
 import tensorflow as tf
 
 from kbert.tasks.graph import tflite_serving
-from kbert.tasks.graph.signatures import STRINGS, run_model
+from kbert.tasks.graph.signatures import STRINGS
 from kbert.tasks.graph.tflite_offsets import dense, pieces_with_offsets, placed
 from kbert.tasks.graph.tflite_packing import pack_dense_pairs
 from kbert.tasks.question_answering.decode import MASKED_LOGIT
@@ -69,20 +69,6 @@ def question_answerer_serving(tokenizer, fast, run, sequence_length, max_answer_
                 "score": tf.reduce_max(tf.reshape(scores, [-1, sequence_length ** 2]), -1)}
 
     return serve
-
-
-def model_outputs(model, label_names):
-    """features (ids in) -> the model's `start_logits` and `end_logits`."""
-    return lambda features: run_model(model, features)
-
-
-def model_endpoints(model, tokenizer, fast, sequence_length, outputs, options):
-    """`serving_default`: `question`, `context` -> `question_answerer_serving`'s outputs, the
-    best span of at most `options["max_answer_length"]` pieces (WordPiece only)."""
-    tflite_serving.word_piece_only(model, tokenizer)
-    return {"serving_default": (question_answerer_serving(
-        tokenizer, fast, lambda features: run_model(model, features), sequence_length,
-        options["max_answer_length"]), [STRINGS, STRINGS])}
 
 
 def question_answering(pipe, model, opts, given):

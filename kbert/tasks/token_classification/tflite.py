@@ -1,6 +1,5 @@
-"""A token classifier in TFLite, on TFLite's built-in ops and tensorflow-text's kernels:
-text in, every position's tag with its UTF-8 byte span out (`kbert.serving.export_tflite` of
-a `TokenClassifier`, and `pipeline.export_tflite` of a token-classification pipeline).
+"""A token-classification pipeline in TFLite, on TFLite's built-in ops and tensorflow-text's
+kernels: text in, every position's tag with its UTF-8 byte span out.
 
 What TFLite cannot do is left to the host: grouping tokens into entities
 (`aggregation_strategy`) needs variable-length outputs per text (boolean masks, segment
@@ -12,7 +11,7 @@ its outputs.
 import tensorflow as tf
 
 from kbert.tasks.graph import tflite_serving
-from kbert.tasks.graph.signatures import STRINGS, label_names_of, run_model
+from kbert.tasks.graph.signatures import STRINGS
 from kbert.tasks.graph.tflite_offsets import pieces_with_offsets, placed
 from kbert.tasks.graph.tflite_packing import pack_text
 from kbert.tasks.token_classification.decode import strategy_and_ignored
@@ -41,29 +40,6 @@ def token_classifier_serving(tokenizer, fast, run, names, sequence_length):
                 "padding_mask": features["padding_mask"]}
 
     return serve
-
-
-def model_outputs(model, label_names):
-    """features (ids in) -> every position's `logits`, `probabilities`, `label_id` and
-    `label`."""
-    names = label_names_of(model, label_names)
-
-    def tag(features):
-        logits = run_model(model, features)
-        label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
-        return {"logits": logits, "probabilities": tf.nn.softmax(logits),
-                "label_id": label_id, "label": tf.gather(tf.constant(names), label_id)}
-
-    return tag
-
-
-def model_endpoints(model, tokenizer, fast, sequence_length, outputs, options):
-    """`serving_default`: `text` -> `token_classifier_serving`'s outputs (WordPiece only)."""
-    tflite_serving.word_piece_only(model, tokenizer)
-    names = label_names_of(model, options.get("label_names"))
-    return {"serving_default": (token_classifier_serving(
-        tokenizer, fast, lambda features: run_model(model, features), names,
-        sequence_length), [STRINGS])}
 
 
 def token_classification(pipe, model, opts, given):
