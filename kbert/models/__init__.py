@@ -1,7 +1,8 @@
 """Models of the BERT family (keras.ops only: any Keras backend)."""
 
-import typing
-
+from kbert.models import (
+    albert, bert, deberta_v3, distil_bert, electra, mobile_bert, modern_bert, roberta,
+)
 from kbert.models.albert import AlbertBackbone, AlbertConfig, AlbertPretrainer
 from kbert.models.backbone import Backbone
 from kbert.models.bert import BertBackbone, BertConfig, BertPretrainer
@@ -10,6 +11,7 @@ from kbert.models.deberta_v3 import (
 )
 from kbert.models.distil_bert import DistilBertBackbone, DistilBertConfig, DistilBertPretrainer
 from kbert.models.distillation import Distiller, TinyBertDistiller, initialize_student
+from kbert.models.family import Family
 from kbert.models.electra import (
     ElectraBackbone, ElectraConfig, ElectraMaskedLM, ElectraPretrainer,
 )
@@ -24,24 +26,11 @@ from kbert.models.roberta import RobertaBackbone, RobertaConfig, RobertaPretrain
 
 
 
-class Family(typing.NamedTuple):
-    """The classes of one model family."""
-
-    config: type
-    backbone: type
-    pretrainer: type
-
-
-# The "model" field of a preset -> its classes.
+# The "model" field of a preset -> its family's record (`Family`, in the family's folder).
 FAMILIES = {
-    "bert": Family(BertConfig, BertBackbone, BertPretrainer),
-    "albert": Family(AlbertConfig, AlbertBackbone, AlbertPretrainer),
-    "distil_bert": Family(DistilBertConfig, DistilBertBackbone, DistilBertPretrainer),
-    "electra": Family(ElectraConfig, ElectraBackbone, ElectraPretrainer),
-    "roberta": Family(RobertaConfig, RobertaBackbone, RobertaPretrainer),
-    "deberta_v3": Family(DebertaV3Config, DebertaV3Backbone, DebertaV3Pretrainer),
-    "mobile_bert": Family(MobileBertConfig, MobileBertBackbone, MobileBertPretrainer),
-    "modern_bert": Family(ModernBertConfig, ModernBertBackbone, ModernBertPretrainer),
+    "bert": bert.FAMILY, "albert": albert.FAMILY, "distil_bert": distil_bert.FAMILY,
+    "electra": electra.FAMILY, "roberta": roberta.FAMILY, "deberta_v3": deberta_v3.FAMILY,
+    "mobile_bert": mobile_bert.FAMILY, "modern_bert": modern_bert.FAMILY,
 }
 # What `build` (and `kbert.presets.load`) put on top of the backbone.
 HEADS = ("pretrainer", "mlm", None)

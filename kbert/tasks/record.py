@@ -25,6 +25,30 @@ ROLES = {
 }
 
 
+@dataclasses.dataclass(frozen=True)
+class Flag:
+    """One flag of tools/finetune.py that a task folder owns: a field of
+    `kbert.training.FinetuningConfig`, which composes each fine-tuning task's `FLAGS`
+    ({name: Flag}) from its folder's `finetuning` module (the folder checks them in its
+    `check(config)`).
+
+    Attributes:
+        kind: the field's type (`int`, `str`, `float`, `Optional[int]`, ...).
+        default: its value when the flag is not given.
+        help: one line that names the allowed values.
+        group: the flag's group in --help ("Data" or "Model").
+        choices: the allowed values of a string flag.
+        minimum: the smallest allowed number (None is always allowed).
+    """
+
+    kind: object
+    default: object
+    help: str
+    group: str = "Data"
+    choices: Optional[tuple] = None
+    minimum: Optional[float] = None
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
 class TaskRecord:
     """One task: its names, its model, and what the layers above need to know of it.

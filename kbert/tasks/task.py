@@ -11,15 +11,6 @@ from kbert.models.internals import model_with_internals
 from kbert.models.optimizers import NO_DECAY_NAMES
 from kbert.tasks.fitting import TextInputs
 
-# Dropout of the task heads where transformers does not take the backbone's hidden dropout:
-# ALBERT's classifier_dropout_prob (its backbone has none), DistilBERT's seq_classif_dropout
-# and qa_dropout. Any other family and task: the backbone's `dropout`.
-_FAMILY_DROPOUT = {
-    ("albert", "classifier"): 0.1,
-    ("albert", "token_classifier"): 0.1,
-    ("distil_bert", "classifier"): 0.2,
-    ("distil_bert", "question_answerer"): 0.1,
-}
 # transformers' BERT, ALBERT and ELECTRA span heads have no dropout before `qa_outputs`.
 _NO_DROPOUT = {"question_answerer"}
 
@@ -45,8 +36,9 @@ def default_dropout(backbone, task):
     rate = getattr(backbone.config, "classifier_dropout", None)
     if rate is not None:
         return rate
-    if (family, task) in _FAMILY_DROPOUT:
-        return _FAMILY_DROPOUT[(family, task)]
+    own = models.FAMILIES[family].head_dropout  # the family's record: transformers' rate
+    if task in own:
+        return own[task]
     if task in _NO_DROPOUT:
         return 0.0
     return backbone.config.dropout

@@ -1,30 +1,33 @@
-"""`FinetuningConfig`: every setting of a fine-tuning run, each one flag of tools/finetune.py."""
+"""`FinetuningConfig`: every setting of a fine-tuning run, each one flag of tools/finetune.py.
+The flags of one task (a question answerer's `--doc_stride`, a tagger's `--tag_scheme`, ...)
+are its folder's: each fine-tuning task's `finetuning` module gives its `FLAGS` (composed
+here into the config's fields) and checks them in its `check(config)`."""
 
 import dataclasses
 import os
 from typing import Optional
 
 from kbert import presets
-from kbert.tasks.question_answering.features import default_doc_stride
 from kbert.tasks import registry
 from kbert.training import config_fields, multitask_config
 from kbert.training.config_fields import ConfigError, setting
 from kbert.training.task_sampling import SAMPLINGS
 from kbert.training.run_settings import RunConfig
 
-# The tasks `--task` takes: the records of `kbert.tasks.registry` with fine-tuning.
-TASKS = tuple(record.name for record in registry.finetuning_tasks())
-TAG_SCHEMES = ("IOB2", "BIO", "IOB1", "BIOES", "IOBES", "BILOU")
+# The tasks `--task` takes: the records of `kbert.tasks.registry` with fine-tuning, and the
+# `finetuning` module of each one's folder.
+HOOKS = {record.name: record.module("finetuning") for record in registry.finetuning_tasks()}
+TASKS = tuple(HOOKS)
 UNFREEZE_UNITS = ("step", "epoch")
-DATA_HELP = ("'tfds:NAME' (glue/sst2, glue/mrpc, glue/mnli, glue/stsb, glue/cola, squad/v1.1, "
-             "squad/v2.0, conll2003) or a file: CSV/TSV/JSONL (text_classifier), CoNLL "
-             "columns (token_classifier), SQuAD JSON (question_answerer)")
+DATA_HELP = ("'tfds:NAME' (" + ", ".join(hooks.DATA[0] for hooks in HOOKS.values())
+             + ") or a file: " + ", ".join(f"{hooks.DATA[1]} ({task})"
+                                           for task, hooks in HOOKS.items()))
 
 
 @dataclasses.dataclass
-class FinetuningConfig(RunConfig):
-    """Everything a fine-tuning run needs. tools/finetune.py has one flag per field (the
-    output, hardware and optimizer fields come from `RunConfig`)."""
+class _RunFields(RunConfig):
+    """The fields of every fine-tuning run (the output, hardware and optimizer fields come
+    from `RunConfig`; each task's own are its folder's `FLAGS`)."""
 
     # === Model ===
     task: str = setting("text_classifier", "What to fine-tune: " + ", ".join(
@@ -43,31 +46,12 @@ class FinetuningConfig(RunConfig):
              "initializer_range and a shorter max_sequence_length.",
         group="Model", flag="config_override", from_flag=config_fields.key_values,
         default_factory=dict)
-    head: str = setting("auto", "text_classifier head: auto (the family's, as transformers "
-                        "has it), pooled (the pooler's output), cls (the [CLS] hidden "
-                        "state) or mean (ModernBERT's mean pooling).", group="Model",
-                        choices=("auto", "pooled", "cls", "mean"))
     # === Data ===
     train_data: Optional[str] = setting(
         None, f"Training data: {DATA_HELP} (required, but for --multitask).", group="Data")
     validation_data: Optional[str] = setting(
         None, "Evaluation data after every epoch, in the same forms; unset: the TFDS "
               "dataset's validation split, or no evaluation for files.", group="Data")
-    text_column: str = setting("sentence", "text_classifier files: the column (CSV/TSV "
-                               "header name or 0-based index, JSONL key) of the text.",
-                               group="Data")
-    text_pair_column: Optional[str] = setting(
-        None, "text_classifier files: the column of the second text of a pair; unset: "
-              "single texts.", group="Data")
-    label_column: str = setting("label", "text_classifier files: the column of the label "
-                                "(class names, integers, or numbers for a regression).",
-                                group="Data")
-    word_column: int = setting(0, "token_classifier CoNLL files: the 0-based column of the "
-                               "words (an integer).", group="Data")
-    tag_column: int = setting(-1, "token_classifier CoNLL files: the column of the tags "
-                              "(an integer; -1: the last).", group="Data")
-    tag_scheme: str = setting("IOB2", "token_classifier: how tags mark entities.",
-                              group="Data", choices=TAG_SCHEMES)
     sequence_length: int = setting(128, "Tokens per example (an integer >= 8; 384 is usual "
                                    "for question_answerer).", group="Data", minimum=8)
     group_by_length: bool = setting(
@@ -78,37 +62,6 @@ class FinetuningConfig(RunConfig):
               "length too few batches use to repay its compile is merged into the next. Not "
               "for question_answerer (its windows are full) or on TPUs (one static shape).",
         group="Data")
-    doc_stride: Optional[int] = setting(
-        None, "question_answerer: context pieces a window repeats from the one before, as "
-              "transformers' doc_stride (an integer >= 0, smaller than --sequence_length "
-              "minus --max_question_length minus 4); unset: min(--sequence_length // 2, "
-              "128), as transformers' pipeline, lowered under that bound.", group="Data",
-        minimum=0)
-    max_question_length: int = setting(64, "question_answerer: question pieces kept (an "
-                                       "integer >= 1).", group="Data", minimum=1)
-    max_answer_length: int = setting(30, "question_answerer: longest answer in pieces (an "
-                                     "integer >= 1).", group="Data", minimum=1)
-    n_best: int = setting(20, "question_answerer: start and end candidates searched per "
-                          "window (an integer >= 1).", group="Data", minimum=1)
-    null_threshold: float = setting(0.0, "question_answerer on SQuAD 2.0: answer nothing when "
-                                    "the [CLS] score beats the best span by more than this.",
-                                    group="Data")
-    summary_windows: str = setting(
-        "first", "extractive_summarizer: what of a document longer than --sequence_length is "
-                 "scored: first (BERTSum's: the sentences that fit, every position the "
-                 "token's place in the document) or all (windows of whole sentences, their "
-                 "positions from 0 again; every sentence can be chosen).", group="Data",
-        choices=("first", "all"))
-    summary_segments: str = setting(
-        "sentence", "extractive_summarizer: what the segment ids alternate by: sentence "
-                    "(BERTSum's interval segments) or paragraph (each paragraph's sentences "
-                    "share its id, so the model sees where paragraphs end; blank lines end "
-                    "them).", group="Data", choices=("sentence", "paragraph"))
-    summary_labels: str = setting(
-        "oracle", "extractive_summarizer: training targets: oracle (BERTSum's: 1 for the "
-                  "sentences of the greedy ROUGE oracle, 0 for the others) or rouge (soft: "
-                  "each sentence's own ROUGE-1 + ROUGE-2 F against the reference, over the "
-                  "document's best).", group="Data", choices=("oracle", "rouge"))
     # === Schedule (and the optimizer's fields of RunConfig) ===
     learning_rate: float = setting(2e-5, "Peak learning rate (> 0; BERT's fine-tuning: 2e-5 "
                                    "to 5e-5).", group="Schedule")
@@ -195,29 +148,33 @@ class FinetuningConfig(RunConfig):
         if self.freeze_backbone and self.unfreeze_every:
             raise ConfigError("--freeze_backbone keeps the backbone frozen; --unfreeze_every "
                               "unfreezes it gradually: give one of them.")
-        if self.task == "question_answerer" and self.max_question_length > self.sequence_length - 4:
-            raise ConfigError(
-                f"--max_question_length={self.max_question_length} leaves no room for the "
-                f"context in --sequence_length={self.sequence_length}: it must be at most "
-                f"{self.sequence_length - 4} ([CLS], two [SEP] and one context piece).")
-        if self.task == "question_answerer" and self.doc_stride is not None:
-            room = max(1, self.sequence_length - self.max_question_length - 4)
-            if self.doc_stride >= room:
-                raise ConfigError(
-                    f"--doc_stride={self.doc_stride} (the context pieces a window repeats "
-                    f"from the one before) must be smaller than the window's context length "
-                    f"after a question of --max_question_length={self.max_question_length} "
-                    f"pieces, {room} (--sequence_length={self.sequence_length} minus the "
-                    "question and up to four special tokens). Lower --doc_stride or "
-                    "--max_question_length, or raise --sequence_length.")
+        if not self.multitask:
+            try:
+                HOOKS[self.task].check(self)
+            except ValueError as e:
+                raise ConfigError(str(e)) from None
         if self.learning_rate <= 0:
             raise ConfigError(f"--learning_rate must be > 0, got {self.learning_rate!r}.")
         if self.multitask:  # last: each head's config is this one, checked above
             multitask_config.validate(self)
 
-    def qa_doc_stride(self):
-        """--doc_stride, or its default for --sequence_length and --max_question_length:
-        what the run's windows and its SavedModel use."""
-        if self.doc_stride is not None:
-            return self.doc_stride
-        return default_doc_stride(self.sequence_length, self.max_question_length, 4)
+
+def _task_fields():
+    """(name, type, field) of each fine-tuning task's `FLAGS`; a name two tasks give is a
+    TypeError (a flag has one meaning)."""
+    owners = {}
+    for task, hooks in HOOKS.items():
+        for name, flag in hooks.FLAGS.items():
+            if name in owners:
+                raise TypeError(f"The flag --{name} is given by both {owners[name]} and "
+                                f"{task}: a flag belongs to one task folder.")
+            owners[name] = task
+            yield name, flag.kind, setting(flag.default, flag.help, group=flag.group,
+                                           choices=flag.choices, minimum=flag.minimum)
+
+
+FinetuningConfig = dataclasses.make_dataclass(
+    "FinetuningConfig", list(_task_fields()), bases=(_RunFields,),
+    namespace={"__module__": __name__, "__doc__": (
+        "Everything a fine-tuning run needs. tools/finetune.py has one flag per field: the "
+        "run's (`RunConfig`'s and this module's) and each task's own (`HOOKS[task].FLAGS`).")})

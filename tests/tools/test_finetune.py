@@ -106,6 +106,7 @@ def test_flagfiles_are_valid(flagfile, tmp_path):
 def test_doc_stride_default(tmp_path):
     """--doc_stride unset: the pipeline's min(sequence_length // 2, 128), under the room a
     question of --max_question_length pieces leaves."""
+    from kbert.tasks.question_answering.finetuning import doc_stride
     from kbert.training import FinetuningConfig
 
     def config(**kwargs):
@@ -115,10 +116,10 @@ def test_doc_stride_default(tmp_path):
         config.validate()
         return config
 
-    assert config().qa_doc_stride() == 59  # 128 - 64 - 4 = 60 pieces of room
-    assert config(sequence_length=384).qa_doc_stride() == 128
-    assert config(sequence_length=64, max_question_length=16).qa_doc_stride() == 32
-    assert config(doc_stride=0).qa_doc_stride() == 0
+    assert doc_stride(config()) == 59  # 128 - 64 - 4 = 60 pieces of room
+    assert doc_stride(config(sequence_length=384)) == 128
+    assert doc_stride(config(sequence_length=64, max_question_length=16)) == 32
+    assert doc_stride(config(doc_stride=0)) == 0
 
 
 def test_a_run_reads_its_encoder_and_its_data(tmp_path):

@@ -201,7 +201,7 @@ HEAD_A = "--multitask=a:task=text_classifier,train_data=tfds:glue/sst2"
     ([HEAD_A, "--multitask=b:task=text_classifier"], "--multitask head 'b': give train_data"),
     ([HEAD_A, "--multitask=b:task=text_classifier,train_data=tfds:glue/mrpc,epochs=2"],
      "--multitask head 'b': unknown key(s) epochs. A head takes: loss_weight, "
-     "global_batch_size, task, head, train_data, validation_data,"),
+     "global_batch_size, task, train_data, validation_data,"),
     ([HEAD_A, "--multitask=b:task=parser,train_data=tfds:glue/mrpc"],
      "--multitask head 'b': --task='parser' is not one of"),
     ([HEAD_A, "--multitask=b:task=text_classifier,train_data=tfds:glue/mrpc,"

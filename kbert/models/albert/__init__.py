@@ -1,5 +1,9 @@
 from kbert.models.albert.albert_backbone import AlbertBackbone
 from kbert.models.albert.albert_config import AlbertConfig
 from kbert.models.albert.albert_pretrainer import AlbertPretrainer
+from kbert.models.family import Family
 
-__all__ = ["AlbertBackbone", "AlbertConfig", "AlbertPretrainer"]
+FAMILY = Family(AlbertConfig, AlbertBackbone, AlbertPretrainer, classifier_head="pooled",
+                head_dropout={"classifier": 0.1, "token_classifier": 0.1})
+
+__all__ = ["FAMILY", "AlbertBackbone", "AlbertConfig", "AlbertPretrainer"]

@@ -1,5 +1,8 @@
 from kbert.models.bert.bert_backbone import BertBackbone
 from kbert.models.bert.bert_config import BertConfig
 from kbert.models.bert.bert_pretrainer import BertPretrainer
+from kbert.models.family import Family
 
-__all__ = ["BertBackbone", "BertConfig", "BertPretrainer"]
+FAMILY = Family(BertConfig, BertBackbone, BertPretrainer, classifier_head="pooled")
+
+__all__ = ["FAMILY", "BertBackbone", "BertConfig", "BertPretrainer"]

@@ -1,5 +1,9 @@
 from kbert.models.mobile_bert.mobile_bert_backbone import MobileBertBackbone
 from kbert.models.mobile_bert.mobile_bert_config import MobileBertConfig
 from kbert.models.mobile_bert.mobile_bert_pretrainer import MobileBertPretrainer
+from kbert.models.family import Family
 
-__all__ = ["MobileBertBackbone", "MobileBertConfig", "MobileBertPretrainer"]
+FAMILY = Family(MobileBertConfig, MobileBertBackbone, MobileBertPretrainer,
+                classifier_head="pooled")
+
+__all__ = ["FAMILY", "MobileBertBackbone", "MobileBertConfig", "MobileBertPretrainer"]

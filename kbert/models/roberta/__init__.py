@@ -1,5 +1,8 @@
 from kbert.models.roberta.roberta_backbone import RobertaBackbone
 from kbert.models.roberta.roberta_config import RobertaConfig
 from kbert.models.roberta.roberta_pretrainer import RobertaPretrainer
+from kbert.models.family import Family
 
-__all__ = ["RobertaBackbone", "RobertaConfig", "RobertaPretrainer"]
+FAMILY = Family(RobertaConfig, RobertaBackbone, RobertaPretrainer, cls_activation="tanh")
+
+__all__ = ["FAMILY", "RobertaBackbone", "RobertaConfig", "RobertaPretrainer"]

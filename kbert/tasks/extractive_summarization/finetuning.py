@@ -7,12 +7,37 @@ labels, its model, its ROUGE scores and the metric that picks the best epoch. `c
 from kbert.tasks.extractive_summarization import TASK, decode, metrics
 from kbert.tasks.extractive_summarization.data import read_summaries_file, read_tfds
 from kbert.tasks.extractive_summarization.features import encode_summaries
+from kbert.tasks.record import Flag
 from kbert.tasks.text_classification.finetuning import _column
 
 # How its batches are cut (`kbert.training.finetuning_tasks`): documents vary in length (a
 # window holds the sentences that fit); labels and logits are per position.
 BY_LENGTH = True
 PER_TOKEN = True
+# --train_data / --validation_data of this task (its file columns: text_classification's).
+DATA = ("cnn_dailymail", "CSV/TSV/JSONL")
+# Its flags (`kbert.tasks.record.Flag`).
+FLAGS = {
+    "summary_windows": Flag(
+        str, "first", "extractive_summarizer: what of a document longer than "
+        "--sequence_length is scored: first (BERTSum's: the sentences that fit, every position "
+        "the token's place in the document) or all (windows of whole sentences, their "
+        "positions from 0 again; every sentence can be chosen).", choices=("first", "all")),
+    "summary_segments": Flag(
+        str, "sentence", "extractive_summarizer: what the segment ids alternate by: sentence "
+        "(BERTSum's interval segments) or paragraph (each paragraph's sentences share its id, "
+        "so the model sees where paragraphs end; blank lines end them).",
+        choices=("sentence", "paragraph")),
+    "summary_labels": Flag(
+        str, "oracle", "extractive_summarizer: training targets: oracle (BERTSum's: 1 for the "
+        "sentences of the greedy ROUGE oracle, 0 for the others) or rouge (soft: each "
+        "sentence's own ROUGE-1 + ROUGE-2 F against the reference, over the document's best).",
+        choices=("oracle", "rouge")),
+}
+
+
+def check(config):
+    """Nothing beyond each flag's own check."""
 
 
 def read(config, spec, split, label_names=None):

@@ -3,8 +3,11 @@ data, its model, its scores and the metric that picks the best epoch. `config` i
 `kbert.training.FinetuningConfig` (read by its fields: this module does not import
 `kbert.training`)."""
 
+from typing import Optional
+
 import numpy as np
 
+from kbert.tasks.record import Flag
 from kbert.tasks.text_classification import data, features, metrics
 from kbert.tasks.text_classification.model import TextClassifier
 
@@ -12,6 +15,27 @@ from kbert.tasks.text_classification.model import TextClassifier
 # label per text.
 BY_LENGTH = True
 PER_TOKEN = False
+# --train_data / --validation_data of this task.
+DATA = ("glue/sst2, glue/mrpc, glue/mnli, glue/stsb, glue/cola", "CSV/TSV/JSONL")
+# Its flags (`kbert.tasks.record.Flag`); the columns are extractive_summarizer's too.
+FLAGS = {
+    "head": Flag(str, "auto", "text_classifier head: auto (the family's, as transformers has "
+                 "it), pooled (the pooler's output), cls (the [CLS] hidden state) or mean "
+                 "(ModernBERT's mean pooling).", group="Model",
+                 choices=("auto", "pooled", "cls", "mean")),
+    "text_column": Flag(str, "sentence", "text_classifier and extractive_summarizer files: the "
+                        "column (CSV/TSV header name or 0-based index, JSONL key) of the text "
+                        "(a summarizer's: the document)."),
+    "text_pair_column": Flag(Optional[str], None, "text_classifier files: the column of the "
+                             "second text of a pair; unset: single texts."),
+    "label_column": Flag(str, "label", "text_classifier files: the column of the label (class "
+                         "names, integers, or numbers for a regression); extractive_summarizer "
+                         "files: of the reference summary."),
+}
+
+
+def check(config):
+    """Nothing beyond each flag's own check."""
 
 
 def _column(value):

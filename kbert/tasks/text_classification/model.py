@@ -2,24 +2,18 @@
 
 import keras
 
+from kbert import models
 from kbert.layers import _utils
 from kbert.tasks import task as task_lib
 from kbert.tasks._heads import ClassificationHead, TokenPooling
 
 PROBLEM_TYPES = ("single_label", "multi_label", "regression")
 HEADS = ("auto", "pooled", "cls", "mean")
-# The head of transformers' *ForSequenceClassification: BERT, ALBERT and MobileBERT read the
-# pooler (MobileBERT's is the first token as it is, without classifier_activation),
-# DistilBERT, ELECTRA and RoBERTa (no trained pooler) the [CLS] (<s>) hidden state;
-# DeBERTa-v3's ContextPooler (dense + GELU on [CLS]) and classifier compute ELECTRA's head.
-_AUTO_HEAD = {"bert": "pooled", "albert": "pooled", "distil_bert": "cls", "electra": "cls",
-              "roberta": "cls", "deberta_v3": "cls", "mobile_bert": "pooled", "modern_bert": "cls"}
-# Families whose sequence classifier reads the sequence either way (ModernBERT's
-# `classifier_pooling`: "cls" or "mean", then its prediction head); the others have one head.
-_POOLING_HEADS = {"modern_bert": ("cls", "mean")}
-# The activation of the "cls" `ClassificationHead`: ELECTRA's GELU, RoBERTa's tanh
-# (transformers' `RobertaClassificationHead`).
-_CLS_ACTIVATION = {"roberta": "tanh"}
+# The head of transformers' *ForSequenceClassification is each family's record's
+# (`kbert.models.Family.classifier_head`): BERT, ALBERT and MobileBERT read the pooler
+# (MobileBERT's is the first token as it is, without classifier_activation), DistilBERT,
+# ELECTRA and RoBERTa (no trained pooler) the [CLS] (<s>) hidden state; DeBERTa-v3's
+# ContextPooler (dense + GELU on [CLS]) and classifier compute ELECTRA's head.
 
 
 def inferred_problem_type(num_classes):
@@ -31,13 +25,13 @@ def inferred_problem_type(num_classes):
 def family_head(family):
     """The `head` that head="auto" gives a backbone of `family` (a `kbert.models.FAMILIES`
     key): the layout of transformers' `*ForSequenceClassification` of that family."""
-    return _AUTO_HEAD[family]
+    return models.FAMILIES[family].classifier_head
 
 
 def family_heads(family):
     """The `head`s that have the layout of transformers' `*ForSequenceClassification` of
     `family`: ModernBERT's "cls" and "mean", one for any other family (`family_head`)."""
-    return _POOLING_HEADS.get(family, (family_head(family),))
+    return models.FAMILIES[family].classifier_heads or (family_head(family),)
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -144,7 +138,7 @@ class TextClassifier(task_lib.Task, keras.Model):
                                               initializer=initializer)
         elif head == "cls" and family != "distil_bert":
             classifier = ClassificationHead(
-                num_classes, dropout=dropout, activation=_CLS_ACTIVATION.get(family, "gelu"),
+                num_classes, dropout=dropout, activation=models.FAMILIES[family].cls_activation,
                 initializer_range=config.initializer_range, dtype=policy, name="classifier",
             )
         else:

@@ -3,6 +3,7 @@ its data (a CoNLL file or `tfds:conll2003`), features, model, scores (seqeval's 
 and the metric that picks the best epoch. `kbert.training.finetuning_tasks` wires them into
 its task record; `config` is its `FinetuningConfig`, read for the fields named here."""
 
+from kbert.tasks.record import Flag
 from kbert.tasks.token_classification import TASK
 from kbert.tasks.token_classification.data import encode_tagging, read_conll, read_tfds
 from kbert.tasks.token_classification.metrics import entity_scores
@@ -11,6 +12,22 @@ from kbert.tasks.token_classification.metrics import entity_scores
 # labels and logits are per token.
 BY_LENGTH = True
 PER_TOKEN = True
+# --train_data / --validation_data of this task.
+DATA = ("conll2003", "CoNLL columns")
+TAG_SCHEMES = ("IOB2", "BIO", "IOB1", "BIOES", "IOBES", "BILOU")
+# Its flags (`kbert.tasks.record.Flag`).
+FLAGS = {
+    "word_column": Flag(int, 0, "token_classifier CoNLL files: the 0-based column of the words "
+                        "(an integer)."),
+    "tag_column": Flag(int, -1, "token_classifier CoNLL files: the column of the tags (an "
+                       "integer; -1: the last)."),
+    "tag_scheme": Flag(str, "IOB2", "token_classifier: how tags mark entities.",
+                       choices=TAG_SCHEMES),
+}
+
+
+def check(config):
+    """Nothing beyond each flag's own check."""
 
 # seqeval's strict schemes by kbert's names; IOB1 and BIO score in its default mode.
 _STRICT = {"IOBES": "IOBES", "BIOES": "IOBES"}

@@ -1,0 +1,31 @@
+"""`Family`: one model family's record, kept in its folder (`kbert/models/<family>/`, its
+`FAMILY`) and gathered by `kbert.models.FAMILIES`: its classes, and the choices of the task
+heads that follow transformers' layout for it (read by `kbert.tasks`)."""
+
+import types
+import typing
+
+
+class Family(typing.NamedTuple):
+    """The classes of one model family and its task heads' choices.
+
+    Attributes:
+        config, backbone, pretrainer: its classes.
+        classifier_head: the text classifier's `head` for head="auto": transformers'
+            `*ForSequenceClassification` layout ("pooled": the pooler's output; "cls": the
+            [CLS] hidden state through ELECTRA's head).
+        classifier_heads: every `head` with that layout where there are several
+            (ModernBERT's `classifier_pooling`: "cls" and "mean"); empty: `classifier_head`.
+        cls_activation: the activation of the "cls" classification head (RoBERTa's tanh).
+        head_dropout: task head ("classifier", "token_classifier", "question_answerer") ->
+            its dropout where transformers does not take the backbone's hidden dropout
+            (ALBERT's classifier_dropout_prob, DistilBERT's seq_classif_dropout, qa_dropout).
+    """
+
+    config: type
+    backbone: type
+    pretrainer: type
+    classifier_head: str = "cls"
+    classifier_heads: tuple = ()
+    cls_activation: str = "gelu"
+    head_dropout: typing.Mapping = types.MappingProxyType({})
