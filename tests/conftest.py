@@ -158,6 +158,7 @@ HEAVIEST_FIRST = (  # ~seconds in CI (2 cores, both workers busy), from --durati
     "tests/tools/test_predict.py",  # ~60
     "tests/tools/test_finetune.py",
     "tests/export/test_tflite_classifiers.py",
+    "tests/test_extending.py",
     "tests/export/test_tflite.py",
     "tests/export/test_tflite_tasks.py",
     "tests/export/test_tflite_pipelines.py",

@@ -175,27 +175,16 @@ def _prediction_head_entries(model):
 
 
 def _classifier_entries(model):
-    dense = _mapping.dense_entries
-    if isinstance(model, tasks.TextClassifier):
-        result = []
-        if model.pre_classifier is not None:
-            result += dense("pre_classifier", model.pre_classifier)
-        if isinstance(model.classifier, tasks.ClassificationHead):
-            return result + [*dense("classifier.dense", model.classifier.dense),
-                             *dense("classifier.out_proj", model.classifier.out_proj)]
-        return result + dense("classifier", model.classifier)
-    if isinstance(model, tasks.TokenClassifier):
-        return dense("classifier", model.classifier)
-    if isinstance(model, tasks.QuestionAnswerer):
-        return dense("qa_outputs", model.qa_outputs)
-    if isinstance(model, tasks.ExtractiveSummarizer):
-        return dense("scorer", model.scorer)
-    if isinstance(model, tasks.TextEmbedder):  # pooling alone: no weights of its own
-        return []
-    # A task model not listed above would be rebuilt with a fresh head, silently.
-    known = sorted(r.model.__name__ for r in registry.task_models())
-    raise TypeError(f"kbert.convert has no weight map for the head of "
-                    f"{type(model).__name__}; it maps those of {known}.")
+    """The task model's own head layers (`Task.head_layers`), by their Hugging Face names."""
+    try:
+        layers = model.head_layers()
+    except (AttributeError, NotImplementedError):
+        # Else the model would be rebuilt with a fresh head, silently.
+        raise TypeError(f"kbert.convert has no weight map for the head of "
+                        f"{type(model).__name__}: a task model names its head's layers in "
+                        f"head_layers().") from None
+    return [entry for name, layer in layers.items()
+            for entry in _mapping.dense_entries(name, layer)]
 
 
 def entries(model):

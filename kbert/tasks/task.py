@@ -126,6 +126,16 @@ class Task(TextInputs):
     # The key of a single-tensor output in `with_internals`'s dict (transformers' name).
     output_name = "logits"
 
+    def head_layers(self):
+        """{name: dense layer} of this model's head in Hugging Face files (transformers'
+        names: "classifier", "qa_outputs", ...), for `kbert.convert`'s weight maps (in and
+        out of Hugging Face checkpoints, kbert runs and `kbert.load`); {} for a head without
+        weights of its own. A task model defines it: without it, converting would rebuild
+        the head fresh, so this base refuses."""
+        raise NotImplementedError(f"{type(self).__name__} names no head layers "
+                                  f"(Task.head_layers): kbert.convert has no weight map for "
+                                  f"its head.")
+
     def with_internals(self, hidden_states=True, attentions=True):
         """A `keras.Model` on this model's layers (its weights, not a copy) whose outputs are
         a dict: this model's outputs (a single tensor under `output_name`, "logits" as in

@@ -56,20 +56,30 @@ def test_every_task_builds_through_its_record_on_every_family(name):
 
 
 def test_a_task_model_without_a_weight_map_is_refused_not_given_a_fresh_head():
-    """A task model kbert.convert does not know (a subclass of none of its heads) is an
-    error naming it, where an empty map once let a reload rebuild its head at random."""
+    """A model that names no head layers (not a task model, or a task model without
+    `head_layers`) is an error naming it, where an empty map would let a reload rebuild its
+    head at random; each task model's map is its own `head_layers`."""
     import keras
 
     from kbert.convert import task_heads
+    from kbert.tasks.task import Task
 
     backbone = tiny_backbone("bert")
 
     class Unmapped(keras.Model):
         pass
 
-    model = Unmapped(inputs=backbone.input, outputs=backbone.output["pooled_output"])
-    with pytest.raises(TypeError, match="no weight map for the head of Unmapped; it maps "):
-        task_heads._classifier_entries(model)
+    class Unnamed(Task, keras.Model):
+        pass
+
+    for cls in (Unmapped, Unnamed):
+        model = cls(inputs=backbone.input, outputs=backbone.output["pooled_output"])
+        with pytest.raises(TypeError, match=f"no weight map for the head of {cls.__name__}: "
+                                            f"a task model names its head's layers"):
+            task_heads._classifier_entries(model)
+    tagger = kbert.tasks.TokenClassifier(backbone, num_classes=3)
+    assert [e.names[0] for e in task_heads._classifier_entries(tagger)] == \
+        ["classifier.weight", "classifier.bias"]
 
 
 def test_every_layer_reads_its_task_names_from_the_table():

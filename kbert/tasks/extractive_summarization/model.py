@@ -131,6 +131,9 @@ class ExtractiveSummarizer(task_lib.Task, keras.Model):
         # before `segments` existed alternated them by sentence: it reloads so.
         return super().from_config({"windows": "all", "segments": "sentence", **config})
 
+    def head_layers(self):
+        return {"scorer": self.scorer}
+
     def default_loss(self):
         return SentenceCrossentropy(), None
 

@@ -91,6 +91,9 @@ class QuestionAnswerer(task_lib.Task, keras.Model):
         self.prediction_head = prediction_head
         self.qa_outputs = qa_outputs
 
+    def head_layers(self):
+        return {"qa_outputs": self.qa_outputs}
+
     def default_loss(self):
         loss = {name: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
                 for name in OUTPUTS}

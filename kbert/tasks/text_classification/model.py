@@ -180,6 +180,15 @@ class TextClassifier(task_lib.Task, keras.Model):
         """`problem_type` where it is stated, else `None` (see `problem_type_declared`)."""
         return self.problem_type if self.problem_type_declared else None
 
+    def head_layers(self):
+        """DistilBERT's `pre_classifier` where it has one; ELECTRA's head as `classifier.dense`
+        and `classifier.out_proj`."""
+        layers = {} if self.pre_classifier is None else {"pre_classifier": self.pre_classifier}
+        if isinstance(self.classifier, ClassificationHead):
+            return {**layers, "classifier.dense": self.classifier.dense,
+                    "classifier.out_proj": self.classifier.out_proj}
+        return {**layers, "classifier": self.classifier}
+
     def default_loss(self):
         if self.problem_type == "single_label":
             return keras.losses.SparseCategoricalCrossentropy(from_logits=True), None

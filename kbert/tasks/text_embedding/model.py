@@ -64,6 +64,9 @@ class TextEmbedder(task_lib.Task, keras.Model):
                         max_length=max_length)
         self.pooler = pooler
 
+    def head_layers(self):
+        return {}  # pooling alone: no weights of its own
+
     def default_loss(self):
         return keras.losses.MeanSquaredError(), None
 

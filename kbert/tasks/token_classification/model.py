@@ -64,6 +64,9 @@ class TokenClassifier(task_lib.Task, keras.Model):
         self.prediction_head = prediction_head
         self.classifier = classifier
 
+    def head_layers(self):
+        return {"classifier": self.classifier}
+
     def default_loss(self):
         # Keras's default reduction divides by B * S, which would shrink the loss with the
         # share of weight-0 tokens; this one is the mean over the labelled tokens.
