@@ -176,13 +176,12 @@ def _prediction_head_entries(model):
 
 def _classifier_entries(model):
     """The task model's own head layers (`Task.head_layers`), by their Hugging Face names."""
-    try:
-        layers = model.head_layers()
-    except (AttributeError, NotImplementedError):
-        # Else the model would be rebuilt with a fresh head, silently.
+    named = getattr(type(model), "head_layers", tasks.Task.head_layers)
+    if named is tasks.Task.head_layers:  # else it would be rebuilt with a fresh head, silently
         raise TypeError(f"kbert.convert has no weight map for the head of "
                         f"{type(model).__name__}: a task model names its head's layers in "
-                        f"head_layers().") from None
+                        f"head_layers().")
+    layers = model.head_layers()
     return [entry for name, layer in layers.items()
             for entry in _mapping.dense_entries(name, layer)]
 

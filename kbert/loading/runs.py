@@ -51,6 +51,12 @@ class RunSettings:
     @classmethod
     def from_json(cls, values):
         names = {f.name for f in dataclasses.fields(cls)}
+        renamed = {"vocab": "vocab_file", "vocab_size": "learned_vocabulary_size"}
+        old = sorted(set(values) & set(renamed) - names)
+        if old:  # read as today's fields they would be dropped: the preset's vocabulary
+            raise RunError(f"config.json has {', '.join(old)}, fields that kbert renamed "
+                           f"({', '.join(f'{k} -> {renamed[k]}' for k in old)}): rename them "
+                           f"in the run's config.json.")
         return cls(**{k: v for k, v in values.items() if k in names})
 
     @property

@@ -29,3 +29,10 @@ class Family(typing.NamedTuple):
     classifier_heads: tuple = ()
     cls_activation: str = "gelu"
     head_dropout: typing.Mapping = types.MappingProxyType({})
+
+    @classmethod
+    def of(cls, config, backbone, pretrainer, **choices):
+        """The record, its `head_dropout` read-only (one table shared by every reader)."""
+        if "head_dropout" in choices:
+            choices["head_dropout"] = types.MappingProxyType(dict(choices["head_dropout"]))
+        return cls(config, backbone, pretrainer, **choices)

@@ -31,7 +31,8 @@ the pipeline of its task, and the pipeline as follows.
   the model is cut (the export needs `truncation=True`, and says so); a special-token literal
   typed in a text ("[SEP]") is text, not its token; and tokenization follows
   tensorflow-text's normaliser (see `kbert.serving.tflite`). `serving_ids` is the
-  SavedModel's, on ids of the export's length (int32 [B, max_length]).
+  SavedModel's, on ids as long as the export packs its texts (int32 [B, L]: `max_length`,
+  a question answerer's `max_seq_len`; stated in `export.json` as `ids_length`).
 
 Every export goes through the one writer (`kbert.serving.writer`) and states itself in its
 metadata (`kbert.serving.metadata`: task, model kind, label names, problem type, longest
@@ -79,6 +80,12 @@ def write(pipe, path, format, quantize, options):
         raise ValueError(f"Exporting needs a pipeline on a kbert model or checkpoint; this one "
                          f"runs {pipe.source.name}, which is already an export.")
     model = pipe.source.runner.model
+    backbone = getattr(model, "backbone", model)
+    size = getattr(getattr(backbone, "config", None), "vocabulary_size", None)
+    if size is not None and pipe.tokenizer.vocabulary_size > size:  # ids past the table
+        raise ValueError(f"The tokenizer has {pipe.tokenizer.vocabulary_size} tokens but the "
+                         f"model's vocabulary_size is {size}: export it with its own "
+                         f"tokenizer.")
     build = builders[pipe.task]
     options = dict(options)
     extra = {name: options.pop(name) for name in export_options(build) if name in options}
@@ -87,25 +94,27 @@ def write(pipe, path, format, quantize, options):
     archive = keras.export.ExportArchive()
     archive.track(model)
     if format == "tflite":
-        fast, endpoints = build(pipe, model, opts, given, **extra)
+        # TFLite slices no tensor of a length unknown at conversion: the ids are as long as
+        # the text is packed.
+        fast, endpoints, length = build(pipe, model, opts, given, **extra)
         archive.track(fast)
     else:
-        endpoints = build(pipe, model, opts, given, **extra)
+        endpoints, length = build(pipe, model, opts, given, **extra), None
         archive.track(pipe.tokenizer)
     for name, (function, specs) in endpoints.items():
         archive.add_endpoint(name, function, specs)
     source = pipe.source
     # Feature extraction runs the backbone of any model: its raw outputs are the backbone's.
     kind = "backbone" if registry.get(pipe.task) is registry.BACKBONE else source.kind
-    if kind in RAW_OUTPUTS:  # TFLite: ids of the export's length, as its text is cut to
-        add_ids_endpoint(archive, model, raw_outputs(model, kind),
-                         pipe.max_length if format == "tflite" else None)
+    if kind in RAW_OUTPUTS:
+        add_ids_endpoint(archive, model, raw_outputs(model, kind), length)
     meta = metadata.describe(
         runtime=format, task=pipe.task, model=kind,
         label_names=None if kind == "backbone" else source.label_names,
         problem_type=source.problem_type, max_length=pipe.max_length,
         options={**{name: opts[name] for name in sorted(given)}, **extra},
-        tokenizer=pipe.tokenizer, windows=source.windows, segments=source.segments)
+        tokenizer=pipe.tokenizer, windows=source.windows, segments=source.segments,
+        **({} if length is None else {"ids_length": length}))
     if format == "tflite":
         return writer.tflite(archive, path, meta, quantize)
     return writer.saved_model(archive, path, meta, pipe.tokenizer)

@@ -162,7 +162,7 @@ class _RunFields(RunConfig):
 def _task_fields():
     """(name, type, field) of each fine-tuning task's `FLAGS`; a name two tasks give is a
     TypeError (a flag has one meaning)."""
-    owners = {}
+    owners = {field.name: "every run" for field in dataclasses.fields(_RunFields)}
     for task, hooks in HOOKS.items():
         for name, flag in hooks.FLAGS.items():
             if name in owners:

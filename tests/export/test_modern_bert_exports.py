@@ -9,6 +9,7 @@ window, exact GELU and LayerNorm without a bias all convert) with the SavedModel
 import numpy as np
 import pytest
 
+from kbert.serving import metadata
 from tests.export.test_tflite_pipelines import (HOSTILE, assert_only_allowed_ops, packed,
                                                 run, saved, strings)
 from tests.export.test_tflite_tasks import class_scores
@@ -42,20 +43,21 @@ def test_the_saved_model_answers_strings_as_the_pipeline(exported):
 
 
 def test_the_tflite_model_equals_the_saved_model_on_built_in_ops(exported):
-    """The answers (every class's sigmoid, best first) are the SavedModel's (1e-5); the raw
-    logits (`serving_ids`) on kbert's ids the SavedModel's `serving_ids` (1e-4), and their
-    sigmoids, on the ids cut as the answers' texts, the answers' scores."""
+    """The answers (every class's sigmoid, best first) are the SavedModel's (the best label;
+    every class's score within 1e-5); the raw logits (`serving_ids`, on ids as long as the
+    export packs its texts) the SavedModel's `serving_ids` (1e-4), and their sigmoids the
+    answers' scores."""
     pipe, tmp, theirs, _ = exported
     ours = run(tmp / "model.tflite", text=strings(TEXTS))
     names = pipe.source.label_names
-    assert ours["label"].tolist() == theirs["label"].tolist()
-    np.testing.assert_allclose(ours["score"], theirs["score"], atol=1e-5)
-    ids = packed(pipe.tokenizer, TEXTS, pipe.max_length)
+    assert ours["label"][:, 0].tolist() == theirs["label"][:, 0].tolist()
+    np.testing.assert_allclose(class_scores(ours, names), class_scores(theirs, names),
+                               atol=1e-5)
+    assert metadata.read(tmp / "model.tflite")["ids_length"] == SEQUENCE_LENGTH
+    ids = packed(pipe.tokenizer, TEXTS, SEQUENCE_LENGTH)
     logits = run(tmp / "model.tflite", "serving_ids", **ids)["logits"]
     np.testing.assert_allclose(logits, saved(tmp / "saved", "serving_ids", **ids)["logits"],
                                atol=1e-4)
-    cut = packed(pipe.tokenizer, TEXTS, pipe.max_length, cut=SEQUENCE_LENGTH)
-    logits = run(tmp / "model.tflite", "serving_ids", **cut)["logits"]
     np.testing.assert_allclose(class_scores(ours, names), 1 / (1 + np.exp(-logits)),
                                atol=1e-4)
     chosen = (class_scores(ours, names) > 0.5).sum()

@@ -286,7 +286,7 @@ def test_fill_mask_refusals(tmp_path):
         load_pipeline("text-classification", "hf_tasks/bert_seq_single").export_tflite(
             str(tmp_path / "m.tflite"), truncation=True, max_masks=2)
     albert = load_pipeline("fill-mask", "hf_tiny/albert")
-    with pytest.raises(ValueError, match="only a WordPiece fill-mask model"):
+    with pytest.raises(ValueError, match="Only a WordPiece fill-mask model"):
         albert.export_tflite(str(tmp_path / "m.tflite"), truncation=True)
     assert not (tmp_path / "m.tflite").exists()
 

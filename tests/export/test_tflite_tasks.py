@@ -320,9 +320,9 @@ def test_deberta_v3_pipeline_equals_its_saved_model_and_call(tmp_path):
 
 def test_sentence_piece_span_tasks_are_refused(tmp_path):
     pipe = load_pipeline("token-classification", "hf_tasks/deberta_v3_token")
-    with pytest.raises(ValueError, match="only a WordPiece token classifier"):
+    with pytest.raises(ValueError, match="Only a WordPiece token classifier"):
         pipe.export_tflite(str(tmp_path / "p.tflite"))
-    with pytest.raises(ValueError, match="only a WordPiece token classifier"):
+    with pytest.raises(ValueError, match="Only a WordPiece token classifier"):
         kbert.export(pipe.source.runner.model, str(tmp_path / "p.tflite"), format="tflite",
                      tokenizer=pipe.tokenizer)
     assert not (tmp_path / "p.tflite").exists()

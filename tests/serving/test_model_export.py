@@ -167,3 +167,23 @@ def test_options_formats_and_what_kbert_export_refuses(tmp_path):
     pipe = kbert.pipeline("text-classification", model=model)
     with pytest.raises(ValueError, match="A pipeline has its task and tokenizer"):
         kbert.export(pipe, tmp_path / "x", task="zero-shot-classification")
+
+
+def test_a_tokenizer_with_ids_past_the_models_table_is_refused(tmp_path):
+    """A tokenizer whose ids run past the model's embedding table is refused before anything
+    is traced, in both formats (a smaller one, as DeBERTa-v3's padded table, is fine)."""
+    from tests.helpers import TINY
+    from tests.tokenizers.test_alignment import tiny_tokenizer
+
+    tokenizer = tiny_tokenizer()
+    config = kbert.models.BertConfig(**{**TINY, "vocabulary_size":
+                                        tokenizer.vocabulary_size - 1})
+    small = kbert.tasks.TextClassifier(kbert.models.build("bert", config, head=None),
+                                       num_classes=2)
+    for format in ("saved_model", "tflite"):
+        with pytest.raises(ValueError, match=f"The tokenizer has {tokenizer.vocabulary_size} "
+                                             f"tokens but the model's vocabulary_size is "
+                                             f"{tokenizer.vocabulary_size - 1}"):
+            kbert.export(small, str(tmp_path / f"m.{format}"), format=format,
+                         tokenizer=tokenizer, truncation=True)
+    assert not list(tmp_path.iterdir())

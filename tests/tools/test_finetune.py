@@ -122,6 +122,21 @@ def test_doc_stride_default(tmp_path):
     assert doc_stride(config(doc_stride=0)) == 0
 
 
+def test_a_task_flag_is_its_own(monkeypatch):
+    """A task folder's flag may take neither a run's flag nor another task's."""
+    from kbert.tasks.record import Flag
+    from kbert.training import finetuning_config
+
+    hooks = finetuning_config.HOOKS["token_classifier"]
+    flags = dict(hooks.FLAGS)
+    for name, owner in (("sequence_length", "every run"), ("doc_stride", "question_answerer")):
+        monkeypatch.setattr(hooks, "FLAGS", {**flags, name: Flag(int, 1, "taken")})
+        with pytest.raises(TypeError, match=rf"--{name} is given by both .*{owner}|"
+                                            rf"--{name} is given by both token_classifier "
+                                            rf"and {owner}"):
+            list(finetuning_config._task_fields())
+
+
 def test_a_run_reads_its_encoder_and_its_data(tmp_path):
     """What a run does before training, quickly: the encoder's tokenizer and positions, the
     task's records and label names, and the metric that picks the best epoch."""

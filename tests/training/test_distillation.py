@@ -253,3 +253,15 @@ def test_a_run_reads_back_its_own_kind_of_tokenizer(tmp_path):
     del config["tokenizer_type"]
     (old_dir / "config.json").write_text(json.dumps({**config, "model_dir": str(old_dir)}))
     assert isinstance(runs.read_run(str(old_dir)).tokenizer(), WordPieceTokenizer)
+
+
+def test_a_run_config_with_renamed_fields_is_refused():
+    """config.json fields kbert renamed are refused by name, not dropped (which would read
+    the run with the preset's vocabulary)."""
+    from kbert.loading.runs import RunError, RunSettings
+
+    with pytest.raises(RunError, match=r"vocab, vocab_size, fields that kbert renamed \(vocab "
+                                       r"-> vocab_file, vocab_size -> learned_vocabulary"):
+        RunSettings.from_json({"preset": "bert_tiny", "vocab": "v.txt", "vocab_size": 9})
+    assert RunSettings.from_json({"preset": "bert_tiny", "vocab_file": "v.txt",
+                                  "other": 1}).vocab_file == "v.txt"

@@ -3,6 +3,6 @@ from kbert.models.bert.bert_config import BertConfig
 from kbert.models.bert.bert_pretrainer import BertPretrainer
 from kbert.models.family import Family
 
-FAMILY = Family(BertConfig, BertBackbone, BertPretrainer, classifier_head="pooled")
+FAMILY = Family.of(BertConfig, BertBackbone, BertPretrainer, classifier_head="pooled")
 
 __all__ = ["FAMILY", "BertBackbone", "BertConfig", "BertPretrainer"]

@@ -4,7 +4,7 @@ from kbert.models.electra.electra_generator import ElectraGenerator
 from kbert.models.electra.electra_pretrainer import ElectraMaskedLM, ElectraPretrainer
 from kbert.models.family import Family
 
-FAMILY = Family(ElectraConfig, ElectraBackbone, ElectraPretrainer)
+FAMILY = Family.of(ElectraConfig, ElectraBackbone, ElectraPretrainer)
 
 __all__ = ["FAMILY", "ElectraBackbone", "ElectraConfig", "ElectraGenerator", "ElectraMaskedLM",
            "ElectraPretrainer"]

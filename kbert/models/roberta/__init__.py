@@ -3,6 +3,6 @@ from kbert.models.roberta.roberta_config import RobertaConfig
 from kbert.models.roberta.roberta_pretrainer import RobertaPretrainer
 from kbert.models.family import Family
 
-FAMILY = Family(RobertaConfig, RobertaBackbone, RobertaPretrainer, cls_activation="tanh")
+FAMILY = Family.of(RobertaConfig, RobertaBackbone, RobertaPretrainer, cls_activation="tanh")
 
 __all__ = ["FAMILY", "RobertaBackbone", "RobertaConfig", "RobertaPretrainer"]

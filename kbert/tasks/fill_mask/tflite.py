@@ -137,11 +137,11 @@ def fill_mask(pipe, model, opts, given, *, max_masks=1):
         targets = [int(t) for t in targets]
     strings = [pipe.encoder.decode([i]) for i in range(pipe.tokenizer.vocabulary_size)]
     fast = tflite_serving.fast_tokenizer(pipe)
+    cut = tflite_serving.length(pipe, max_length)
     serve = fill_mask_serving(pipe.tokenizer, fast,
                               lambda features: run_model(model, features),
-                              tflite_serving.length(pipe, max_length),
-                              max_masks, top_k, targets, strings)
-    return fast, {"serving_default": (serve, [STRINGS])}
+                              cut, max_masks, top_k, targets, strings)
+    return fast, {"serving_default": (serve, [STRINGS])}, cut
 
 
 # `pipeline.export_tflite` of each pipeline of the task.

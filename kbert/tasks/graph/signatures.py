@@ -6,7 +6,6 @@ the fine-tuning data's own."""
 import tensorflow as tf
 
 from kbert.tasks.graph import packing
-from kbert.tasks.task import default_label_names
 
 STRINGS = tf.TensorSpec([None], tf.string)
 # The kinds of model (task records' names) whose raw outputs an export's `serving_ids`
@@ -82,16 +81,3 @@ def single_text_endpoints(pipe, model, truncation, outputs, max_length=None):
             return outputs(run_model(model, features), features)
 
     return {"serving_default": (serve, [STRINGS])}
-
-
-def label_names_of(model, label_names):
-    """The export's `label_names`, else the model's, else transformers' "LABEL_<i>"."""
-    names = label_names if label_names is not None else model.label_names
-    if names is None:
-        return default_label_names(model.num_classes)
-    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
-        raise ValueError(f"`label_names` must be a list of strings, got {names!r}.")
-    if len(names) != model.num_classes:
-        raise ValueError(f"{len(names)} label_names for a model of {model.num_classes} "
-                         f"classes.")
-    return list(names)

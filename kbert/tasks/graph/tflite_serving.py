@@ -4,7 +4,8 @@ the WordPiece-only rule of the graphs that read FastBertTokenizer's offsets.
 
 Each folder's `tflite.py` gives `PIPELINES`: pipeline name -> (pipe, model, opts, given,
 **export-only options) -> (the TFLite tokenizer, its endpoints {name: (function, input
-specs)}). The caller (`kbert.pipelines.exporting`) converts and checks the model.
+specs)}, the length its texts are packed to: the length of `serving_ids`' token ids). The
+caller (`kbert.pipelines.exporting`) converts and checks the model.
 """
 
 from kbert.tasks.graph.signatures import STRINGS, run_model
@@ -37,8 +38,8 @@ def tokenizer_and_run(pipe, model):
 
 
 def single_texts(pipe, model, truncation, outputs, max_length=None):
-    """(fast, endpoints) of a pipeline on single texts (feature extraction, sentence
-    embeddings): `text` -> `outputs(model outputs, features)`."""
+    """(fast, endpoints, length) of a pipeline on single texts (feature extraction, sentence
+    embeddings): `text` -> `outputs(model outputs, features)`, cut at `length` tokens."""
     truncating(pipe, truncation)
     fast = fast_tokenizer(pipe)
     cut = length(pipe, max_length)
@@ -47,12 +48,14 @@ def single_texts(pipe, model, truncation, outputs, max_length=None):
         features = pack_text(pipe.tokenizer, fast.tokenize(text), cut)
         return outputs(run_model(model, features), features)
 
-    return fast, {"serving_default": (serve, [STRINGS])}
+    return fast, {"serving_default": (serve, [STRINGS])}, cut
 
 
 def pipeline_word_piece_only(pipe, what, why):
     """The pipelines whose TFLite graph reads FastBertTokenizer's offsets take WordPiece
     alone."""
     if not pipe.tokenizer.tflite_offsets:
-        raise ValueError(f"pipeline.export_tflite: only a WordPiece {what} goes into TFLite "
-                         f"({why}); pipeline.export writes a SavedModel.")
+        raise ValueError(f"Only a WordPiece {what} goes into TFLite ({why}), not one with a "
+                         f"{type(pipe.tokenizer).__name__}: export a SavedModel "
+                         f"(format='saved_model'), or token ids in "
+                         f"(kbert.serving.export_tflite).")

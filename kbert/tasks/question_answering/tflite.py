@@ -87,7 +87,8 @@ def question_answering(pipe, model, opts, given):
                 f"kbert.pipelines.tflite_entities.answer(context, outputs, row, ...).")
     fast, run = tflite_serving.tokenizer_and_run(pipe, model)
     return fast, {"serving_default": (question_answerer_serving(
-        pipe.tokenizer, fast, run, max_seq_len, max_answer_len), [STRINGS, STRINGS])}
+        pipe.tokenizer, fast, run, max_seq_len, max_answer_len), [STRINGS, STRINGS])}, \
+        max_seq_len
 
 
 # `pipeline.export_tflite` of each pipeline of the task.

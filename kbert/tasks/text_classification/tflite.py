@@ -18,7 +18,7 @@ from kbert.tasks.text_classification.pipeline_serving import activation, scored
 
 
 def text_classification(pipe, model, opts, given):
-    """(fast, endpoints): a text-classification pipeline's TFLite tokenizer, its
+    """(fast, endpoints, length): a text-classification pipeline's TFLite tokenizer, its
     `serving_default` (`text`) and `serving_pairs` (`text`, `text_pair`), texts cut to
     `max_length` tokens, at most the model's."""
     truncation, max_length = pipe.tokenization(opts)
@@ -43,12 +43,12 @@ def text_classification(pipe, model, opts, given):
                                  fast.tokenize(text_pair), length))
 
     return fast, {"serving_default": (serve, [STRINGS]),
-                  "serving_pairs": (serve_pairs, [STRINGS, STRINGS])}
+                  "serving_pairs": (serve_pairs, [STRINGS, STRINGS])}, length
 
 
 def zero_shot_classification(pipe, model, opts, given):
-    """(fast, endpoints): a zero-shot pipeline's TFLite tokenizer and its `serving_default`,
-    the candidate labels and the template fixed at export."""
+    """(fast, endpoints, length): a zero-shot pipeline's TFLite tokenizer and its
+    `serving_default`, the candidate labels and the template fixed at export."""
     labels = opts["candidate_labels"] or []
     if isinstance(labels, str):  # "a, b": comma-separated, as the pipeline takes it
         labels = [label.strip() for label in labels.split(",") if label.strip()]
@@ -88,7 +88,7 @@ def zero_shot_classification(pipe, model, opts, given):
         return {"labels": tf.gather(names, order), "scores": best,
                 "label_scores": scores}
 
-    return fast, {"serving_default": (serve, [STRINGS])}
+    return fast, {"serving_default": (serve, [STRINGS])}, pipe.max_length
 
 
 # `pipeline.export_tflite` of each pipeline of the task.

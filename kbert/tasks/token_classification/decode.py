@@ -234,11 +234,11 @@ def label_tables(names):
 
 
 # --- the host side of a TFLite token classifier ------------------------------------------
-# (`pipe.export_tflite` of a token-classification pipeline, or `kbert.serving.export_tflite`
-# of a `TokenClassifier`): the model returns every token's tag, probabilities and UTF-8 byte
-# span, and `entities` applies `decode` to one row of those outputs. Grouping is not in the
-# model: it needs variable-length outputs per text (boolean masks, segment reductions,
-# ragged rows), which TFLite has no kernels for.
+# (the `.tflite` export of a token-classification pipeline or of a `TokenClassifier`,
+# `kbert.export(..., format="tflite")`): the model returns every token's tag, probabilities
+# and UTF-8 byte span, and `entities` applies `decode` to one row of those outputs. Grouping
+# is not in the model: it needs variable-length outputs per text (boolean masks, segment
+# reductions, ragged rows), which TFLite has no kernels for.
 
 def entities(text, outputs, row=0, label_names=None, aggregation_strategy="none",
              ignore_labels=("O",), unk_token="[UNK]"):

@@ -58,7 +58,7 @@ def token_classification(pipe, model, opts, given):
     fast, run = tflite_serving.tokenizer_and_run(pipe, model)
     serve = token_classifier_serving(pipe.tokenizer, fast, run, list(pipe.source.label_names),
                                      pipe.max_length)
-    return fast, {"serving_default": (serve, [STRINGS])}
+    return fast, {"serving_default": (serve, [STRINGS])}, pipe.max_length
 
 
 # `pipeline.export_tflite` of each pipeline of the task.
