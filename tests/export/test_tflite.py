@@ -27,33 +27,15 @@ from kbert.serving import export_tflite, metadata
 from kbert.serving.runtimes import TEXT_OPS, check_ops, custom_ops, interpreter, model_ops
 from kbert.serving.tflite import tokenization_differences
 from kbert.tokenizers import WordPieceTokenizer
+from tests.export.test_tflite_pipelines import (  # noqa: F401 - shared with the TFLite tests
+    HOSTILE, WORDS, assert_only_allowed_ops, held_out, run, saved, signatures, strings)
 from tests.helpers import TINY
 from tests.tasks.question_answering.test_features import sentence_piece_tokenizer
 from tests.tokenizers.test_alignment import TINY_VOCABULARY, tiny_tokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
 SEQUENCE_LENGTH = 24
-# Empty, whitespace only, CJK, emoji (with a skin tone), accents composed and decomposed,
-# punctuation glued to words, a text far longer than the model, 10,000 characters.
-HOSTILE = [
-    "", "   \t\n ", "東京都 日本", "😀 🚀 emoji 👍🏽!", "Héllo naïve café École Ωmega Müller",
-    "e\u0301te\u0301 \u00e9t\u00e9", "Paris!!! (the city)... new-york's 1990s",
-    "x" * 10000, ("the new york city is big " * 400)[:10000], "Ünïcödé ÀÉÎÕÜ ąčęėįšųūž",
-]
-WORDS = ["the", "new", "york", "is", "in", "city", "big", "muller", "cafe", "bar", "tokyo",
-         "paris", "what", "where", "who", "1990", "東", "京", "日本", "café", "naïve", "😀",
-         "Über", "!", ",", "...", "(", ")"]
 KEYWORDS = ["tokyo", "paris", "york"]
-
-
-def held_out(count, seed):
-    """`count` texts of 1 to 30 words: vocabulary words, random lower-case words, accents,
-    CJK, emoji and punctuation (none of the characters whose ids differ in TFLite)."""
-    rng = np.random.default_rng(seed)
-    letters = list("abcdefghijklmnopqrstuvwxyz")
-    return [" ".join(WORDS[rng.integers(len(WORDS))] if rng.random() < 0.6 else
-                     "".join(rng.choice(letters, rng.integers(1, 9)))
-                     for _ in range(rng.integers(1, 31))) for _ in range(count)]
 
 
 def topics(count, seed):
@@ -102,51 +84,11 @@ def classifier(tokenizer, seed=0, max_sequence_length=64, epochs=12):
     return model
 
 
-def strings(texts):
-    return np.array([t.encode("utf-8") for t in texts], dtype=object)
-
-
-def run(path, signature="serving_default", **inputs):
-    """The TFLite model's `signature` on `inputs` (numpy arrays); `serving_ids` takes the
-    features it names (no `segment_ids` for DistilBERT)."""
-    runner = interpreter(path).get_signature_runner(signature)
-    if signature == "serving_ids":
-        inputs = {k: inputs[k] for k in runner.get_input_details()}
-    return runner(**inputs)
-
-
-_LOADED = {}
-
-
-def saved(path, signature="serving_default", **inputs):
-    """A SavedModel's `signature` on `inputs` (loaded once per path); `serving_ids` takes
-    the features it names."""
-    if str(path) not in _LOADED:
-        _LOADED[str(path)] = tf.saved_model.load(str(path))
-    function = _LOADED[str(path)].signatures[signature]
-    if signature == "serving_ids":
-        inputs = {k: inputs[k] for k in function.structured_input_signature[1]}
-    return {k: v.numpy() for k, v in function(
-        **{k: tf.constant(v) for k, v in inputs.items()}).items()}
-
-
 def packed(tokenizer, length, *texts):
     """kbert's ids of `texts` (one array of strings, or two: pairs, trimmed longest first),
     numpy int32 [B, length]: `token_ids`, `segment_ids`, `padding_mask`."""
     features = tokenizer.pack([tokenizer.tokenize(tf.constant(t)) for t in texts], length)
     return {k: np.asarray(v, np.int32) for k, v in features.items()}
-
-
-def signatures(path):
-    return set(interpreter(path).get_signature_list())
-
-
-def assert_only_allowed_ops(path):
-    ops = model_ops(Path(path).read_bytes())
-    assert not [op for op in ops if op.startswith("Flex")], ops
-    assert set(custom_ops(Path(path).read_bytes())) <= TEXT_OPS, ops
-    assert "FastWordpieceTokenizeWithOffsets" in ops or "FastWordpieceTokenize" in ops or \
-        not any(op.startswith("Fast") for op in ops)
 
 
 def test_ops_outside_tflite_and_tensorflow_text_are_refused():

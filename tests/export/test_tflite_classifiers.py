@@ -23,27 +23,12 @@ from kbert.tasks.text_classification.features import classification_dataset
 from tests.export.test_tflite import (
     HOSTILE, SEQUENCE_LENGTH, assert_only_allowed_ops, backbone, classifier, held_out, packed,
     randomized, run, saved, signatures, strings, topics)
+from tests.export.test_tflite_tasks import class_scores, softmax
 from tests.tokenizers.test_alignment import tiny_tokenizer
 
 # A classifier's pipeline options: every class's score, texts cut at SEQUENCE_LENGTH tokens
 # (the model takes 64).
 ANSWERS = dict(top_k=None, truncation=True, max_length=SEQUENCE_LENGTH)
-
-
-def class_scores(outputs, names):
-    """A text-classification export's answers with top_k=None (`label`, `score` [B, classes],
-    best first) as scores [B, classes] in `names`' order."""
-    index = {name.encode(): i for i, name in enumerate(names)}
-    scores = np.zeros((len(outputs["score"]), len(names)), np.float32)
-    for row, (labels, values) in enumerate(zip(outputs["label"], outputs["score"])):
-        assert sorted(labels.tolist()) == sorted(index), labels  # every class, once
-        scores[row, [index[label] for label in labels]] = values
-    return scores
-
-
-def softmax(logits):
-    exp = np.exp(logits - logits.max(-1, keepdims=True))
-    return exp / exp.sum(-1, keepdims=True)
 
 
 @pytest.fixture(scope="module")
