@@ -114,7 +114,7 @@ def read_byte_pair(folder):
         raise CheckpointError(f"{merges_file} is not UTF-8 text ({error.reason} at byte "
                               f"{error.start}); expected one merge (two tokens) per line.") \
             from None
-    from kbert.tokenizers.byte_pair_tokenizer import merge_pairs
+    from kbert.tokenizers.bpe.tokenizer import merge_pairs
 
     try:
         return tokens, merge_pairs(lines, str(merges_file))
@@ -189,11 +189,11 @@ def check_tokenizer(folder, vocabulary, sentencepiece, vocabulary_size, config_s
     a merge whose tokens (or their join) vocab.json lacks. `family` (a `FamilyFormat` record) names
     the SentencePiece model's file and its tokenizer's specials and added tokens."""
     from kbert.tokenizers import SPECIAL_TOKENS
-    from kbert.tokenizers.sentence_piece_tokenizer import SPECIAL_PIECES
+    from kbert.tokenizers.sentencepiece.tokenizer import SPECIAL_PIECES
 
     folder = Path(folder)
     if merges is not None:
-        from kbert.tokenizers.byte_pair_tokenizer import SPECIAL_TOKENS as BYTE_PAIR_SPECIALS
+        from kbert.tokenizers.bpe.tokenizer import SPECIAL_TOKENS as BYTE_PAIR_SPECIALS
 
         vocab_file, merges_file = (folder / name for name in BYTE_PAIR_FILES)
         check_vocabulary(vocabulary, vocabulary_size, list(BYTE_PAIR_SPECIALS.values()),

@@ -163,27 +163,38 @@ class Checkpoint:
         """The checkpoint's tokenizer: a `kbert.tokenizers.WordPieceTokenizer` on its
         vocab.txt, a `SentencePieceTokenizer` on its spiece.model (ALBERT), or a
         `BytePairTokenizer` on its vocab.json + merges.txt (RoBERTa), or the tokenizer of its
-        tokenizer.json (`kbert.tokenizers.tokenizer_from_json`)."""
+        tokenizer.json (`kbert.tokenizers.tokenizer_from_json`).
+
+        A tokenizer of the family's kind (`kbert.models.Family.tokenizer`) packs pairs by the
+        family's `pair_layout`; one of another kind (a run's own vocabulary) by its kind's."""
+        record = models.FAMILIES[self.family]
+
+        def layout(kind):
+            return record.pair_layout if record.tokenizer == kind else None
+
         if self.tokenizer_json is not None:
             from kbert.tokenizers import tokenizer_from_json
 
             text, settings = self.tokenizer_json
-            return tokenizer_from_json(text, settings, source=f"{self.source}/tokenizer.json")
+            return tokenizer_from_json(text, settings, source=f"{self.source}/tokenizer.json",
+                                       pair_layout=layout("tokenizer_json"))
         if self.merges is not None:
             from kbert.tokenizers import BytePairTokenizer
 
-            return BytePairTokenizer(self.vocabulary, self.merges)
+            return BytePairTokenizer(self.vocabulary, self.merges, pair_layout=layout("bpe"))
         if self.sentencepiece_model is not None:
             from kbert.tokenizers import SentencePieceTokenizer
 
             return SentencePieceTokenizer(
                 self.sentencepiece_model, lowercase=self.lowercase,
+                pair_layout=layout("sentencepiece"),
                 **families.get(self.family).sentencepiece_arguments)
         if self.vocabulary is None:
             raise ValueError(f"{self.source} has no vocabulary (vocab.txt or spiece.model).")
         from kbert.tokenizers import WordPieceTokenizer
 
-        return WordPieceTokenizer(self.vocabulary, lowercase=self.lowercase)
+        return WordPieceTokenizer(self.vocabulary, lowercase=self.lowercase,
+                                  pair_layout=layout("wordpiece"))
 
     @classmethod
     def from_model(cls, model, vocabulary=None, lowercase=True):

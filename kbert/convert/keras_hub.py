@@ -164,7 +164,7 @@ def read(path):
     from kbert import models
     from kbert.convert.checkpoint import Checkpoint
     from kbert.tokenizers import tokenizer_types
-    from kbert.tokenizers.byte_pair_tokenizer import merge_pairs
+    from kbert.tokenizers.bpe.tokenizer import merge_pairs
 
     path = Path(path)
     config_file = path / "config.json"

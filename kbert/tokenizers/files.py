@@ -63,7 +63,13 @@ def write_tokenizer_files(tokenizer, directory, max_length=None):
     """The tokenizer's vocab.txt (WordPiece), spiece.model (SentencePiece), vocab.json and
     merges.txt (byte-level BPE) or tokenizer.json in `directory`; with `max_length`, the
     model's longest input in tokens as tokenizer_config.json's `model_max_length` (Hugging
-    Face's field), what a reader of the directory truncates to."""
+    Face's field), what a reader of the directory truncates to. A pair layout other than
+    the kind's goes there too, as `pair_layout` ([separators, second_segment]), which
+    `kbert.tokenizers.tokenizer_types.load` passes back."""
     tokenizer.write_files(directory)
-    if max_length is not None:
-        write_settings({"model_max_length": int(max_length)}, directory)
+    settings = {} if max_length is None else {"model_max_length": int(max_length)}
+    layout = getattr(tokenizer, "layout", None)
+    if layout is not None and tuple(layout) != tuple(type(tokenizer).layout):
+        settings["pair_layout"] = list(layout)
+    if settings:
+        write_settings(settings, directory)

@@ -11,7 +11,7 @@ keeps transformers' rule.
 
 The normalised form of a word is rebuilt in Python by the tokenizer's own rule
 (`kbert.tokenizers`: BERT's cleaning, lower-casing and accent stripping; ALBERT's NFKD and
-lower-casing; a SentencePiece model's own charsmap, `kbert.tokenizers.charsmap`), character
+lower-casing; a SentencePiece model's own charsmap, `SentencePieceTokenizer.charsmap`), character
 by character where that is exact, and by prefixes of the word where one character's form
 depends on its neighbours (NFC, nmt_nfkc composing "e\u0301" into "é", "``" -> '"'). As
 the tokenizers library aligns a normalisation, a character composed of several belongs to
@@ -28,7 +28,6 @@ import unicodedata
 
 import numpy as np
 
-from kbert.tokenizers import charsmap
 from kbert.tokenizers.byte_level import WORD_START
 from kbert.tokenizers.decoding import UNDERLINE as SENTENCE_PIECE_MARK
 from kbert.tokenizers.decoding import WORD_PIECE_PREFIX
@@ -68,7 +67,7 @@ class Rule:
         self.vocabulary = tokenizer.vocabulary
         self.unk_id = tokenizer.unk_id
         # The model's own normalisation (nmt_nfkc), character by character.
-        self.charsmap = charsmap.charsmap(tokenizer.model) if self.sentence_piece else None
+        self.charsmap = tokenizer.charsmap if self.sentence_piece else None
         # SentencePiece: the characters a piece stands for alone (never in an unknown one).
         self.alone = frozenset(
             t for i in range(len(self.vocabulary)) if i != self.unk_id

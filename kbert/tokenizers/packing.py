@@ -1,16 +1,20 @@
-"""How a tokenizer packs one text or a pair into model inputs: each kind states its layout
-(`Tokenizer.pair_separators`, `Tokenizer.second_segment_id`), and this module is the one
-rule that builds the inputs from it, in numpy and in the graph:
+"""How a tokenizer packs one text or a pair into model inputs: each tokenizer holds a
+`PairLayout` (`Tokenizer.layout`: its kind's default, or the `pair_layout=` it was made
+with), and this module is the one rule that builds the inputs from it, in numpy and in the
+graph:
 
-- BERT, ALBERT, DeBERTa-v3, ELECTRA (WordPiece, SentencePiece): [CLS] A [SEP] B [SEP], B
-  and its [SEP] in segment 1;
-- RoBERTa (byte-level BPE): <s> A </s></s> B </s>, all of it segment 0 (RoBERTa has one
-  segment type, and transformers' RobertaTokenizer gives token_type_ids all 0).
+- `BERT` (BERT, ALBERT, DeBERTa-v3, ELECTRA: WordPiece, SentencePiece): [CLS] A [SEP] B
+  [SEP], B and its [SEP] in segment 1;
+- `ROBERTA` (RoBERTa's byte-level BPE; XLM-R's SentencePiece): <s> A </s></s> B </s>, all of
+  it segment 0 (RoBERTa has one segment type, and transformers' RobertaTokenizer gives
+  token_type_ids all 0).
 
 These are transformers' `build_inputs_with_special_tokens` and
 `create_token_type_ids_from_sequences`. Model inputs are named `token_ids`, `segment_ids`,
 `padding_mask`.
 """
+
+import typing
 
 import numpy as np
 
@@ -19,25 +23,67 @@ SEGMENT_IDS = "segment_ids"
 PADDING_MASK = "padding_mask"
 
 
-def pair_separators(tokenizer):
-    """How many separators stand between the two texts of a pair: 1 for BERT's
-    [CLS] A [SEP] B [SEP], 2 for RoBERTa's <s> A </s></s> B </s> (the tokenizer's
-    `pair_separators`; 1 for an object that does not say)."""
+class PairLayout(typing.NamedTuple):
+    """How a pair of texts is packed: `separators`, the [SEP]s between the two texts (1 for
+    BERT's [CLS] A [SEP] B [SEP], 2 for RoBERTa's <s> A </s></s> B </s>), and
+    `second_segment`, the segment id of the second text and its [SEP] (BERT's 1; RoBERTa's
+    0, its one segment type)."""
+
+    separators: int = 1
+    second_segment: int = 1
+
+    @classmethod
+    def of(cls, value):
+        """`value` as a checked `PairLayout`: a `PairLayout`, a (separators, second_segment)
+        pair (as a family record or a saved config holds it) or a name of `LAYOUTS`."""
+        if isinstance(value, str):
+            if value not in LAYOUTS:
+                raise ValueError(f"Unknown pair layout {value!r}. Known: "
+                                 f"{', '.join(LAYOUTS)}.")
+            return LAYOUTS[value]
+        try:
+            separators, second = value
+        except (TypeError, ValueError):
+            raise ValueError(f"A pair layout is a (separators, second_segment) pair or one of "
+                             f"{', '.join(LAYOUTS)}, got {value!r}.") from None
+        for name, number, least in (("separators", separators, 1),
+                                    ("second_segment", second, 0)):
+            if isinstance(number, bool) or not isinstance(number, (int, np.integer)) or \
+                    number < least:
+                raise ValueError(f"The pair layout's `{name}` must be an integer >= {least}, "
+                                 f"got {number!r}.")
+        return cls(int(separators), int(second))
+
+
+BERT = PairLayout(1, 1)
+ROBERTA = PairLayout(2, 0)
+# The layouts by name (a family record's `pair_layout`, `pair_layout="roberta"`).
+LAYOUTS = {"bert": BERT, "roberta": ROBERTA}
+
+
+def layout_of(tokenizer):
+    """The `PairLayout` of `tokenizer`: its `layout`; for an object without one, its
+    `pair_separators` (1 when it does not say) and `second_segment_id` (when it does not
+    say: 1 with one separator, 0 with more, RoBERTa's)."""
+    layout = getattr(tokenizer, "layout", None)
+    if layout is not None:
+        return PairLayout.of(layout)
     count = getattr(tokenizer, "pair_separators", 1)
     if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
         raise ValueError(f"The tokenizer's `pair_separators` must be an integer >= 1, got "
                          f"{count!r}.")
-    return int(count)
+    second = getattr(tokenizer, "second_segment_id", None)
+    return PairLayout.of((count, (1 if count == 1 else 0) if second is None else second))
+
+
+def pair_separators(tokenizer):
+    """How many separators stand between the two texts of a pair (`layout_of`)."""
+    return layout_of(tokenizer).separators
 
 
 def second_segment_id(tokenizer):
-    """The segment id of a pair's second text: the tokenizer's `second_segment_id` (1,
-    BERT's token type B; 0 for RoBERTa). An object that does not say gets 1 with one
-    separator and 0 with more (RoBERTa's layout)."""
-    given = getattr(tokenizer, "second_segment_id", None)
-    if given is None:
-        return 1 if pair_separators(tokenizer) == 1 else 0
-    return int(given)
+    """The segment id of a pair's second text (`layout_of`)."""
+    return layout_of(tokenizer).second_segment
 
 
 def special_count(tokenizer, pair):
@@ -55,25 +101,26 @@ def pair_layout(tokenizer, first, second=None):
         ids = np.concatenate([[cls], first, [sep]]).astype(np.int32)
         return ids, np.zeros_like(ids)
     second = np.asarray(second, np.int32).reshape([-1])
-    separators = [sep] * pair_separators(tokenizer)
+    layout = layout_of(tokenizer)
+    separators = [sep] * layout.separators
     ids = np.concatenate([[cls], first, separators, second, [sep]]).astype(np.int32)
     segments = np.zeros_like(ids)
-    segments[1 + len(first) + len(separators):] = second_segment_id(tokenizer)
+    segments[1 + len(first) + len(separators):] = layout.second_segment
     return ids, segments
 
 
 def packed_row(first, second, sequence_length, cls_id, sep_id, pad_id, separators=1,
                second_segment=1):
     """One row in numpy, as `pack_segments` packs it: [CLS] first [SEP] (second [SEP]),
-    padded; the caller made it fit. A pair has `separators` [SEP]s between its texts (2 for
-    RoBERTa: `pair_separators(tokenizer)`) and `second` in segment `second_segment`
-    (`second_segment_id(tokenizer)`). (`Tokenizer.pack_row` gives the tokenizer's own.)
+    padded; the caller made it fit. A pair has `separators` [SEP]s between its texts and
+    `second` in segment `second_segment` (a `PairLayout`'s fields; `BERT`'s by default).
+    (`Tokenizer.pack_row` packs by the tokenizer's own layout.)
 
     Returns (token_ids, segment_ids, padding_mask), int32 [sequence_length] each, and the
     position of `second`'s first token (or of the padding when there is no `second`).
     """
-    layout = _Layout(cls_id, sep_id, separators, second_segment)
-    ids, segments = pair_layout(layout, first, second)
+    ids, segments = pair_layout(_Ids(cls_id, sep_id, (separators, second_segment)), first,
+                                second)
     offset = len(ids) if second is None else 1 + len(first) + separators
     token_ids = np.full(sequence_length, pad_id, np.int32)
     segment_ids = np.zeros(sequence_length, np.int32)
@@ -84,12 +131,12 @@ def packed_row(first, second, sequence_length, cls_id, sep_id, pad_id, separator
     return token_ids, segment_ids, padding_mask, offset
 
 
-class _Layout:
+class _Ids(typing.NamedTuple):
     """The packing attributes of a tokenizer, given one by one (`packed_row`)."""
 
-    def __init__(self, cls_id, sep_id, separators, second_segment):
-        self.cls_id, self.sep_id = cls_id, sep_id
-        self.pair_separators, self.second_segment_id = separators, second_segment
+    cls_id: int
+    sep_id: int
+    layout: tuple
 
 
 def concatenated(tokenizer, first, second=None):
@@ -103,8 +150,9 @@ def concatenated(tokenizer, first, second=None):
     parts = [cls, first, sep]
     segments = [tf.zeros_like(part, tf.int32) for part in parts]
     if second is not None:
-        extra = [sep] * (pair_separators(tokenizer) - 1)
-        second_id = second_segment_id(tokenizer)
+        layout = layout_of(tokenizer)
+        extra = [sep] * (layout.separators - 1)
+        second_id = layout.second_segment
         parts += extra + [second, sep]
         segments += [tf.zeros_like(s, tf.int32) for s in extra] + [
             tf.ones_like(second, tf.int32) * second_id, tf.ones_like(sep, tf.int32) * second_id]
@@ -125,8 +173,8 @@ def pack_to_longest(tokenizer, first, second=None):
 
 def pack_segments(tokenizer, segments, sequence_length):
     """[CLS] A [SEP] (B [SEP]) from ragged ids [batch, (pieces)], in the graph, padded to
-    `sequence_length`; RoBERTa's pair is <s> A </s></s> B </s> (`pair_separators`), all of
-    it segment 0.
+    `sequence_length`, by the tokenizer's `PairLayout` (RoBERTa's pair: <s> A </s></s> B
+    </s>, all of it segment 0).
 
     The one packing of fine-tuning data (`classification_dataset`) and of the exported
     string-in signatures (`kbert.export`). Pairs are truncated as BERT's
@@ -135,7 +183,7 @@ def pack_segments(tokenizer, segments, sequence_length):
     budget of `sequence_length` less every special token.
 
     Args:
-        tokenizer: gives `cls_id`, `sep_id`, `pad_id` and `pair_separators`.
+        tokenizer: gives `cls_id`, `sep_id`, `pad_id` and its `layout`.
         segments: one or two `tf.RaggedTensor`s [batch, (pieces)] of int ids.
         sequence_length: the padded length S; longer inputs are truncated.
     Returns:

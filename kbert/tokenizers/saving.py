@@ -11,10 +11,10 @@ import os
 
 import tensorflow as tf
 
-from kbert.tokenizers.byte_pair_tokenizer import BytePairTokenizer
-from kbert.tokenizers.json_tokenizers import JsonTokenizer
-from kbert.tokenizers.sentence_piece_tokenizer import SentencePieceTokenizer
-from kbert.tokenizers.word_piece_tokenizer import WordPieceTokenizer
+from kbert.tokenizers.bpe import BytePairTokenizer
+from kbert.tokenizers.sentencepiece import SentencePieceTokenizer
+from kbert.tokenizers.tokenizer_json import JsonTokenizer, load_tokenizer_json
+from kbert.tokenizers.wordpiece import WordPieceTokenizer
 
 _SPECIALS = ("cls", "sep", "pad", "unk", "mask")
 
@@ -24,8 +24,10 @@ def _specials(tokenizer):
 
 
 def settings(tokenizer):
-    """{"kind": ..., setting: value}: what `read` needs beside the files."""
-    common = {"split_special_tokens": bool(tokenizer.split_special_tokens)}
+    """{"kind": ..., setting: value}: what `read` needs beside the files (the pair layout
+    too: a (separators, second_segment) list)."""
+    common = {"split_special_tokens": bool(tokenizer.split_special_tokens),
+              "pair_layout": list(tokenizer.layout)}
     if isinstance(tokenizer, JsonTokenizer):  # before BytePairTokenizer: a subclass of it
         return {"kind": "tokenizer_json", **common}
     if isinstance(tokenizer, BytePairTokenizer):
@@ -65,8 +67,6 @@ def read(given, folder):
     if kind == "bpe":
         return BytePairTokenizer(path("vocab.json"), path("merges.txt"), **given)
     if kind == "tokenizer_json":
-        from kbert.tokenizers.tokenizer_json import load_tokenizer_json
-
         return load_tokenizer_json(folder, **given)
     raise ValueError(f"Unknown tokenizer kind {kind!r} in a saved model's settings. Allowed: "
                      "wordpiece, sentencepiece, bpe, tokenizer_json.")

@@ -19,9 +19,10 @@ from typing import Callable
 import tensorflow as tf
 
 from kbert.tokenizers import vocab_learning
-from kbert.tokenizers.byte_pair_tokenizer import BytePairTokenizer
-from kbert.tokenizers.sentence_piece_tokenizer import SentencePieceTokenizer
-from kbert.tokenizers.word_piece_tokenizer import WordPieceTokenizer
+from kbert.tokenizers.bpe import BytePairTokenizer
+from kbert.tokenizers.packing import PairLayout
+from kbert.tokenizers.sentencepiece import SentencePieceTokenizer
+from kbert.tokenizers.wordpiece import WordPieceTokenizer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,7 +33,7 @@ class TokenizerType:
     extensions: tuple  # a vocabulary file ending so is of this kind
     learn: Callable  # (documents, vocab_size, lowercase, max_sentences) -> vocabulary
     write: Callable  # (vocabulary, path)
-    load: Callable  # (path, lowercase) -> tokenizer
+    load: Callable  # (path, lowercase, **settings) -> tokenizer
     # (path) -> the other files of the vocabulary at path (bpe: its merges.txt)
     other_files: Callable = lambda path: []
     # Whether the tools lower-case for this kind when not told (--lowercase unset): the
@@ -40,18 +41,19 @@ class TokenizerType:
     lowercase: bool = True
     # (path) -> raises a ValueError when the kind is not written under that name
     check_path: Callable = lambda path: None
-    # How many separators its pairs have between the texts (the tokenizer's own).
-    pair_separators: int = 1
-    # The fields of a tokenizer_config.json that `load` passes on to it as keywords.
+    # How its tokenizer packs a pair by default (the kind's `layout`).
+    pair_layout: PairLayout = WordPieceTokenizer.layout
+    # The fields of a tokenizer_config.json that `load` passes on to it as keywords (and
+    # `pair_layout`, which every kind takes: `kbert.tokenizers.files.write_tokenizer_files`).
     settings: tuple = ()
 
 
-def _load_word_piece(path, lowercase):
-    return WordPieceTokenizer(path, lowercase=lowercase)
+def _load_word_piece(path, lowercase, **settings):
+    return WordPieceTokenizer(path, lowercase=lowercase, **settings)
 
 
-def _load_sentence_piece(path, lowercase):
-    return SentencePieceTokenizer(path, lowercase=lowercase)
+def _load_sentence_piece(path, lowercase, **settings):
+    return SentencePieceTokenizer(path, lowercase=lowercase, **settings)
 
 
 def merges_path(path):
@@ -77,14 +79,14 @@ def _write_byte_pair(learned, path):
     vocab_learning.write_byte_pair_files(vocabulary, merges, folder or ".", name)
 
 
-def _load_byte_pair(path, lowercase, add_prefix_space=True):
+def _load_byte_pair(path, lowercase, add_prefix_space=True, **settings):
     merges = merges_path(path)
     if not tf.io.gfile.exists(merges):
         raise ValueError(f"{os.fspath(path)!r} is a byte-level BPE vocabulary without its "
                          f"merges: {merges!r} does not exist (merges.txt goes beside the "
                          "vocab.json).")
     return BytePairTokenizer(path, merges, add_prefix_space=add_prefix_space,
-                             lowercase=lowercase)
+                             lowercase=lowercase, **settings)
 
 
 TOKENIZER_TYPES = {
@@ -102,7 +104,7 @@ TOKENIZER_TYPES = {
         "tokenizers package", "vocab.json", (".json",), _learn_byte_pair, _write_byte_pair,
         _load_byte_pair, other_files=lambda path: [merges_path(path)],
         check_path=_check_json_name, lowercase=False,
-        pair_separators=BytePairTokenizer.pair_separators, settings=("add_prefix_space",)),
+        pair_layout=BytePairTokenizer.layout, settings=("add_prefix_space",)),
 }
 
 
@@ -173,12 +175,16 @@ def keras_hub_assets(tokenizer, lowercase):
     return list(tokenizer.get_vocabulary()), lowercase, None, None
 
 
-def load(path, name=None, lowercase=True, settings=None):
+def load(path, name=None, lowercase=True, settings=None, pair_layout=None):
     """The kbert tokenizer of the vocabulary file at `path`, of kind `name` (default: the
     kind its extension says, see `type_of_file`). `settings`: a tokenizer_config.json's
     fields (`BytePairTokenizer.write_files` writes one); the kind takes those it has (bpe:
-    `add_prefix_space`, else True)."""
+    `add_prefix_space`, else True) and `pair_layout`. `pair_layout` (a family record's):
+    how the tokenizer packs a pair, over the settings' and the kind's."""
     kind = get(name or type_of_file(path))
     kind.check_path(path)
-    given = {key: (settings or {})[key] for key in kind.settings if key in (settings or {})}
+    settings = dict(settings or {})
+    if pair_layout is not None:
+        settings["pair_layout"] = pair_layout
+    given = {key: settings[key] for key in (*kind.settings, "pair_layout") if key in settings}
     return kind.load(os.fspath(path), lowercase, **given)

@@ -7,7 +7,6 @@ import json
 
 from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
 
-from kbert.tokenizers import sentence_piece_tokenizer
 # The writers are part of this module's interface (what it learns, they write).
 from kbert.tokenizers.files import (  # noqa: F401
     MERGES_FILE,
@@ -15,7 +14,8 @@ from kbert.tokenizers.files import (  # noqa: F401
     write_sentence_piece_model,
     write_vocabulary,
 )
-from kbert.tokenizers.word_piece_tokenizer import SPECIAL_TOKENS, normalize
+from kbert.tokenizers.sentencepiece import tokenizer as sentence_piece_tokenizer
+from kbert.tokenizers.wordpiece.tokenizer import SPECIAL_TOKENS, normalize
 
 RESERVED_TOKENS = list(SPECIAL_TOKENS.values())  # [PAD]=0, [UNK], [CLS], [SEP], [MASK]
 
@@ -149,7 +149,7 @@ def learn_byte_pair_vocabulary(documents, vocab_size, min_frequency=2, special_t
     """
     from tokenizers import ByteLevelBPETokenizer
 
-    from kbert.tokenizers.byte_pair_tokenizer import SPECIAL_TOKENS
+    from kbert.tokenizers.bpe.tokenizer import SPECIAL_TOKENS
 
     if special_tokens is None:
         special_tokens = [SPECIAL_TOKENS[key] for key in ("cls", "pad", "sep", "unk", "mask")]

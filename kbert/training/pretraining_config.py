@@ -209,7 +209,7 @@ class PretrainingConfig(RunConfig):
             raise ConfigError(f"--objective={distill} and --teacher go together: give both or "
                               "neither.")
         if objective.sentence_task != "none" and tokenizer_types.get(
-                self.resolved_tokenizer_type).pair_separators > 1:
+                self.resolved_tokenizer_type).pair_layout.separators > 1:
             raise ConfigError(
                 f"--objective={self.objective} trains a sentence task on BERT's pairs "
                 "([CLS] A [SEP] B [SEP], segment ids 0 and 1), but a byte-level BPE vocabulary "

@@ -171,7 +171,7 @@ def test_a_tokenizer_without_a_word_start_rule():
     """Token masking needs no word-start rule; word masking names the missing method."""
     from kbert.data import Masker
     from kbert.tokenizers import SentencePieceTokenizer
-    from kbert.tokenizers._tokenizer import Tokenizer
+    from kbert.tokenizers.base import Tokenizer
 
     class NoRule(SentencePieceTokenizer):
         starts_word = Tokenizer.starts_word

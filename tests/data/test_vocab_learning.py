@@ -6,7 +6,7 @@ import pytest
 
 from kbert.tokenizers import SPECIAL_TOKENS, SentencePieceTokenizer, WordPieceTokenizer
 from kbert.tokenizers import tokenizer_types
-from kbert.tokenizers.sentence_piece_tokenizer import SPECIAL_PIECES
+from kbert.tokenizers.sentencepiece.tokenizer import SPECIAL_PIECES
 from kbert.tokenizers.vocab_learning import learn_sentence_piece_model, learn_vocabulary
 from tests.helpers import as_dataset
 

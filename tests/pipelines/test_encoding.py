@@ -111,7 +111,7 @@ def test_sentence_piece_offsets_through_the_models_nmt_nfkc():
     U+0301 -> "é") belongs to the first, as transformers' fast DebertaV2 tokenizer aligns
     them (expected values printed by transformers 4.57 with tokenizers 0.22)."""
     from kbert import convert
-    from kbert.tokenizers import charsmap
+    from kbert.tokenizers.sentencepiece import charsmap
 
     tokenizer = convert.load_tokenizer(str(FIXTURES / "hf_tasks" / "deberta_v3_token"))
     forms = charsmap.charsmap(tokenizer.model)

@@ -178,7 +178,7 @@ def test_the_sentence_piece_graph_encodes_as_the_pipeline(model):
     form depends on neighbouring characters gets its pieces' characters by its prefixes."""
     import tensorflow as tf
 
-    from kbert.tokenizers import sentence_piece_graph
+    from kbert.tokenizers.sentencepiece import graph as sentence_piece_graph
 
     pipe = load_pipeline("token-classification", model)
     texts = [t for t in reference.load("token_classification")["cases"][40]["inputs"]

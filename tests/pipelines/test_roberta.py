@@ -193,7 +193,7 @@ def test_the_graph_encodes_as_the_pipeline(byte_pair):
     hostile texts of the reference, with special literals typed in them."""
     import tensorflow as tf
 
-    from kbert.tokenizers import byte_pair_graph
+    from kbert.tokenizers.bpe import graph as byte_pair_graph
 
     tokenizer = byte_pair.tokenizer
     specials = {tokenizer.vocabulary[i]: int(i) for i in tokenizer.special_ids}

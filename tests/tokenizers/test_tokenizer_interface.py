@@ -1,4 +1,4 @@
-"""What every kind of kbert tokenizer answers for itself (`kbert.tokenizers._tokenizer`): its
+"""What every kind of kbert tokenizer answers for itself (`kbert.tokenizers.base`): its
 files, its name, its words with their characters, its decoders in Python and in the graph.
 On the three checkpoints' tokenizers of the pipeline fixtures: WordPiece (BERT), SentencePiece
 (ALBERT) and byte-level BPE (RoBERTa)."""
@@ -31,7 +31,7 @@ def test_the_files_it_writes_read_back_as_the_same_vocabulary(tokenizer, tmp_pat
     again = tokenizer_types.load(path, kind.name, lowercase=tokenizer.lowercase)
     assert type(again) is type(tokenizer)
     assert again.identity() == tokenizer.identity()
-    assert kind.pair_separators == tokenizer.pair_separators
+    assert kind.pair_layout == tokenizer.layout
 
 
 def test_tokens_with_offsets_have_the_ids_of_the_whole_text(tokenizer):

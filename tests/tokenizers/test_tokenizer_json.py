@@ -20,7 +20,7 @@ from tokenizers import Tokenizer
 import kbert.convert
 import kbert.models
 from kbert.tokenizers import load_tokenizer_json, tokenizer_from_json
-from kbert.tokenizers.json_tokenizers import ByteFallbackTokenizer, ByteLevelJsonTokenizer
+from kbert.tokenizers.tokenizer_json import ByteFallbackTokenizer, ByteLevelJsonTokenizer
 from tests.tokenizers.test_tokenizer_interface import (
     test_the_graph_decoders_are_the_python_ones as graph_decoders_are_python,
     test_the_graph_encoding_is_the_python_one as graph_encoding_is_python,

@@ -118,8 +118,8 @@ def classification_dataset(data, tokenizer, sequence_length=128, batch_size=32,
     Args:
         data: `ClassificationData` (`data.read_classification_file`, `data.read_tfds`), or a list of
             texts or of (text_a, text_b) pairs.
-        tokenizer: a kbert tokenizer (`tokenize`, `cls_id`, `sep_id`, `pad_id`,
-            `pair_separators`: RoBERTa's pairs get two separators and segment ids all 0).
+        tokenizer: a kbert tokenizer (`tokenize`, `cls_id`, `sep_id`, `pad_id`, and its
+            `layout`: RoBERTa's pairs get two separators and segment ids all 0).
         sequence_length: the static length S of `token_ids`, `segment_ids`, `padding_mask`.
         training: shuffle (buffer `shuffle_buffer`, `seed`), and drop the last partial batch
             unless `drop_remainder` says otherwise.

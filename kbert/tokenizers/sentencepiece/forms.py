@@ -1,19 +1,19 @@
 """The normalised forms of characters and chunks of a SentencePiece tokenizer in the graph,
 as `kbert.tokenizers.offsets.Rule` makes them in Python: ALBERT's preprocessing (accents,
-lower case), then the model's own charsmap (`kbert.tokenizers.charsmap`: nmt_nfkc's forms of
-single characters, a table in the graph), then, for a chunk as a whole, NFKC's compositions
+lower case), then the model's own charsmap (`SentencePieceTokenizer.charsmap`: nmt_nfkc's
+forms of single characters, a table in the graph), then, for a chunk as a whole, NFKC's compositions
 where the model has any; spaces as SentencePiece keeps them (a run is one, its last; none at
-the end), for `kbert.tokenizers.sentence_piece_graph`."""
+the end), for `kbert.tokenizers.sentencepiece.graph`."""
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from kbert.tokenizers import charsmap, normalization
+from kbert.tokenizers import normalization
 
 
 def _mapped(strings, tokenizer):
     """Each string with every character replaced by the model's form of it alone."""
-    chars_map = charsmap.charsmap(tokenizer.model)
+    chars_map = tokenizer.charsmap
     if not chars_map.forms:
         return strings
     codes, forms = chars_map.table()
@@ -72,6 +72,6 @@ def word_forms(words, tokenizer):
     if tokenizer.lowercase:
         forms = normalization.lower(forms)
     forms = _mapped(forms, tokenizer)
-    if charsmap.charsmap(tokenizer.model).composes:
+    if tokenizer.charsmap.composes:
         forms = tf_text.normalize_utf8(forms, "NFKC")
     return tf.strings.regex_replace(forms, " +", " ")

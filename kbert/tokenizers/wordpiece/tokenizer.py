@@ -5,7 +5,7 @@ import os
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from kbert.tokenizers._tokenizer import PieceTokenizer
+from kbert.tokenizers.base import PieceTokenizer
 from kbert.tokenizers.normalization import (
     character_ranges,
     clean_text,
@@ -71,6 +71,8 @@ class WordPieceTokenizer(PieceTokenizer):
             a special-token literal typed in the text ("[SEP]", "[MASK]") is split like any
             text ("[", "sep", "]"), so that text cannot forge the model's structure. False:
             each literal gives its token's id, as transformers' tokenizers do by default.
+        pair_layout: how a pair is packed (`kbert.tokenizers.packing.PairLayout`, a
+            (separators, second_segment) pair or "bert" / "roberta"); BERT's by default.
 
     Attributes:
         pad_id, unk_id, cls_id, sep_id, mask_id: the special-token ids, read from the vocab.
@@ -78,8 +80,9 @@ class WordPieceTokenizer(PieceTokenizer):
     """
 
     def __init__(self, vocabulary, lowercase=True, max_chars_per_word=100,
-                 split_special_tokens=True, name=None):
+                 split_special_tokens=True, name=None, pair_layout=None):
         super().__init__(name=name)
+        self._given_layout(pair_layout)
         if isinstance(vocabulary, (str, os.PathLike)):
             vocabulary = read_vocabulary(os.fspath(vocabulary))
         vocabulary = list(vocabulary)
@@ -150,10 +153,10 @@ class WordPieceTokenizer(PieceTokenizer):
         return [[(w.text, w.start) for w in split_words(text)] for text in texts]
 
     def graph_encode(self, text, specials):
-        """`kbert.tokenizers.word_piece_graph.encode`: BERT's words, each tokenized alone."""
-        from kbert.tokenizers import word_piece_graph
+        """`kbert.tokenizers.wordpiece.graph.encode`: BERT's words, each tokenized alone."""
+        from kbert.tokenizers.wordpiece import graph
 
-        return word_piece_graph.encode(text, self, specials)
+        return graph.encode(text, self, specials)
 
     def _decode(self, ids):
         from kbert.tokenizers import decoding

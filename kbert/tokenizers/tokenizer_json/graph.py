@@ -1,10 +1,10 @@
-"""`Encoder.encode` of a tokenizer.json's tokenizer (`kbert.tokenizers.json_tokenizers`) in
-the TensorFlow graph, for `pipeline.export`: each text's ids with the characters of each token
-in the text as given, special-token literals as their tokens.
+"""`Encoder.encode` of a tokenizer.json's tokenizer (`tokenizer`) in the TensorFlow graph,
+for `pipeline.export`: each text's ids with the characters of each token in the text as
+given, special-token literals as their tokens.
 
 As in Python (`JsonTokenizer.offset_words` / `word_offsets`): the text is cut at the
 pipeline's special literals, then at the added tokens matched in the raw text; the rest is
-normalised (with each normalised character's origin, `json_normalizers.graph_normalize`),
+normalised (with each normalised character's origin, `normalizers.graph_normalize`),
 cut at the added tokens matched in the normalised text, and pre-tokenized (a byte-level BPE:
 GPT-2's pieces; a byte-fallback one: none). A token covers the characters its normalised
 bytes come from, less the spaces of its "Ġ" where the tokenizer trims offsets. A word is a
@@ -15,9 +15,9 @@ GPT-2 piece or an added token (byte-level), or the text between raw added tokens
 import tensorflow as tf
 
 from kbert.tokenizers.byte_level import WORD_START, pre_tokenize
-from kbert.tokenizers.byte_pair_graph import _split, _utf8_lengths
-from kbert.tokenizers.json_normalizers import graph_normalize
+from kbert.tokenizers.bpe.graph import _split, _utf8_lengths
 from kbert.tokenizers.literals_graph import part_starts, with_literals
+from kbert.tokenizers.tokenizer_json.normalizers import graph_normalize
 
 
 def _flat_starts(ragged):

@@ -1,6 +1,6 @@
 """BPE merges in the TensorFlow graph, on words given as symbol ids: the merge table and its
 loop, shared by the byte-level BPE (`BytePairTokenizer`) and the byte-fallback BPE of a
-tokenizer.json (`kbert.tokenizers.json_tokenizers`).
+tokenizer.json (`kbert.tokenizers.tokenizer_json.tokenizer`).
 
 In every word, all non-overlapping occurrences of the pair of lowest merge rank are merged,
 left to right, until no pair has a rank (GPT-2's `bpe`; for merges learned in order it is what

@@ -19,6 +19,8 @@ import os
 
 import tensorflow as tf
 
+from kbert.tokenizers.packing import PairLayout
+
 TOKENIZER_FILE = "tokenizer.json"
 SETTINGS_FILE = "tokenizer_config.json"
 # Conventional literals of the specials a tokenizer_config.json does not name.
@@ -40,7 +42,7 @@ class TokenizerJson:
         prepend: a byte-fallback normaliser's `Prepend("▁")`.
         trim_offsets: a `ByteLevel` post-processor trims the offsets' spaces.
         specials: {cls, sep, pad, mask, unk: literal}.
-        pair_separators, second_segment_id: the pair template's layout.
+        layout: the pair template's layout (a `kbert.tokenizers.packing.PairLayout`).
         model_tokens: the tokens of the BPE model's own vocabulary (its symbols).
         text: the file's text, written back as it was.
     """
@@ -53,8 +55,7 @@ class TokenizerJson:
     prepend: bool
     trim_offsets: bool
     specials: dict
-    pair_separators: int
-    second_segment_id: int
+    layout: PairLayout
     model_tokens: frozenset
     text: str
 
@@ -108,7 +109,7 @@ def _kind(model, pre_tokenizer, source):
 
 
 def _template(value, source):
-    """(trim_offsets, cls, sep, pair_separators, second_segment_id)."""
+    """(trim_offsets, cls, sep, the pair's `PairLayout`)."""
     parts = value.get("processors") if _type(value) == "Sequence" else [value]
     parts = [p for p in (parts or []) if p is not None]
     trim = False
@@ -139,7 +140,7 @@ def _template(value, source):
             or pair[-2][0] != "$B" or pair[-1] != (sep, pair[-2][1])
             or any(t for _, t in pair[2:2 + separators]) or cls.startswith("$")):
         _fail(source, "post-processor", json.dumps(value)[:200], supported)
-    return trim, cls, sep, separators, pair[-2][1]
+    return trim, cls, sep, PairLayout(separators, pair[-2][1])
 
 
 def _vocabulary(model, added, source):
@@ -167,7 +168,7 @@ def _vocabulary(model, added, source):
 
 
 def _merges(model, source):
-    from kbert.tokenizers.byte_pair_tokenizer import merge_pairs
+    from kbert.tokenizers.bpe.tokenizer import merge_pairs
 
     return merge_pairs([m if isinstance(m, str) else tuple(m) for m in model.get("merges", [])],
                        f"{source} (model.merges)")
@@ -216,14 +217,13 @@ def parse(text, settings=None, source=TOKENIZER_FILE):
             raise ValueError(f"{source}: a byte-fallback BPE without the byte tokens "
                              f"{missing[:4]}{' ...' if len(missing) > 4 else ''}; kbert "
                              "reads one with all 256 <0xNN> tokens.")
-    trim, cls, sep, separators, second = _template(value.get("post_processor"), source)
+    trim, cls, sep, layout = _template(value.get("post_processor"), source)
     specials = _specials(settings or {}, cls, sep, model, added, vocabulary, source)
     return TokenizerJson(kind, vocabulary, _merges(model, source), added, normalizer, prepend,
-                         trim, specials, separators, second,
-                         frozenset(model["vocab"]), text)
+                         trim, specials, layout, frozenset(model["vocab"]), text)
 
 
-def load_tokenizer_json(path, split_special_tokens=True):
+def load_tokenizer_json(path, split_special_tokens=True, pair_layout=None):
     """The kbert tokenizer of a tokenizer.json: `path` is the file or a folder holding it
     (a ModernBERT or mmBERT checkpoint folder), whose tokenizer_config.json, if any, names the
     pad, mask and unknown tokens.
@@ -231,9 +231,10 @@ def load_tokenizer_json(path, split_special_tokens=True):
     split_special_tokens: as every kbert tokenizer's: True, a special token's literal typed
         in the text is split as text (the `tokenizers` package's `encode_special_tokens`);
         False, it is its token. Added tokens that are not special are always their tokens.
+    pair_layout: how a pair is packed (`kbert.tokenizers.packing.PairLayout`, a pair or a
+        name); None: the tokenizer_config.json's `pair_layout` (kbert writes one where it
+        is not the kind's), else the file's post-processor template's.
     """
-    from kbert.tokenizers.json_tokenizers import tokenizer_of
-
     path = os.fspath(path)
     folder, file = (path, os.path.join(path, TOKENIZER_FILE)) if tf.io.gfile.isdir(path) \
         else (os.path.dirname(path), path)
@@ -245,13 +246,16 @@ def load_tokenizer_json(path, split_special_tokens=True):
     if tf.io.gfile.exists(os.path.join(folder, SETTINGS_FILE)):
         with tf.io.gfile.GFile(os.path.join(folder, SETTINGS_FILE), "r") as f:
             settings = json.load(f)
-    return tokenizer_of(parse(text, settings, file), split_special_tokens)
+    return tokenizer_from_json(text, settings, split_special_tokens, file, pair_layout)
 
 
 def tokenizer_from_json(text, settings=None, split_special_tokens=True,
-                        source=TOKENIZER_FILE):
+                        source=TOKENIZER_FILE, pair_layout=None):
     """`load_tokenizer_json` of a tokenizer.json's text and its tokenizer_config.json's
-    fields (a dict; the pad, mask and unknown tokens' names are read from it)."""
-    from kbert.tokenizers.json_tokenizers import tokenizer_of
+    fields (a dict; the pad, mask and unknown tokens' names are read from it, and
+    `pair_layout` where `pair_layout` is None)."""
+    from kbert.tokenizers.tokenizer_json.tokenizer import tokenizer_of
 
-    return tokenizer_of(parse(text, settings, source), split_special_tokens)
+    if pair_layout is None:
+        pair_layout = (settings or {}).get("pair_layout")
+    return tokenizer_of(parse(text, settings, source), split_special_tokens, pair_layout)

@@ -7,7 +7,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from kbert import _keras_private
-from kbert.tokenizers._tokenizer import PieceTokenizer
+from kbert.tokenizers.base import PieceTokenizer
 from kbert.tokenizers.decoding import UNDERLINE  # SentencePiece's word start
 from kbert.tokenizers.normalization import collapse_whitespace, lower, strip_combining_marks
 
@@ -95,6 +95,9 @@ class SentencePieceTokenizer(PieceTokenizer):
         albert_preprocess: ALBERT's preprocessing before SentencePiece (whitespace, quotes,
             accents, lower-case: `normalize`); `False` gives the text to SentencePiece as it
             is (lower-cased only with `lowercase`), as DeBERTa-v3's tokenizer.
+        pair_layout: how a pair is packed (`kbert.tokenizers.packing.PairLayout`, a
+            (separators, second_segment) pair or "bert" / "roberta"); BERT's by default,
+            RoBERTa's for XLM-R (<s> A </s></s> B </s>, all segment 0).
 
     Attributes:
         pad_id, unk_id, cls_id, sep_id, mask_id: the ids of <pad>, <unk>, [CLS], [SEP], [MASK].
@@ -102,8 +105,10 @@ class SentencePieceTokenizer(PieceTokenizer):
     """
 
     def __init__(self, model, lowercase=True, keep_accents=False, split_special_tokens=True,
-                 name=None, special_pieces=None, added_pieces=(), albert_preprocess=True):
+                 name=None, special_pieces=None, added_pieces=(), albert_preprocess=True,
+                 pair_layout=None):
         super().__init__(name=name)
+        self._given_layout(pair_layout)
         special_pieces = dict(special_pieces or SPECIAL_PIECES)
         if set(special_pieces) != set(SPECIAL_PIECES):
             raise ValueError(f"special_pieces needs the keys {sorted(SPECIAL_PIECES)}, got "
@@ -157,6 +162,14 @@ class SentencePieceTokenizer(PieceTokenizer):
     def checkpoint_assets(self):
         return None, self.lowercase, self.model, None
 
+    @property
+    def charsmap(self):
+        """The model's own normalisation, character by character (a
+        `kbert.tokenizers.sentencepiece.charsmap.CharsMap`, read once per model)."""
+        from kbert.tokenizers.sentencepiece import charsmap
+
+        return charsmap.charsmap(self.model)
+
     def tflite_tokenizer(self):
         """tensorflow-text's `FastSentencepieceTokenizer` on the same model, for a model
         whose normalisation is its own (DeBERTa-v3's nmt_nfkc: the same ids, tested); a
@@ -189,10 +202,10 @@ class SentencePieceTokenizer(PieceTokenizer):
         return self.lowercase, self.lowercase or not self.keep_accents
 
     def graph_encode(self, text, specials):
-        """`kbert.tokenizers.sentence_piece_graph.encode`."""
-        from kbert.tokenizers import sentence_piece_graph
+        """`kbert.tokenizers.sentencepiece.graph.encode`."""
+        from kbert.tokenizers.sentencepiece import graph
 
-        return sentence_piece_graph.encode(text, self, specials)
+        return graph.encode(text, self, specials)
 
     def starts_word(self, token):
         """A piece starts a word when it starts with "▁" (SentencePiece's space mark: the

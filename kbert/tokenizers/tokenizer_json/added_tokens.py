@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from kbert.tokenizers.byte_level import SPACE
 from kbert.tokenizers.encoding import _python_class
-from kbert.tokenizers.json_normalizers import normalize
+from kbert.tokenizers.tokenizer_json.normalizers import normalize
 
 _FENCE = b"\xff"  # never in UTF-8
 
@@ -22,7 +22,7 @@ class AddedTokens:
     Args:
         added: the tokenizer.json's added tokens (dicts: content, id, special, normalized,
             lstrip, rstrip).
-        normalizer, prepend: the tokenizer's normaliser (`json_normalizers.normalize`).
+        normalizer, prepend: the tokenizer's normaliser (`normalizers.normalize`).
         split_special_tokens: special tokens typed in the text are text.
     """
 

@@ -1,6 +1,6 @@
 """The normalisation a SentencePiece model carries (its `precompiled_charsmap`: nmt_nfkc in
 ALBERT's and DeBERTa-v3's releases), character by character, for the offsets that map its
-pieces back to the text (`kbert.tokenizers.offsets`, `kbert.tokenizers.sentence_piece_graph`).
+pieces back to the text (`kbert.tokenizers.offsets`, `kbert.tokenizers.sentencepiece.graph`).
 
 The charsmap is the model's own table: a double-array trie (darts-clone) from UTF-8 strings
 to their normalised forms. nmt_nfkc is NFKC, but for what it adds: control characters are

@@ -5,6 +5,7 @@ import re
 
 import tensorflow as tf
 
+from kbert.tokenizers import packing
 from kbert.tokenizers.normalization import lower
 
 _FENCE = b"\xff"  # never in UTF-8
@@ -27,20 +28,18 @@ class Tokenizer(tf.Module):
     `special_tokens` (the special tokens' literals), `split_special_tokens`, `_tokenizer` (a
     tensorflow-text tokenizer with `tokenize` and `detokenize`) and `_normalize(text)`, and
     implement `starts_word(token)`, the rule that whole-word and n-gram masking go by; their
-    words and tokens with offsets (`offset_words`, `word_offsets`, `graph_encode`), their
-    pair layout (`pair_separators`, `second_segment_id`) and their decoders.
+    words and tokens with offsets (`offset_words`, `word_offsets`, `graph_encode`) and their
+    decoders. Each constructor takes `pair_layout=` (`_given_layout`).
     """
 
     # Special tokens whose literal takes the whitespace before it (transformers' `lstrip`),
     # and the RE2 class of that whitespace.
     left_stripped = ()
     left_strip_class = r"\s"
-    # Its pair layout (`kbert.tokenizers.packing`): how many separators stand between the
-    # two texts of a pair (1 for BERT's [CLS] a [SEP] b [SEP], 2 for RoBERTa's
-    # <s> a </s></s> b </s>), and the segment id of the second text and its separator (1;
-    # RoBERTa: 0, its one segment type).
-    pair_separators = 1
-    second_segment_id = 1
+    # Its pair layout (`kbert.tokenizers.packing.PairLayout`): here the kind's default
+    # (BERT's; a byte-level BPE's: RoBERTa's), on an instance the `pair_layout=` it was made
+    # with, if any (XLM-R: a SentencePiece tokenizer with RoBERTa's layout).
+    layout = packing.BERT
     # What each kind says of itself, so that no code outside `kbert.tokenizers` needs to ask
     # which kind it holds:
     # its `kbert.tokenizers.tokenizer_types` name ("wordpiece", "sentencepiece", "bpe");
@@ -55,6 +54,24 @@ class Tokenizer(tf.Module):
     # a word's first token carries the mark instead (transformers then tells subwords by
     # the spaces around them).
     continuation_prefix = None
+
+    def _given_layout(self, pair_layout):
+        """Sets the instance's `layout` from a constructor's `pair_layout`: a `PairLayout`,
+        a (separators, second_segment) pair or a name of `packing.LAYOUTS`; None keeps the
+        kind's."""
+        if pair_layout is not None:
+            self.layout = packing.PairLayout.of(pair_layout)
+
+    @property
+    def pair_separators(self):
+        """The separators between a pair's texts (`layout.separators`)."""
+        return self.layout.separators
+
+    @property
+    def second_segment_id(self):
+        """The segment id of a pair's second text (`layout.second_segment`)."""
+        return self.layout.second_segment
+
     @property
     def vocabulary_size(self):
         return len(self.vocabulary)
@@ -208,36 +225,27 @@ class Tokenizer(tf.Module):
             rule = self.__dict__["_offsets_rule"] = offsets.Rule(self)
         return offsets.word_offsets(word, ids, rule, start, text)
 
-    # === Packing into model inputs, by the tokenizer's layout (`kbert.tokenizers.packing`) ===
+    # === Packing into model inputs, by the tokenizer's `layout` (`kbert.tokenizers.packing`) ===
 
     def special_count(self, pair):
         """How many special tokens packing adds to one text (2) or to a pair (3, or 4 for
-        RoBERTa)."""
-        from kbert.tokenizers import packing
-
+        RoBERTa's layout)."""
         return packing.special_count(self, pair)
 
     def pair_layout(self, first, second=None):
         """numpy: [CLS] first [SEP] (second [SEP]) -> (token_ids, segment_ids) int32
         [tokens], unpadded (`packing.pair_layout`)."""
-        from kbert.tokenizers import packing
-
         return packing.pair_layout(self, first, second)
 
     def pack_row(self, first, second, sequence_length):
         """numpy: one row padded to `sequence_length` (`packing.packed_row`): (token_ids,
         segment_ids, padding_mask) and the position of `second`'s first token."""
-        from kbert.tokenizers import packing
-
         return packing.packed_row(first, second, sequence_length, self.cls_id, self.sep_id,
-                                  self.pad_id, packing.pair_separators(self),
-                                  packing.second_segment_id(self))
+                                  self.pad_id, *self.layout)
 
     def pack(self, segments, sequence_length):
         """In the graph: one or two ragged id tensors [B, (pieces)] -> model inputs padded
         to `sequence_length`, a pair truncated longest first (`packing.pack_segments`)."""
-        from kbert.tokenizers import packing
-
         return packing.pack_segments(self, segments, sequence_length)
 
     # === Tokens -> text, as transformers' fast tokenizers (`kbert.tokenizers.decoding`) ===

@@ -5,8 +5,8 @@ for `pipeline.export`: each text's ids with the characters of each token in the 
 As in Python: the text is cut at the special-token literals the pipeline keeps (exact
 matches, longest first), the rest into whitespace-separated chunks (Python's `str.isspace`),
 and each chunk is tokenized alone. A piece covers the characters whose normalised forms
-(each character alone, `sentence_piece_forms`: ALBERT's NFKD without combining marks,
-lower-case; the model's charsmap; DeBERTa-v3 keeps accents) it spells, a "▁" inside a chunk
+(each character alone, `forms`: ALBERT's NFKD without combining marks, lower-case; the
+model's charsmap; DeBERTa-v3 keeps accents) it spells, a "▁" inside a chunk
 the character the model made a space (U+200B); an unknown piece spells the run of characters
 that no piece holds where it stands. A chunk whose pieces do not spell its characters' forms
 so, but spell the chunk's form as a whole (a form that depends on the neighbouring
@@ -19,9 +19,10 @@ its own).
 
 import tensorflow as tf
 
-from kbert.tokenizers import normalization, sentence_piece_forms
+from kbert.tokenizers import normalization
 from kbert.tokenizers.literals_graph import split_at_literals
 from kbert.tokenizers.offsets import PREFIX_LIMIT, SENTENCE_PIECE_MARK
+from kbert.tokenizers.sentencepiece import forms as sentence_piece_forms
 
 
 def _member(codes, ranges):

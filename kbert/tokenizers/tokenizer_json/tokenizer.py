@@ -1,4 +1,4 @@
-"""The tokenizers of a tokenizer.json (`kbert.tokenizers.tokenizer_json` reads the file):
+"""The tokenizers of a tokenizer.json (`kbert.tokenizers.tokenizer_json.reading` reads it):
 `ByteLevelJsonTokenizer` (ModernBERT's byte-level BPE: NFC, GPT-2's split, BPE over byte
 symbols; a `BytePairTokenizer` with a normaliser and added tokens) and `ByteFallbackTokenizer`
 (mmBERT's: spaces to "▁", the text one word, BPE over characters, a character the vocabulary
@@ -7,7 +7,7 @@ lacks as its UTF-8 bytes' <0xNN> tokens).
 Both tokenize as the `tokenizers` package does: the added tokens found first
 (`added_tokens.AddedTokens`), the normaliser on the text between them, each piece tokenized
 alone. A token's characters (`word_offsets`) are those its normalised characters come from
-(`json_normalizers`): the characters whose bytes it holds, less the spaces of its leading and
+(`normalizers`): the characters whose bytes it holds, less the spaces of its leading and
 trailing "Ġ" where a ByteLevel post-processor trims them.
 """
 
@@ -16,12 +16,12 @@ import functools
 import numpy as np
 import tensorflow as tf
 
-from kbert.tokenizers._tokenizer import Tokenizer, by_rows
-from kbert.tokenizers.added_tokens import AddedTokens
-from kbert.tokenizers.bpe_merge import MergeTable
-from kbert.tokenizers.byte_pair_tokenizer import BytePairTokenizer
-from kbert.tokenizers.json_normalizers import MARK, graph_normalize, normalize
+from kbert.tokenizers.base import Tokenizer, by_rows
+from kbert.tokenizers.bpe.merge import MergeTable
+from kbert.tokenizers.bpe.tokenizer import BytePairTokenizer
 from kbert.tokenizers.offsets import trimmed
+from kbert.tokenizers.tokenizer_json.added_tokens import AddedTokens
+from kbert.tokenizers.tokenizer_json.normalizers import MARK, graph_normalize, normalize
 
 _BYTE_TOKENS = [f"<0x{b:02X}>" for b in range(256)]
 
@@ -33,12 +33,12 @@ class JsonTokenizer:
     normalised text), `gpt2_pieces` (whether GPT-2's pieces are the words) and, with it,
     `_pieces(texts)` (normalised texts -> [(piece, start)] each)."""
 
-    def _read_spec(self, spec, split_special_tokens):
+    def _read_spec(self, spec, split_special_tokens, pair_layout):
         self.tokenizer_json = spec.text
         self.normalizer, self.prepend = spec.normalizer, spec.prepend
         self.trim_offsets = spec.trim_offsets
-        self.pair_separators, self.second_segment_id = (spec.pair_separators,
-                                                        spec.second_segment_id)
+        self.layout = spec.layout  # the template's, unless given
+        self._given_layout(pair_layout)
         # (kept out of tf.Module's attribute tracking, which would wrap its dicts)
         self.__dict__["_added_spec"] = spec.added
         self._split_special_tokens = bool(split_special_tokens)
@@ -164,10 +164,10 @@ class JsonTokenizer:
         return trimmed(self.vocabulary[token_id], a, b)
 
     def graph_encode(self, text, specials):
-        """`kbert.tokenizers.json_graph.encode`."""
-        from kbert.tokenizers import json_graph
+        """`kbert.tokenizers.tokenizer_json.graph.encode`."""
+        from kbert.tokenizers.tokenizer_json import graph
 
-        return json_graph.encode(text, self, specials)
+        return graph.encode(text, self, specials)
 
     # === Files ===
 
@@ -208,11 +208,11 @@ class ByteLevelJsonTokenizer(JsonTokenizer, BytePairTokenizer):
 
     gpt2_pieces = True  # its words: GPT-2's pieces
 
-    def __init__(self, spec, split_special_tokens=True, name=None):
+    def __init__(self, spec, split_special_tokens=True, name=None, pair_layout=None):
         specials = {key: spec.specials[key] for key in ("cls", "pad", "sep", "unk", "mask")}
         BytePairTokenizer.__init__(self, spec.vocabulary, spec.merges,
                                    special_tokens=specials, name=name)
-        self._read_spec(spec, split_special_tokens)
+        self._read_spec(spec, split_special_tokens, pair_layout)
 
     @functools.cached_property
     def token_sizes(self):
@@ -239,12 +239,12 @@ class ByteFallbackTokenizer(JsonTokenizer, Tokenizer):
     bert_words = False
     gpt2_pieces = False  # its word: the text between raw added tokens
 
-    def __init__(self, spec, split_special_tokens=True, name=None):
+    def __init__(self, spec, split_special_tokens=True, name=None, pair_layout=None):
         super().__init__(name=name)
         self.vocabulary = list(spec.vocabulary)
         self.merges = list(spec.merges)
         self._index = {token: i for i, token in enumerate(self.vocabulary)}
-        self._read_spec(spec, split_special_tokens)
+        self._read_spec(spec, split_special_tokens, pair_layout)
         model = sorted(spec.model_tokens)
         self._symbols = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
             tf.constant(model), tf.constant([self._index[t] for t in model], tf.int64)), -1)
@@ -308,7 +308,8 @@ class ByteFallbackTokenizer(JsonTokenizer, Tokenizer):
         return self.graph_decode(tf.cast(self._tokens.lookup(tokens), tf.int32))
 
 
-def tokenizer_of(spec, split_special_tokens=True):
-    """The kbert tokenizer of a `tokenizer_json.TokenizerJson`."""
+def tokenizer_of(spec, split_special_tokens=True, pair_layout=None):
+    """The kbert tokenizer of a `tokenizer_json.TokenizerJson`; `pair_layout`: None keeps
+    the template's."""
     kind = ByteLevelJsonTokenizer if spec.kind == "byte_level" else ByteFallbackTokenizer
-    return kind(spec, split_special_tokens)
+    return kind(spec, split_special_tokens, pair_layout=pair_layout)

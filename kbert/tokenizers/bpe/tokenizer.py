@@ -9,7 +9,7 @@ runs inside `tf.data` and a SavedModel with no Python:
    but its last character, which goes with the text when it is a plain space and stands alone
    otherwise; the text between runs is then split by the rest of the pattern.
 2. Each piece's UTF-8 bytes become GPT-2's byte symbols (`bytes_to_unicode`), as ids.
-3. BPE (`kbert.tokenizers.bpe_merge`): in every word, all non-overlapping occurrences of the
+3. BPE (`kbert.tokenizers.bpe.merge`): in every word, all non-overlapping occurrences of the
    pair of lowest merge rank are merged, left to right, until no pair has a rank.
 
 keras-hub's `BytePairTokenizer` is not the core: its RE2 split marks word starts with "६"
@@ -22,8 +22,9 @@ import os
 
 import tensorflow as tf
 
-from kbert.tokenizers._tokenizer import Tokenizer, by_rows
-from kbert.tokenizers.bpe_merge import MergeTable
+from kbert.tokenizers import packing
+from kbert.tokenizers.base import Tokenizer, by_rows
+from kbert.tokenizers.bpe.merge import MergeTable
 from kbert.tokenizers.byte_level import SPACE, WORD_START, bytes_to_unicode, pre_tokenize
 from kbert.tokenizers.normalization import lower
 
@@ -103,6 +104,8 @@ class BytePairTokenizer(Tokenizer):
             before it along ("a <mask>" is "a", "<mask>"), as RoBERTa's tokenizer does.
         lowercase: lower-case the text first (Python's `str.lower`), as `tokenizers`'
             `ByteLevelBPETokenizer(lowercase=True)`; RoBERTa's tokenizer is cased (False).
+        pair_layout: how a pair is packed (`kbert.tokenizers.packing.PairLayout`, a
+            (separators, second_segment) pair or "bert" / "roberta"); RoBERTa's by default.
 
     Attributes:
         cls_id, pad_id, sep_id, unk_id, mask_id: the special ids, read from the vocabulary.
@@ -110,14 +113,15 @@ class BytePairTokenizer(Tokenizer):
     """
 
     left_strip_class = SPACE
-    pair_separators = 2  # RoBERTa's pairs: <s> a </s></s> b </s>, all of it segment 0
-    second_segment_id = 0
+    layout = packing.ROBERTA  # RoBERTa's pairs: <s> a </s></s> b </s>, all of it segment 0
     tokenizer_type = "bpe"
     bert_words = False  # its words are GPT-2's pieces
 
     def __init__(self, vocabulary, merges, add_prefix_space=False, split_special_tokens=True,
-                 special_tokens=None, lstrip_mask=True, lowercase=False, name=None):
+                 special_tokens=None, lstrip_mask=True, lowercase=False, name=None,
+                 pair_layout=None):
         super().__init__(name=name)
+        self._given_layout(pair_layout)
         if isinstance(vocabulary, (str, os.PathLike)):
             vocabulary = read_vocabulary(vocabulary)
         else:
@@ -217,10 +221,10 @@ class BytePairTokenizer(Tokenizer):
                                  [self.token_bytes[i] for i in ids], start, self.lowercase)
 
     def graph_encode(self, text, specials):
-        """`kbert.tokenizers.byte_pair_graph.encode`."""
-        from kbert.tokenizers import byte_pair_graph
+        """`kbert.tokenizers.bpe.graph.encode`."""
+        from kbert.tokenizers.bpe import graph
 
-        return byte_pair_graph.encode(text, self, specials)
+        return graph.encode(text, self, specials)
 
     def tokens_to_string(self, tokens):
         from kbert.tokenizers import decoding
