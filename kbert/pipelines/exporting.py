@@ -11,8 +11,8 @@ the pipeline of its task, and the pipeline as follows.
   pipeline answers; `serving_ids` beside it takes token ids (`token_ids`, `segment_ids`
   except DistilBERT's, `padding_mask`) and returns the model's raw outputs (`logits`; a
   question answerer's `start_logits` and `end_logits`; an embedder's `embedding`; a
-  backbone's `sequence_output` and `pooled_output`), which `kbert.pipeline` runs when it
-  loads the export. It loads with TensorFlow and tensorflow-text alone. A pipeline's answer
+  backbone's, and a masked-LM pretrainer's backbone's, `sequence_output` and
+  `pooled_output`), which `kbert.pipeline` runs when it loads the export. It loads with TensorFlow and tensorflow-text alone. A pipeline's answer
   is a list of dicts; the SavedModel returns each key as a tensor with a leading batch
   dimension, padded where rows differ in length (a `num_*` output says how many entries of a
   row are real).
@@ -104,10 +104,13 @@ def write(pipe, path, format, quantize, options):
     for name, (function, specs) in endpoints.items():
         archive.add_endpoint(name, function, specs)
     source = pipe.source
-    # Feature extraction runs the backbone of any model: its raw outputs are the backbone's.
-    kind = "backbone" if registry.get(pipe.task) is registry.BACKBONE else source.kind
+    # Feature extraction runs the backbone of any model, and a masked-LM pretrainer's ids
+    # (no mask positions) go to its backbone: their raw outputs are the backbone's.
+    kind, ids_model = source.kind, model
+    if registry.get(pipe.task) is registry.BACKBONE or kind == registry.MASKED_LM.name:
+        kind, ids_model = "backbone", getattr(model, "backbone", model)
     if kind in RAW_OUTPUTS:
-        add_ids_endpoint(archive, model, raw_outputs(model, kind), length)
+        add_ids_endpoint(archive, ids_model, raw_outputs(ids_model, kind), length)
     meta = metadata.describe(
         runtime=format, task=pipe.task, model=kind,
         label_names=None if kind == "backbone" else source.label_names,

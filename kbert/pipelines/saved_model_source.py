@@ -1,4 +1,4 @@
-"""A SavedModel exported by kbert (`kbert.export`, `export_saved_model`) as a pipeline's model.
+"""A SavedModel exported by kbert (`kbert.export`) as a pipeline's model.
 
 The pipeline tokenizes in Python, as for any model, and runs the SavedModel's `serving_ids`
 signature (ids in, the model's raw outputs out), so that every pipeline option works as on
@@ -37,11 +37,7 @@ def from_saved_model(path, tokenizer, task, trusted):
                          f"one of {', '.join(SERVES)}.")
     signatures = dict(loaded.signatures)
     if "serving_ids" not in signatures:
-        raise ValueError(f"fill-mask cannot run on the SavedModel {path}: its export has no "
-                         f"serving_ids signature (signatures: {sorted(signatures)}). Load the "
-                         "pretrainer's checkpoint (kbert.convert) instead." if
-                         task == "fill-mask" else
-                         f"The SavedModel {path} has no serving_ids signature (signatures: "
+        raise ValueError(f"The SavedModel {path} has no serving_ids signature (signatures: "
                          f"{sorted(signatures)}): a {meta['task']} export a pipeline cannot "
                          "run.")
     serving_ids = signatures["serving_ids"]
@@ -49,10 +45,6 @@ def from_saved_model(path, tokenizer, task, trusted):
     inputs = list(serving_ids.structured_input_signature[1])
     kind = meta["model"]
     name = f"the SavedModel {path}"
-    if task == "fill-mask" and "fill_mask" in signatures:
-        raise ValueError(
-            f"fill-mask cannot run on {name}: its fill_mask signature returns only its own "
-            "top-k tokens. Load the pretrainer's checkpoint (kbert.convert) instead.")
     label_names, problem_type = meta.get("label_names"), meta.get("problem_type")
     width = outputs["logits"].shape[-1] if "logits" in outputs else None
     if kind in ("text_classifier", "token_classifier") and problem_type != "regression":

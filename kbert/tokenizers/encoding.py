@@ -22,6 +22,7 @@ left-stripped one (RoBERTa's "<mask>") takes the whitespace before it along.
 """
 
 import collections
+import copy
 import re
 
 import numpy as np
@@ -53,19 +54,30 @@ class Encoder:
 
     def __init__(self, tokenizer):
         self.tokenizer = tokenizer
-        if getattr(tokenizer, "add_prefix_space", False):
-            raise ValueError("The pipelines take a BytePairTokenizer with RoBERTa's "
-                             "add_prefix_space=False (its checkpoints' setting), not True.")
+        # A byte-level BPE with `add_prefix_space` (kbert's RoBERTa runs) puts a space before
+        # each piece of text between special literals, as the tokenizers library's
+        # ByteLevel(add_prefix_space=True) and the tokenizer's own graph do: the pieces are
+        # split with that space, their words tokenized without another, and the offsets
+        # stay in the text as given.
+        self._prefix_space = bool(getattr(tokenizer, "add_prefix_space", False))
+        self._word_tokenizer = tokenizer
+        if self._prefix_space:
+            self._word_tokenizer = copy.copy(tokenizer)
+            self._word_tokenizer.add_prefix_space = False
         self.vocabulary = tokenizer.vocabulary
         self.special_ids = frozenset(int(i) for i in tokenizer.special_ids)
         self._left_stripped = frozenset(getattr(tokenizer, "left_stripped", ()))
         self._left_strip = _python_class(getattr(tokenizer, "left_strip_class", r"\s"))
 
     def _words(self, segments):
-        """Per (text, start, end), the (word, start) of the words of text[start:end]."""
-        split = self.tokenizer.offset_words([text[start:end] for text, start, end in segments])
-        return [[(w, s + start) for w, s in words]
-                for (_, start, _), words in zip(segments, split)]
+        """Per (text, start, end), the (word, start) of the words of text[start:end] (a
+        prefix space at start - 1)."""
+        pieces = [text[start:end] for text, start, end in segments]
+        added = [self._prefix_space and bool(piece) and not piece.startswith(" ")
+                 for piece in pieces]
+        split = self.tokenizer.offset_words([" " * a + piece for a, piece in zip(added, pieces)])
+        return [[(w, s + start - a) for w, s in words]
+                for (_, start, _), a, words in zip(segments, added, split)]
 
     def _pattern(self, specials):
         """The regex of the special literals (longest first); a left-stripped one (RoBERTa's
@@ -125,7 +137,7 @@ class Encoder:
                     layout.extend((w, s, s + len(w), None) for w, s in next(words))
             layouts.append(layout)
         pieces = tokenize_words(
-            self.tokenizer, [w for layout in layouts for w, *_ in layout if w is not None])
+            self._word_tokenizer, [w for layout in layouts for w, *_ in layout if w is not None])
         return layouts, pieces
 
     def _encoding(self, text, layout, pieces):

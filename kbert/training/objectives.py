@@ -150,7 +150,7 @@ class Objective:
     needs_teacher: bool = False
     check: Optional[Callable] = None
     initialize: Optional[Callable] = None
-    exported: str = "the backbone"
+    exported: str = "the model"
     export: Optional[Callable] = None
 
     def model_to_export(self, model):
@@ -183,5 +183,5 @@ OBJECTIVES = {objective.name: objective for objective in (
               "TinyBERT's)", "none", _distiller,
               _MLM + ("kl_loss", "embedding_loss", "attention_loss", "hidden_loss",
                       "prediction_loss"), needs_teacher=True, check=_check_teacher,
-              initialize=_initialize_student),
+              initialize=_initialize_student, exported="the student"),
 )}

@@ -15,6 +15,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from kbert.tasks import registry
 from kbert.training import callbacks as kbert_callbacks
 from kbert.training import multi_worker, pretraining_inputs
 from kbert.training.objectives import OBJECTIVES
@@ -100,8 +101,7 @@ def run_pretraining(config):
         export_dir = config.export_dir
         if work_dir != config.model_dir:
             export_dir = os.path.join(work_dir, "export")
-        export(objective.model_to_export(model), tokenizer, export_dir, config.sequence_length,
-               objective.exported)
+        export(objective.model_to_export(model), tokenizer, export_dir, objective.exported)
     return logs
 
 
@@ -142,13 +142,14 @@ def _init_from(model, model_dir):
     print(f"Initialized the model from {path}.")
 
 
-def export(model, tokenizer, export_dir, sequence_length, what="the backbone"):
-    """A SavedModel with the tokenizer inside (`kbert.serving.export_saved_model`)."""
-    from kbert.serving import export_saved_model
-    from kbert.models import BertPretrainer
+def export(model, tokenizer, export_dir, what="the model"):
+    """`kbert.export` of what the run trained: a masked-LM pretrainer as the fill-mask
+    pipeline, a backbone (ELECTRA's discriminator) as feature extraction; `serving_ids` of
+    both returns the backbone's outputs."""
+    import kbert  # the floor above (kbert.pipelines), reached through the package root
 
-    export_saved_model(model, export_dir, tokenizer, sequence_length=sequence_length)
-    signatures = "serving_default, serving_pairs, serving_ids" + (
-        ", fill_mask" if isinstance(model, BertPretrainer) else "")
-    print(f"Exported {what} as a SavedModel (signatures {signatures}) to {export_dir}.")
+    task = registry.of_model(model).pipelines[0]
+    kbert.export(model, export_dir, task=task, tokenizer=tokenizer)
+    print(f"Exported {what} as a SavedModel ({task} answers on text, serving_ids on token "
+          f"ids) to {export_dir}.")
     logging.info("SavedModel written to %s", export_dir)

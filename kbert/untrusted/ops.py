@@ -41,10 +41,9 @@ ALLOWED_OPS = frozenset({
     # (StatelessWhile: a loop whose body holds no stateful op; bounded as While is).
     "StatelessWhile",
     # tensorflow-text: the WordPiece and SentencePiece tokenizers (their models are constants
-    # of the graph, never files), normalisation, pre-tokenization, trimming.
+    # of the graph, never files), normalisation, pre-tokenization.
     "FastBertNormalize", "FastWordpieceTokenizeWithOffsets", "NormalizeUTF8",
     "SentencepieceOp", "SentencepieceTokenizeOp",
-    "TFText>RoundRobinTrim",
     # Variables and resources: the weights, read by the signatures.
     "AssignVariableOp", "ReadVariableOp", "VarHandleOp", "VarIsInitializedOp",
     # Graph structure and control flow: inputs, calls of library functions, branches

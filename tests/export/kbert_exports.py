@@ -16,9 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SEQUENCE_LENGTH = 16
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 
-# name -> (family, head or task, task arguments, export arguments, SentencePiece tokenizer):
-# a backbone or pretrainer by `export_saved_model`, a task model by `model.export` (its
-# pipeline's answers; the export arguments are the pipeline's options).
+# name -> (family, head or task, task arguments, export arguments, SentencePiece tokenizer),
+# each written by `kbert.export` (a pretrainer: fill-mask; a backbone: feature extraction; a
+# task model: its pipeline's answers; the export arguments are the pipeline's options).
 EXPORTS = {
     "bert_pretrainer": ("bert", "pretrainer", {}, {}, False),
     "bert_backbone": ("bert", None, {}, {}, False),
@@ -81,11 +81,11 @@ PIPELINE_EXPORTS = {
 # with their own tokenizer (kbert.convert.load_tokenizer). RoBERTa's: its byte-level BPE in the
 # graph (a bounded While loop, a hash table filled at load from constants).
 CHECKPOINT_EXPORTS = {
-    "roberta_pretrainer": ("hf_tiny/roberta", {"top_k": 2, "max_masks": 2}),
-    "roberta_text_classifier": ("hf_tasks/roberta_seq_single", None),
+    "roberta_pretrainer": ("hf_tiny/roberta", {"top_k": 2}),
+    "roberta_text_classifier": ("hf_tasks/roberta_seq_single", {}),
 }
 
-# Each family (its pretrainer: the backbone signatures and fill-mask) and each task once; the
+# Each family (its pretrainer: fill-mask, and the backbone on ids) and each task once; the
 # tests check these (the rest of EXPORTS adds no op type, as the script shows).
 EACH = ("bert_pretrainer", "albert_pretrainer", "distil_bert_pretrainer", "electra_pretrainer",
         "deberta_v3_pretrainer", "mobile_bert_pretrainer", "roberta_pretrainer",
@@ -117,17 +117,13 @@ def export(name, directory, pipeline_export=None):
     `directory`; returns the path. A PIPELINE_EXPORTS one is `pipeline_export(task, model,
     options)`'s where given (the tests' fixture, which shares the exports of a run)."""
     if name in CHECKPOINT_EXPORTS:
+        import kbert
         import kbert.convert
-        from kbert.serving import export_saved_model
 
         checkpoint, options = CHECKPOINT_EXPORTS[name]
         checkpoint = str(ROOT / "tests" / "fixtures" / checkpoint)
-        path = os.path.join(directory, name)
         model, words = kbert.convert.load(checkpoint), kbert.convert.load_tokenizer(checkpoint)
-        if options is None:  # a task model: its pipeline's answers
-            return model.export(path, tokenizer=words)
-        export_saved_model(model, path, words, sequence_length=SEQUENCE_LENGTH, **options)
-        return path
+        return kbert.export(model, os.path.join(directory, name), tokenizer=words, **options)
     if name in PIPELINE_EXPORTS:
         import kbert
 
@@ -136,9 +132,9 @@ def export(name, directory, pipeline_export=None):
             return pipeline_export(task, model, options)
         pipe = kbert.pipeline(task, model=str(ROOT / "tests" / "fixtures" / model))
         return pipe.export(os.path.join(directory, name), **options)
+    import kbert
     import kbert.models
     from kbert import tasks
-    from kbert.serving import export_saved_model
     from tests.helpers import TINY
 
     family, head, task_kwargs, export_kwargs, sentence_piece = EXPORTS[name]
@@ -151,9 +147,9 @@ def export(name, directory, pipeline_export=None):
         model = tasks.TASKS[head](kbert.models.build(family, config, head=None), **task_kwargs)
         return model.export(path, tokenizer=words, **export_kwargs)
     model = kbert.models.build(family, config, head=head)
-    export_kwargs = {**export_kwargs, "top_k": 2, "max_masks": 2}
-    export_saved_model(model, path, words, sequence_length=SEQUENCE_LENGTH, **export_kwargs)
-    return path
+    if hasattr(model, "discriminator"):  # what a replaced-token detection run exports
+        model = model.discriminator()
+    return kbert.export(model, path, tokenizer=words, **export_kwargs)
 
 
 def keras_export(directory):

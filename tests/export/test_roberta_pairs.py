@@ -95,23 +95,3 @@ def test_the_saved_model_is_a_pipelines_model_as_its_checkpoint(export_dir):
     long_text = " ".join([PAIRS[0][0]] * 200)
     reference.assert_same(saved(long_text, truncation=True, top_k=None),
                           checkpoint(long_text, truncation=True, top_k=None))
-
-
-@pytest.mark.parametrize("fixture, kind", [("hf_tasks/roberta_token", "TokenClassifier"),
-                                           ("hf_tasks/roberta_qa", "QuestionAnswerer")])
-def test_word_aligning_task_models_of_roberta_export_through_their_pipeline(tmp_path, fixture,
-                                                                           kind):
-    """export_saved_model takes no task model: RoBERTa's token classifier and question
-    answerer export as their pipelines answer, `model.export` (whose graphs split words as
-    RoBERTa's data does: tests/pipelines/test_roberta.py runs those exports)."""
-    from kbert import convert
-    from kbert.serving import export_saved_model
-
-    path = FIXTURES / fixture
-    model, tokenizer = convert.load(str(path)), convert.load_tokenizer(str(path))
-    assert type(model).__name__ == kind
-    with pytest.raises(TypeError, match=f"export_saved_model writes backbones and pretrainers; "
-                                        rf"a {kind} exports as its pipeline answers: "
-                                        r"model.export\(path\)"):
-        export_saved_model(model, str(tmp_path / "export"), tokenizer, sequence_length=32)
-    assert not (tmp_path / "export").exists()

@@ -1,35 +1,29 @@
-"""kbert.serving.export_saved_model: signatures checked in a fresh TensorFlow-only process."""
+"""`kbert.export` of a pretrainer and of a backbone (what `tools/pretrain.py --export_dir`
+writes): the fill-mask or feature-extraction pipeline's answers on text, and the backbone's
+outputs on token ids (`serving_ids`), checked in a fresh TensorFlow-only process."""
 
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+import kbert
 from kbert import presets
-from kbert.serving import export_saved_model
-from kbert.serving.saved_model import tokenize_with_masks
 from kbert.tokenizers.packing import pack_segments as pack
 
-ROOT = Path(__file__).resolve().parents[2]
 SEQUENCE_LENGTH = 32
-LONG = " ".join(["Return the number of items in a container, or raise an error."] * 40)
-TEXTS = ["Return the number of items in a container.", "", "\xff\xfe not UTF-8", LONG,
-         "A single word", "résumé naïve café"]
-PAIRS_B = ["It is a list.", "Only the second one", "", LONG, "", "x"]
-MASKED = ["Return the [MASK] of items in a [MASK].", "No mask here.", "",
-          "[MASK]", LONG + " [MASK]", "[MASK] [MASK] [MASK] [MASK] [MASK] [MASK] [MASK] [MASK] "
-          "[MASK] [MASK]"]
-
-
-def as_bytes(texts):
-    return [t.encode("latin-1") if t.startswith("\xff") else t.encode() for t in texts]
+LONG = " ".join(["Return the number of items in a container, or raise an error."] * 3)
+MASKED = ["Return the [MASK] of items in a [MASK].", "[MASK]", LONG + " [MASK]",
+          "résumé naïve [MASK] café", "[MASK] [MASK] [MASK]"]
+TEXTS = ["Return the number of items in a container.", "", "A single word",
+         "résumé naïve café"]
 
 
 @pytest.fixture(scope="module")
@@ -40,132 +34,79 @@ def exported(tmp_path_factory, stdlib_vocab_file):
     tokenizer = WordPieceTokenizer(stdlib_vocab_file)  # tests/conftest.py: learned once per run
     model = presets.load("bert_tiny", head="pretrainer", weights=None,
                          vocabulary_size=tokenizer.vocabulary_size, max_sequence_length=64)
-    path = str(tmp / "saved_model")
-    export_saved_model(model, path, tokenizer, sequence_length=SEQUENCE_LENGTH, top_k=4,
-                       max_masks=8)
+    path = kbert.export(model, str(tmp / "saved_model"), tokenizer=tokenizer, top_k=4)
     return model, tokenizer, path
 
 
-def keras_reference(model, tokenizer):
-    """What the Keras model gives for the test inputs (ids packed eagerly in Python)."""
-    backbone = model.backbone
-
-    def encode(segments):
-        inputs = pack(tokenizer, segments, SEQUENCE_LENGTH)
-        out = backbone(inputs)
-        return {"sequence_output": np.asarray(out["sequence_output"]),
-                "pooled_output": np.asarray(out["pooled_output"]),
-                "padding_mask": inputs["padding_mask"].numpy(), "inputs": inputs}
-
-    texts, pairs_b = tf.constant(as_bytes(TEXTS)), tf.constant(as_bytes(PAIRS_B))
-    single = encode([tokenizer.tokenize(texts)])
-    pairs = encode([tokenizer.tokenize(texts), tokenizer.tokenize(pairs_b)])
-    ids = single.pop("inputs")
-    pairs.pop("inputs")
-    masked = pack(tokenizer, [tokenize_with_masks(tokenizer, tf.constant(MASKED))],
-                  SEQUENCE_LENGTH)
-    return single, pairs, ids, masked
-
-
 FRESH = """
-import json, sys
-import numpy as np
+import pickle, sys
 import tensorflow as tf
 import tensorflow_text  # registers the tokenizer's ops
-path, inputs, out = sys.argv[1:]
-spec = json.load(open(inputs))
+path, calls, out = sys.argv[1:]
 loaded = tf.saved_model.load(path)
-results = {}
-for name, args in spec.items():
-    kwargs = {key: tf.constant([v.encode("latin-1") if v.startswith("\\xff") else v.encode()
-                                for v in value]) if isinstance(value[0], str)
-              else tf.constant(value, tf.int32) for key, value in args.items()}
-    for key, value in loaded.signatures[name](**kwargs).items():
-        value = value.numpy()
-        results[f"{name}/{key}"] = value.astype(bytes) if value.dtype == object else value
-np.savez(out, **results)
+results = []
+for name, kwargs in pickle.load(open(calls, "rb")):
+    outputs = loaded.signatures[name](**{k: tf.constant(v) for k, v in kwargs.items()})
+    results.append({k: v.numpy() for k, v in outputs.items()})
+pickle.dump((sorted(loaded.signatures), results), open(out, "wb"))
 # keras may come in with tensorflow (its dependency); kbert and keras-hub must not.
 assert not any(m.split(".")[0] in ("kbert", "keras_hub") for m in sys.modules)
-print("OK", sorted(loaded.signatures))
 """
 
 
+def fresh(path, calls, tmp_path):
+    """The signatures of the SavedModel `path` and its outputs for `calls` ([(signature,
+    kwargs)]), from a process with TensorFlow and tensorflow-text alone."""
+    (tmp_path / "calls.pkl").write_bytes(pickle.dumps(calls))
+    result = subprocess.run(
+        [sys.executable, "-c", FRESH, path, str(tmp_path / "calls.pkl"),
+         str(tmp_path / "out.pkl")], capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return pickle.loads((tmp_path / "out.pkl").read_bytes())
+
+
+def ids_of(tokenizer, texts, names=("token_ids", "segment_ids", "padding_mask")):
+    inputs = pack(tokenizer, [tokenizer.tokenize(tf.constant(texts))], SEQUENCE_LENGTH)
+    return {name: inputs[name].numpy() for name in names}
+
+
 @pytest.mark.slow
-def test_a_fresh_tensorflow_process_gives_the_keras_outputs(exported, tmp_path):
+def test_a_fresh_tensorflow_process_answers_as_the_pipeline(exported, tmp_path):
     model, tokenizer, path = exported
-    single, pairs, ids, masked = keras_reference(model, tokenizer)
-    many = ["Return the number of items."] * 1000
-    spec = {
-        "serving_default": {"text": TEXTS},
-        "serving_pairs": {"text_a": TEXTS, "text_b": PAIRS_B},
-        "serving_ids": {k: v.numpy().tolist() for k, v in ids.items()},
-        "fill_mask": {"text": MASKED},
-    }
-    (tmp_path / "inputs.json").write_text(json.dumps(spec))
-    # A batch of a thousand, and batches of one.
-    many_spec = {"serving_default": {"text": many}, "fill_mask": {"text": many[:1]},
-                 "serving_pairs": {"text_a": TEXTS[:1], "text_b": PAIRS_B[:1]},
-                 "serving_ids": {k: v.numpy()[:1].tolist() for k, v in ids.items()}}
-    (tmp_path / "many.json").write_text(json.dumps(many_spec))
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    for name in ("inputs", "many"):
-        result = subprocess.run(
-            [sys.executable, "-c", FRESH, path, str(tmp_path / f"{name}.json"),
-             str(tmp_path / f"{name}.npz")], capture_output=True, text=True, env=env,
-            timeout=300, cwd=tmp_path)
-        assert result.returncode == 0, result.stderr[-3000:]
-        assert "OK ['fill_mask', 'serving_default', 'serving_ids', 'serving_pairs']" in result.stdout
-    out = np.load(tmp_path / "inputs.npz")
+    ids = ids_of(tokenizer, TEXTS)
+    signatures, (filled, by_ids, many, one) = fresh(path, [
+        ("serving_default", {"text": MASKED}),
+        ("serving_ids", ids),
+        # A batch of a thousand, and a batch of one.
+        ("serving_default", {"text": ["Return the [MASK] of items."] * 1000}),
+        ("serving_ids", {name: value[:1] for name, value in ids.items()}),
+    ], tmp_path)
+    assert signatures == ["serving_default", "serving_ids"]
+    meta = json.loads(Path(path, "export.json").read_text())
+    assert (meta["task"], meta["model"], meta["options"]) == ("fill-mask", "backbone",
+                                                              {"top_k": 4})
 
-    for name, expected in (("serving_default", single), ("serving_pairs", pairs)):
-        for key in ("sequence_output", "pooled_output"):
-            np.testing.assert_allclose(out[f"{name}/{key}"], expected[key], atol=1e-5)
-        np.testing.assert_array_equal(out[f"{name}/padding_mask"], expected["padding_mask"])
+    # serving_default: the fill-mask pipeline's answers, each mask's top 4 in order.
+    answers = kbert.pipeline("fill-mask", model=model, tokenizer=tokenizer)(MASKED, top_k=4)
+    assert filled["num_masks"].tolist() == [2, 1, 1, 1, 3]
+    for row, answer in enumerate(answers):
+        per_mask = answer if filled["num_masks"][row] > 1 else [answer]
+        for m, candidates in enumerate(per_mask):
+            assert filled["token"][row, m].tolist() == [c["token"] for c in candidates]
+            assert [s.decode() for s in filled["token_str"][row, m]] == [
+                c["token_str"] for c in candidates]
+            np.testing.assert_allclose(filled["score"][row, m],
+                                       [c["score"] for c in candidates], atol=1e-5)
+    assert (filled["token"][0, 2:] == -1).all() and (filled["score"][1, 1:] == 0).all()
+
+    # serving_ids: the backbone's outputs, as Keras gives them.
+    expected = model.backbone(ids)
     for key in ("sequence_output", "pooled_output"):
-        np.testing.assert_allclose(out[f"serving_ids/{key}"], single[key], atol=1e-5)
-    # Truncation: the long text fills every position; the empty one is [CLS] [SEP].
-    assert single["padding_mask"][3].sum() == SEQUENCE_LENGTH
-    assert single["padding_mask"][1].sum() == 2
-    assert ids["token_ids"][1, :2].numpy().tolist() == [tokenizer.cls_id, tokenizer.sep_id]
-
-    # fill_mask against the Keras model's softmax at the mask positions.
-    token_ids = masked["token_ids"].numpy()
-    num_masks = out["fill_mask/num_masks"]
-    assert num_masks.tolist() == [2, 0, 0, 1, 0, 8]  # the long text's mask was truncated away
-    positions = np.zeros((len(MASKED), 8), "int32")
-    for row in range(len(MASKED)):
-        found = np.flatnonzero(token_ids[row] == tokenizer.mask_id)[:8]
-        positions[row, :len(found)] = found
-    logits = model({**{k: v.numpy() for k, v in masked.items()},
-                    "mask_positions": positions})["mlm_logits"]
-    probabilities = tf.nn.softmax(tf.cast(logits, tf.float32)).numpy()
-    for row in range(len(MASKED)):
-        for m in range(8):
-            ids_out = out["fill_mask/token_ids"][row, m]
-            if m >= num_masks[row]:
-                assert (ids_out == -1).all() and (out["fill_mask/scores"][row, m] == 0).all()
-                assert (out["fill_mask/tokens"][row, m] == b"").all()
-                continue
-            expected = np.argsort(-probabilities[row, m])[:4]
-            np.testing.assert_allclose(out["fill_mask/scores"][row, m],
-                                       probabilities[row, m][expected], atol=1e-5)
-            assert [t.decode() for t in out["fill_mask/tokens"][row, m]] == [
-                tokenizer.vocabulary[i] for i in ids_out]
-    # "[MASK]" in the text is the mask id, and the words around it are tokenized as usual.
-    first = token_ids[0][token_ids[0] != tokenizer.pad_id].tolist()
-    words = tokenizer.tokenize(["Return the", "of items in a", "."]).to_list()
-    assert first == [tokenizer.cls_id, *words[0], tokenizer.mask_id, *words[1],
-                     tokenizer.mask_id, *words[2], tokenizer.sep_id]
-
-    many_out = np.load(tmp_path / "many.npz")
-    assert many_out["serving_default/sequence_output"].shape == (1000, SEQUENCE_LENGTH, 128)
-    np.testing.assert_allclose(many_out["serving_default/pooled_output"][999],
-                               many_out["serving_default/pooled_output"][0], atol=1e-6)
-    np.testing.assert_allclose(many_out["serving_pairs/pooled_output"],
-                               pairs["pooled_output"][:1], atol=1e-5)
-    np.testing.assert_allclose(many_out["serving_ids/pooled_output"],
-                               single["pooled_output"][:1], atol=1e-5)
-    assert many_out["fill_mask/num_masks"].tolist() == [0]
+        np.testing.assert_allclose(by_ids[key], np.asarray(expected[key]), atol=1e-5)
+        np.testing.assert_allclose(one[key], by_ids[key][:1], atol=1e-5)
+    assert many["token"].shape == (1000, 1, 4)
+    np.testing.assert_allclose(many["score"][999], many["score"][0], atol=1e-6)
 
 
 @pytest.mark.slow
@@ -178,12 +119,9 @@ def test_saved_model_cli_lists_the_signatures(exported):
     assert result.returncode == 0, result.stderr[-3000:]
     listing = result.stdout
     expected = {
-        "serving_default": (["text"], ["sequence_output", "pooled_output", "padding_mask"]),
-        "serving_pairs": (["text_a", "text_b"],
-                          ["sequence_output", "pooled_output", "padding_mask"]),
+        "serving_default": (["text"], ["score", "token", "token_str", "sequence", "num_masks"]),
         "serving_ids": (["token_ids", "segment_ids", "padding_mask"],
                         ["sequence_output", "pooled_output"]),
-        "fill_mask": (["text"], ["tokens", "token_ids", "scores", "num_masks"]),
     }
     for name, (inputs, outputs) in expected.items():
         section = listing.split(f"signature_def['{name}']:")[1].split("signature_def[")[0]
@@ -209,118 +147,72 @@ def test_the_graph_has_no_python_or_file_ops(exported):
 
 
 @pytest.mark.slow
-def test_bad_arguments(exported):
+def test_a_pipeline_runs_the_backbone_of_the_export(exported):
+    """`serving_ids` returns the backbone's outputs: feature extraction runs on the export;
+    fill-mask needs the masked-LM head's logits, which the export does not return."""
     model, tokenizer, path = exported
-    with pytest.raises(ValueError, match="sequence_length=65 is longer than the model's "
-                                         "max_sequence_length=64"):
-        export_saved_model(model, path + "_x", tokenizer, sequence_length=65)
-    with pytest.raises(ValueError, match="`top_k` must be an integer >= 1, got 0"):
-        export_saved_model(model, path + "_x", tokenizer, top_k=0)
-    with pytest.raises(TypeError, match=r"takes a backbone \(BertBackbone, AlbertBackbone, ...\) or a pretrainer"):
-        export_saved_model(object(), path, tokenizer)
+    features = kbert.pipeline("feature-extraction", model=path)
+    expected = kbert.pipeline("feature-extraction", model=model, tokenizer=tokenizer)
+    np.testing.assert_allclose(np.asarray(features(TEXTS[0])), np.asarray(expected(TEXTS[0])),
+                               atol=1e-5)
+    with pytest.raises(ValueError, match="fill-mask cannot run on the SavedModel .* serves "
+                                         "feature-extraction"):
+        kbert.pipeline("fill-mask", model=path)
 
 
 @pytest.mark.slow
-def test_a_model_without_segments_or_pooler(exported, tmp_path):
-    """DistilBERT: serving_ids takes no segment_ids and nothing returns pooled_output; its
-    masked-LM head still gives fill_mask."""
+def test_a_backbone_without_segments_or_pooler(exported, tmp_path):
+    """DistilBERT's backbone exports as feature extraction: serving_ids takes no segment_ids
+    and returns no pooled_output."""
     _, tokenizer, _ = exported
-    model = presets.load("distil_bert_base", weights=None, num_layers=1, hidden_size=32,
-                         num_heads=2, intermediate_size=64, max_sequence_length=64,
-                         vocabulary_size=tokenizer.vocabulary_size)
-    path = str(tmp_path / "distil")
-    export_saved_model(model, path, tokenizer, sequence_length=SEQUENCE_LENGTH)
+    backbone = presets.load("distil_bert_base", head=None, weights=None, num_layers=1,
+                            hidden_size=32, num_heads=2, intermediate_size=64,
+                            max_sequence_length=64, vocabulary_size=tokenizer.vocabulary_size)
+    path = kbert.export(backbone, str(tmp_path / "distil"), tokenizer=tokenizer)
     loaded = tf.saved_model.load(path)
+    assert json.loads(Path(path, "export.json").read_text())["task"] == "feature-extraction"
     outputs = loaded.signatures["serving_default"](text=tf.constant(["A single word"]))
-    assert sorted(outputs) == ["padding_mask", "sequence_output"]
-    inputs = pack(tokenizer, [tokenizer.tokenize(tf.constant(["A single word"]))],
-                  SEQUENCE_LENGTH)
-    by_ids = loaded.signatures["serving_ids"](token_ids=inputs["token_ids"],
-                                              padding_mask=inputs["padding_mask"])
-    expected = model.backbone({k: inputs[k] for k in ("token_ids", "padding_mask")})
+    assert sorted(outputs) == ["features", "num_tokens"]
+    inputs = ids_of(tokenizer, ["A single word"], ("token_ids", "padding_mask"))
+    by_ids = loaded.signatures["serving_ids"](**inputs)
+    assert sorted(by_ids) == ["sequence_output"]
     np.testing.assert_allclose(by_ids["sequence_output"].numpy(),
-                               np.asarray(expected["sequence_output"]), atol=1e-5)
-    np.testing.assert_allclose(outputs["sequence_output"].numpy(),
-                               by_ids["sequence_output"].numpy(), atol=1e-6)
-    filled = loaded.signatures["fill_mask"](text=tf.constant(["Return the [MASK]."]))
-    assert filled["num_masks"].numpy().tolist() == [1]
+                               np.asarray(backbone(inputs)["sequence_output"]), atol=1e-5)
+    tokens = int(outputs["num_tokens"][0])
+    np.testing.assert_allclose(outputs["features"].numpy()[0, :tokens],
+                               by_ids["sequence_output"].numpy()[0, :tokens], atol=1e-5)
 
 
-@pytest.mark.slow
-def test_albert_with_its_sentencepiece_tokenizer(tmp_path):
-    """The SentencePiece model is a constant of the graph, like the WordPiece one; the
-    export equals the imported ALBERT (made by transformers: tests/fixtures/make_hf_tiny.py)."""
-    import kbert.convert
+def test_bad_arguments(tmp_path):
+    with pytest.raises(TypeError, match="kbert.export takes a pipeline or a kbert model"):
+        kbert.export(object(), str(tmp_path / "x"))
+    backbone = presets.load("electra_small", head=None, weights=None, num_layers=1,
+                            hidden_size=32, num_heads=2, intermediate_size=64,
+                            embedding_size=32, vocabulary_size=50)
+    from kbert.models import ElectraPretrainer
 
-    checkpoint = kbert.convert.read(ROOT / "tests" / "fixtures" / "hf_tiny" / "albert")
-    model, tokenizer = checkpoint.build(), checkpoint.tokenizer()
-    path = str(tmp_path / "albert")
-    export_saved_model(model, path, tokenizer, sequence_length=16)
-    assert (Path(path) / "spiece.model").read_bytes() == checkpoint.sentencepiece_model
-    assert not (Path(path) / "vocab.txt").exists()
-    loaded = tf.saved_model.load(path)
-    texts = ["the word was in the way", "Naïve  café"]
-    outputs = loaded.signatures["serving_default"](text=tf.constant(texts))
-    inputs = pack(tokenizer, [tokenizer.tokenize(tf.constant(texts))], 16)
-    expected = model.backbone(inputs)
-    for key in ("sequence_output", "pooled_output"):
-        np.testing.assert_allclose(outputs[key].numpy(), np.asarray(expected[key]), atol=1e-5)
-    filled = loaded.signatures["fill_mask"](text=tf.constant(["the [MASK] was in the way"]))
-    assert filled["num_masks"].numpy().tolist() == [1]
-    masked = pack(tokenizer, [tokenize_with_masks(tokenizer, tf.constant(
-        ["the [MASK] was in the way"]))], 16)
-    masked = {k: v.numpy() for k, v in masked.items()}
-    assert masked["token_ids"][0, :3].tolist() == [tokenizer.cls_id, tokenizer.token_to_id(
-        "▁the"), tokenizer.mask_id]
-    logits = np.asarray(model({**masked, "mask_positions": np.array([[2]], "int32")})[
-        "mlm_logits"])[0, 0]
-    ids = filled["token_ids"].numpy()[0, 0]
-    assert ids.tolist() == np.argsort(-logits)[:len(ids)].tolist()
-
-
-@pytest.mark.slow
-def test_mobile_bert_from_transformers(tmp_path):
-    """MobileBERT's trigram window, bottlenecks and widened MLM table in a SavedModel: the
-    export equals the MobileBertForPreTraining that transformers made
-    (tests/fixtures/make_hf_mobile_bert.py), fill_mask included."""
-    import kbert.convert
-
-    checkpoint = kbert.convert.read(ROOT / "tests" / "fixtures" / "hf_tiny" / "mobile_bert")
-    model, tokenizer = checkpoint.build(), checkpoint.tokenizer()
-    path = str(tmp_path / "mobile_bert")
-    export_saved_model(model, path, tokenizer, sequence_length=16)
-    loaded = tf.saved_model.load(path)
-    texts = ["the word was in the way", "she said they had many of them then"]
-    outputs = loaded.signatures["serving_default"](text=tf.constant(texts))
-    inputs = pack(tokenizer, [tokenizer.tokenize(tf.constant(texts))], 16)
-    expected = model.backbone(inputs)
-    for key in ("sequence_output", "pooled_output"):
-        np.testing.assert_allclose(outputs[key].numpy(), np.asarray(expected[key]), atol=1e-5)
-    filled = loaded.signatures["fill_mask"](text=tf.constant(["the [MASK] was in the way"]))
-    masked = pack(tokenizer, [tokenize_with_masks(tokenizer, tf.constant(
-        ["the [MASK] was in the way"]))], 16)
-    masked = {k: v.numpy() for k, v in masked.items()}
-    logits = np.asarray(model({**masked, "mask_positions": np.array([[2]], "int32")})[
-        "mlm_logits"])[0, 0]
-    ids = filled["token_ids"].numpy()[0, 0]
-    assert ids.tolist() == np.argsort(-logits)[:len(ids)].tolist()
+    with pytest.raises(TypeError, match=r"export its discriminator, kbert.export\("
+                                        r"model.discriminator\(\)"):
+        kbert.export(ElectraPretrainer(backbone), str(tmp_path / "x"))
+    assert not (tmp_path / "x").exists()
 
 
 def test_byte_pair_masks_take_the_space_before_them(tmp_path):
-    """fill_mask's tokenization with a byte-level BPE: "the [MASK] of" is "Ġthe" <mask> "Ġof",
-    the mask standing for a whole "Ġword" as in training (not "Ġthe" "Ġ" <mask>); the
-    tokenizer's files are vocab.json and merges.txt."""
-    from kbert.tokenizers.files import write_tokenizer_files
+    """A fill-mask export's tokenization with a byte-level BPE: "the <mask> of" is "Ġthe"
+    <mask> "Ġof", the mask standing for a whole "Ġword" as in training (not "Ġthe" "Ġ"
+    <mask>); the tokenizer's files are vocab.json and merges.txt."""
+    from kbert.tasks.graph.packing import ids
     from kbert.tokenizers import BytePairTokenizer, tokenizer_types
+    from kbert.tokenizers.files import write_tokenizer_files
     from kbert.tokenizers.vocab_learning import learn_byte_pair_vocabulary
 
     sentences = [b"Return the value %d of the attribute." % i for i in range(100)]
     vocabulary, merges = learn_byte_pair_vocabulary(tf.data.Dataset.from_tensor_slices(
         sentences), 300, add_prefix_space=True)
     tokenizer = BytePairTokenizer(vocabulary, merges, add_prefix_space=True)
-    ids = tokenize_with_masks(tokenizer, tf.constant(
-        ["Return the [MASK] of the attribute.", "Return the  \t[MASK]"])).to_list()
-    tokens = [[tokenizer.id_to_token(i) for i in row] for row in ids]
+    rows = ids(tokenizer, tf.constant(["Return the <mask> of the attribute.",
+                                       "Return the  \t<mask>"])).to_list()
+    tokens = [[tokenizer.id_to_token(i) for i in row] for row in rows]
     assert tokens[0] == ["\u0120Return", "\u0120the", "<mask>", "\u0120of", "\u0120the",
                          "\u0120attribute", "."]
     assert tokens[1] == ["\u0120Return", "\u0120the", "<mask>"]

@@ -1,7 +1,7 @@
 """Task models of `kbert.tasks` built in kbert (no checkpoint, no preprocessor) export as their
 pipeline answers (`model.export(path, tokenizer=...)`): a multi-label and a regression
 classifier answer as `kbert.pipeline("text-classification", model=model)` on texts with
-accents, CJK, emoji, zero-width characters and pairs; `export_saved_model` refuses task models;
+accents, CJK, emoji, zero-width characters and pairs;
 and the graph's words and pieces (`kbert.tokenizers.words_graph`, which the token
 classification and question answering exports cut words and offsets by) equal
 `kbert.tokenizers.alignment`'s.
@@ -16,7 +16,7 @@ import tensorflow as tf
 import kbert
 import kbert.models
 from kbert import tasks
-from kbert.serving import export_saved_model, metadata
+from kbert.serving import metadata
 from kbert.tasks.text_classification.features import classification_dataset
 from kbert.tokenizers import words_graph
 from kbert.tokenizers.alignment import Word, align_texts
@@ -108,24 +108,6 @@ def test_a_kbert_built_classifier_exports_as_its_pipeline(tmp_path, family, kwar
         **{k: tf.cast(features[k], tf.int32) for k in model.input})
     np.testing.assert_allclose(raw["logits"].numpy(), np.asarray(model(features)), atol=1e-5,
                                rtol=0)
-
-
-def test_export_saved_model_refuses_task_models(tmp_path):
-    tokenizer = tiny_tokenizer()
-    backbone = tiny_backbone("bert", tokenizer)
-    for model in (tasks.TextClassifier(backbone, num_classes=2),
-                  tasks.TokenClassifier(backbone, label_names=["O", "B-PER", "I-PER"]),
-                  tasks.QuestionAnswerer(backbone),
-                  tasks.TextEmbedder(backbone, pooling="mean")):
-        name = type(model).__name__
-        with pytest.raises(TypeError, match=f"export_saved_model writes backbones and "
-                                            f"pretrainers; a {name} exports as its pipeline "
-                                            rf"answers: model.export\(path\)"):
-            export_saved_model(model, str(tmp_path / name), tokenizer)
-        assert not (tmp_path / name).exists()
-    # The options of the removed task signatures are no arguments any more.
-    with pytest.raises(TypeError, match="label_names"):
-        export_saved_model(backbone, str(tmp_path / "x"), tokenizer, label_names=["a", "b"])
 
 
 def test_graph_words_and_pieces_match_text_spans():

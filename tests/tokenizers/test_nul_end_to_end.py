@@ -9,7 +9,6 @@ import tensorflow as tf
 
 import kbert
 from kbert.data import pretraining_dataset
-from kbert.serving import export_saved_model
 from kbert.tokenizers.packing import pack_segments as pack
 from kbert.tokenizers import WordPieceTokenizer
 
@@ -22,7 +21,6 @@ DOCUMENTS = [
 ]
 WORDS = sorted({word for document in DOCUMENTS for sentence in document
                 for word in re.findall(r"\w+|[^\w\s]", sentence.lower())})
-SEQUENCE_LENGTH = 32
 
 
 @pytest.fixture(scope="module")
@@ -66,14 +64,12 @@ def test_pretraining_dataset_keeps_the_tokens_after_a_nul(tokenizer, expected):
 def test_the_saved_model_gives_the_python_tokenizers_ids(tokenizer, expected, tmp_path):
     model = kbert.presets.load("bert_tiny", head=None, weights=None,
                                vocabulary_size=tokenizer.vocabulary_size, max_sequence_length=32)
-    path = export_saved_model(model, str(tmp_path / "saved_model"), tokenizer,
-                              sequence_length=SEQUENCE_LENGTH)
+    path = kbert.export(model, str(tmp_path / "saved_model"), tokenizer=tokenizer)
     serving = tf.saved_model.load(path).signatures
     from_text = serving["serving_default"](text=tf.constant([LINE, CLEAN]))
     # The ids the Python tokenizer gives, packed in Python: the model's outputs for them.
     inputs = pack(tokenizer, [tf.ragged.constant([expected, expected], tf.int32)],
-                  SEQUENCE_LENGTH)
+                  len(expected) + 2)
     from_ids = serving["serving_ids"](**inputs)
-    assert from_text["padding_mask"].numpy().sum(axis=1).tolist() == [len(expected) + 2] * 2
-    np.testing.assert_allclose(from_text["sequence_output"], from_ids["sequence_output"],
-                               atol=1e-5)
+    assert from_text["num_tokens"].numpy().tolist() == [len(expected) + 2] * 2
+    np.testing.assert_allclose(from_text["features"], from_ids["sequence_output"], atol=1e-5)

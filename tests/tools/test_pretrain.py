@@ -522,7 +522,7 @@ def test_electra_trains_and_exports_the_discriminator(tmp_path, vocab_file):
     served = tf.saved_model.load(str(export_dir)).signatures["serving_ids"](
         **{k: tf.constant(v) for k, v in inputs.items()})
     np.testing.assert_allclose(served["sequence_output"].numpy(), expected, atol=1e-5)
-    assert "fill_mask" not in tf.saved_model.load(str(export_dir)).signatures
+    assert json.loads((export_dir / "export.json").read_text())["task"] == "feature-extraction"
 
 
 @pytest.mark.slow
@@ -663,8 +663,11 @@ from kbert.tokenizers import SentencePieceTokenizer
 export_dir, length = sys.argv[1], int(sys.argv[2])
 texts = ["Return the value of the attribute.", "The  file is opened in binary mode!"]
 loaded = tf.saved_model.load(export_dir)
-served = loaded.signatures["serving_default"](text=tf.constant(texts))["sequence_output"]
-# The same rows through the integer signature, tokenized by the exported spiece.model.
+# The fill-mask pipeline's answers on raw strings.
+filled = loaded.signatures["serving_default"](text=tf.constant(["Return the [MASK] of it."]))
+assert filled["num_masks"].numpy().tolist() == [1]
+assert np.all(np.diff(filled["score"].numpy()[0, 0]) <= 0), filled["score"]
+# The backbone on ids, tokenized by the exported spiece.model.
 tokenizer = SentencePieceTokenizer(export_dir + "/spiece.model")
 ids = np.zeros((len(texts), length), "int32")
 for row, pieces in enumerate(tokenizer.tokenize(texts).to_list()):
@@ -672,10 +675,8 @@ for row, pieces in enumerate(tokenizer.tokenize(texts).to_list()):
 by_ids = loaded.signatures["serving_ids"](
     token_ids=tf.constant(ids), segment_ids=tf.zeros_like(ids),
     padding_mask=tf.constant((ids != tokenizer.pad_id).astype("int32")))["sequence_output"]
-np.testing.assert_allclose(served.numpy(), by_ids.numpy(), atol=1e-5)
-filled = loaded.signatures["fill_mask"](text=tf.constant(["Return the [MASK] of the attribute."]))
-assert filled["num_masks"].numpy().tolist() == [1]
-print("served", served.shape, "pieces", [tokenizer.id_to_token(i) for i in ids[0] if i])
+assert np.isfinite(by_ids.numpy()).all()
+print("served", by_ids.shape, "pieces", [tokenizer.id_to_token(i) for i in ids[0] if i])
 """
 
 

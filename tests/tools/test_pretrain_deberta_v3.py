@@ -121,8 +121,7 @@ assert not any(name == "kbert" or name.startswith("kbert.") for name in sys.modu
 export_dir, out = sys.argv[1], sys.argv[2]
 texts = ["Return the value of the Attribute.", "The  file is opened in binary mode!"]
 served = tf.saved_model.load(export_dir).signatures["serving_default"](text=tf.constant(texts))
-np.savez(out, sequence_output=served["sequence_output"].numpy(),
-         padding_mask=served["padding_mask"].numpy())
+np.savez(out, features=served["features"].numpy(), num_tokens=served["num_tokens"].numpy())
 """
 
 
@@ -130,8 +129,8 @@ np.savez(out, sequence_output=served["sequence_output"].numpy(),
 def test_deberta_v3_rtd_learns_from_raw_text_and_serves_the_discriminator(tmp_path):
     """Raw text -> pretrain.py --preset=deberta_v3_xsmall --objective=rtd with no vocabulary:
     the run learns a cased SentencePiece model into model_dir, its generator's masked LM beats
-    the most-frequent-token baseline on the same data, and the exported SavedModel serves raw
-    strings in a fresh process (tensorflow + tensorflow_text only) with the discriminator's
+    the most-frequent-token baseline on the same data, and the exported SavedModel (feature
+    extraction) serves raw strings in a fresh process (tensorflow + tensorflow_text only) with the discriminator's
     sequence_output of the last checkpoint."""
     import keras
 
@@ -186,11 +185,12 @@ def test_deberta_v3_rtd_learns_from_raw_text_and_serves_the_discriminator(tmp_pa
     for row, pieces in enumerate(tokenizer.tokenize(texts).to_list()):
         ids[row, : len(pieces) + 2] = [tokenizer.cls_id, *pieces, tokenizer.sep_id]
     mask = (ids != tokenizer.pad_id).astype("int32")
-    np.testing.assert_array_equal(served["padding_mask"], mask)
+    assert served["num_tokens"].tolist() == mask.sum(axis=1).tolist()
     expected = keras.ops.convert_to_numpy(
         discriminator({"token_ids": ids, "padding_mask": mask})["sequence_output"])
-    assert served["sequence_output"].shape == (2, 64, 32)
-    np.testing.assert_allclose(served["sequence_output"][mask > 0], expected[mask > 0],
+    longest = int(mask.sum(axis=1).max())
+    assert served["features"].shape == (2, longest, 32)
+    np.testing.assert_allclose(served["features"][mask[:, :longest] > 0], expected[mask > 0],
                                atol=1e-5)
 
 
@@ -209,7 +209,7 @@ def test_deberta_v3_masked_lm_trains_and_exports(tmp_path, vocab_file):  # noqa:
                                       preset="deberta_v3_xsmall", objective="mlm",
                                       export_dir=export_dir) + overrides)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "mlm_accuracy" in result.stdout and "Exported the backbone" in result.stdout
+    assert "mlm_accuracy" in result.stdout and "Exported the model" in result.stdout
 
     vocabulary_size = sum(1 for _ in open(vocab_file, encoding="utf-8"))
     model = presets.load("deberta_v3_xsmall", head="mlm", weights=None, num_layers=2,

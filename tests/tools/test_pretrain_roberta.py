@@ -79,9 +79,12 @@ from kbert.tokenizers import tokenizer_types
 export_dir, length = sys.argv[1], int(sys.argv[2])
 texts = ["Return the value of the attribute.", "The  file is opened in binary mode!"]
 loaded = tf.saved_model.load(export_dir)
-served = loaded.signatures["serving_default"](text=tf.constant(texts))["sequence_output"]
-# The same rows through the integer signature, tokenized by the exported vocab.json +
-# merges.txt as the run loaded its own (a space before the text, cased).
+# The fill-mask pipeline's answers on raw strings, RoBERTa's <mask> in them.
+filled = loaded.signatures["serving_default"](text=tf.constant(["Return the <mask> of it."]))
+assert filled["num_masks"].numpy().tolist() == [1]
+assert all(s.decode().endswith(" of it.") for s in filled["sequence"].numpy()[0, 0])
+# The backbone on ids, tokenized by the exported vocab.json + merges.txt as the run loaded
+# its own (a space before the text, cased).
 tokenizer = tokenizer_types.load(export_dir + "/vocab.json", lowercase=False)
 ids = np.full((len(texts), length), tokenizer.pad_id, "int32")
 for row, tokens in enumerate(tokenizer.tokenize(texts).to_list()):
@@ -91,10 +94,8 @@ inputs = dict(token_ids=tf.constant(ids),
               padding_mask=tf.constant((ids != tokenizer.pad_id).astype("int32")))
 if "segment_ids" in signature.structured_input_signature[1]:
     inputs["segment_ids"] = tf.zeros_like(inputs["token_ids"])
-by_ids = signature(**inputs)["sequence_output"]
-np.testing.assert_allclose(served.numpy(), by_ids.numpy(), atol=1e-5)
-filled = loaded.signatures["fill_mask"](text=tf.constant(["Return the [MASK] of the attribute."]))
-assert filled["num_masks"].numpy().tolist() == [1]
+served = signature(**inputs)["sequence_output"]
+assert np.isfinite(served.numpy()).all()
 print("served", served.shape, "tokens", [tokenizer.id_to_token(i) for i in ids[0]
                                          if i != tokenizer.pad_id])
 """

@@ -869,23 +869,25 @@ def test_every_kbert_export_passes_and_the_allowlist_is_no_wider(tmp_path, pipel
     # SentencePiece's resource (ALBERT) is all kbert's exports run inside tf.saved_model.load.
     assert at_load == saved_model_ops.LOAD_TIME_OPS, sorted(at_load)
     loaded = load_saved_model(tmp_path / "bert_pretrainer")
-    filled = loaded.signatures["fill_mask"](text=tf.constant(["the [MASK] is big"]))
+    filled = loaded.signatures["serving_default"](text=tf.constant(["the [MASK] is big"]))
     assert filled["num_masks"].numpy().tolist() == [1]
     # RoBERTa's byte-level BPE runs in the checked copy: its merge table was filled at load
-    # (merged tokens, not one per byte) and its loop ran to the end (the Python tokenizer's).
+    # (merged tokens, not one per byte) and its loop ran to the end: the export answers as
+    # the pipeline on the checkpoint.
+    import kbert
     from kbert.convert import load_tokenizer
 
-    tokenizer = load_tokenizer(
-        kbert_exports.ROOT / "tests" / "fixtures" / "hf_tiny" / "roberta")
-    loaded = load_saved_model(tmp_path / "roberta_pretrainer")
+    checkpoint = kbert_exports.ROOT / "tests" / "fixtures" / "hf_tiny" / "roberta"
+    tokenizer = load_tokenizer(checkpoint)
     text = "hello world"
     ids = tokenizer.tokenize(tf.constant([text])).to_list()[0]
     assert 0 < len(ids) < len(text.encode())  # merged: "he", "ll", "o", "Ġw", ...
-    out = loaded.signatures["serving_default"](text=tf.constant([text]))
-    length = len(ids) + 2  # <s> ... </s>
-    assert out["padding_mask"].numpy().tolist() == [[1] * length + [0] * (16 - length)]
-    given = loaded.signatures["serving_ids"](
-        token_ids=tf.constant([[tokenizer.cls_id, *ids, tokenizer.sep_id]]),
-        padding_mask=tf.ones([1, length], tf.int32))
-    np.testing.assert_allclose(out["sequence_output"].numpy()[0, :length],
-                               given["sequence_output"].numpy()[0], atol=1e-5)
+    loaded = load_saved_model(tmp_path / "roberta_pretrainer")
+    out = loaded.signatures["serving_default"](text=tf.constant([text + " <mask>"]))
+    expected = kbert.pipeline("fill-mask", model=str(checkpoint))(text + " <mask>", top_k=2)
+    served = {int(token): (sequence.decode(), float(score)) for token, sequence, score in zip(
+        out["token"].numpy()[0, 0], out["sequence"].numpy()[0, 0], out["score"].numpy()[0, 0])}
+    assert sorted(served) == sorted(answer["token"] for answer in expected)  # (no near tie)
+    for answer in expected:
+        sequence, score = served[answer["token"]]
+        assert sequence == answer["sequence"] and abs(score - answer["score"]) < 1e-5
