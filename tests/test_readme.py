@@ -36,9 +36,11 @@ def test_main_command_runs(tmp_path, monkeypatch):
     setup, _, job = block.partition("pip install -e . && ")
     assert setup.startswith("python3 -m venv .venv") and job.startswith("python tools/pretrain.py")
     args = job.split()[2:]  # after "python tools/pretrain.py"
+    # Without XLA: its compile costs more than 20 steps (test_pretrain.py's test_it_learns
+    # runs the XLA step).
     short = ["--train_steps=20", "--steps_per_loop=20", "--warmup_steps=2",
              f"--model_dir={tmp_path}/run", f"--export_dir={tmp_path}/export",
-             "--learned_vocabulary_size=1000"]
+             "--learned_vocabulary_size=1000", "--nojit_compile"]
     monkeypatch.chdir(ROOT)  # the flagfile's path is relative to the repository
     result = run_here([*args, *short])
     assert "Final (20 steps): mlm_accuracy" in result.stdout and "nsp_accuracy" in result.stdout

@@ -16,7 +16,7 @@ STUDENT = {"num_layers": 1, "hidden_size": 16, "num_heads": 2, "intermediate_siz
 RUN = dict(preset="roberta_base", objective="distill", teacher=ROBERTA,
            config_overrides=STUDENT, sequence_length=24, max_predictions=4,
            global_batch_size=4, learning_rate=1e-3, warmup_steps=0, seed=1, verbose=0,
-           steps_per_loop=2)
+           steps_per_loop=2, jit_compile=False)  # XLA's compile: longer than these steps
 
 
 def test_a_teacher_of_each_kind_resolves_the_run_tokenizer_type(tmp_path):

@@ -28,11 +28,14 @@ def vocab_file(stdlib_vocab_file):
 
 
 def small_run_flags(model_dir, vocab, steps=30, loop=10, **extra):
+    """A few steps of BERT-Tiny. Without XLA: its compile costs more than such a run's steps
+    (30 steps, measured on the 2-core machine with the suite's other worker busy: 122 s with
+    XLA, 65 s without); the runs that must learn turn it on, as users run."""
     flags = {
         "model_dir": model_dir, "vocab_file": vocab, "preset": "bert_tiny", "sequence_length": 32,
         "max_predictions": 5, "global_batch_size": 8, "train_steps": steps,
         "steps_per_loop": loop, "learning_rate": 1e-3, "warmup_steps": 2, "verbose": 2,
-        "seed": 7,
+        "seed": 7, "jit_compile": "false",
     }
     flags.update(extra)
     return [f"--{k}={v}" for k, v in flags.items()]
@@ -643,7 +646,8 @@ def test_mobile_bert_learns_through_the_tool(tmp_path, vocab_file):
                  intermediate_size=128, num_heads=2, max_sequence_length=64)
     flags = small_run_flags(tmp_path / "run", vocab_file, steps=300, loop=100,
                             model="mobile_bert", objective="mlm_nsp", sequence_length=64,
-                            max_predictions=10, global_batch_size=32, warmup_steps=20, seed=1)
+                            max_predictions=10, global_batch_size=32, warmup_steps=20, seed=1,
+                            jit_compile="true")
     result = run_here(flags + [f"--config_override={k}={v}" for k, v in sizes.items()])
     assert result.returncode == 0, result.stderr[-3000:]
     final = next(line for line in result.stdout.splitlines() if line.startswith("Final ("))
@@ -702,7 +706,7 @@ def test_albert_learns_with_its_own_sentence_piece_vocabulary(tmp_path):
     result = run_here(small_run_flags(
         tmp_path / "run", spiece, steps=300, loop=100, preset="albert_base", input=corpus,
         objective="mlm", sequence_length=64, max_predictions=10, global_batch_size=32,
-        learning_rate=2e-3, warmup_steps=20, seed=1, export_dir=export_dir)
+        learning_rate=2e-3, warmup_steps=20, seed=1, export_dir=export_dir, jit_compile="true")
         + [f"--config_override={k}={v}" for k, v in overrides.items()])
     assert result.returncode == 0, result.stderr[-3000:]
     accuracy = float(result.stdout.split("Final (300 steps): mlm_accuracy ")[1].split(",")[0])
