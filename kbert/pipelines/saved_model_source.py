@@ -1,14 +1,8 @@
-"""A SavedModel exported by kbert (`kbert.export`) as a pipeline's model.
-
-The pipeline tokenizes in Python, as for any model, and runs the SavedModel's `serving_ids`
-signature (ids in, the model's raw outputs out), so that every pipeline option works as on
-the Keras model. `kbert.loading` (the one loader) loads it, checked, and reads its tokenizer
-(the files the export wrote beside it: `SavedModelSource.tokenizer`). What kind of model it
-holds, its label names and problem type, the longest input (an extractive summarizer's
-windows and segments too) are what its `export.json` states (`kbert.serving.metadata`); a
-SavedModel without one (another tool's, or a kbert export from before export.json) is
-refused with a message: export it again.
-"""
+"""A SavedModel exported by kbert (`kbert.export`) as a pipeline's model: the pipeline
+tokenizes in Python, as for any model, and runs its `serving_ids` (ids in, raw outputs out),
+so that every pipeline option works as on the Keras model. What the model is (its kind,
+label names, problem type, longest input, a summarizer's windows and segments) is what its
+`export.json` states (`kbert.serving.metadata`); a SavedModel without one is refused."""
 
 import numpy as np
 
@@ -44,7 +38,6 @@ def from_saved_model(path, tokenizer, task, trusted):
     outputs = serving_ids.structured_outputs
     inputs = list(serving_ids.structured_input_signature[1])
     kind = meta["model"]
-    name = f"the SavedModel {path}"
     label_names, problem_type = meta.get("label_names"), meta.get("problem_type")
     width = outputs["logits"].shape[-1] if "logits" in outputs else None
     if kind in ("text_classifier", "token_classifier") and problem_type != "regression":
@@ -74,9 +67,7 @@ def from_saved_model(path, tokenizer, task, trusted):
 
     # The export of a task model returns its predictions, not the backbone's hidden states.
     serves = [t for t in SERVES[kind] if t != "feature-extraction" or kind == "backbone"]
-    source = Source(runner, tokenizer or found.tokenizer(), kind, name,
-                    max_length, label_names=label_names,
-                    problem_type=problem_type, serves=serves, windows=windows,
-                    segments=segments,
-                    options=meta.get("options") if meta.get("task") == task else None)
-    return source
+    return Source(runner, tokenizer or found.tokenizer(), kind, f"the SavedModel {path}",
+                  max_length, label_names=label_names, problem_type=problem_type,
+                  serves=serves, windows=windows, segments=segments,
+                  options=meta.get("options") if meta.get("task") == task else None)

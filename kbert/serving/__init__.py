@@ -1,15 +1,8 @@
-"""How kbert writes what it serves (imported only by what exports: TensorFlow). The entry
-point is `kbert.export` (`kbert.pipelines.exporting`); this package is what it stands on.
-
-- `runtimes`: what each runtime allows (TFLite: its built-in ops and tensorflow-text's
-  kernels; the quantizations), and the tokenizer's TFLite twin.
-- `writer`: the one writer; every export (`kbert.export`, `model.export`, `pipeline.export`,
-  `export_tflite`) goes through it.
-- `metadata`: `export.json`, what an export says of itself, which the loaders read.
-- `tflite`: a model's raw outputs from token ids in a `.tflite` file (`export_tflite`), and
-  where TFLite's tokenizer differs from kbert's.
-
-The endpoints themselves are each task folder's (`pipeline_serving`, `tflite`).
+"""How kbert writes what it serves (imported only by what exports: TensorFlow), under
+`kbert.export` (`kbert.pipelines.exporting`): what each runtime allows (`runtimes`), the one
+writer (`writer`), what an export says of itself (`metadata`: `export.json`) and TFLite
+models of token ids (`tflite`). The endpoints themselves are each task folder's
+(`pipeline_serving`, `tflite`).
 """
 
 

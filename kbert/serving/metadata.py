@@ -1,14 +1,8 @@
-"""What an export says of itself: `export.json`.
-
-Every export kbert writes states, beside the graph, what a reader needs and cannot safely work
-out from the graph: which task it serves, the kind of model whose raw outputs `serving_ids`
-returns, the label names and problem type, the longest input, the options fixed at export,
-the tokenizer, its signatures (inputs and outputs by name) and the kbert that wrote it.
-A SavedModel keeps it as `export.json` in its directory; a `.tflite` file keeps the same JSON
-in the flatbuffer's own metadata table, under `kbert_export` (TFLite's converter stores its
-own there), so that it travels with the file.
-
-`read(path)` gives it back; `kbert.pipelines.saved_model_source` loads by it.
+"""What an export says of itself (`describe`): what a reader needs and cannot safely work
+out from the graph. A SavedModel keeps it as `export.json` in its directory; a `.tflite`
+file keeps the same JSON in the flatbuffer's own metadata table, under `kbert_export`
+(TFLite's converter stores its own there), so that it travels with the file. `read(path)`
+gives it back; `kbert.pipelines.saved_model_source` loads by it.
 """
 
 import json

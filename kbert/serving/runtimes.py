@@ -1,14 +1,8 @@
-"""What each runtime kbert exports to allows.
-
-- SavedModel: every TensorFlow op and tensorflow-text's; a call can fail (a text longer than
-  the model without truncation is refused in the graph).
-- TFLite: TFLite's built-in ops and tensorflow-text's TFLite kernels, nothing else (no Flex
-  op, which needs the TensorFlow runtime on the device); a call cannot fail, so texts are
-  cut; the tokenizer is its TFLite twin (`tflite_tokenizer`); the weights may be quantized
-  (`QUANTIZE`).
-
-`model_ops` reads the op list from the flatbuffer itself (the operator codes), without
-running anything; `check_ops` refuses a model with any other custom op.
+"""What each runtime kbert exports to allows: a SavedModel, every TensorFlow op and
+tensorflow-text's (a call can fail); TFLite, its built-in ops and tensorflow-text's TFLite
+kernels only (no Flex op: no TensorFlow runtime on the device), the tokenizer's TFLite twin
+(`tflite_tokenizer`) and the quantizations (`QUANTIZE`). `model_ops` reads a TFLite model's
+op list from the flatbuffer's operator codes; `check_ops` refuses any other custom op.
 """
 
 import os
@@ -86,16 +80,10 @@ def check_quantize(quantize):
 
 
 def tflite_tokenizer(tokenizer, split_literals=False):
-    """The TFLite twin of a kbert tokenizer: for WordPiece a `tensorflow_text.
-    FastBertTokenizer` on the same vocabulary; for a SentencePiece tokenizer without
-    ALBERT's preprocessing (DeBERTa-v3) tensorflow-text's `FastSentencepieceTokenizer` on the
-    same model; else a ValueError naming the option TFLite cannot follow (a byte-level BPE's
-    split, ALBERT's preprocessing).
-
-    Where the two differ, see `kbert.serving.tflite`. `split_literals`: a tokenizer with
-    `split_special_tokens=False` is taken too, and literals are split as text (for a caller
-    that documents it, the pipelines); else such a tokenizer is refused.
-    """
+    """The TFLite twin of a kbert tokenizer (`Tokenizer.tflite_tokenizer`: a ValueError
+    naming what TFLite cannot follow where it has none; see `kbert.serving.tflite` for where
+    the two differ). A tokenizer with `split_special_tokens=False` is refused unless
+    `split_literals` (its literals are then split as text, as the pipelines document)."""
     fast = tokenizer.tflite_tokenizer()
     if not (tokenizer.split_special_tokens or split_literals):
         raise ValueError(

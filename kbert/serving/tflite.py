@@ -1,22 +1,6 @@
-"""TFLite models of token ids (`export_tflite`), and how TFLite's tokenizer differs from
-kbert's (`tokenization_differences`).
-
-Text in, the pipeline's answers out, is `kbert.export(model, path, format="tflite")`
-(`kbert.pipelines.exporting`): its `serving_ids` signature is the one `export_tflite`
-writes alone, for a model whose tokenizer has no TFLite twin (ALBERT's SentencePiece) or a
-caller that tokenizes on the host.
-
-Tokenization in a TFLite graph is tensorflow-text's `FastBertTokenizer`
-(`kbert.serving.runtimes.tflite_tokenizer`), which kbert's SavedModels do not use: its ids
-equal kbert's on letters, digits, punctuation, accents, CJK, emoji and long text (tested),
-and differ on: control characters (NUL, BEL), which become spaces instead of being deleted
-(format characters are deleted by both); private-use and unassigned characters and U+FFFD,
-kept; uncased, NFKC compatibility characters and full case folding ("ﬁ" -> "fi", full-width
-letters, "ß" -> "ss", final sigma); cased, NFC's canonical singletons (CJK compatibility
-ideographs); a few letters newer than tensorflow-text's ICU; and a word of multi-byte
-characters, which becomes [UNK] past `max_chars_per_word` bytes rather than characters.
-`tokenization_differences` lists the characters where the ids differ for a tokenizer.
-"""
+"""TFLite models of token ids (`export_tflite`), and the characters where a tokenizer's
+TFLite twin gives other ids than kbert's (`tokenization_differences`; docs/devices.md,
+"Tokenization in TFLite", lists them)."""
 
 import keras
 import tensorflow as tf
@@ -46,7 +30,8 @@ def export_tflite(model, path, *, quantize=None, sequence_length=None):
     `padding_mask` (int32 [B, sequence_length]) and returns the model's raw outputs in
     float32: `logits` (a classifier, a token classifier, a summarizer), `start_logits` and
     `end_logits` (a question answerer), `embedding` (a `TextEmbedder`), `sequence_output`
-    and `pooled_output` (a backbone, or a pretrainer's). Text in: `kbert.export(model, path,
+    and `pooled_output` (a backbone, or a pretrainer's): for a tokenizer with no TFLite twin
+    (ALBERT's) or ids made on the host. Text in: `kbert.export(model, path,
     format="tflite")`, which writes this signature beside the pipeline's.
 
     Args:

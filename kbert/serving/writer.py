@@ -1,19 +1,16 @@
 """The one writer of kbert's exports: a `keras.export.ExportArchive` (the endpoints a task
 folder or an exporter made) written as a SavedModel directory (`saved_model`) or a `.tflite`
-file (`tflite`), with the export's metadata (`kbert.serving.metadata`: `export.json`, or
-the flatbuffer's metadata table) and, for a SavedModel, the tokenizer's files beside it.
+file (`tflite`), with the export's metadata (`kbert.serving.metadata`) and, for a SavedModel,
+the tokenizer's files beside it.
 
-`write_archive` traces each endpoint once instead of twice. `ExportArchive.write_out` first
-traces every endpoint to list the variables it uses, then `tf.saved_model.save` traces it
-again: TensorFlow's function cache keys a trace by whether it ran inside a SavedModel save
-(the save options' variable policy), so the first trace is not reused. `write_archive` makes
-the first trace inside the same save options, which the save then finds in the cache. The
-functions saved are the same ones (`write_out`'s were always the save's traces); an export
-takes about 40% less time (measured on a text-classification pipeline: 17 s, 6.5 s of it
-the second trace). The steps are those of `write_out` in the pinned keras (3.15):
+`write_archive` is `ExportArchive.write_out` (the pinned keras 3.15's steps:
 `_filter_and_track_resources`, then `tf.saved_model.save` with every endpoint as a signature
-and the first as `serving_default` when none has that name. They are private APIs of keras
-and TensorFlow: `kbert._keras_private` guards both.
+and the first as `serving_default` where none has that name) with one trace per endpoint
+instead of two: TensorFlow's function cache keys a trace by whether it ran inside a
+SavedModel save, so the save traced again what `write_out` had traced outside one; here the
+first trace is made inside the save's options and the save finds it in the cache (an export
+takes about 40% less time). Private APIs of keras and TensorFlow: `kbert._keras_private`
+guards both.
 """
 
 import os

@@ -1,6 +1,5 @@
 """`kbert.export` of an `ExtractiveSummarizer` (the summarization pipeline's SavedModel):
-raw documents in, summaries out, every step in the graph, so that the SavedModel loads with
-TensorFlow and tensorflow-text alone.
+raw documents in, summaries out, every step in the graph (docs/summarization.md, "Serve").
 
 `serving_default`: `text` (string [batch]) -> `sentences` (string [batch, count]: the chosen
 sentences in document order, as the splitter cleaned them; "" past `num_sentences`),
@@ -12,12 +11,7 @@ pipeline's: `kbert.data.sentences` as RE2 rules, BERTSum's layout in windows of 
 sentences (`features.windows`; with the model's `windows` "first", the sentences of the
 first window alone can be chosen; segment ids by sentence or, with its `segments`
 "paragraph", by paragraph), the best sentences with trigram blocking (`decode.select`).
-Character offsets into the document are the Python pipeline's alone. The export's metadata
-states the model's `windows` and `segments` and the length, which `kbert.pipeline(
-"summarization", model=saved_model_dir)` reads (through `serving_ids`, the logits at every
-position), so that it lays documents out as `serving_default` does.
 """
-
 
 import tensorflow as tf
 

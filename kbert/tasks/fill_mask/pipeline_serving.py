@@ -66,5 +66,4 @@ def fill_mask(pipe, model, opts, given):
     return {"serving_default": (serve, [STRINGS])}
 
 
-# `pipeline.export` of each pipeline of the task.
 PIPELINES = {"fill-mask": fill_mask}

@@ -37,16 +37,12 @@ def fit(first, second, budget, truncation):
     by `truncation` (False: a text too long fails the call). Returns (first, second,
     checks) where `checks` are the assertions to run before the model."""
     a = lengths(first)
-    if second is None:
-        total = a
-        if truncation is False or truncation == "do_not_truncate":
-            return first, None, [too_long(total > budget, _TOO_LONG)]
-        return keep_first(first, tf.minimum(a, budget)), None, []
-    b = lengths(second)
-    total = a + b
+    b = 0 if second is None else lengths(second)
     if truncation is False or truncation == "do_not_truncate":
-        return first, second, [too_long(total > budget, _TOO_LONG)]
-    fits = total <= budget
+        return first, second, [too_long(a + b > budget, _TOO_LONG)]
+    if second is None:
+        return keep_first(first, tf.minimum(a, budget)), None, []
+    fits = a + b <= budget
     if truncation in (True, "longest_first"):
         keep_a, keep_b = longest_first(a, b, budget)
         return keep_first(first, keep_a), keep_first(second, keep_b), []
@@ -79,11 +75,9 @@ _PAIR_TOO_LONG = ("A pair is too long for the model and cutting only one of its 
                   "fit it (InputTooLongError).")
 
 
-def pack(tokenizer, first, second=None):
-    """[CLS] first [SEP] (second [SEP]) -> `token_ids`, `segment_ids`, `padding_mask`
-    int32 [B, S], S the batch's longest, by the tokenizer's layout (RoBERTa's
-    <s> first </s></s> second </s>), as `Pipeline.pack`: `packing.pack_to_longest`."""
-    return packing.pack_to_longest(tokenizer, first, second)
+# (tokenizer, first, second=None) -> [CLS] first [SEP] (second [SEP]) padded to the batch's
+# longest by the tokenizer's layout, as `Pipeline.pack`.
+pack = packing.pack_to_longest
 
 
 def fit_call(pipe, first, second, truncation, max_length):

@@ -1,7 +1,8 @@
 """What every exported signature shares: the input specs, running the model, the
-`serving_ids` endpoint, the endpoint of one text per row, label names.
-Packing wordpieces into model inputs is the tokenizer's `pack` (`kbert.tokenizers.packing`),
-the fine-tuning data's own."""
+`serving_ids` endpoint, the endpoint of one text per row. Each task folder's
+`pipeline_serving.py` gives `PIPELINES`: pipeline name -> (pipe, model, opts, given) -> its
+SavedModel endpoints {name: (function, input specs)} (`kbert.pipelines.exporting` writes
+them; `tflite_serving` says the same of the folders' `tflite.py`)."""
 
 import tensorflow as tf
 
@@ -10,13 +11,11 @@ from kbert.tasks.graph import packing
 STRINGS = tf.TensorSpec([None], tf.string)
 # The kinds of model (task records' names) whose raw outputs an export's `serving_ids`
 # returns, and under which name: one tensor (its name), or None for the model's dict of
-# outputs (a question answerer's start and end logits; a backbone's `BACKBONE_OUTPUTS`). A
-# masked-LM pretrainer takes mask positions too: none.
+# outputs (a question answerer's start and end logits; a backbone's `sequence_output` and
+# `pooled_output`). A masked-LM pretrainer takes mask positions too: none.
 RAW_OUTPUTS = {"text_classifier": "logits", "token_classifier": "logits",
                "extractive_summarizer": "logits", "text_embedder": "embedding",
                "question_answerer": None, "backbone": None}
-# A backbone's outputs that an export returns (DistilBERT has no `pooled_output`).
-BACKBONE_OUTPUTS = ("sequence_output", "pooled_output")
 
 
 def run_model(model, features):
@@ -25,12 +24,15 @@ def run_model(model, features):
     return tf.nest.map_structure(lambda x: tf.cast(x, tf.float32), outputs)
 
 
+def ragged_rows(values, rows, count):
+    """Flat `values` of the rows `rows` (int, non-decreasing) -> ragged [count, (values)]."""
+    return tf.RaggedTensor.from_value_rowids(values, tf.cast(rows, tf.int64),
+                                             nrows=tf.cast(count, tf.int64), validate=False)
+
+
 def dense_rows(values, rows, batch, default):
-    """Flat `values` of the rows `rows` (int, non-decreasing) -> [batch, longest] padded with
-    `default`."""
-    ragged = tf.RaggedTensor.from_value_rowids(values, tf.cast(rows, tf.int64),
-                                               nrows=tf.cast(batch, tf.int64), validate=False)
-    return ragged.to_tensor(default)
+    """`ragged_rows` -> [batch, longest] padded with `default`."""
+    return ragged_rows(values, rows, batch).to_tensor(default)
 
 
 def raw_outputs(model, kind):
@@ -42,8 +44,9 @@ def raw_outputs(model, kind):
         outputs = run_model(model, features)
         if name is not None:
             return {name: outputs}
-        if kind == "backbone":
-            return {key: outputs[key] for key in BACKBONE_OUTPUTS if key in outputs}
+        if kind == "backbone":  # DistilBERT has no `pooled_output`
+            return {key: outputs[key] for key in ("sequence_output", "pooled_output")
+                    if key in outputs}
         return dict(outputs)
 
     return serve

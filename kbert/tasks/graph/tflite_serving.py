@@ -1,11 +1,12 @@
 """What the task folders' TFLite graphs (`kbert/tasks/<task>/tflite.py`) share: the
-pipelines' rules on truncation, the TFLite tokenizer, the endpoint of one text per row and
-the WordPiece-only rule of the graphs that read FastBertTokenizer's offsets.
+pipelines' rules on truncation, the endpoint of one text per row and the WordPiece-only rule
+of the graphs that read FastBertTokenizer's offsets.
 
 Each folder's `tflite.py` gives `PIPELINES`: pipeline name -> (pipe, model, opts, given,
 **export-only options) -> (the TFLite tokenizer, its endpoints {name: (function, input
-specs)}, the length its texts are packed to: the length of `serving_ids`' token ids). The
-caller (`kbert.pipelines.exporting`) converts and checks the model.
+specs)}, the length its texts are packed to: the length of `serving_ids`' token ids), which
+`kbert.pipelines.exporting` converts and checks. The tokenizer is the pipeline's TFLite twin
+(`pipe.tokenizer.tflite_tokenizer()`): a special-token literal typed in a text is text.
 """
 
 from kbert.tasks.graph.signatures import STRINGS, run_model
@@ -26,22 +27,11 @@ def length(pipe, max_length):
     return pipe.max_length if max_length is None else min(max_length, pipe.max_length)
 
 
-def fast_tokenizer(pipe):
-    """The pipeline's TFLite tokenizer: a literal "[SEP]" in a text is text
-    (`kbert.serving.runtimes.tflite_tokenizer` with `split_literals`)."""
-    return pipe.tokenizer.tflite_tokenizer()
-
-
-def tokenizer_and_run(pipe, model):
-    """(the pipeline's TFLite tokenizer, features -> the model's outputs in float32)."""
-    return fast_tokenizer(pipe), lambda features: run_model(model, features)
-
-
 def single_texts(pipe, model, truncation, outputs, max_length=None):
     """(fast, endpoints, length) of a pipeline on single texts (feature extraction, sentence
     embeddings): `text` -> `outputs(model outputs, features)`, cut at `length` tokens."""
     truncating(pipe, truncation)
-    fast = fast_tokenizer(pipe)
+    fast = pipe.tokenizer.tflite_tokenizer()
     cut = length(pipe, max_length)
 
     def serve(text):
@@ -51,7 +41,7 @@ def single_texts(pipe, model, truncation, outputs, max_length=None):
     return fast, {"serving_default": (serve, [STRINGS])}, cut
 
 
-def pipeline_word_piece_only(pipe, what, why):
+def word_piece_only(pipe, what, why):
     """The pipelines whose TFLite graph reads FastBertTokenizer's offsets take WordPiece
     alone."""
     if not pipe.tokenizer.tflite_offsets:

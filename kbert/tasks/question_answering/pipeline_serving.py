@@ -1,22 +1,16 @@
 """`pipeline.export` of question answering (transformers' contract): transformers' (4.57)
 answers in the graph, as `decode.answer` makes them in Python.
 
-The context is tokenized word by word with each token's characters (`words_graph`, as
-token classification's export), cut into windows of `[CLS] question [SEP] window [SEP]` that
-repeat `doc_stride` tokens of the one before (`serving.window_features`), and the
-model runs on every window of the batch at once. Per window: softmax of the start and end
-logits over its context tokens and [CLS] (the null score is [CLS]'s start x end), the
-start x end scores of spans shorter than `max_answer_len` on a dense [W, S, S] matrix, its
-`pre_top_k` best (of equal scores, the earlier (start, end), as numpy's argmax), each
-widened to its words' characters inside the window. Per question: equal answers
-(lower-cased) merged into the first with their scores added, the null answer appended, the
-`top_k` best kept (of equal scores, the earlier).
-
-The context's tokens, characters and words come, as `Encoder.encode` makes them, from the
-tokenizer's `graph_encode`: WordPiece models' words are BERT's, SentencePiece ones' (ALBERT,
-DeBERTa-v3) the whitespace-separated chunks, byte-level BPE ones' (RoBERTa) GPT-2's pieces
-(its windows are `<s> question </s></s> window </s>`); a special-token literal typed in the
-context is its token, of no word, as in the pipeline.
+The context's tokens, their characters and words are the tokenizer's `graph_encode`, as
+`Encoder.encode` makes them (a special-token literal typed in it is its token, of no word),
+cut into windows of `[CLS] question [SEP] window [SEP]` that repeat `doc_stride` tokens of
+the one before (`windows_graph.window_features`), and the model runs on every window of the
+batch at once. Per window: softmax of the start and end logits over its context tokens and
+[CLS] (the null score is [CLS]'s start x end), the start x end scores of spans shorter than
+`max_answer_len` on a dense [W, S, S] matrix, its `pre_top_k` best (of equal scores, the
+earlier (start, end), as numpy's argmax), each widened to its words' characters inside the
+window. Per question: equal answers (lower-cased) merged into the first with their scores
+added, the null answer appended, the `top_k` best kept (of equal scores, the earlier).
 """
 
 import tensorflow as tf
@@ -48,14 +42,11 @@ def question_answering(pipe, model, opts, given):
     def serve(question, context):
         question, context = valid_utf8(question), valid_utf8(context)
         batch = tf.shape(question)[0]
-        checks = [
-            tf.debugging.Assert(tf.equal(batch, tf.shape(context)[0]), [
-                "Questions and contexts don't have the same lengths:", batch,
-                tf.shape(context)[0]]),
-            tf.debugging.Assert(tf.reduce_all(tf.strings.length(question) > 0),
-                                ["`question` cannot be empty"]),
-            tf.debugging.Assert(tf.reduce_all(tf.strings.length(context) > 0),
-                                ["`context` cannot be empty"])]
+        checks = [tf.debugging.Assert(tf.equal(batch, tf.shape(context)[0]), [
+            "Questions and contexts don't have the same lengths:", batch, tf.shape(context)[0]])]
+        checks += [tf.debugging.Assert(tf.reduce_all(tf.strings.length(strings) > 0),
+                                       [f"`{name}` cannot be empty"])
+                   for name, strings in (("question", question), ("context", context))]
         question_ids = graph.ids(tokenizer, question)
         context_ids, tokens = _context(context, tokenizer, pipe.specials)
         questions = graph.lengths(question_ids)
@@ -191,5 +182,4 @@ def _ranked(score, text, chars, row, null, batch, top_k, impossible):
             "num_answers": tf.reduce_sum(tf.cast(found, tf.int32), axis=1)}
 
 
-# `pipeline.export` of each pipeline of the task.
 PIPELINES = {"question-answering": question_answering}

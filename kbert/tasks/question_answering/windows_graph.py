@@ -1,9 +1,8 @@
-"""Question answering's windows in the graph, which the pipeline's SavedModel signature
-(`pipeline_serving.py`) and its TFLite graph (`tflite.py`) cut: the context's pieces into
-windows of `[CLS] question [SEP] window [SEP]` (RoBERTa's `<s> question </s></s> window
-</s>`), each repeating the last `doc_stride` pieces of the one before (`features.
-window_starts`, as `encode_questions` and the Python pipeline cut them), and the band of
-spans a window's answer may take.
+"""Question answering's windows in the graph (the pipeline's SavedModel, `pipeline_serving`):
+the context's pieces cut into windows of `[CLS] question [SEP] window [SEP]` by the
+tokenizer's layout, each repeating the last `doc_stride` pieces of the one before
+(`features.window_starts`, as `encode_questions` and the Python pipeline cut them); and the
+band of spans a window's answer may take (TFLite's one window too).
 """
 
 import tensorflow as tf

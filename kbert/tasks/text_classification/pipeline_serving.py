@@ -1,10 +1,7 @@
-"""Text classification's SavedModel endpoints of transformers' contract (`pipeline.export`):
-`text_classification` ({"label", "score"} per text, as the pipeline ranks them) and
-`zero_shot_classification` (NLI entailment over the candidate labels given at the call); raw
-strings in, every step in the graph.
-
-The rules on options are `decode`'s, the same the Python pipelines call.
-"""
+"""Text classification's SavedModel endpoints (`pipeline.export`), raw strings in, every step
+in the graph: `text_classification` ({"label", "score"} per text, as the pipeline ranks them)
+and `zero_shot_classification` (NLI entailment over the candidate labels given at the call);
+the rules on options are `decode`'s, the same the Python pipelines call."""
 
 import tensorflow as tf
 
@@ -12,45 +9,48 @@ from kbert.tasks.graph import packing as graph
 from kbert.tasks.graph.signatures import STRINGS, run_model
 from kbert.tasks.text_classification import decode
 
-def scored(scores, names, order, count):
-    """(label names, scores) [B, count] of `scores` [B, N], in label order or best first
-    (ties: the lower index first, as Python's stable sort)."""
-    if order:
-        scores, index = tf.math.top_k(scores, k=count)
-    else:
-        index = tf.broadcast_to(tf.range(count), tf.shape(scores))
-    return tf.gather(tf.constant(names), index), scores
 
+def ranked(pipe, opts, given):
+    """logits [B, N] -> {"label", "score"} [B, count] as the pipeline ranks them (`decode`'s
+    rules on its options `opts`, `given` the ones the call named): the activation
+    (`decode.apply`'s twin), in label order or best first (ties: the lower index first, as
+    Python's stable sort)."""
+    names = pipe.source.label_names
+    top_k, legacy = pipe.ranking(opts, given)
+    count, order = decode.ranked_count(top_k, legacy, len(names))
+    function = {"softmax": tf.nn.softmax, "sigmoid": tf.sigmoid,
+                "none": tf.identity}[pipe.function(opts)]
 
-def activation(function):
-    """The graph's twin of `decode.apply(function, ...)`."""
-    return {"softmax": tf.nn.softmax, "sigmoid": tf.sigmoid, "none": tf.identity}[function]
+    def answer(logits):
+        scores = function(logits)
+        if order:
+            scores, index = tf.math.top_k(scores, k=count)
+        else:
+            index = tf.broadcast_to(tf.range(count), tf.shape(scores))
+        return {"label": tf.gather(tf.constant(names), index), "score": scores}
+
+    return answer
 
 
 def text_classification(pipe, model, opts, given):
     """`pipeline.export`'s endpoints of a text-classification pipeline `pipe` (its options
     `opts`, `given` the ones the call named): {name: (function, input specs)}."""
-    names = pipe.source.label_names
-    top_k, legacy = pipe.ranking(opts, given)
-    count, order = decode.ranked_count(top_k, legacy, len(names))
-    function = activation(pipe.function(opts))
+    answer = ranked(pipe, opts, given)
     truncation, max_length = pipe.tokenization(opts)
     tokenizer = pipe.tokenizer
 
-    def answer(first, second):
+    def classify(first, second):
         first, second, checks = graph.fit_call(pipe, first, second, truncation, max_length)
         with tf.control_dependencies(checks):
-            logits = run_model(model, graph.pack(tokenizer, first, second))
-        label, score = scored(function(logits), names, order, count)
-        return {"label": label, "score": score}
+            return answer(run_model(model, graph.pack(tokenizer, first, second)))
 
     def serve(text):
-        return answer(graph.ids(tokenizer, text), None)
+        return classify(graph.ids(tokenizer, text), None)
 
     def serve_pairs(text, text_pair):
         ids = graph.ids(tokenizer, tf.concat([text, text_pair], 0))
         rows = tf.shape(text, out_type=tf.int64)[0]
-        return answer(ids[:rows], ids[rows:])
+        return classify(ids[:rows], ids[rows:])
 
     return {"serving_default": (serve, [STRINGS]),
             "serving_pairs": (serve_pairs, [STRINGS, STRINGS])}
@@ -92,6 +92,5 @@ def zero_shot_classification(pipe, model, opts, given):
     return {"serving_default": (serve, [STRINGS, STRINGS])}
 
 
-# `pipeline.export` of each pipeline of the task.
 PIPELINES = {"text-classification": text_classification,
              "zero-shot-classification": zero_shot_classification}

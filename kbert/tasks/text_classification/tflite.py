@@ -1,12 +1,7 @@
-"""Text classification's TFLite graphs (TFLite's built-in ops and tensorflow-text's kernels
-only), the pipelines' answers: `text_classification` ({"label", "score"} as the pipeline
-ranks them, of a text or a pair) and `zero_shot_classification` (the candidate labels and
-template fixed at export: `labels`, `scores` best first and `label_scores` in the labels'
-order).
-
-The caller (`kbert.export` / `kbert.pipelines`) writes the model
-(`kbert.tasks.graph.tflite_serving` says what each function gives).
-"""
+"""Text classification in TFLite (`kbert.tasks.graph.tflite_serving` says what a task
+folder's `tflite.py` gives): the pipelines' answers, `text_classification` ({"label",
+"score"} as the pipeline ranks them, of a text or a pair) and `zero_shot_classification` (the
+candidate labels and template fixed at export)."""
 
 import tensorflow as tf
 
@@ -14,7 +9,7 @@ from kbert.tasks.graph import tflite_serving
 from kbert.tasks.graph.signatures import STRINGS, run_model
 from kbert.tasks.graph.tflite_packing import pack_pairs, pack_premises, pack_text
 from kbert.tasks.text_classification import decode
-from kbert.tasks.text_classification.pipeline_serving import activation, scored
+from kbert.tasks.text_classification.pipeline_serving import ranked
 
 
 def text_classification(pipe, model, opts, given):
@@ -24,23 +19,17 @@ def text_classification(pipe, model, opts, given):
     truncation, max_length = pipe.tokenization(opts)
     tflite_serving.truncating(pipe, truncation)
     length = tflite_serving.length(pipe, max_length)
-    names = pipe.source.label_names
-    top_k, legacy = pipe.ranking(opts, given)
-    count, order = decode.ranked_count(top_k, legacy, len(names))
-    function = activation(pipe.function(opts))
-    fast = tflite_serving.fast_tokenizer(pipe)
-
-    def answer(features):
-        label, score = scored(function(run_model(model, features)), names, order, count)
-        return {"label": label, "score": score}
+    answer = ranked(pipe, opts, given)
+    fast = pipe.tokenizer.tflite_tokenizer()
 
     def serve(text):
-        return answer(pack_text(pipe.tokenizer, fast.tokenize(text), length))
+        return answer(run_model(model, pack_text(pipe.tokenizer, fast.tokenize(text), length)))
 
     def serve_pairs(text, text_pair):
         # Two tokenizer calls: TFLite concatenates no strings.
-        return answer(pack_pairs(pipe.tokenizer, fast.tokenize(text),
-                                 fast.tokenize(text_pair), length))
+        features = pack_pairs(pipe.tokenizer, fast.tokenize(text), fast.tokenize(text_pair),
+                              length)
+        return answer(run_model(model, features))
 
     return fast, {"serving_default": (serve, [STRINGS]),
                   "serving_pairs": (serve_pairs, [STRINGS, STRINGS])}, length
@@ -48,10 +37,9 @@ def text_classification(pipe, model, opts, given):
 
 def zero_shot_classification(pipe, model, opts, given):
     """(fast, endpoints, length): a zero-shot pipeline's TFLite tokenizer and its
-    `serving_default`, the candidate labels and the template fixed at export."""
-    labels = opts["candidate_labels"] or []
-    if isinstance(labels, str):  # "a, b": comma-separated, as the pipeline takes it
-        labels = [label.strip() for label in labels.split(",") if label.strip()]
+    `serving_default`, the candidate labels and the template fixed at export: `labels`,
+    `scores` best first and `label_scores` in the labels' order."""
+    labels = decode.parse_labels(opts["candidate_labels"] or [])  # "a, b" as the pipeline
     if not labels or not all(isinstance(label, str) and label for label in labels):
         raise ValueError(
             f"candidate_labels={opts['candidate_labels']!r}: a TFLite zero-shot classifier "
@@ -69,13 +57,12 @@ def zero_shot_classification(pipe, model, opts, given):
                              f"tokens long: no room for the text in {pipe.max_length}.")
     names = tf.constant(labels)
     count = len(labels)
-    fast = tflite_serving.fast_tokenizer(pipe)
+    fast = pipe.tokenizer.tflite_tokenizer()
 
     def serve(text):
         features = pack_premises(pipe.tokenizer, fast.tokenize(text),
                                  [ids.tolist() for ids in hypotheses], pipe.max_length)
-        logits = tf.reshape(tf.cast(run_model(model, features), tf.float32),
-                            [-1, count, model.num_classes])
+        logits = tf.reshape(run_model(model, features), [-1, count, model.num_classes])
         if multi_label:  # each label alone: entailment against contradiction
             scores = tf.nn.softmax(tf.gather(logits, [contradiction, entailment],
                                              axis=-1))[..., 1]
@@ -91,6 +78,5 @@ def zero_shot_classification(pipe, model, opts, given):
     return fast, {"serving_default": (serve, [STRINGS])}, pipe.max_length
 
 
-# `pipeline.export_tflite` of each pipeline of the task.
 PIPELINES = {"text-classification": text_classification,
              "zero-shot-classification": zero_shot_classification}

@@ -11,5 +11,4 @@ def sentence_embeddings(pipe, model, opts, given):
                                  lambda result, features: {"embedding": result})
 
 
-# `pipeline.export` of each pipeline of the task.
 PIPELINES = {"sentence-embeddings": sentence_embeddings}

@@ -5,16 +5,14 @@ entities of one type grouped ("simple" and the word strategies), the ignored lab
 out. The graph cannot call the Python rule; the labels' tables come from the one place
 (`decode.label_tables`).
 
-Tokens and their characters come, as `Encoder.encode` makes them, from the tokenizer's
-`graph_encode` (WordPiece: words by BERT's rule, each tokenized alone; SentencePiece:
-whitespace-separated chunks; byte-level BPE: GPT-2's pieces). A special-token literal typed
-in a text ("[SEP]") is its token, as in the pipeline: it counts in the model's length and is
-no entity.
+Tokens and their characters are the tokenizer's `graph_encode`, as `Encoder.encode` makes
+them; a special-token literal typed in a text ("[SEP]") is its token, as in the pipeline: it
+counts in the model's length and is no entity.
 """
 
 import tensorflow as tf
 
-from kbert.tasks.graph.signatures import STRINGS, dense_rows, run_model
+from kbert.tasks.graph.signatures import STRINGS, dense_rows, ragged_rows, run_model
 from kbert.tokenizers.words_graph import substrings, valid_utf8
 from kbert.tasks.graph import packing as graph
 from kbert.tasks.token_classification.decode import label_tables, strategy_and_ignored
@@ -29,19 +27,15 @@ def _label_tables(names):
 
 
 def _segments(new, rows):
-    """Group ids (int32) of flat items in order: a group starts where `new` holds or at a
-    row's first item."""
-    first_in_row = tf.not_equal(rows, tf.concat([[-1], rows], 0)[:-1])
-    starts = new | first_in_row
-    return tf.cumsum(tf.cast(starts, tf.int32)) - 1, starts
-
-
-def _by_group(values, group, starts):
-    """Ragged [groups, (items)] of flat `values` grouped by `group` (contiguous)."""
-    return tf.RaggedTensor.from_value_rowids(values, tf.cast(group, tf.int64),
-                                             nrows=tf.cast(tf.reduce_sum(
-                                                 tf.cast(starts, tf.int32)), tf.int64),
-                                             validate=False)
+    """Groups of flat items in order, one starting where `new` holds or at a row's first
+    item: each item's group id (int32), the groups' count, each group's first and last
+    item."""
+    starts = new | tf.not_equal(rows, tf.concat([[-1], rows], 0)[:-1])
+    group = tf.cumsum(tf.cast(starts, tf.int32)) - 1
+    count = tf.reduce_sum(tf.cast(starts, tf.int32))
+    index = tf.range(tf.size(rows))
+    return (group, count, tf.boolean_mask(index, starts),
+            tf.math.unsorted_segment_max(index, group, count))
 
 
 def _tokens(text, tokenizer, specials):
@@ -101,10 +95,8 @@ def token_classification(pipe, model, opts, given):
         entity = tf.gather(per_token["entity"], kept.flat_values)
         flat = tf.boolean_mask(kept.flat_values, entity)
         rows, position = tf.boolean_mask(rows, entity), tf.boolean_mask(position, entity)
-        starts = tf.gather(per_token["starts"], flat)
-        ends = tf.gather(per_token["ends"], flat)
-        word = tf.gather(per_token["word"], flat)
-        subword = tf.gather(per_token["subword"], flat)
+        starts, ends, word, subword = (tf.gather(per_token[key], flat)
+                                       for key in ("starts", "ends", "word", "subword"))
         scores = tf.nn.softmax(tf.gather_nd(logits, tf.stack([rows, position], 1)))  # [N, T]
         if strategy in ("none", "simple"):
             label = tf.argmax(scores, axis=-1, output_type=tf.int32)
@@ -139,14 +131,11 @@ def token_classification(pipe, model, opts, given):
 
 def _words(strategy, scores, word, starts, ends, rows, subword, to_string):
     """One entity per word (a token and the subword tokens after it): `aggregate_words`."""
-    group, first = _segments(~subword, rows)
-    count = tf.reduce_sum(tf.cast(first, tf.int32))
-    index = tf.range(tf.size(rows))
-    first_token = tf.boolean_mask(index, first)
-    last_token = tf.math.unsorted_segment_max(index, group, count)
+    group, count, first_token, last_token = _segments(~subword, rows)
     if strategy == "first":
         chosen = tf.gather(scores, first_token)
     elif strategy == "max":
+        index = tf.range(tf.size(rows))
         best = tf.reduce_max(scores, axis=-1)
         top = tf.math.unsorted_segment_max(best, group, count)
         token = tf.math.unsorted_segment_min(
@@ -157,7 +146,7 @@ def _words(strategy, scores, word, starts, ends, rows, subword, to_string):
         chosen = tf.math.unsorted_segment_mean(scores, group, count)
     label = tf.argmax(chosen, axis=-1, output_type=tf.int32)
     return {"label": label, "score": tf.reduce_max(chosen, axis=-1),
-            "word": to_string(_by_group(word, group, first)),
+            "word": to_string(ragged_rows(word, group, count)),
             "start": tf.gather(starts, first_token), "end": tf.gather(ends, last_token),
             "row": tf.gather(rows, first_token)}
 
@@ -167,20 +156,13 @@ def _grouped(entities, begins, types, to_string):
     `group_entities`; the group's label is its first entity's."""
     label, rows = entities["label"], entities["row"]
     kind = tf.gather(types, label)
-    previous = tf.concat([[-1], kind], 0)[:-1]
-    new = tf.gather(begins, label) | tf.not_equal(kind, previous)
-    group, first = _segments(new, rows)
-    count = tf.reduce_sum(tf.cast(first, tf.int32))
-    index = tf.range(tf.size(rows))
-    first_entity = tf.boolean_mask(index, first)
-    last_entity = tf.math.unsorted_segment_max(index, group, count)
-    return {"label": tf.gather(label, first_entity),
+    new = tf.gather(begins, label) | tf.not_equal(kind, tf.concat([[-1], kind], 0)[:-1])
+    group, count, first, last = _segments(new, rows)
+    return {"label": tf.gather(label, first),
             "score": tf.math.unsorted_segment_mean(entities["score"], group, count),
-            "word": to_string(_by_group(entities["word"], group, first)),
-            "start": tf.gather(entities["start"], first_entity),
-            "end": tf.gather(entities["end"], last_entity),
-            "row": tf.gather(rows, first_entity)}
+            "word": to_string(ragged_rows(entities["word"], group, count)),
+            "start": tf.gather(entities["start"], first),
+            "end": tf.gather(entities["end"], last), "row": tf.gather(rows, first)}
 
 
-# `pipeline.export` of each pipeline of the task.
 PIPELINES = {"token-classification": token_classification}

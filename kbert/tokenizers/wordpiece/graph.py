@@ -11,7 +11,7 @@ normalised characters came from, less the characters that normalise to nothing a
 (tensorflow-text's `FastBertTokenizer.tokenize_with_offsets` gives offsets into the text too,
 but by its own normaliser, which case-folds with NFKC and keeps control characters as spaces:
 other ids and offsets than BERT's tokenizer for those characters. The TFLite exports use it,
-where no other kernel is at hand: `kbert.tasks.graph.tflite_offsets`.)
+where no other kernel is at hand: `kbert.tasks.graph.tflite_packing`.)
 """
 
 import tensorflow as tf
