@@ -123,6 +123,14 @@ def test_a_tiny_modern_bert_learns_on_packed_rows_and_exports(tmp_path):
     print(f"mlm_accuracy {logs['mlm_accuracy']:.4f}, most frequent token {baseline:.4f}")
     assert logs["mlm_accuracy"] > 1.3 * baseline, (logs, baseline)
 
+    # The export is the fill-mask pipeline on raw strings (the learned BPE's <mask> in them)
+    # and the backbone on ids (serving_ids).
     served = tf.saved_model.load(str(tmp_path / "export"))
-    out = served.signatures["serving_default"](text=tf.constant(["Return the value."]))
-    assert out["sequence_output"].shape == (1, 64, 32)
+    filled = served.signatures["serving_default"](text=tf.constant(["Return the <mask> of it."]))
+    assert filled["num_masks"].numpy().tolist() == [1]
+    assert all(s.decode().endswith(" of it.") for s in filled["sequence"].numpy()[0, 0])
+    ids = [tokenizer.cls_id, *tokenizer.tokenize(["Return the value."]).to_list()[0],
+           tokenizer.sep_id]
+    out = served.signatures["serving_ids"](token_ids=tf.constant([ids], "int32"),
+                                          padding_mask=tf.ones((1, len(ids)), "int32"))
+    assert out["sequence_output"].shape == (1, len(ids), 32)
