@@ -34,6 +34,7 @@ from kbert.tokenizers.words import (  # noqa: F401 (Word, join_words, utf8: re-e
     Word,
     byte_pair_words,
     join_words,
+    offset_words,
     split_words,
     tokenize_words,
     utf8,
@@ -148,8 +149,9 @@ def bert_word_lists(word_lists, tokenizer):
 def byte_pair_texts(texts, tokenizer):
     """`align_texts` of a byte-level BPE (RoBERTa): GPT-2's pieces less their leading space
     are the words, each piece tokenized with it as the pipelines' encoder does, so
-    " word" -> "Ġword"."""
-    splits = byte_pair_words(list(texts))
+    " word" -> "Ġword" (and the text's first word too with `add_prefix_space`)."""
+    splits = offset_words(tokenizer, [(text, 0, len(text)) for text in texts],
+                          split=byte_pair_words)
     pieces, spans_of = _byte_pair_aligner(tokenizer, [p for s in splits for p, _ in s])
     return [_byte_pair_align(text, split, pieces, spans_of)
             for text, split in zip(texts, splits)]

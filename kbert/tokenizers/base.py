@@ -93,6 +93,13 @@ class Tokenizer(tf.Module):
             return self._tokenize_normalized(text)
         return by_rows(self.tokenize_keeping_special_tokens, text)
 
+    def tokenize_pieces(self, pieces):
+        """`tokenize` for the pieces of texts as `offset_words` cuts them (" word", "."),
+        which the texts' own words (`kbert.tokenizers.words.tokenize_words`) join into the
+        tokens of the whole text. The same as `tokenize` but for a byte-level BPE with
+        `add_prefix_space`, which puts no space before a piece."""
+        return self.tokenize(pieces)
+
     def _tokenize_normalized(self, text):
         return self._tokenizer.tokenize(self._normalize(text))
 

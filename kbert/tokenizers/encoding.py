@@ -22,12 +22,11 @@ left-stripped one (RoBERTa's "<mask>") takes the whitespace before it along.
 """
 
 import collections
-import copy
 import re
 
 import numpy as np
 
-from kbert.tokenizers.words import tokenize_words
+from kbert.tokenizers.words import offset_words, tokenize_words
 
 Encoding = collections.namedtuple("Encoding", ["ids", "offsets", "words", "word_spans"])
 Encoding.__doc__ = """One text, tokenized (no [CLS] / [SEP]).
@@ -54,30 +53,10 @@ class Encoder:
 
     def __init__(self, tokenizer):
         self.tokenizer = tokenizer
-        # A byte-level BPE with `add_prefix_space` (kbert's RoBERTa runs) puts a space before
-        # each piece of text between special literals, as the tokenizers library's
-        # ByteLevel(add_prefix_space=True) and the tokenizer's own graph do: the pieces are
-        # split with that space, their words tokenized without another, and the offsets
-        # stay in the text as given.
-        self._prefix_space = bool(getattr(tokenizer, "add_prefix_space", False))
-        self._word_tokenizer = tokenizer
-        if self._prefix_space:
-            self._word_tokenizer = copy.copy(tokenizer)
-            self._word_tokenizer.add_prefix_space = False
         self.vocabulary = tokenizer.vocabulary
         self.special_ids = frozenset(int(i) for i in tokenizer.special_ids)
         self._left_stripped = frozenset(getattr(tokenizer, "left_stripped", ()))
         self._left_strip = _python_class(getattr(tokenizer, "left_strip_class", r"\s"))
-
-    def _words(self, segments):
-        """Per (text, start, end), the (word, start) of the words of text[start:end] (a
-        prefix space at start - 1)."""
-        pieces = [text[start:end] for text, start, end in segments]
-        added = [self._prefix_space and bool(piece) and not piece.startswith(" ")
-                 for piece in pieces]
-        split = self.tokenizer.offset_words([" " * a + piece for a, piece in zip(added, pieces)])
-        return [[(w, s + start - a) for w, s in words]
-                for (_, start, _), a, words in zip(segments, added, split)]
 
     def _pattern(self, specials):
         """The regex of the special literals (longest first); a left-stripped one (RoBERTa's
@@ -125,7 +104,9 @@ class Encoder:
         specials = dict(specials or {})
         pattern = self._pattern(specials) if specials else None
         cut = [self._pieces(text, pattern, specials) for text in texts]
-        words = iter(self._words([(text, start, end) for text, pieces in zip(texts, cut)
+        # Each piece of text between special literals split alone (a byte-level BPE with
+        # add_prefix_space puts a space before each, as its graph does).
+        words = iter(offset_words(self.tokenizer, [(text, start, end) for text, pieces in zip(texts, cut)
                                   for start, end, special in pieces if special is None]))
         layouts = []
         for pieces in cut:
@@ -137,7 +118,7 @@ class Encoder:
                     layout.extend((w, s, s + len(w), None) for w, s in next(words))
             layouts.append(layout)
         pieces = tokenize_words(
-            self._word_tokenizer, [w for layout in layouts for w, *_ in layout if w is not None])
+            self.tokenizer, [w for layout in layouts for w, *_ in layout if w is not None])
         return layouts, pieces
 
     def _encoding(self, text, layout, pieces):

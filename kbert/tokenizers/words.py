@@ -97,20 +97,36 @@ def utf8(texts):
     return [text.encode("utf-8", "surrogatepass") for text in texts]
 
 
-def tokenize_words(tokenizer, words, chunk_size=8192):
-    """{word: int32 array of its wordpiece ids} for the distinct strings in `words`."""
+def tokenize_words(tokenizer, words, chunk_size=8192, texts=False):
+    """{word: int32 array of its wordpiece ids} for the distinct strings in `words`: pieces of
+    texts (`Tokenizer.tokenize_pieces`), or whole texts when `texts` is true."""
     import tensorflow as tf
 
+    tokenize = tokenizer.tokenize if texts else tokenizer.tokenize_pieces
     distinct = list(dict.fromkeys(words))
     pieces = {}
     for i in range(0, len(distinct), chunk_size):
         chunk = distinct[i : i + chunk_size]
-        ids = tokenizer.tokenize(tf.constant(utf8(chunk), tf.string))
+        ids = tokenize(tf.constant(utf8(chunk), tf.string))
         splits = ids.row_splits.numpy()
         values = ids.flat_values.numpy().astype(np.int32)
         for j, word in enumerate(chunk):
             pieces[word] = values[splits[j] : splits[j + 1]]
     return pieces
+
+
+def offset_words(tokenizer, segments, split=None):
+    """Per (text, start, end), the tokenizer's words of text[start:end] (`split`, by default
+    its `offset_words`) as [(word, start)] in the text. A byte-level BPE with `add_prefix_space` (kbert's RoBERTa
+    runs) puts a space before a segment that has none, as the tokenizers library's
+    ByteLevel(add_prefix_space=True) and the tokenizer's own graph do: its first word then
+    starts at start - 1, on a character that is not in the text."""
+    prefix = bool(getattr(tokenizer, "add_prefix_space", False))
+    pieces = [text[start:end] for text, start, end in segments]
+    added = [int(prefix and bool(piece) and not piece.startswith(" ")) for piece in pieces]
+    split = (split or tokenizer.offset_words)([" " * a + p for a, p in zip(added, pieces)])
+    return [[(w, s + start - a) for w, s in words]
+            for (_, start, _), a, words in zip(segments, added, split)]
 
 
 def byte_pair_words(texts):

@@ -34,3 +34,17 @@ def test_the_encoder_gives_the_graphs_ids_and_offsets_in_the_text():
     # The tiny vocabulary's "Ġ" alone is the added space: an empty span before "R".
     assert [tokenizer.vocabulary[i] for i in graph[0][:2]] == ["\u0120", "R"]
     assert encodings[0].offsets[:2].tolist() == [[0, 0], [0, 1]]
+
+
+def test_alignment_of_words_gives_the_tokenizers_ids():
+    """`align_texts` (NER labels, SQuAD answers) tokenizes the text's pieces as the tokenizer
+    does the whole text: a space before the first word only, none before "." or "," (each
+    piece once tokenized with a space of its own gave "Ġ." where the text has ".")."""
+    tokenizer = tokenizer_types.load(str(ROBERTA / "vocab.json"), lowercase=False)
+    texts = ["Return the value.", "héllo wörld, again", " leading space", "", "a,b.c"]
+    alignments = tokenizer.align_texts(texts)
+    assert [a.piece_ids.tolist() for a in alignments] == tokenizer.tokenize(texts).to_list()
+    first = alignments[0]
+    assert [(w.text, w.start, w.end) for w in first.words][:2] == [("Return", 0, 6),
+                                                                   ("the", 7, 10)]
+    assert all(0 <= s <= e <= len(first.text) for s, e in first.piece_spans.tolist())

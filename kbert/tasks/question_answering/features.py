@@ -145,7 +145,7 @@ def encode_questions(data, tokenizer, sequence_length=384, doc_stride=None,
     if not examples or not all(isinstance(e, QuestionExample) for e in examples):
         raise DataError("encode_questions takes QuestionAnsweringData or QuestionExamples "
                         "(at least one).")
-    questions = tokenize_words(tokenizer, [e.question for e in examples])
+    questions = tokenize_words(tokenizer, [e.question for e in examples], texts=True)
     contexts = list(dict.fromkeys(e.context for e in examples))
     alignments = dict(zip(contexts, tokenizer.align_texts(contexts)))
     if doc_stride is None:

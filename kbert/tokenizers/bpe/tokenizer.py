@@ -253,19 +253,29 @@ class BytePairTokenizer(Tokenizer):
         or a text's first word counts as part of the word before it."""
         return token.startswith(WORD_START)
 
-    def _normalize(self, text):
+    def tokenize_pieces(self, pieces):
+        """`tokenize` without the space `add_prefix_space` puts before a text: GPT-2's pieces
+        carry their own (" word"), and a piece that has none ("." after a word) continues the
+        word before it. A text's first piece gets the space from `words.prefixed_pieces`."""
+        if not self.add_prefix_space:
+            return self.tokenize(pieces)
+        text = tf.strings.unicode_transcode(tf.convert_to_tensor(pieces, tf.string),
+                                            "UTF-8", "UTF-8", errors="replace")
+        return self._tokenize_normalized(text, prefix_space=False)
+
+    def _normalize(self, text, prefix_space=True):
         if self.lowercase:
             text = lower(text)
-        if self.add_prefix_space:
+        if self.add_prefix_space and prefix_space:
             # `tokenizers` leaves empty text empty.
             text = tf.where(tf.strings.regex_full_match(text, "(?s)( .*)?"), text,
                             tf.strings.join([" ", text]))
         return text
 
-    def _tokenize_normalized(self, text):
+    def _tokenize_normalized(self, text, prefix_space=True):
         if text.shape.rank != 1:  # [..., (ids)] from the strings in one row
-            return by_rows(self._tokenize_normalized, text)
-        words = pre_tokenize(self._normalize(text))  # [N, (words)]
+            return by_rows(lambda t: self._tokenize_normalized(t, prefix_space), text)
+        words = pre_tokenize(self._normalize(text, prefix_space))  # [N, (words)]
         symbols = tf.strings.bytes_split(words.flat_values)  # [words, (bytes)]
         byte_values = tf.reshape(tf.io.decode_raw(symbols.flat_values, tf.uint8), [-1])
         ids = tf.gather(self._byte_ids, tf.cast(byte_values, tf.int64))
