@@ -110,11 +110,6 @@ def export(subject, path, format="saved_model", quantize=None, *, task=None, tok
         pipe = subject
     else:
         record = registry.of_model(subject)
-        if callable(getattr(subject, "discriminator", None)):  # ELECTRA's, DeBERTa-v3's RTD
-            raise TypeError(f"A {type(subject).__name__} samples replacements in its call: "
-                            "export its discriminator, kbert.export(model.discriminator(), "
-                            "path, tokenizer=...) (feature extraction), as tools/pretrain.py "
-                            "--export_dir does.")
         if record is None:
             raise TypeError(f"kbert.export takes a pipeline or a kbert model (a task model, a "
                             f"pretrainer with a masked-LM head, a backbone), not "

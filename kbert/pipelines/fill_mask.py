@@ -37,6 +37,14 @@ class FillMaskPipeline(Pipeline):
                                                                   self.encoder)
         return top_k, targets
 
+    def check_export(self, opts):
+        model = self.source.runner.model  # a KerasRunner's: exporting checked
+        if callable(getattr(model, "discriminator", None)):  # ELECTRA's, DeBERTa-v3's RTD
+            raise TypeError(f"A {type(model).__name__} samples replacements in its call: "
+                            "export its discriminator, kbert.export(model.discriminator(), "
+                            "path, tokenizer=...) (feature extraction), as tools/pretrain.py "
+                            "--export_dir does.")
+
     def _check_mask(self, ids, text):
         mask_id = self.tokenizer.mask_id
         if not np.any(np.asarray(ids) == mask_id):

@@ -149,7 +149,7 @@ def export(model, tokenizer, export_dir, what="the model"):
     import kbert  # the floor above (kbert.pipelines), reached through the package root
 
     task = registry.of_model(model).pipelines[0]
-    kbert.export(model, export_dir, task=task, tokenizer=tokenizer)
+    kbert.export(kbert.pipeline(task, model=model, tokenizer=tokenizer), export_dir)
     print(f"Exported {what} as a SavedModel ({task} answers on text, serving_ids on token "
           f"ids) to {export_dir}.")
     logging.info("SavedModel written to %s", export_dir)

@@ -190,10 +190,17 @@ def test_bad_arguments(tmp_path):
                             hidden_size=32, num_heads=2, intermediate_size=64,
                             embedding_size=32, vocabulary_size=50)
     from kbert.models import ElectraPretrainer
+    from kbert.tokenizers import WordPieceTokenizer
 
+    tokenizer = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"])
     with pytest.raises(TypeError, match=r"export its discriminator, kbert.export\("
                                         r"model.discriminator\(\)"):
-        kbert.export(ElectraPretrainer(backbone), str(tmp_path / "x"))
+        kbert.export(ElectraPretrainer(backbone), str(tmp_path / "x"), tokenizer=tokenizer)
+    # Nor does a fill-mask pipeline on it (which runs in Python) export the sampler.
+    pipe = kbert.pipeline("fill-mask", model=ElectraPretrainer(backbone), tokenizer=tokenizer)
+    for format in ("saved_model", "tflite"):
+        with pytest.raises(TypeError, match="export its discriminator"):
+            pipe.export(str(tmp_path / "x"), format=format)
     assert not (tmp_path / "x").exists()
 
 
