@@ -7,12 +7,24 @@ backend-agnostic (keras.ops only) and never import TensorFlow, while `kbert.toke
 
 import importlib
 
-__version__ = "0.1.0"
-
 _SUBMODULES = ("layers", "loading", "models", "presets", "tasks", "tokenizers")
 
 
+def _version():
+    """The installed distribution's version (setup.py's); "0+unknown" where kbert-keras is not
+    installed (a checkout on the path)."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("kbert-keras")
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
 def __getattr__(name):
+    if name == "__version__":  # read on first use: importlib.metadata costs import time
+        globals()["__version__"] = version = _version()
+        return version
     if name in _SUBMODULES:
         return importlib.import_module(f"kbert.{name}")
     if name == "pipeline":  # kbert.pipeline(task, model=...): kbert.pipelines, on first use
@@ -25,4 +37,5 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(list(globals()) + list(_SUBMODULES) + ["export", "load", "pipeline"])
+    return sorted(set(globals()) | set(_SUBMODULES) | {"__version__", "export", "load",
+                                                        "pipeline"})

@@ -12,7 +12,7 @@ import importlib
 import os
 import typing
 
-# The versions the test suite ran with (setup.py pins them): a prefix of `__version__`.
+# The versions the test suite ran with (constraints.txt pins them): a prefix of `__version__`.
 TESTED = {"keras": ("3.15.",), "keras_hub": ("0.32.",), "tensorflow": ("2.21.",),
           "tensorflow_text": ("2.21.",)}
 
@@ -101,7 +101,7 @@ def guard(name):
     raise UntestedVersionError(
         f"kbert uses the private {package} API {what} because {why} ({upstream}). It was "
         f"tested with {package} {' / '.join(v + 'x' for v in TESTED[package])}, and this is "
-        f"{package} {version}. Install the tested version (setup.py pins it), or set "
+        f"{package} {version}. Install the tested version (constraints.txt pins it), or set "
         "KBERT_ALLOW_UNTESTED_KERAS=1 to try anyway."
     )
 

@@ -21,6 +21,7 @@ def quickstart_block(marker):
 def test_test_command_is_what_ci_runs():
     command = quickstart_block("tests")
     assert command.startswith("python3 -m venv .venv && . .venv/bin/activate && pip install -e")
+    assert 'pip install -e ".[test]" -c constraints.txt' in command  # the tested versions
     assert "pytest" in command and "|| true" not in command
     assert "quickstart:tests" in (ROOT / ".ci" / "run").read_text()
 
@@ -33,7 +34,7 @@ def test_main_command_runs(tmp_path, monkeypatch):
     from tests.tools.test_pretrain import run_here
 
     block = quickstart_block("main")
-    setup, _, job = block.partition("pip install -e . && ")
+    setup, _, job = block.partition("pip install -e . -c constraints.txt && ")
     assert setup.startswith("python3 -m venv .venv") and job.startswith("python tools/pretrain.py")
     args = job.split()[2:]  # after "python tools/pretrain.py"
     # Without XLA: its compile costs more than 20 steps (test_pretrain.py's test_it_learns

@@ -155,13 +155,17 @@ def test_the_refusal_names_the_api_the_version_and_both_ways_out(name, monkeypat
     _keras_private.guard(name)  # tries anyway
 
 
-def test_the_tested_versions_are_the_ones_setup_py_pins():
-    """The guard's TESTED prefixes and setup.py's pins say the same versions."""
+def test_the_tested_versions_are_the_ones_constraints_txt_pins():
+    """The guard's TESTED prefixes, constraints.txt's pins and setup.py's lower bounds say
+    the same versions."""
     setup = (ROOT / "setup.py").read_text(encoding="utf-8")
+    constraints = (ROOT / "constraints.txt").read_text(encoding="utf-8")
     for package, prefixes in _keras_private.TESTED.items():
         requirement = package.replace("_", "-")
-        pinned = re.search(rf"[\"']{re.escape(requirement)}(?:\[[\w,]+\])?([=<>~!].*?)[\"']",
-                           setup)
-        assert pinned, f"setup.py does not pin {requirement}"
-        assert any(prefix.rstrip(".") in pinned.group(1) for prefix in prefixes), (
-            requirement, pinned.group(1), prefixes)
+        pinned = re.search(rf"^{re.escape(requirement)}==(\S+)$", constraints, re.M)
+        assert pinned, f"constraints.txt does not pin {requirement}"
+        assert pinned.group(1).startswith(prefixes), (requirement, pinned.group(1), prefixes)
+        lowest = re.search(rf"[\"']{re.escape(requirement)}(?:\[[\w,]+\])?>=([\w.]+)", setup)
+        assert lowest, f"setup.py gives {requirement} no lower bound"
+        assert any(prefix.rstrip(".") in lowest.group(1) for prefix in prefixes), (
+            requirement, lowest.group(1), prefixes)

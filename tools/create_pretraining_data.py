@@ -11,7 +11,7 @@ without files: see `kbert.data.pretraining_examples`).
 
 With `--runner` (DirectRunner, DataflowRunner, FlinkRunner, SparkRunner) the same examples
 are made by an Apache Beam pipeline (`kbert.batch.pretraining_beam`; `pip install
-"kbert[beam]"`); flags this program does not define go to Beam as its pipeline options:
+"kbert-keras[beam]"`); flags this program does not define go to Beam as its pipeline options:
 
     python tools/create_pretraining_data.py --input='corpus/*.txt' --vocab_file=vocab.txt \\
         --output=data/train.tfrecord --num_shards=4 --runner=DirectRunner \\
@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app, flags  # noqa: E402
 
+from kbert import _extras  # noqa: E402
 from kbert.data import inputs  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -60,11 +61,8 @@ flags.DEFINE_integer("block_size", 1000, "Documents per block, the unit of work:
 flags.DEFINE_string("runner", None, "Run as an Apache Beam pipeline on this runner "
                     "(DirectRunner, DataflowRunner, FlinkRunner, SparkRunner, ...); flags "
                     "this program does not define go to Beam as pipeline options. Needs "
-                    'pip install "kbert[beam]". Default: one process, no Beam.')
+                    f"{_extras.install_command('beam')}. Default: one process, no Beam.")
 flags.mark_flags_as_required(["input", "vocab_file", "output"])
-
-BEAM_MISSING = ('--runner={runner} runs an Apache Beam pipeline, and Apache Beam is not '
-                'installed: pip install "kbert[beam]"')
 
 
 def parse_flags(argv):
@@ -89,11 +87,11 @@ def main(argv):
     beam_runner = None
     if FLAGS.runner:
         try:
-            from kbert.batch import pretraining_beam as beam_runner
-        except ModuleNotFoundError as e:
-            if e.name != "apache_beam":
-                raise
-            raise app.UsageError(BEAM_MISSING.format(runner=FLAGS.runner)) from None
+            _extras.require("apache_beam", "beam", f"--runner={FLAGS.runner} (an Apache Beam "
+                            "pipeline)")
+        except ImportError as e:
+            raise app.UsageError(str(e)) from None
+        from kbert.batch import pretraining_beam as beam_runner
     try:  # Beam's file systems read gs:// and the like, tf.data's glob local files
         if beam_runner and beam_runner.is_file_spec(FLAGS.input):
             beam_runner.match_files(FLAGS.input)

@@ -6,7 +6,7 @@ file, written as JSON Lines in input order.
     python tools/predict.py --task=question-answering --model=path/to/squad_checkpoint \\
         --input=questions.jsonl --output=answers.jsonl --pipeline_option=top_k=2
 
-    # The same on Apache Beam (pip install "kbert[beam]"): a glob of files in, sharded
+    # The same on Apache Beam (pip install "kbert-keras[beam]"): a glob of files in, sharded
     # JSON Lines and dead letters out; unknown flags are Beam pipeline options.
     python tools/predict.py --task=sentiment-analysis --model=runs/sst2/export \
         --input='reviews/part-*.jsonl' --output=out/predictions.jsonl \

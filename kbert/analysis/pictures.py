@@ -14,19 +14,21 @@ import os
 
 import numpy as np
 
+from kbert import _extras
+
 FORMATS = ("png", "svg")
 
 
-def _figure(width, height):
-    from matplotlib.figure import Figure
+def _matplotlib(module="matplotlib"):
+    return _extras.require(module, "analysis", "Drawing pictures (kbert.analysis)")
 
-    return Figure(figsize=(width, height), layout="constrained")
+
+def _figure(width, height):
+    return _matplotlib("matplotlib.figure").Figure(figsize=(width, height), layout="constrained")
 
 
 def _save(figure, path, dpi=100):
     """Writes `figure` to `path` (.png or .svg); returns `path`."""
-    import matplotlib
-
     extension = os.path.splitext(os.fspath(path))[1].lower().lstrip(".")
     if extension not in FORMATS:
         raise ValueError(f"Cannot write a picture to {os.fspath(path)!r}: the extension must "
@@ -34,7 +36,7 @@ def _save(figure, path, dpi=100):
     directory = os.path.dirname(os.fspath(path))
     if directory:
         os.makedirs(directory, exist_ok=True)
-    with matplotlib.rc_context({"svg.fonttype": "none"}):
+    with _matplotlib().rc_context({"svg.fonttype": "none"}):
         figure.savefig(path, dpi=dpi)
     return path
 
@@ -146,8 +148,7 @@ def plot_head_statistics(statistics, path, names=None):
             axes.set_ylim(-0.03, 1.03)
     colours = heads <= 20  # tab20's colours: more heads would share them
     if colours:  # which colour is which head
-        from matplotlib.lines import Line2D
-
+        Line2D = _matplotlib("matplotlib.lines").Line2D
         cmap = _colormap("tab20")  # as the dots: c=head, vmin=0, vmax=19
         handles = [Line2D([], [], linestyle="", marker="o", color=cmap(h / 19)) for h in range(heads)]
         figure.legend(handles, [str(h) for h in range(heads)], title="head",
@@ -159,9 +160,7 @@ def plot_head_statistics(statistics, path, names=None):
 
 
 def _colormap(name):
-    import matplotlib
-
-    return matplotlib.colormaps[name]
+    return _matplotlib().colormaps[name]
 
 
 def plot_probe(result, path, title=None):

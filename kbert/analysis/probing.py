@@ -15,6 +15,8 @@ import dataclasses
 
 import numpy as np
 
+from kbert import _extras
+
 POOLINGS = ("mean", "cls")
 
 
@@ -152,6 +154,7 @@ def split(groups, test_fraction=0.25, seed=0):
 def probe_layers(data, test_fraction=0.25, seed=0, max_iter=1000):
     """Trains a linear probe on each layer of `data` (`ProbeData`) and returns its held-out
     accuracy by layer (`ProbeResult`)."""
+    _extras.require("sklearn", "analysis", "A linear probe (kbert.analysis.probe_layers)")
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler

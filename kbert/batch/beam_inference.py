@@ -1,4 +1,5 @@
-"""Apache Beam's `RunInference` on kbert pipelines (the `kbert[beam]` extra).
+"""Apache Beam's `RunInference` on kbert pipelines (the `beam` extra: `pip install
+"kbert-keras[beam]"`).
 
     from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
     from kbert.batch.beam_inference import PipelineModelHandler

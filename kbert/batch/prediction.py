@@ -29,6 +29,7 @@ import os
 import time
 from typing import Optional
 
+from kbert import _extras
 from kbert.batch import input_files
 from kbert.batch.output import (PredictionStopped, Writer, check_run, record,
                                 record_run, resume_point)
@@ -92,7 +93,7 @@ class PredictionConfig:
                               "record per row, then on).", group="Schedule",
                               choices=("stop", "skip"))
     runner: Optional[str] = setting(
-        None, "Run as an Apache Beam pipeline (pip install \"kbert[beam]\"): "
+        None, f"Run as an Apache Beam pipeline ({_extras.install_command('beam')}): "
         f"{', '.join(RUNNERS)}; unset: on this machine. --input may then be a glob of "
         "files, --output is the prefix of sharded outputs, and flags this program does not "
         "know are Beam pipeline options (docs/beam.md).", group="Schedule")
@@ -220,12 +221,11 @@ def _one_by_one(runner, chunk, config, error):
 def _on_beam(config):
     """`config` as a Beam pipeline (`kbert.batch.beam_pipeline`, imported only here)."""
     try:
-        from kbert.batch import beam_pipeline
-    except ModuleNotFoundError as e:
-        if (e.name or "").split(".")[0] != "apache_beam":
-            raise
-        raise PredictionStopped(f"--runner={config.runner} needs Apache Beam, which is not "
-                                'installed: pip install "kbert[beam]".') from None
+        _extras.require("apache_beam", "beam", f"--runner={config.runner}")
+    except ImportError as e:
+        raise PredictionStopped(str(e)) from None
+    from kbert.batch import beam_pipeline
+
     return beam_pipeline.run(config)
 
 

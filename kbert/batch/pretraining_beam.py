@@ -11,7 +11,7 @@ file's documents, so that the second can number them as one process does. `stdli
 `tfds:` inputs are read by one worker and spread from there.
 
 Only `kbert.batch`'s Beam modules (beam_*.py and this one) import apache_beam (`pip install
-"kbert[beam]"`); nothing imports them but the tools with --runner.
+"kbert-keras[beam]"`); nothing imports them but the tools with --runner.
 """
 
 import apache_beam as beam

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import save_file
 
+from kbert import _extras
 from kbert.convert import _checks, _directory, _headers, _sentence_transformers, families
 from kbert.convert import task_heads
 from kbert.convert._checks import CheckpointError
@@ -34,13 +35,8 @@ def is_hugging_face(path):
 
 def _load_torch(file):
     """A legacy (pre-zip) PyTorch pickle, which only torch reads."""
-    try:
-        import torch
-    except ImportError as error:
-        raise ImportError(
-            f"{file} is a legacy PyTorch pickle and reading it needs torch: pip install "
-            "'kbert[torch]' (or pip install torch), or convert it to model.safetensors."
-        ) from error
+    torch = _extras.require("torch", "torch", f"Reading {file} (a legacy PyTorch pickle; "
+                            "model.safetensors needs no torch)")
     try:  # weights_only: a pickle may run code; this refuses anything but tensors.
         state = torch.load(str(file), map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises many kinds for a corrupted pickle

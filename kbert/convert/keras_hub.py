@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kbert import _keras_private
+from kbert import _extras, _keras_private
 from kbert.convert import _checks, _mapping, families
 
 
@@ -159,7 +159,7 @@ def read(path):
     `BertMaskedLM` head, for one, applies the exact GELU where the backbone and kbert's head
     use the tanh form.
     """
-    import keras_hub
+    keras_hub = _extras.require("keras_hub", "keras-hub", f"Reading the keras-hub preset {path}")
 
     from kbert import models
     from kbert.convert.checkpoint import Checkpoint

@@ -25,7 +25,7 @@ import unicodedata
 
 import tensorflow as tf
 
-from kbert import _cache
+from kbert import _cache, _extras
 from kbert.data import sentences as _sentences
 
 
@@ -127,8 +127,7 @@ def tfds_documents(name, split="train", text_key="text", data_dir=None, download
     Each example's `text_key` feature is one document, split into paragraphs at blank
     lines and into sentences by `split_sentences`.
     """
-    import tensorflow_datasets as tfds
-
+    tfds = _extras.require("tensorflow_datasets", "datasets", f"The TFDS dataset {name}")
     builder = tfds.builder(name, data_dir=data_dir)
     if text_key not in builder.info.features:
         raise ValueError(

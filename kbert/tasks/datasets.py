@@ -21,6 +21,7 @@ import typing
 import numpy as np
 import tensorflow as tf
 
+from kbert import _extras
 from kbert.tokenizers.packing import PADDING_MASK, SEGMENT_IDS, TOKEN_IDS
 
 LABELS = "labels"
@@ -148,8 +149,7 @@ def builder_rows(name, task, split, data_dir=None, download=True):
     """(rows, features, where): the rows (numpy) of the TFDS builder `name` at `split`, its
     features, and "name (split)" for messages; `DataError` where the builder lacks a feature
     that `task` (a `TfdsTask`) reads."""
-    import tensorflow_datasets as tfds
-
+    tfds = _extras.require("tensorflow_datasets", "datasets", f"The TFDS dataset {name}")
     builder = tfds.builder(name, data_dir=data_dir)
     features = builder.info.features
     expected = [f for f in (task.text_a, task.text_b, task.label) if f is not None]

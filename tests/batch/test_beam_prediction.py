@@ -317,8 +317,8 @@ def test_without_runner_nothing_of_beam_is_imported(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     assert "BEAM MODULES: []" in run.stdout
     assert len(read_output(tmp_path / "out.jsonl")) == 2
-    assert ('REFUSED: --runner=DirectRunner needs Apache Beam, which is not installed: '
-            'pip install "kbert[beam]".') in run.stdout
+    assert ('REFUSED: --runner=DirectRunner needs apache_beam, which is not installed: '
+            'pip install "kbert-keras[beam]".') in run.stdout
     assert os.path.getsize(tmp_path / "out.jsonl")
 
 

@@ -151,6 +151,7 @@ def test_the_tool_without_beam(corpus, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split() == ["EXIT", "1", "EXIT", "1"], result.stdout
     assert "Unknown flags --project=p (flags go to Beam only with --runner)" in result.stderr
-    assert ('--runner=DataflowRunner runs an Apache Beam pipeline, and Apache Beam is not '
-            'installed: pip install "kbert[beam]"') in result.stderr, result.stderr[-3000:]
+    assert ('--runner=DataflowRunner (an Apache Beam pipeline) needs apache_beam, which is '
+            'not installed: pip install "kbert-keras[beam]".') in result.stderr, \
+        result.stderr[-3000:]
     assert not (tmp_path / "t.tfrecord").exists()

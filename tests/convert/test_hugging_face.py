@@ -113,8 +113,9 @@ def test_torch_pickles_need_torch(tmp_path, monkeypatch):
     # read without torch (tests/convert/test_refusals.py).
     (folder / "pytorch_model.bin").write_bytes(b"\x80\x02not read")
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
-    with pytest.raises(ImportError, match=r"legacy PyTorch pickle and reading it needs torch: "
-                                          r"pip install 'kbert\[torch\]'"):
+    with pytest.raises(ImportError, match=r"\(a legacy PyTorch pickle; model.safetensors needs "
+                                          r"no torch\) needs torch, which is not installed: "
+                                          r'pip install "kbert-keras\[torch\]"'):
         kbert.convert.read(folder)
     (folder / "pytorch_model.bin").write_bytes(b"not read")
     with pytest.raises(kbert.convert.CheckpointError,

@@ -16,12 +16,19 @@ def test_metrics_need_no_tensorflow():
     assert [p.parent.name for p in paths] == [
         "extractive_summarization", "question_answering", "text_classification",
         "token_classification"]
-    imported = set()
+    imported, required = set(), set()
     for path in paths:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
-                imported |= {alias.name.split(".")[0] for alias in node.names}
+                imported |= {alias.name for alias in node.names}
             elif isinstance(node, ast.ImportFrom):
-                imported.add(node.module.split(".")[0])
-    assert imported == {"collections", "re", "string", "warnings", "numpy", "scipy",
-                        "sklearn", "seqeval", "rouge_score"}
+                imported |= {f"{node.module}.{alias.name}" for alias in node.names}
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr == "require" and node.args
+                  and isinstance(node.args[0], ast.Constant)):
+                required.add(node.args[0].value.split(".")[0])
+    # The libraries are the extras, imported on first use (kbert._extras.require, which
+    # imports nothing of kbert's); f-strings name seqeval's modules.
+    assert imported == {"collections", "re", "string", "warnings", "numpy", "kbert._extras"}
+    assert required == {"scipy", "sklearn", "rouge_score"}
+    assert '_extras.require(f"seqeval.' in (paths[3]).read_text()

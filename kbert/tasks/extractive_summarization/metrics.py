@@ -1,8 +1,10 @@
 """ROUGE-1, ROUGE-2 and ROUGE-L F1 of summaries, by Google's `rouge-score` (the Porter
-stemmer on, as ROUGE-1.5.5 -m), averaged over the documents; and the lead-k baseline."""
+stemmer on, as ROUGE-1.5.5 -m), averaged over the documents; and the lead-k baseline.
+rouge-score (and its nltk) is the `summarization` extra, imported on first use."""
 
 import numpy as np
-from rouge_score import rouge_scorer
+
+from kbert import _extras
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 
@@ -10,6 +12,8 @@ ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 def scorer(types=("rouge1", "rouge2")):
     """rouge-score's scorer of `types`, with the Porter stemmer (as ROUGE-1.5.5 -m, the
     setting summarization papers report)."""
+    rouge_scorer = _extras.require("rouge_score.rouge_scorer", "summarization",
+                                   "kbert.tasks.extractive_summarization.metrics (ROUGE)")
     return rouge_scorer.RougeScorer(list(types), use_stemmer=True)
 
 

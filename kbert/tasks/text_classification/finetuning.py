@@ -35,7 +35,10 @@ FLAGS = {
 
 
 def check(config):
-    """Nothing beyond each flag's own check."""
+    """With --validation_data: the `metrics` extra, which scores every epoch (its ImportError
+    now, not after the first epoch)."""
+    if config.validation_data:
+        metrics.require()
 
 
 def _column(value):

@@ -4,7 +4,7 @@ and the metric that picks the best epoch. `kbert.training.finetuning_tasks` wire
 its task record; `config` is its `FinetuningConfig`, read for the fields named here."""
 
 from kbert.tasks.record import Flag
-from kbert.tasks.token_classification import TASK
+from kbert.tasks.token_classification import TASK, metrics
 from kbert.tasks.token_classification.data import encode_tagging, read_conll, read_tfds
 from kbert.tasks.token_classification.metrics import entity_scores
 
@@ -27,7 +27,10 @@ FLAGS = {
 
 
 def check(config):
-    """Nothing beyond each flag's own check."""
+    """With --validation_data: the `metrics` extra, which scores every epoch (its ImportError
+    now, not after the first epoch)."""
+    if config.validation_data:
+        metrics.require()
 
 # seqeval's strict schemes by kbert's names; IOB1 and BIO score in its default mode.
 _STRICT = {"IOBES": "IOBES", "BIOES": "IOBES"}

@@ -1,17 +1,25 @@
 """Token classification's metric: entity-level precision / recall / F1 from seqeval (the
 numbers of its `classification_report`), in its default (conlleval) mode or its strict mode
 with a tag scheme. The library call is wrapped where seqeval fails with a bare KeyError or
-warns about what kbert promises (nothing predicted)."""
+warns about what kbert promises (nothing predicted). seqeval is the `metrics` extra, imported
+on first use."""
 
-from seqeval import scheme as seqeval_scheme
-from seqeval.metrics import sequence_labeling as seqeval_default
-from seqeval.metrics import v1 as seqeval_strict
+from kbert import _extras
 
-# The strict-mode schemes kbert takes, by name.
-_SCHEMES = {"IOB1": seqeval_scheme.IOB1, "IOB2": seqeval_scheme.IOB2,
-            "IOE2": seqeval_scheme.IOE2, "IOBES": seqeval_scheme.IOBES,
-            "BILOU": seqeval_scheme.BILOU}
+# The strict-mode schemes kbert takes: classes of seqeval.scheme by these names.
+_SCHEMES = ("IOB1", "IOB2", "IOE2", "IOBES", "BILOU")
 _PREFIXES = "IOBESUL"  # seqeval.scheme.Prefix's one-letter members
+
+
+def _seqeval(module):
+    """seqeval's `module` ("scheme", "metrics.v1", ...)."""
+    return _extras.require(f"seqeval.{module}", "metrics",
+                           "kbert.tasks.token_classification.metrics (entity-level F1)")
+
+
+def require():
+    """Imports seqeval; an ImportError naming the extra where it is missing."""
+    _seqeval("metrics.v1")
 
 
 def entity_scores(y_true, y_pred, scheme=None):
@@ -36,6 +44,7 @@ def entity_scores(y_true, y_pred, scheme=None):
     if [len(s) for s in y_true] != [len(s) for s in y_pred]:
         raise ValueError("y_true and y_pred need the same number of sentences and tags.")
     if scheme is None:
+        seqeval_default = _seqeval("metrics.sequence_labeling")
         types = {entity[0] for tags in (y_true, y_pred)
                  for entity in seqeval_default.get_entities(tags)}
 
@@ -47,10 +56,11 @@ def entity_scores(y_true, y_pred, scheme=None):
             raise ValueError(f"Unknown tag scheme {scheme!r}. Allowed: {', '.join(_SCHEMES)}.")
         gold, found = _strict_entities(y_true, scheme), _strict_entities(y_pred, scheme)
         types = gold.unique_tags | found.unique_tags
+        seqeval_strict = _seqeval("metrics.v1")
 
         def scores(average):
             return seqeval_strict.precision_recall_fscore_support(
-                y_true, y_pred, average=average, zero_division=0, scheme=_SCHEMES[scheme],
+                y_true, y_pred, average=average, zero_division=0, scheme=_scheme(scheme),
                 entities_true=gold, entities_pred=found)
     # Per type, seqeval's rows are in the order of the sorted type names.
     per_type = {t: _row(*row) for t, row in zip(sorted(types), zip(*scores(None)))}
@@ -69,7 +79,11 @@ def _strict_entities(sentences, scheme):
             if not isinstance(tag, str) or tag[:1] not in _PREFIXES:
                 raise ValueError(f"{tag!r} is not a tag: it must start with one of "
                                  f"{list(_PREFIXES)}.")
-    return seqeval_scheme.Entities(sentences, _SCHEMES[scheme])
+    return _seqeval("scheme").Entities(sentences, _scheme(scheme))
+
+
+def _scheme(name):
+    return getattr(_seqeval("scheme"), name)
 
 
 def _row(precision, recall, f1, support):
