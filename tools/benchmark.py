@@ -514,13 +514,16 @@ def serve(argv):
     ours = load_saved_model(os.path.join(folder, "kbert"))
     theirs = load_saved_model(os.path.join(folder, "keras_hub"))
 
-    sentences, text = [], b""
+    # Texts just over sequence_length tokens: sentences joined until they pass it. WordPiece
+    # splits on whitespace first, so a text's count is the sum of its sentences' counts.
+    sentences, text, count = [], b"", 0
     for document in corpora.stdlib_docstrings().take(2000).as_numpy_iterator():
-        for sentence in document:
+        for sentence, tokens in zip(document, tokenizer.tokenize(tf.constant(document))):
             text += b" " + sentence
-            if len(tokenizer.tokenize(tf.constant([text]))[0]) > sequence_length:
+            count += len(tokens)
+            if count > sequence_length:
                 sentences.append(text)
-                text = b""
+                text, count = b"", 0
         if len(sentences) >= 8 * FLAGS.serve_calls:
             break
     results = {}
