@@ -36,6 +36,9 @@ class Tokenizer(tf.Module):
     # and the RE2 class of that whitespace.
     left_stripped = ()
     left_strip_class = r"\s"
+    # Whether a space is put before each text that has none (a byte-level BPE's option:
+    # `kbert.tokenizers.words.offset_words` puts it before each piece of text too).
+    add_prefix_space = False
     # Its pair layout (`kbert.tokenizers.packing.PairLayout`): here the kind's default
     # (BERT's; a byte-level BPE's: RoBERTa's), on an instance the `pair_layout=` it was made
     # with, if any (XLM-R: a SentencePiece tokenizer with RoBERTa's layout).

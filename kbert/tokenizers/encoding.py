@@ -106,8 +106,9 @@ class Encoder:
         cut = [self._pieces(text, pattern, specials) for text in texts]
         # Each piece of text between special literals split alone (a byte-level BPE with
         # add_prefix_space puts a space before each, as its graph does).
-        words = iter(offset_words(self.tokenizer, [(text, start, end) for text, pieces in zip(texts, cut)
-                                  for start, end, special in pieces if special is None]))
+        segments = [(text, start, end) for text, pieces in zip(texts, cut)
+                    for start, end, special in pieces if special is None]
+        words = iter(offset_words(self.tokenizer, segments))
         layouts = []
         for pieces in cut:
             layout = []

@@ -117,13 +117,13 @@ def tokenize_words(tokenizer, words, chunk_size=8192, texts=False):
 
 def offset_words(tokenizer, segments, split=None):
     """Per (text, start, end), the tokenizer's words of text[start:end] (`split`, by default
-    its `offset_words`) as [(word, start)] in the text. A byte-level BPE with `add_prefix_space` (kbert's RoBERTa
-    runs) puts a space before a segment that has none, as the tokenizers library's
-    ByteLevel(add_prefix_space=True) and the tokenizer's own graph do: its first word then
-    starts at start - 1, on a character that is not in the text."""
-    prefix = bool(getattr(tokenizer, "add_prefix_space", False))
+    its `offset_words`) as [(word, start)] in the text. A byte-level BPE with
+    `add_prefix_space` (kbert's RoBERTa runs) puts a space before a segment that has none, as
+    the tokenizers library's ByteLevel(add_prefix_space=True) and the tokenizer's own graph
+    do: its first word then starts at start - 1, on a character that is not in the text."""
     pieces = [text[start:end] for text, start, end in segments]
-    added = [int(prefix and bool(piece) and not piece.startswith(" ")) for piece in pieces]
+    added = [int(tokenizer.add_prefix_space and bool(piece) and not piece.startswith(" "))
+             for piece in pieces]
     split = (split or tokenizer.offset_words)([" " * a + p for a, p in zip(added, pieces)])
     return [[(w, s + start - a) for w, s in words]
             for (_, start, _), a, words in zip(segments, added, split)]

@@ -256,7 +256,7 @@ class BytePairTokenizer(Tokenizer):
     def tokenize_pieces(self, pieces):
         """`tokenize` without the space `add_prefix_space` puts before a text: GPT-2's pieces
         carry their own (" word"), and a piece that has none ("." after a word) continues the
-        word before it. A text's first piece gets the space from `words.prefixed_pieces`."""
+        word before it. A text's first piece gets the space from `words.offset_words`."""
         if not self.add_prefix_space:
             return self.tokenize(pieces)
         text = tf.strings.unicode_transcode(tf.convert_to_tensor(pieces, tf.string),
