@@ -58,11 +58,24 @@ setup(
         "Topic :: Scientific/Engineering :: Artificial Intelligence",
         "Topic :: Text Processing :: Linguistic",
     ],
-    packages=find_packages(include=["kbert", "kbert.*"]) + ["kbert.preset_files"],
-    # presets/ stays a top-level data folder in the repository; installed wheels carry it as
-    # kbert/preset_files so that kbert.presets finds the JSON files either way.
-    package_dir={"kbert.preset_files": "presets"},
-    package_data={"kbert.preset_files": ["*.json"], "kbert.analysis": ["*.html"]},
+    packages=find_packages(include=["kbert", "kbert.*"]) + ["kbert.preset_files",
+                                                             "kbert.programs.flags"],
+    # presets/ and tools/flags/ stay top-level data folders in the repository; installed
+    # wheels carry them as kbert/preset_files and kbert/programs/flags, so that kbert.presets
+    # and the programs' --flagfile=NAME find the files either way.
+    package_dir={"kbert.preset_files": "presets", "kbert.programs.flags": "tools/flags"},
+    package_data={"kbert.preset_files": ["*.json"], "kbert.programs.flags": ["*.flags"],
+                  "kbert.analysis": ["*.html"]},
+    # The programs (kbert/programs/, which tools/*.py run from a clone).
+    entry_points={"console_scripts": [
+        "kbert-pretrain = kbert.programs.pretrain:run",
+        "kbert-finetune = kbert.programs.finetune:run",
+        "kbert-predict = kbert.programs.predict:run",
+        "kbert-analyze = kbert.programs.analyze:run",
+        "kbert-convert = kbert.programs.convert_checkpoint:run",
+        "kbert-build-vocab = kbert.programs.build_vocab:run",
+        "kbert-create-pretraining-data = kbert.programs.create_pretraining_data:run",
+    ]},
     install_requires=[
         "tensorflow>=2.21,<2.22",
         "tensorflow-text>=2.21,<2.22",

@@ -49,16 +49,17 @@ def _program(name):
 
 
 def test_every_config_program_of_tools_defines_dry_run():
-    """The tools that take a config's fields as flags are the ones listed here, and each
-    defines them (with --dry_run) through config_fields.define_program and runs through
-    run_program, where --dry_run is handled."""
-    programs = {path.stem for path in (ROOT / "tools").glob("*.py")
+    """The programs (kbert/programs/, which tools/*.py run) that take a config's fields as
+    flags are the ones listed here, and each defines them (with --dry_run) through
+    config_fields.define_program and runs through run_program, where --dry_run is handled."""
+    folder = ROOT / "kbert" / "programs"
+    programs = {path.stem for path in folder.glob("*.py")
                 if "define_program(" in path.read_text(encoding="utf-8")
                 or "define_flags()" in path.read_text(encoding="utf-8")}
     assert programs == set(PROGRAMS)
     for name in PROGRAMS:  # and hands its main to run_program, which handles --dry_run
-        text = (ROOT / "tools" / f"{name}.py").read_text(encoding="utf-8")
-        assert "config_fields.run_program(" in text or "app.run(run.main)" in text, name
+        text = (folder / f"{name}.py").read_text(encoding="utf-8")
+        assert "config_fields.run_program(" in text or "programs.run(analysis.main" in text, name
     assert "config_fields.run_program(AnalysisConfig" in (
         ROOT / "kbert" / "analysis" / "run.py").read_text(encoding="utf-8")
     for name in PROGRAMS:

@@ -128,11 +128,10 @@ import sys
 import time
 import warnings
 
-try:  # first: keeps TensorFlow's C++ start-up log quiet
-    import quiet_tensorflow  # noqa: F401
-except ModuleNotFoundError:  # imported as tools.<name> (the tests)
-    from tools import quiet_tensorflow  # noqa: F401
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from kbert.programs.quiet import import_tensorflow_quietly  # noqa: E402
+
+import_tensorflow_quietly()  # first: keeps TensorFlow's C++ start-up log quiet
 
 from absl import app, flags, logging  # noqa: E402
 

@@ -151,6 +151,7 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    import quiet_tensorflow  # noqa: F401
+    from kbert.programs.quiet import import_tensorflow_quietly
 
+    import_tensorflow_quietly()  # keeps TensorFlow's C++ start-up log quiet
     main(sys.argv)

@@ -81,6 +81,8 @@ def public_objects():
 
     seen = set()
     for info in pkgutil.walk_packages(kbert.__path__, "kbert."):
+        if info.name.startswith("kbert.programs."):
+            continue  # a program defines its absl flags when imported: one per process
         module = importlib.import_module(info.name)
         yield info.name, module
         for name, value in vars(module).items():

@@ -1,7 +1,7 @@
 """Checks the shell blocks' commands without running their long jobs.
 
-Each `python tools/X.py ...` command (after any `VARIABLE=value`) is parsed as the program
-parses it: the programs whose flags are a config's fields (pretrain, finetune, predict) build
+Each `python tools/X.py ...` command, or the installed program's (`kbert-pretrain ...`; a
+shipped flagfile by name), after any `VARIABLE=value`, is parsed as the program parses it: the programs whose flags are a config's fields (pretrain, finetune, predict) build
 and validate their config from the flags, in the stand-in folder, as `--dry_run` does; the
 others have every flag (and every flag of a `--flagfile`) checked against the flags the
 program defines, and a command word (tools/benchmark.py's) against its commands. Any other
@@ -38,14 +38,26 @@ def check_block(code, folder):
     for words in commands(code):
         while words and ENVIRONMENT.match(words[0]):  # VARIABLE=value python tools/X.py
             words = words[1:]
-        assert words[:1] == ["python"] and len(words) > 1 and words[1].startswith("tools/"), (
-            f"{' '.join(words)!r} is not a `python tools/X.py` command: run it in a test or "
-            "mark the block <!-- skip: REASON -->")
-        program = Path(words[1]).stem
-        if program in CONFIG_PROGRAMS:
-            check_config_program(program, words[2:], folder)
+        from kbert import programs
+
+        if words[:1] and words[0] in programs.PROGRAMS:  # kbert-pretrain ...
+            program, args = programs.PROGRAMS[words[0]], words[1:]
         else:
-            check_flags(ROOT / "tools" / f"{program}.py", words[2:], folder)
+            assert words[:1] == ["python"] and len(words) > 1 and words[1].startswith(
+                "tools/"), (f"{' '.join(words)!r} is not a `python tools/X.py` command nor an "
+                            "installed program's: run it in a test or mark the block "
+                            "<!-- skip: REASON -->")
+            program, args = Path(words[1]).stem, words[2:]
+        try:
+            args = programs.resolve_flagfiles(args)  # --flagfile=quickstart: the shipped one
+        except SystemExit as error:
+            raise AssertionError(f"{' '.join(words)}: no such flagfile") from error
+        if program in CONFIG_PROGRAMS:
+            check_config_program(program, args, folder)
+        else:
+            source = ROOT / "kbert" / "programs" / f"{program}.py"  # the program's flags
+            check_flags(source if source.exists() else ROOT / "tools" / f"{program}.py", args,
+                        folder)
 
 
 def check_config_program(program, args, folder):

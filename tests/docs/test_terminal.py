@@ -1,36 +1,28 @@
-"""What a newcomer's terminal shows (issue 30): a tool's first lines are its own, not
-TensorFlow's C++ start-up log (tools/quiet_tensorflow.py), unless the user asks for that log
+"""What a newcomer's terminal shows (issue 30): a program's first lines are its own, not
+TensorFlow's C++ start-up log (kbert/programs/quiet.py), unless the user asks for that log
 with TF_CPP_MIN_LOG_LEVEL (docs/pretraining.md, "Progress and logs")."""
 
-import importlib.util
 import os
 import subprocess
 import sys
 
 from tests.docs.blocks import ROOT
 
-TOOL = ROOT / "tools" / "pretrain.py"
-
-
-def quiet_tensorflow():
-    spec = importlib.util.spec_from_file_location("quiet_tensorflow",
-                                                  ROOT / "tools" / "quiet_tensorflow.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # TensorFlow is imported here already: nothing to capture
-    return module
+PROGRAM = ROOT / "kbert" / "programs" / "pretrain.py"
 
 
 def test_a_tool_starts_with_its_own_first_line():
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # a user's shell
-    result = subprocess.run([sys.executable, str(TOOL), "--helpshort"], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=300)
-    first = TOOL.read_text().split('"""')[1].splitlines()[0]
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "pretrain.py"), "--helpshort"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    first = PROGRAM.read_text().split('"""')[1].splitlines()[0]
     assert result.stdout.splitlines()[:1] == [first], result.stdout[:500]
     assert result.stderr == "", f"printed before the tool's first line:\n{result.stderr[:2000]}"
 
 
 def test_the_log_level_the_user_sets_wins():
-    quiet = quiet_tensorflow()
+    from kbert.programs import quiet  # TensorFlow is imported already: nothing to capture
+
     info = ("I0000 00:00:1795684276.038433   25526 port.cc:153] oneDNN custom operations are on."
             "\n")
     error = ("E0000 00:00:1795684493.692402   27126 cuda_platform.cc:52] failed call to cuInit: "

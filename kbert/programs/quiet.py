@@ -1,4 +1,5 @@
-"""Keeps TensorFlow's C++ log off the terminal unless asked for; every tool imports this first.
+"""Keeps TensorFlow's C++ log off the terminal unless asked for: every program calls
+`import_tensorflow_quietly()` before its other imports.
 
 TensorFlow's C++ code logs through absl, and what it logs while it loads (before anything calls
 `absl::InitializeLog()`) reaches stderr whatever `TF_CPP_MIN_LOG_LEVEL` says:
@@ -7,12 +8,12 @@ TensorFlow's C++ code logs through absl, and what it logs while it loads (before
     I0000 00:00:... port.cc:153] oneDNN custom operations are on. ...
     E0000 00:00:... cuda_platform.cc:52] failed call to cuInit: ... UNKNOWN ERROR (303)
 
-So that a tool's first lines are its own, importing this module sets `TF_CPP_MIN_LOG_LEVEL` to
-3 (C++ messages below FATAL are not printed; errors still reach Python as exceptions) unless
-the user set it, then imports TensorFlow with file descriptor 2 captured and writes back what
-is not a C++ log line under that level (Python's warnings, anything else). To see the log:
-`TF_CPP_MIN_LOG_LEVEL=0 python tools/pretrain.py ...` (0: everything; 1: warnings and up;
-2: errors and up).
+So that a program's first lines are its own, `import_tensorflow_quietly` sets
+`TF_CPP_MIN_LOG_LEVEL` to 3 (C++ messages below FATAL are not printed; errors still reach
+Python as exceptions) unless the user set it, then imports TensorFlow with file descriptor 2
+captured and writes back what is not a C++ log line under that level (Python's warnings,
+anything else). To see the log: `TF_CPP_MIN_LOG_LEVEL=0 kbert-pretrain ...` (0: everything;
+1: warnings and up; 2: errors and up).
 """
 
 import os
@@ -47,6 +48,7 @@ def shown(line, level):
 
 
 def import_tensorflow_quietly(environ=os.environ):
+    """Imports TensorFlow with the C++ log lines under `min_level` left out of stderr."""
     level = min_level(environ)
     if level == 0 or "tensorflow" in sys.modules:
         import tensorflow  # noqa: F401
@@ -66,6 +68,3 @@ def import_tensorflow_quietly(environ=os.environ):
             sys.stderr.writelines(line for line in text.splitlines(keepends=True)
                                   if shown(line, level))
             sys.stderr.flush()
-
-
-import_tensorflow_quietly()
