@@ -71,6 +71,7 @@ setup(
         "kbert-pretrain = kbert.programs.pretrain:run",
         "kbert-finetune = kbert.programs.finetune:run",
         "kbert-predict = kbert.programs.predict:run",
+        "kbert-export = kbert.programs.export:run",
         "kbert-analyze = kbert.programs.analyze:run",
         "kbert-convert = kbert.programs.convert_checkpoint:run",
         "kbert-build-vocab = kbert.programs.build_vocab:run",
@@ -102,6 +103,10 @@ setup(
             # one core's work at a time.
             "pytest-xdist>=3.8.0,<4",
             "jax[cpu]>=0.10.2,<1",
+            # tests/test_wheel.py builds the sdist and the wheel (python -m build, no isolation).
+            "build>=1.6.1,<2",
+            "setuptools>=65.5",
+            "wheel>=0.48.0,<1",
             # Runs colab/*.ipynb in the tests.
             "nbclient>=0.11.0,<1",
             "nbformat>=5.11.1,<6",

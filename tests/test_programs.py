@@ -47,17 +47,59 @@ def test_the_shipped_flagfiles_are_found_by_name(capsys):
 @pytest.mark.slow  # two TensorFlow start-ups
 def test_the_installed_program_runs_a_shipped_flagfile_by_name(tmp_path):
     """`kbert-pretrain`, the console script pip installed beside this Python, from a folder
-    that is not the clone: --flagfile=quickstart is read (its flags reach --helpshort's
-    parse), a name that is no flagfile is refused with the shipped names."""
+    that is not the clone: --flagfile=quickstart is read (--dry_run prints the config its
+    flags make, with a flag after it winning), a name that is no flagfile is refused with the
+    shipped names."""
+    import json
+
     script = Path(sys.executable).parent / "kbert-pretrain"
     assert script.exists(), f"{script} is not installed: pip install -e . (setup.py's entry_points)"
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    ok = subprocess.run([str(script), "--flagfile=quickstart", "--helpshort"], cwd=tmp_path,
-                        env=env, capture_output=True, text=True, timeout=300)
+    ok = subprocess.run([str(script), "--flagfile=quickstart", "--train_steps=700", "--dry_run"],
+                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert ok.returncode == 0, ok.stderr[-2000:]
-    first = (ROOT / "kbert" / "programs" / "pretrain.py").read_text().split('"""')[1]
-    assert ok.stdout.splitlines()[0] == first.splitlines()[0]
+    config = json.loads(ok.stdout[ok.stdout.index("{"):])
+    assert (config["preset"], config["model_dir"], config["train_steps"]) == (
+        "bert_tiny", "runs/quickstart", 700)
+    assert not (tmp_path / "runs").exists()  # --dry_run runs nothing
     bad = subprocess.run([str(script), "--flagfile=no_such_recipe"], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 1
     assert "--flagfile=no_such_recipe: no such file, nor a shipped flagfile" in bad.stderr
+
+
+@pytest.mark.slow  # a TensorFlow start-up and an export
+def test_kbert_export_writes_what_the_pipeline_answers_and_keeps_an_existing_output(tmp_path):
+    """`kbert-export` on a fine-tuned Hugging Face checkpoint: the SavedModel it writes
+    answers as the pipeline on the checkpoint does, with the option it was given fixed; an
+    existing --output and a bad flag combination are refused before anything loads."""
+    import kbert
+
+    checkpoint = ROOT / "tests" / "fixtures" / "hf_tasks" / "distil_bert_seq_single"
+    script = Path(sys.executable).parent / "kbert-export"
+    assert script.exists(), f"{script} is not installed: pip install -e . (setup.py's entry_points)"
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    command = [str(script), "--task=sentiment-analysis", f"--model={checkpoint}",
+               "--output=export", "--pipeline_option=top_k=2"]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Exported text-classification on" in done.stdout
+    texts = ["a good film", "nothing at all"]
+    expected = kbert.pipeline("text-classification", model=str(checkpoint))(texts, top_k=2)
+    served = kbert.pipeline("text-classification", model=str(tmp_path / "export"))(texts)
+    for want, got in zip(expected, served):
+        assert [a["label"] for a in got] == [a["label"] for a in want]
+        assert [a["score"] for a in got] == pytest.approx([a["score"] for a in want], abs=1e-5)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".kbert-export-")]
+
+    stamp = (tmp_path / "export" / "saved_model.pb").stat().st_mtime_ns
+    for args, message in [
+            ([], "--output=export exists: pass --overwrite"),
+            (["--overwrite", "--quantize=dynamic"], "--quantize=dynamic is for --format=tflite"),
+            (["--overwrite", "--pipeline_option=candidate_labels=[]"],
+             "--pipeline_option=candidate_labels: sentiment-analysis takes")]:
+        bad = subprocess.run(command + args, cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=300)
+        assert bad.returncode == 1 and message in bad.stderr, (args, bad.stderr[-2000:])
+    assert (tmp_path / "export" / "saved_model.pb").stat().st_mtime_ns == stamp

@@ -1,8 +1,9 @@
 """Promises of README.md and docs/ that no other test checks.
 
 - `--dry_run` (docs/pretraining.md: "checks the flags and prints the resolved config"): every
-  tool whose flags are a config's fields (pretrain, finetune, predict, analyze) has it; it
-  validates the config, prints it as JSON and runs nothing, and a bad flag is still an error.
+  tool whose flags are a config's fields (pretrain, finetune, predict, analyze, export) has
+  it; it validates the config, prints it as JSON and runs nothing, and a bad flag is still an
+  error.
 - The private-Keras version guard (docs/keras-limits.md): every private API it lists is
   guarded where kbert touches it, the docs' table names each one, and the refusal names the
   API, the version and both ways out (the pinned version, KBERT_ALLOW_UNTESTED_KERAS=1).
@@ -37,6 +38,10 @@ PROGRAMS = {
     "analyze": ("kbert.analysis.run", "AnalysisConfig",
                 lambda d: ["--model=bert_tiny", "--text=A short text.",
                            f"--output_dir={d}/analysis"]),
+    "export": ("kbert.programs.export_config", "ExportConfig",
+               lambda d: ["--task=text-classification",
+                          f"--model={FIXTURES / 'hf_tasks' / 'bert_seq_single'}",
+                          f"--output={d}/export"]),
 }
 
 
@@ -83,7 +88,8 @@ def test_dry_run_prints_the_validated_config_and_runs_nothing(name, tmp_path, ca
     assert not any(tmp_path.glob("run*")) and not (tmp_path / "analysis").exists()
     # The printed config is the resolved one: a flag given is in it.
     given = {"pretrain": ("train_steps", 300), "finetune": ("epochs", 2),
-             "predict": ("task", "text-classification"), "analyze": ("text", "A short text.")}
+             "predict": ("task", "text-classification"), "analyze": ("text", "A short text."),
+             "export": ("task", "text-classification")}
     field, value = given[name]
     assert printed[field] == value
 
@@ -94,6 +100,7 @@ def test_dry_run_prints_the_validated_config_and_runs_nothing(name, tmp_path, ca
     ("finetune", "--layer_decay=2", "--layer_decay must be in (0, 1], got 2.0"),
     ("predict", "--rows_per_call=0", "--rows_per_call"),
     ("analyze", "--test_fraction=1.5", "--test_fraction=1.5 must be between 0 and 1"),
+    ("export", "--quantize=float16", "--quantize=float16 is for --format=tflite"),
 ])
 def test_dry_run_still_refuses_a_bad_flag_naming_it(name, bad, message, tmp_path, capsys):
     (tmp_path / "train.csv").write_text("sentence,label\nGood.,1\n", encoding="utf-8")

@@ -4,6 +4,7 @@ clone as `python tools/<name>.py` (thin wrappers of these modules): the same cod
     kbert-pretrain                  tools/pretrain.py                 kbert.programs.pretrain
     kbert-finetune                  tools/finetune.py                 kbert.programs.finetune
     kbert-predict                   tools/predict.py                  kbert.programs.predict
+    kbert-export                    tools/export.py                   kbert.programs.export
     kbert-analyze                   tools/analyze.py                  kbert.programs.analyze
     kbert-convert                   tools/convert_checkpoint.py       ...convert_checkpoint
     kbert-build-vocab               tools/build_vocab.py              kbert.programs.build_vocab
@@ -23,6 +24,7 @@ PROGRAMS = {  # the console entry point -> its module (setup.py's entry_points)
     "kbert-pretrain": "pretrain",
     "kbert-finetune": "finetune",
     "kbert-predict": "predict",
+    "kbert-export": "export",
     "kbert-analyze": "analyze",
     "kbert-convert": "convert_checkpoint",
     "kbert-build-vocab": "build_vocab",

@@ -1,11 +1,12 @@
 """Checks the shell blocks' commands without running their long jobs.
 
 Each `python tools/X.py ...` command, or the installed program's (`kbert-pretrain ...`; a
-shipped flagfile by name), after any `VARIABLE=value`, is parsed as the program parses it: the programs whose flags are a config's fields (pretrain, finetune, predict) build
-and validate their config from the flags, in the stand-in folder, as `--dry_run` does; the
-others have every flag (and every flag of a `--flagfile`) checked against the flags the
-program defines, and a command word (tools/benchmark.py's) against its commands. Any other
-command needs a `<!-- skip: ... -->` marker.
+shipped flagfile by name), after any `VARIABLE=value`, is parsed as the program parses it:
+the programs whose flags are a config's fields (pretrain, finetune, predict, analyze,
+export) build and validate their config from the flags, in the stand-in folder, as
+`--dry_run` does; the others have every flag (and every flag of a `--flagfile`) checked
+against the flags the program defines, and a command word (tools/benchmark.py's) against its
+commands. Any other command needs a `<!-- skip: ... -->` marker.
 """
 
 import dataclasses
@@ -20,6 +21,7 @@ CONFIG_PROGRAMS = {
     "finetune": ("kbert.training.finetuning_config", "FinetuningConfig"),
     "predict": ("kbert.batch.prediction", "PredictionConfig"),
     "analyze": ("kbert.analysis.run", "AnalysisConfig"),
+    "export": ("kbert.programs.export_config", "ExportConfig"),
 }
 DEFINED = re.compile(r"DEFINE_(\w+)\(\s*[\"'](\w+)[\"']")
 ABSL = {"flagfile", "help", "helpfull", "helpshort"}

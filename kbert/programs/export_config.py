@@ -1,0 +1,85 @@
+"""The config of `kbert-export` (kbert/programs/export.py) and what it runs: each field is
+a flag of the program. Importing this module defines no flag."""
+
+import dataclasses
+import os
+
+from kbert.pipelines import ALIASES, TASKS
+from kbert.serving.runtimes import RUNTIMES
+from kbert.training import config_fields
+from kbert.training.config_fields import ConfigError, setting
+
+QUANTIZE = ("none", "dynamic", "float16")  # kbert.export's quantize=None, "dynamic", "float16"
+
+
+@dataclasses.dataclass
+class ExportConfig:
+    """An export: the pipeline on a model, and where and how it is written."""
+
+    task: str = setting(help="Pipeline task.", group="Model", choices=(*TASKS, *ALIASES))
+    model: str = setting(help="A preset, a run's model_dir or a checkpoint directory "
+                              "(required).", group="Model")
+    pipeline_options: dict = setting(
+        help="A pipeline option KEY=VALUE (JSON value), repeatable, fixed in the export: "
+             "top_k=2, aggregation_strategy=simple, truncation=true, ...", group="Model",
+        flag="pipeline_option", from_flag=config_fields.key_values, default_factory=dict)
+    output: str = setting(help="The SavedModel directory, or the .tflite file (required).",
+                          group="Output")
+    format: str = setting("saved_model", "saved_model or tflite.", group="Output",
+                          choices=RUNTIMES)
+    quantize: str = setting("none", "TFLite only: none (float32), dynamic (int8 weights) or "
+                                    "float16.", group="Output", choices=QUANTIZE)
+    overwrite: bool = setting(False, "Replace what --output already holds.", group="Output")
+
+    def validate(self):
+        """Everything that can be checked without loading the model."""
+        config_fields.check(self)
+        if not self.model:
+            raise ConfigError("--model is required: a preset, a run's model_dir or a "
+                              "checkpoint directory.")
+        if not self.output:
+            raise ConfigError("--output is required: the SavedModel directory or .tflite file.")
+        if self.quantize != "none" and self.format != "tflite":
+            raise ConfigError(f"--quantize={self.quantize} is for --format=tflite, not "
+                              f"--format={self.format}.")
+        if self.format == "tflite" and not self.output.endswith(".tflite"):
+            raise ConfigError(f"--output={self.output}: a TFLite export is one file; name it "
+                              f"*.tflite.")
+        allowed = set(TASKS[ALIASES.get(self.task, self.task)].OPTIONS)
+        for option in self.pipeline_options:
+            if option not in allowed:
+                raise ConfigError(f"--pipeline_option={option}: {self.task} takes "
+                                  f"{', '.join(sorted(allowed))}.")
+        if os.path.exists(self.output) and not self.overwrite:
+            raise ConfigError(f"--output={self.output} exists: pass --overwrite to replace it, "
+                              f"or name another path.")
+
+
+def export(config):
+    """Writes `config`'s export; returns its path. It is written beside --output first and
+    moved there when complete, so a failed export leaves what --output held."""
+    import shutil
+    import tempfile
+
+    import kbert
+
+    config.validate()
+    print(f"Loading {config.model} as a {config.task} pipeline ...", flush=True)
+    pipe = kbert.pipeline(config.task, model=config.model)
+    output = os.path.abspath(config.output)
+    os.makedirs(os.path.dirname(output), exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".kbert-export-", dir=os.path.dirname(output))
+    try:
+        quantize = None if config.quantize == "none" else config.quantize
+        written = pipe.export(os.path.join(staging, os.path.basename(output)), config.format,
+                              quantize, **config.pipeline_options)
+        if os.path.isdir(output):
+            shutil.rmtree(output)
+        elif os.path.exists(output):
+            os.remove(output)
+        os.replace(written, output)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    print(f"Exported {pipe.task} on {config.model} to {config.output} ({config.format}"
+          f"{', ' + quantize if quantize else ''}).")
+    return config.output

@@ -1,0 +1,12 @@
+"""`kbert-export` from a clone: kbert/programs/export.py, whose docstring (and --help) says
+what it does."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from kbert.programs import export  # noqa: E402
+
+if __name__ == "__main__":
+    export.run()
