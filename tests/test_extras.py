@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The import names of the extras' packages (and of what they bring: nltk with rouge-score).
 BLOCKED = ("matplotlib", "sklearn", "scipy", "seqeval", "rouge_score", "nltk", "keras_hub",
-           "tensorflow_datasets", "apache_beam")
+           "tensorflow_datasets", "apache_beam", "ai_edge_litert")
 
 WITHOUT_EXTRAS = """
 import json, sys
@@ -40,6 +40,7 @@ result["answer"] = pipe("a good film")
 from kbert.analysis import ProbeData, ProbeResult, pictures, probing
 from kbert.convert import keras_hub
 from kbert.data import corpora
+from kbert.serving import runtimes
 from kbert.tasks.extractive_summarization import metrics as summary_metrics
 from kbert.tasks.text_classification import metrics as glue_metrics
 from kbert.tasks.token_classification import metrics as entity_metrics
@@ -55,6 +56,7 @@ features = {{
         np.zeros((2, 4, 3), "float32"), np.array([0, 1, 0, 1]), np.array([0, 1, 2, 3]))),
     "keras-hub": lambda: keras_hub.read("no_such_preset"),
     "datasets": lambda: corpora.tfds_documents("wikipedia/20230601.en"),
+    "tflite": lambda: runtimes.interpreter("model.tflite"),
 }}
 result["errors"] = {{}}
 for extra, feature in features.items():
@@ -83,7 +85,7 @@ def test_the_core_works_without_the_extras_and_each_feature_names_its_extra(tmp_
     missing = {"metrics": "sklearn", "metrics (scipy)": "scipy", "metrics (seqeval)": "seqeval",
                "summarization": "rouge_score", "analysis": "matplotlib",
                "analysis (sklearn)": "sklearn", "keras-hub": "keras_hub",
-               "datasets": "tensorflow_datasets"}
+               "datasets": "tensorflow_datasets", "tflite": "ai_edge_litert"}
     for feature, module in missing.items():
         extra = feature.split(" ")[0]
         message = result["errors"][feature]

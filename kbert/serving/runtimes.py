@@ -9,6 +9,8 @@ import os
 
 from tensorflow.lite.python import schema_py_generated as schema
 
+from kbert import _extras
+
 # tensorflow-text's TFLite kernels (`tensorflow_text`'s `tflite_registrar.SELECT_TFTEXT_OPS`
 # registers them in an interpreter): the custom ops a kbert TFLite model may use.
 TEXT_OPS = frozenset({
@@ -96,10 +98,10 @@ def tflite_tokenizer(tokenizer, split_literals=False):
 
 def interpreter(path):
     """An `ai_edge_litert` interpreter on the TFLite model at `path` with tensorflow-text's
-    kernels registered (what an app on the device does, in Python). Needs the
-    `ai-edge-litert` package (in kbert's test extra; not a dependency of kbert)."""
-    from ai_edge_litert.interpreter import InterpreterWithCustomOps
+    kernels registered (what an app on the device does, in Python). Needs the extra
+    `tflite` (ai-edge-litert)."""
+    litert = _extras.require("ai_edge_litert.interpreter", "tflite", "Running a .tflite export")
     from tensorflow_text.core.pybinds import tflite_registrar
 
-    return InterpreterWithCustomOps(model_path=os.fspath(path),
-                                    custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS)
+    return litert.InterpreterWithCustomOps(
+        model_path=os.fspath(path), custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS)
