@@ -9,6 +9,7 @@ calls one feature of each extra.
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -126,3 +127,12 @@ def test_every_extra_kbert_names_is_one_setup_py_gives():
     assert len(named) >= 10, named
     assert not [(where, extra) for where, extra in named if extra not in extras]
     assert _extras.install_command("beam") == 'pip install "kbert-keras[beam]"'
+
+
+def test_the_install_page_lists_every_extra_once():
+    """docs/install.md's table of extras is setup.py's (the test and docs extras are the
+    project's own)."""
+    page = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^\| `([\w-]+)` \|", page.split("## Extras", 1)[1].split("##", 1)[0],
+                        flags=re.M)
+    assert sorted(listed) == sorted(_setup_extras() - {"test", "docs"}), listed

@@ -108,3 +108,9 @@ def test_kbert_export_keeps_what_output_holds(tmp_path):
         export(ExportConfig(**config, overwrite=True))
     assert (tmp_path / "model.tflite").read_text() == "an earlier export"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.tflite"]
+
+
+def test_the_install_page_lists_every_program():
+    page = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^\| `(kbert-[\w-]+)` \|", page, flags=re.M)
+    assert listed == list(programs.PROGRAMS), listed
