@@ -4,7 +4,7 @@ wrappers (tools/*.py), and the shipped flagfiles found by name."""
 import os
 import re
 import subprocess
-import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -33,10 +33,11 @@ def test_the_shipped_flagfiles_are_found_by_name(capsys):
     assert shipped["quickstart"].read_text() == (
         ROOT / "tools" / "flags" / "quickstart.flags").read_text()
     argv = ["kbert-pretrain", "--flagfile=quickstart", "--flagfile=sst2.flags",
-            "--flagfile=tools/flags/mrpc.flags", "--train_steps=3"]
+            "--flagfile=tools/flags/mrpc.flags", "--flagfile", "stsb", "--train_steps=3"]
     assert programs.resolve_flagfiles(argv) == [
         "kbert-pretrain", f"--flagfile={shipped['quickstart']}",
-        f"--flagfile={shipped['sst2']}", "--flagfile=tools/flags/mrpc.flags", "--train_steps=3"]
+        f"--flagfile={shipped['sst2']}", "--flagfile=tools/flags/mrpc.flags",
+        f"--flagfile={shipped['stsb']}", "--train_steps=3"]
     with pytest.raises(SystemExit) as exit_:
         programs.resolve_flagfiles(["kbert-pretrain", "--flagfile=quikstart"])
     assert exit_.value.code == 1
@@ -53,7 +54,7 @@ def test_the_installed_program_runs_a_shipped_flagfile_by_name(tmp_path):
     shipped names."""
     import json
 
-    script = Path(sys.executable).parent / "kbert-pretrain"
+    script = Path(sysconfig.get_path("scripts")) / "kbert-pretrain"
     assert script.exists(), f"{script} is not installed: pip install -e . (setup.py's entry_points)"
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     ok = subprocess.run([str(script), "--flagfile=quickstart", "--train_steps=700", "--dry_run"],
@@ -75,7 +76,7 @@ def test_kbert_export_writes_what_the_pipeline_answers(tmp_path):
     answers as the pipeline on the checkpoint does, with the option it was given fixed."""
     import kbert
 
-    script = Path(sys.executable).parent / "kbert-export"
+    script = Path(sysconfig.get_path("scripts")) / "kbert-export"
     assert script.exists(), f"{script} is not installed: pip install -e . (setup.py's entry_points)"
     done = subprocess.run(
         [str(script), "--task=sentiment-analysis", f"--model={CHECKPOINT}", "--output=export",
@@ -93,8 +94,9 @@ def test_kbert_export_writes_what_the_pipeline_answers(tmp_path):
 
 
 def test_kbert_export_keeps_what_output_holds(tmp_path):
-    """An existing --output is refused before anything loads (--overwrite replaces it), and
-    an export that fails leaves it as it was."""
+    """An existing --output is refused before anything loads, an export that fails leaves it
+    as it was, and --overwrite replaces it once the new one is written; a remote --output is
+    refused."""
     from kbert.programs.export_config import ExportConfig, export
     from kbert.training.config_fields import ConfigError
 
@@ -107,7 +109,16 @@ def test_kbert_export_keeps_what_output_holds(tmp_path):
     with pytest.raises(ValueError, match="export with truncation=True"):
         export(ExportConfig(**config, overwrite=True))
     assert (tmp_path / "model.tflite").read_text() == "an earlier export"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.tflite"]
+    with pytest.raises(ConfigError, match="gs://b/m: a local path"):
+        export(ExportConfig(**dict(config, output="gs://b/m")))
+    # --overwrite that succeeds: the new export in place of the old one, nothing beside it.
+    (tmp_path / "export").mkdir()
+    (tmp_path / "export" / "stale").write_text("an earlier export")
+    export(ExportConfig(task="text-classification", model=str(CHECKPOINT), overwrite=True,
+                        output=str(tmp_path / "export")))
+    assert (tmp_path / "export" / "saved_model.pb").exists()
+    assert not (tmp_path / "export" / "stale").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["export", "model.tflite"]
 
 
 def test_the_install_page_lists_every_program():

@@ -86,6 +86,7 @@ def test_dry_run_prints_the_validated_config_and_runs_nothing(name, tmp_path, ca
     expected = dataclasses.asdict(config_fields.config_from_flags(config_class, values))
     assert printed == json.loads(json.dumps(expected))
     assert not any(tmp_path.glob("run*")) and not (tmp_path / "analysis").exists()
+    assert not (tmp_path / "export").exists()
     # The printed config is the resolved one: a flag given is in it.
     given = {"pretrain": ("train_steps", 300), "finetune": ("epochs", 2),
              "predict": ("task", "text-classification"), "analyze": ("text", "A short text."),

@@ -4,10 +4,10 @@ core requirements, in versions other than the tested ones, and keeps them.
 
 Nothing is downloaded: the fresh environment sees the core requirements' closure through a
 `.pth` folder of links into this environment's site-packages (only those distributions, so
-no extra is there), and pip installs the wheel with `--no-index`. TensorFlow, Keras and NumPy
-are shown to it at a newer patch version inside kbert's ranges (their dist-info copied with
-that version, as a user's newer install would be), and then NumPy outside them, which
-`pip check` reports.
+no extra is there), and this environment's pip installs the wheel into it with `--no-index`.
+TensorFlow, Keras and NumPy are shown to it at a newer patch version inside kbert's ranges
+(their dist-info copied with that version, as a user's newer install would be), and then
+NumPy outside them, which `pip check` reports.
 """
 
 import importlib.metadata as metadata
@@ -16,7 +16,6 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -79,24 +78,27 @@ def _closure(requirements):
     return found
 
 
-def _link_core(core, dists, site):
-    """Links into `core` what `dists` installed in `site`: a whole top-level entry where only
-    they own files under it, else their files one by one (a namespace such as google/)."""
+def _link_core(core, dists):
+    """Links into `core` what `dists` installed (each in its own site folder): a whole
+    top-level entry where only they own files under it, else their files one by one (a
+    namespace such as google/)."""
     owners = {}
-    for dist in metadata.distributions(path=[str(site)]):
+    for dist in metadata.distributions():
+        root = Path(dist.locate_file(""))
         for file in dist.files or ():
             if file.parts[0] != "..":
-                owners.setdefault(file.parts[0], set()).add(canonicalize_name(dist.name))
-    for name, dist in dists.items():
+                owners.setdefault(root / file.parts[0], set()).add(canonicalize_name(dist.name))
+    for dist in dists.values():
+        root = Path(dist.locate_file(""))
         for file in dist.files or ():
             top = file.parts[0]
-            if top == ".." or not (site / file).exists() or (core / top).is_symlink():
+            if top == ".." or not (root / file).exists() or (core / top).is_symlink():
                 continue
-            if owners[top] <= set(dists):
-                (core / top).symlink_to(site / top)
+            if owners[root / top] <= set(dists):
+                (core / top).symlink_to(root / top)
             elif not (core / file).exists():
                 (core / file).parent.mkdir(parents=True, exist_ok=True)
-                (core / file).symlink_to(site / file)
+                (core / file).symlink_to(root / file)
 
 
 def _show_at(core, name, version):
@@ -145,11 +147,10 @@ def test_the_wheel_installs_beside_newer_core_packages_and_runs_alone(tmp_path):
     core_requires = [r for r in requires if "extra ==" not in r]
     assert core_requires and len(core_requires) < len(requires)
 
-    site = Path(sysconfig.get_paths()["purelib"])
     dists = _closure(core_requires)
     core = tmp_path / "core"
     core.mkdir()
-    _link_core(core, dists, site)
+    _link_core(core, dists)
     newer = {}
     for name in NEWER:
         installed = Version(dists[name].version)
@@ -158,25 +159,28 @@ def test_the_wheel_installs_beside_newer_core_packages_and_runs_alone(tmp_path):
                    if canonicalize_name(Requirement(r).name) == name), (name, newer[name])
         _show_at(core, name, newer[name])
 
+    # The fresh environment has no pip of its own: this environment's pip (the tested one)
+    # installs into it (--python).
     venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", venv])
+    _run([sys.executable, "-m", "venv", "--without-pip", venv])
     python, bin_ = venv / "bin" / "python", venv / "bin"
     purelib = _run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
     Path(purelib.stdout.strip(), "kbert_core.pth").write_text(f"{core}\n")
     env = {key: value for key, value in os.environ.items()
-           if key not in ("PYTHONPATH", "VIRTUAL_ENV", "PIP_CONSTRAINT")}
-    env.update(TF_CPP_MIN_LOG_LEVEL="3", PIP_DISABLE_PIP_VERSION_CHECK="1")
+           if not key.startswith("PIP_") and key not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(TF_CPP_MIN_LOG_LEVEL="3", PIP_DISABLE_PIP_VERSION_CHECK="1",
+               PIP_CONFIG_FILE=os.devnull)  # no index, find-links or constraint of a pip.conf
+    pip = [sys.executable, "-m", "pip", "--python", python]
     work = tmp_path / "work"  # neither the repository nor the source copy
     work.mkdir()
 
-    installed = _run([python, "-m", "pip", "install", "--no-index", wheel], cwd=work, env=env)
+    installed = _run([*pip, "install", "--no-index", wheel], cwd=work, env=env)
     assert "Successfully installed kbert-keras-" in installed.stdout
     assert "Uninstalling" not in installed.stdout, installed.stdout
     versions = {p["name"].lower(): p["version"] for p in json.loads(_run(
-        [python, "-m", "pip", "list", "--format=json"], cwd=work, env=env).stdout)}
+        [*pip, "list", "--format=json"], cwd=work, env=env).stdout)}
     assert {name: versions[name] for name in NEWER} == newer
-    assert "No broken requirements" in _run([python, "-m", "pip", "check"], cwd=work,
-                                            env=env).stdout
+    assert "No broken requirements" in _run([*pip, "check"], cwd=work, env=env).stdout
 
     done = _run([python, "-c", IN_THE_WHEEL], cwd=work, env=env)
     result = json.loads(done.stdout.split("RESULT ", 1)[1])
@@ -200,7 +204,7 @@ def test_the_wheel_installs_beside_newer_core_packages_and_runs_alone(tmp_path):
 
     # The same check fails where the user's NumPy is outside kbert's range.
     _show_at(core, "numpy", "3.0.0")
-    broken = subprocess.run([python, "-m", "pip", "check"], cwd=work, env=env,
+    broken = subprocess.run([str(c) for c in [*pip, "check"]], cwd=work, env=env,
                             capture_output=True, text=True, timeout=300)
     assert broken.returncode == 1
     assert "kbert-keras" in broken.stdout and "numpy 3.0.0" in broken.stdout, broken.stdout

@@ -1,5 +1,5 @@
-"""`kbert-build-vocab` from a clone: kbert/programs/build_vocab.py, whose docstring (and --help) says
-what it does."""
+"""`kbert-build-vocab` from a clone: kbert/programs/build_vocab.py, whose docstring
+(and --help) says what it does."""
 
 import os
 import sys

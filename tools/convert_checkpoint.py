@@ -1,5 +1,5 @@
-"""`kbert-convert` from a clone: kbert/programs/convert_checkpoint.py, whose docstring (and --help) says
-what it does."""
+"""`kbert-convert` from a clone: kbert/programs/convert_checkpoint.py, whose docstring
+(and --help) says what it does."""
 
 import os
 import sys

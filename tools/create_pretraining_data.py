@@ -1,5 +1,5 @@
-"""`kbert-create-pretraining-data` from a clone: kbert/programs/create_pretraining_data.py, whose docstring (and --help) says
-what it does."""
+"""`kbert-create-pretraining-data` from a clone: kbert/programs/create_pretraining_data.py,
+whose docstring (and --help) says what it does."""
 
 import os
 import sys

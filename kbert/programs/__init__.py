@@ -31,9 +31,11 @@ PROGRAMS = {  # the console entry point -> its module (setup.py's entry_points)
     "kbert-create-pretraining-data": "create_pretraining_data",
 }
 
-# A clone (or editable install) reads tools/flags; a wheel carries kbert/programs/flags.
+# A clone (or editable install, beside setup.py) reads tools/flags; a wheel carries
+# kbert/programs/flags.
+_CLONE = Path(__file__).resolve().parents[2]
 _FLAGFILE_PATH = (
-    Path(__file__).resolve().parents[2] / "tools" / "flags",
+    *((_CLONE / "tools" / "flags",) if (_CLONE / "setup.py").exists() else ()),
     Path(__file__).resolve().parent / "flags",
 )
 
@@ -48,11 +50,15 @@ def flagfiles():
 
 
 def resolve_flagfiles(argv):
-    """`argv` with each `--flagfile=NAME` that names no file but a shipped flagfile
-    (`quickstart`, `quickstart.flags`) replaced by that file's path. A name that is neither
-    exits with a message listing the shipped ones."""
-    shipped, out = None, []
-    for arg in argv:
+    """`argv` with each `--flagfile=NAME` (or `--flagfile NAME`) that names no file but a
+    shipped flagfile (`quickstart`, `quickstart.flags`) replaced by that file's path. A name
+    that is neither exits with a message listing the shipped ones."""
+    shipped, out, argv = None, [], list(argv)
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in ("--flagfile", "-flagfile") and i + 1 < len(argv):  # absl's two-word form
+            arg, i = f"{arg}={argv[i + 1]}", i + 1
         prefix, _, value = arg.partition("=")
         if prefix in ("--flagfile", "-flagfile") and value and not os.path.exists(value) \
                 and os.sep not in value and "/" not in value:
@@ -64,6 +70,7 @@ def resolve_flagfiles(argv):
                 sys.exit(1)
             arg = f"{prefix}={shipped[name]}"
         out.append(arg)
+        i += 1
     return out
 
 

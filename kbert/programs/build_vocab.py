@@ -12,7 +12,7 @@ a byte-level BPE vocab.json + merges.txt.
 <pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4; --type=bpe (the tokenizers package's trainer,
 GPT-2 / RoBERTa's byte-level BPE) with <s>=0, <pad>=1, </s>=2, <unk>=3, <mask>=4, then the 256
 byte symbols and the merges: --output names the vocab.json, merges.txt is written beside it.
-tools/pretrain.py --vocab_file takes any of them (a .model file is SentencePiece, a .json one
+kbert-pretrain --vocab_file takes any of them (a .model file is SentencePiece, a .json one
 byte-level BPE).
 
 From a clone, `python tools/build_vocab.py` runs the same program with the same flags.

@@ -37,11 +37,11 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("input", None, f"Corpus: {inputs.INPUT_HELP}.")
 flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt, SentencePiece .model or "
                     "byte-level BPE vocab.json with merges.txt beside it (see "
-                    "tools/build_vocab.py); a .model file is SentencePiece, a .json one BPE.")
+                    "kbert-build-vocab); a .model file is SentencePiece, a .json one BPE.")
 flags.DEFINE_alias("vocab", "vocab_file")  # deprecated name
 flags.DEFINE_bool("lowercase", None, "Lower-case and strip accents (uncased vocab); "
                   "default: true for a WordPiece or SentencePiece vocabulary, false for a "
-                  "byte-level BPE (as tools/build_vocab.py learns them).")
+                  "byte-level BPE (as kbert-build-vocab learns them).")
 flags.DEFINE_string("output", None, "Output path; with --num_shards > 1, -NNNNN-of-NNNNN is added.")
 flags.DEFINE_integer("num_shards", 1, "Number of output files.")
 flags.DEFINE_integer("sequence_length", 128, "Tokens per example, [CLS] and [SEP] included.")

@@ -6,7 +6,7 @@
     kbert-export --task=token-classification --model=path/to/hf_ner_checkpoint \\
         --output=exports/ner --pipeline_option=aggregation_strategy=simple
     kbert-export --task=fill-mask --model=runs/quickstart --format=tflite \\
-        --quantize=dynamic --output=exports/quickstart.tflite
+        --quantize=dynamic --pipeline_option=truncation=true --output=exports/quickstart.tflite
 
 --model is anything `kbert.pipeline` loads (a preset, a kbert-pretrain or kbert-finetune
 run's model_dir, a Hugging Face, TF1, keras-hub or kbert checkpoint directory). In Python,
@@ -27,7 +27,9 @@ __doc__ += "\n" + config_fields.define_program(ExportConfig)
 
 
 def main(argv):
-    errors = (OSError, ValueError, TypeError, NotImplementedError)  # a message, no traceback
+    # What kbert.pipeline and export refuse (a model that is not there, options an export
+    # cannot fix): a message, no traceback.
+    errors = (FileNotFoundError, ValueError, TypeError, NotImplementedError)
     config_fields.run_program(ExportConfig, export, argv, message_errors=errors)
 
 

@@ -5,11 +5,12 @@ import dataclasses
 import os
 
 from kbert.pipelines import ALIASES, TASKS
+from kbert.serving.runtimes import QUANTIZE as _QUANTIZE
 from kbert.serving.runtimes import RUNTIMES
 from kbert.training import config_fields
 from kbert.training.config_fields import ConfigError, setting
 
-QUANTIZE = ("none", "dynamic", "float16")  # kbert.export's quantize=None, "dynamic", "float16"
+QUANTIZE = ("none", *filter(None, _QUANTIZE))  # "none": kbert.export's quantize=None
 
 
 @dataclasses.dataclass
@@ -39,6 +40,9 @@ class ExportConfig:
                               "checkpoint directory.")
         if not self.output:
             raise ConfigError("--output is required: the SavedModel directory or .tflite file.")
+        if "://" in self.output:
+            raise ConfigError(f"--output={self.output}: a local path (the export is written "
+                              f"beside it and moved there); copy it to remote storage after.")
         if self.quantize != "none" and self.format != "tflite":
             raise ConfigError(f"--quantize={self.quantize} is for --format=tflite, not "
                               f"--format={self.format}.")
@@ -73,11 +77,15 @@ def export(config):
         quantize = None if config.quantize == "none" else config.quantize
         written = pipe.export(os.path.join(staging, os.path.basename(output)), config.format,
                               quantize, **config.pipeline_options)
-        if os.path.isdir(output):
-            shutil.rmtree(output)
-        elif os.path.exists(output):
-            os.remove(output)
-        os.replace(written, output)
+        previous = os.path.join(staging, "previous")
+        if os.path.lexists(output):  # --overwrite: kept aside until the new one is in place
+            os.replace(output, previous)
+        try:
+            os.replace(written, output)
+        except BaseException:
+            if os.path.lexists(previous):
+                os.replace(previous, output)
+            raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     print(f"Exported {pipe.task} on {config.model} to {config.output} ({config.format}"

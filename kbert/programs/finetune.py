@@ -8,9 +8,9 @@ Several tasks on one backbone (a head each, one head trained per step, every hea
 after each epoch; see docs/multitask.md):
 
     kbert-finetune --flagfile=glue_multitask
-    kbert-finetune --checkpoint=path/to/bert --model_dir=runs/mt \
-        --multitask=sst2:task=text_classifier,train_data=tfds:glue/sst2 \
-        --multitask=ner:task=token_classifier,train_data=train.conll,loss_weight=0.5 \
+    kbert-finetune --checkpoint=path/to/bert --model_dir=runs/mt \\
+        --multitask=sst2:task=text_classifier,train_data=tfds:glue/sst2 \\
+        --multitask=ner:task=token_classifier,train_data=train.conll,loss_weight=0.5 \\
         --sampling=temperature --sampling_temperature=2 --best_by=mean
 
 Every flag is a field of `kbert.training.FinetuningConfig` (same name, same help), so Python

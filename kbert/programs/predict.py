@@ -8,8 +8,8 @@ file, written as JSON Lines in input order.
 
     # The same on Apache Beam (pip install "kbert-keras[beam]"): a glob of files in, sharded
     # JSON Lines and dead letters out; unknown flags are Beam pipeline options.
-    kbert-predict --task=sentiment-analysis --model=runs/sst2/export \
-        --input='reviews/part-*.jsonl' --output=out/predictions.jsonl \
+    kbert-predict --task=sentiment-analysis --model=runs/sst2/export \\
+        --input='reviews/part-*.jsonl' --output=out/predictions.jsonl \\
         --runner=DirectRunner --direct_num_workers=2 --direct_running_mode=multi_processing
 
 Every flag is a field of `kbert.batch.prediction.PredictionConfig` (same name, same

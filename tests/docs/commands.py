@@ -15,6 +15,8 @@ import re
 import shlex
 from pathlib import Path
 
+from kbert import programs
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_PROGRAMS = {
     "pretrain": ("kbert.training.pretraining_config", "PretrainingConfig"),
@@ -40,8 +42,6 @@ def check_block(code, folder):
     for words in commands(code):
         while words and ENVIRONMENT.match(words[0]):  # VARIABLE=value python tools/X.py
             words = words[1:]
-        from kbert import programs
-
         if words[:1] and words[0] in programs.PROGRAMS:  # kbert-pretrain ...
             program, args = programs.PROGRAMS[words[0]], words[1:]
         else:
