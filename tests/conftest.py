@@ -156,6 +156,8 @@ HEAVIEST_FIRST = (  # ~seconds in CI (2 cores, both workers busy), from --durati
     "tests/untrusted/test_saved_model_check.py",  # ~70
     "tests/batch/test_beam_prediction.py",  # ~60
     "tests/tools/test_predict.py",  # ~60
+    "tests/test_wheel.py",  # ~50: a build, a venv, three TensorFlow start-ups, 4 steps
+    "tests/test_programs.py",  # ~30
     "tests/tools/test_finetune.py",
     "tests/export/test_tflite_classifiers.py",
     "tests/test_extending.py",

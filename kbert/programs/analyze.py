@@ -26,6 +26,3 @@ def run():
     """The console entry point `kbert-analyze`."""
     programs.run(analysis.main, __doc__)
 
-
-if __name__ == "__main__":
-    run()

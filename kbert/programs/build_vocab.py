@@ -74,6 +74,3 @@ def run():
     """The console entry point `kbert-build-vocab`."""
     programs.run(main, __doc__)
 
-
-if __name__ == "__main__":
-    run()

@@ -95,6 +95,3 @@ def run():
     """The console entry point `kbert-convert`."""
     programs.run(main, __doc__)
 
-
-if __name__ == "__main__":
-    run()

@@ -136,6 +136,3 @@ def run():
     """The console entry point `kbert-create-pretraining-data`."""
     programs.run(main, __doc__, flags_parser=parse_flags)
 
-
-if __name__ == "__main__":
-    run()

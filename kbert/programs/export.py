@@ -37,6 +37,3 @@ def run():
     """The console entry point `kbert-export`."""
     programs.run(main, __doc__)
 
-
-if __name__ == "__main__":
-    run()

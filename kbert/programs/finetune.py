@@ -41,6 +41,3 @@ def run():
     """The console entry point `kbert-finetune`."""
     programs.run(main, __doc__)
 
-
-if __name__ == "__main__":
-    run()

@@ -60,6 +60,3 @@ def run():
     """The console entry point `kbert-predict`."""
     programs.run(main, __doc__, flags_parser=parse_flags)
 
-
-if __name__ == "__main__":
-    run()

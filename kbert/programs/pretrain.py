@@ -32,6 +32,3 @@ def run():
     """The console entry point `kbert-pretrain`."""
     programs.run(main, __doc__)
 
-
-if __name__ == "__main__":
-    run()
