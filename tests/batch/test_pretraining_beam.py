@@ -129,9 +129,9 @@ def test_the_tool_without_beam(corpus, tmp_path):
     install; a flag the tool does not define is an error without --runner."""
     spec, vocab = corpus
     script = (
-        "import sys, runpy\n"
-        "sys.path.insert(0, 'tools')\n"
-        "import kbert, kbert.data, kbert.batch, create_pretraining_data\n"
+        "import sys\n"
+        "import kbert, kbert.data, kbert.batch\n"
+        "from kbert.programs import create_pretraining_data\n"
         "assert not [m for m in sys.modules if m.startswith('apache_beam')], 'Beam imported'\n"
         "sys.modules['apache_beam'] = None  # as if it were not installed\n"
         "def tool(*args):\n"

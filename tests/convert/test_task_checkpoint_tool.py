@@ -1,5 +1,6 @@
-"""tools/convert_checkpoint.py on fine-tuned checkpoints, through its main in this process:
-Hugging Face -> kbert task model -> Hugging Face, and the encoder alone."""
+"""kbert-convert (kbert/programs/convert_checkpoint.py) on fine-tuned checkpoints, through its
+main in this process: Hugging Face -> kbert task model -> Hugging Face, and the encoder
+alone."""
 
 import importlib
 import json
@@ -15,7 +16,7 @@ from tests.convert import _tasks
 @pytest.fixture(scope="module")
 def tool():
     # Imported once: the module defines its flags on absl's global FLAGS.
-    return importlib.import_module("tools.convert_checkpoint")
+    return importlib.import_module("kbert.programs.convert_checkpoint")
 
 
 def _run(tool, *args):
