@@ -5,6 +5,7 @@ a layer-wise probe and the HTML view out, in one folder.
     summary = run_analysis(config)
 
 What it writes into `output_dir` (FORMAT: each of `formats`):
+
 - `attention_text<i>_layer<l>_head<h>.FORMAT` and `attention_grid_text<i>.FORMAT`: the
   heatmap of `layer` / `head` and the grid of every head, for each of the first `pictures`
   texts;

@@ -1,6 +1,7 @@
 """The records of a batch-prediction input file, as the pipeline of a task takes them.
 
 Formats (`FORMATS`; "auto" tells them by the extension, `EXTENSIONS`):
+
 - csv: a header row naming the columns, then one record per row (quoted fields may span
   lines); a row with another number of fields than the header is an error;
 - tsv: the same with tabs and no quoting (GLUE's files hold unbalanced quotes);

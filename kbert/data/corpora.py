@@ -1,6 +1,7 @@
 """Corpora as tf.data datasets of documents: each element is a string vector of sentences.
 
 Three sources:
+
 - `text_files`: the original BERT format (one sentence per line, a blank line between
   documents), plain or gzip, by glob;
 - `tfds_documents`: any tensorflow-datasets dataset with a text feature;

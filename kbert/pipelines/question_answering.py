@@ -86,8 +86,8 @@ def examples(args, kwargs):
 class QuestionAnsweringPipeline(Pipeline):
     """Answers cut from contexts.
 
-    Call: `pipe(question=q, context=c)` (either may be a list), `pipe({"question": q,
-        "context": c})` or a list of such dicts.
+    Call: `pipe(question=q, context=c)` (either may be a list),
+        `pipe({"question": q, "context": c})` or a list of such dicts.
     Options (at construction or per call):
         top_k: answers per question (default 1), best first.
         max_seq_len: tokens per window (default: the model's, at most 384).

@@ -1,6 +1,7 @@
 """What `model=` of `kbert.pipeline` can be.
 
 A model is one of:
+
 - a kbert model object: a task model (`kbert.tasks`), a pretrainer with a masked-LM head,
   or a backbone (it needs `tokenizer=`);
 - a checkpoint directory of any format kbert reads (`kbert.convert`), its tokenizer inside,

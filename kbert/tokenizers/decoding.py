@@ -3,6 +3,7 @@ the TensorFlow graph (the graph functions are the twins of the Python ones; the 
 hold them equal on the reference inputs).
 
 Three decoders, one per kind of tokenizer:
+
 - WordPiece: "##" pieces joined, a space before the others, the tokenizers library's
   per-token cleanup (" ," -> ","); `decode` then applies transformers'
   `clean_up_tokenization` (BERT's tokenizers clean up by default);

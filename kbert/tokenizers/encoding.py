@@ -4,6 +4,7 @@ text, as transformers' fast tokenizers give them to its pipelines.
 Texts are split into words first (the tokenizer's `offset_words`) and every distinct word is
 tokenized once, in a few tokenizer calls for a whole list of texts
 (`kbert.tokenizers.words.tokenize_words`):
+
 - WordPiece: words by BERT's rule (`words.split_words`: whitespace separates, each
   punctuation and CJK character is a word), which is where BERT's tokenizer splits too;
 - SentencePiece (ALBERT): the whitespace-separated chunks, which SentencePiece segments

@@ -10,6 +10,7 @@ copy and loads it: every kbert path that loads a SavedModel goes through it.
 Two things kbert's own exports hold need more than an op list (RoBERTa's byte-level BPE,
 `kbert.tokenizers.BytePairTokenizer`; the extractive summarizer's `StatelessWhile` loops, a
 step per sentence, are checked as its `While`):
+
   - a `While` loop (merge pairs until none applies). A loop passes when `tf.while_loop`'s
     counter against `maximum_iterations` bounds it, and that bound is either a constant up
     to `max_loop_constant` (1024), or a sum of at most `MAX_BOUND_TERMS` (4) sizes of
@@ -114,6 +115,7 @@ def check_saved_model(path, *, max_elements=DEFAULT_MAX_ELEMENTS,
     Reads the directory's files and `saved_model.pb` (or `.pbtxt`) as a protocol buffer and
     walks every graph and every function of its library (signatures, resource initializers,
     the checkpoint functions, and the functions that `While`, `If` and calls name). Refused:
+
       - an op outside `kbert.untrusted.ops.ALLOWED_OPS`: file reads and writes,
         Python callbacks, summary and record writers, anything else kbert never exports;
         checkpoint ops (`SaveV2`, `RestoreV2`, ...) are allowed only in the functions the

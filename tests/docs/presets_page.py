@@ -29,7 +29,8 @@ def _millions(count):
 
 
 def rows():
-    """One line of the table per preset, in kbert.presets.list() order."""
+    """One line of the table per preset, in kbert.presets.list() order; a licence that is the
+    repository's (the preset's `license` ends in " (repository)") is marked with a star."""
     import kbert
 
     lines = ["| preset | family | layers / hidden / heads | parameters | vocabulary | "
@@ -44,7 +45,7 @@ def rows():
             f"{config['hidden_size']} / {config['num_heads']} | {_millions(parameters(name))} | "
             f"{config['vocabulary_size']:,} {TOKENIZERS[tokenizer['type']]}, {case} | "
             f"{config['max_sequence_length']:,} | {preset['languages']} | "
-            f"{preset['license']} |")
+            f"{preset['license'].replace(' (repository)', '*')} |")
     return lines
 
 

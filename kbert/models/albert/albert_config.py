@@ -11,7 +11,10 @@ from kbert.models.bert.bert_config import BertConfig
 class AlbertConfig(BertConfig):
     """Architecture of an ALBERT encoder (Lan et al. 2019).
 
-    Args: those of `BertConfig`, with ALBERT's defaults (no dropout, 128-wide embeddings), plus
+    Its fields are those of `BertConfig` with ALBERT's defaults (no dropout, 128-wide
+    embeddings), and this one:
+
+    Args:
         num_groups: blocks of weights; `num_layers / num_groups` consecutive layers share one
             (1: every layer shares the same block, as in the released models).
     """

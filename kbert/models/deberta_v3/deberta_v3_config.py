@@ -14,8 +14,11 @@ class DebertaV3Config(BertConfig):
     """Architecture of a DeBERTa-v3 encoder (He et al. 2021): BERT's fields without absolute
     positions or segments, plus disentangled relative attention.
 
-    Args: those of `BertConfig` with DeBERTa-v3's defaults (exact GELU, LayerNorm epsilon
-        1e-7, no segments: `type_vocab_size` must be 0; `embedding_size` must be `None`), plus
+    Its fields are those of `BertConfig` with DeBERTa-v3's defaults (exact GELU, LayerNorm
+    epsilon 1e-7, no segments: `type_vocab_size` must be 0; `embedding_size` must be `None`),
+    and these:
+
+    Args:
         position_buckets: relative distances are log-bucketed into `2 * position_buckets`
             rows of the relative embedding table (256 in the released models).
         max_relative_positions: the distance the log buckets reach; `None` means

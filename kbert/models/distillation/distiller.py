@@ -154,6 +154,7 @@ class Distiller(Distillation):
     """Trains `student` to imitate the frozen `teacher` at the masked positions (DistilBERT).
 
     Loss = `kl_weight * L_KL + mlm_weight * L_MLM + cosine_weight * L_cos`:
+
       - `L_KL`: KL(teacher || student) of the vocabulary distributions at temperature
         `temperature`, times `temperature**2` (Hinton et al. 2015), averaged over the masked
         positions (Hugging Face's distiller with `restrict_ce_to_mask`);

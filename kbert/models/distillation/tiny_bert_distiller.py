@@ -70,6 +70,7 @@ class TinyBertDistiller(Distillation):
     embeddings from the teacher's. Where the widths differ, a learned linear map W (one for
     the embeddings, one per student layer; trained with the student, not exported) takes the
     student's states to the teacher's width. The loss is the sum of:
+
       - intermediate (`stage` "intermediate" or "both"): MSE(embeddings W_e, teacher
         embeddings) + sum over layers of MSE(attention scores) + MSE(hidden W_i, teacher
         hidden), the scores before the softmax with padded keys set to 0 (as TinyBERT's code),

@@ -41,6 +41,7 @@ class TextClassifier(task_lib.Task, keras.Model):
 
     The head is the one of transformers' `*ForSequenceClassification` of the family, layer
     for layer, so that fine-tuned weights can be imported:
+
     - "pooled" (BERT, ALBERT, MobileBERT): pooled output -> `dropout` -> `classifier`
       dense(N).
     - "cls" on DistilBERT: [CLS] hidden -> `pre_classifier` dense(H, ReLU) -> `dropout` ->

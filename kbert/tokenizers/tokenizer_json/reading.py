@@ -3,6 +3,7 @@ ship their tokenizers, read into a kbert tokenizer (`load_tokenizer_json`).
 
 Two shapes of it are read, each checked part by part (a part of another type is a ValueError
 that names what was found and what is read):
+
 - byte-level BPE (ModernBERT's, OLMo's / GPT-NeoX's): normalizer NFC or none, pre-tokenizer
   `ByteLevel` (GPT-2's split, no prefix space), a `BPE` model without byte fallback;
 - byte-fallback BPE (mmBERT's, Gemma's): normalizer `Replace(" ", "▁")`, after a
