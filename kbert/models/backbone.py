@@ -88,7 +88,8 @@ def int_inputs(names):
 class Backbone(keras.Model):
     """The base class of every family's backbone (`BertBackbone`, `AlbertBackbone`,
     `DistilBertBackbone`, `ElectraBackbone`, `RobertaBackbone`, `DebertaV3Backbone`,
-    `MobileBertBackbone`): `isinstance(model, Backbone)` means "any kbert backbone".
+    `MobileBertBackbone`, `ModernBertBackbone`): `isinstance(model, Backbone)` means "any
+    kbert backbone".
 
     A family sets `config_class`, a frozen dataclass whose fields are the constructor's
     arguments (it validates them and holds their defaults), and writes `make_layers(config,

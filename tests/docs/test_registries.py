@@ -1,0 +1,86 @@
+"""The families and tasks the documentation lists are the registries' (kbert.models.FAMILIES,
+kbert.pipelines.TASKS, the fine-tuning tasks), and no page names an issue of this project or
+a path of one machine."""
+
+import re
+
+import pytest
+
+from tests.docs.blocks import ROOT
+from tests.docs.presets_page import FAMILY_NAMES
+
+# Pages that list the families, each of which must name all of them.
+FAMILY_PAGES = ["README.md", "docs/index.md", "docs/getting-started.md", "docs/models.md",
+                "docs/fine-tuning.md", "docs/checkpoints.md", "docs/pretraining.md",
+                "docs/presets.md"]
+NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+           "nine": 9, "ten": 10}
+
+
+def pages():
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def names(text, name):
+    return re.search(rf"(?<![A-Za-z]){re.escape(name)}(?![A-Za-z])", text) is not None
+
+
+def test_family_names_are_the_registry():
+    import kbert.models
+
+    assert list(FAMILY_NAMES) == list(kbert.models.FAMILIES)
+
+
+@pytest.mark.parametrize("page", FAMILY_PAGES)
+def test_family_lists_name_every_family(page):
+    text = (ROOT / page).read_text()
+    missing = [name for name in FAMILY_NAMES.values() if not names(text, name)]
+    assert not missing, f"{page} lists the families without {missing}"
+
+
+def test_family_counts_are_the_registry():
+    """'the seven families' where there are eight: every 'N families' of the docs."""
+    import kbert.models
+
+    wrong = []
+    for page in pages():
+        for word in re.findall(r"\b(\w+) families\b", page.read_text()):
+            if NUMBERS.get(word.lower(), len(kbert.models.FAMILIES)) != len(kbert.models.FAMILIES):
+                wrong.append(f"{page.relative_to(ROOT)}: {word} families")
+    assert not wrong, wrong
+
+
+def test_backbone_docstring_names_every_family():
+    import kbert.models
+
+    doc = kbert.models.Backbone.__doc__
+    missing = [family.backbone.__name__ for family in kbert.models.FAMILIES.values()
+               if family.backbone.__name__ not in doc]
+    assert not missing, missing
+
+
+def test_task_lists_are_the_registries():
+    import kbert.pipelines
+    from kbert.training import finetuning_config
+
+    for page in ["docs/pipelines.md", "docs/serving.md"]:
+        text = (ROOT / page).read_text()
+        missing = [task for task in kbert.pipelines.TASKS if task not in text]
+        assert not missing, f"{page} lists the pipelines without {missing}"
+    text = (ROOT / "docs" / "fine-tuning.md").read_text()
+    listed = re.search(r"`--task`\s*\(([^)]*)", text).group(1)
+    assert re.findall(r"`(\w+)`", listed) == list(finetuning_config.TASKS), listed
+
+
+ISSUE = re.compile(r"\bissues? #?\d+|(?<![\w/.-])#\d+\b", re.I)
+MACHINE_PATH = re.compile(r"(?<![\w.])(/tmp/|/work/|/home/|/root/|/Users/|[A-Z]:\\)")
+
+
+def test_no_issue_numbers_or_machine_paths():
+    found = []
+    for page in pages():
+        for number, line in enumerate(page.read_text().splitlines(), 1):
+            for pattern in (ISSUE, MACHINE_PATH):
+                if pattern.search(line):
+                    found.append(f"{page.relative_to(ROOT)}:{number}: {line.strip()[:90]}")
+    assert not found, "\n".join(found)
