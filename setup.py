@@ -9,7 +9,8 @@ the exact tested set: `pip install -e ".[test]" -c constraints.txt`.
 
 from setuptools import find_packages, setup
 
-# The documentation site (mkdocs.yml): `mkdocs serve` or `mkdocs build`.
+# The documentation site (mkdocs.yml), in the test extra: docs/requirements.txt lists the same
+# four for a docs-only environment (an extra would bring the core, TensorFlow included).
 DOCS = ["mkdocs>=1.6.1,<2", "mkdocs-material>=9.8.2,<10", "mkdocstrings>=1.0.8,<2",
         "mkdocstrings-python>=2.0.11,<3"]
 
@@ -122,7 +123,6 @@ setup(
             # tests/docs builds the documentation site (mkdocs build --strict).
             *DOCS,
         ],
-        "docs": DOCS,
         # Reading pytorch_model.bin checkpoints in the legacy pre-zip format (model.safetensors
         # and zip-format pytorch_model.bin need no torch). Not tested: no test installs torch.
         "torch": ["torch>=2.1"],

@@ -130,9 +130,9 @@ def test_every_extra_kbert_names_is_one_setup_py_gives():
 
 
 def test_the_install_page_lists_every_extra_once():
-    """docs/install.md's table of extras is setup.py's (the test and docs extras are the
-    project's own)."""
+    """docs/install.md's table of extras is setup.py's (the test extra is the project's
+    own)."""
     page = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
     listed = re.findall(r"^\| `([\w-]+)` \|", page.split("## Extras", 1)[1].split("##", 1)[0],
                         flags=re.M)
-    assert sorted(listed) == sorted(_setup_extras() - {"test", "docs"}), listed
+    assert sorted(listed) == sorted(_setup_extras() - {"test"}), listed
