@@ -84,3 +84,52 @@ def test_no_issue_numbers_or_machine_paths():
                 if pattern.search(line):
                     found.append(f"{page.relative_to(ROOT)}:{number}: {line.strip()[:90]}")
     assert not found, "\n".join(found)
+
+
+def _message_literals():
+    """Every string literal of kbert's source, implicit concatenations joined, an f-string's
+    values as NUL: the messages the code can say."""
+    import ast
+
+    literals = []
+    for path in (ROOT / "kbert").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                literals.append(node.value)
+            elif isinstance(node, ast.JoinedStr):
+                literals.append("".join(part.value if isinstance(part, ast.Constant) else "\0"
+                                        for part in node.values))
+    return literals
+
+
+def _covered(piece, source):
+    """Whether `piece` reads as kbert's own words: it splits into runs of at least 6
+    characters, each in one literal of `source` (NUL-separated), with quotes, brackets and
+    punctuation between them (a value's repr, or two literals joined)."""
+    i = 0
+    while i < len(piece):
+        if piece[i] in " '\"[](),.:;=":
+            i += 1
+            continue
+        j = len(piece)
+        while j > i and piece[i:j] not in source:
+            j -= 1
+        if j - i < min(6, len(piece) - i):
+            return False
+        i = j
+    return True
+
+
+def test_troubleshooting_quotes_the_code():
+    """Each error on docs/troubleshooting.md is one kbert says: every piece of its message
+    between `...` (your call's values) is made of kbert's own strings."""
+    page = (ROOT / "docs" / "troubleshooting.md").read_text()
+    messages = re.findall(r"^```text\n(.*?)^```", page, re.M | re.S)
+    assert len(messages) >= 10, messages
+    source = "\0".join(_message_literals())
+    missing = []
+    for message in messages:
+        for line in message.strip().splitlines():
+            line = re.sub(r"^[A-Za-z]*Error: ", "", line)
+            missing += [piece for piece in line.split("...") if not _covered(piece, source)]
+    assert not missing, missing
