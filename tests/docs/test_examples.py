@@ -54,7 +54,8 @@ def runs_here(block):
 # paying TensorFlow's warm-up); untrusted.md loads the export serving.md makes.
 SLOW_PAGES = {"README.md", "docs/fine-tuning.md", "docs/pretraining.md",
               "docs/pretraining-data.md", "docs/serving.md", "docs/untrusted.md",
-              "docs/code-lines.md"}
+              "docs/code-lines.md", "docs/guides/token-classification.md",
+              "docs/guides/question-answering.md"}
 
 
 @pytest.mark.parametrize("page", [pytest.param(page, marks=[pytest.mark.slow] * (page in SLOW_PAGES))

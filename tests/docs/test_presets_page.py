@@ -30,3 +30,20 @@ def test_the_advice_names_presets_that_exist():
     assert named and named <= presets, named - presets
     for prefix in patterns:
         assert any(p.startswith(prefix + "_") for p in presets), prefix
+
+
+def test_each_family_has_its_page_with_its_presets_and_classes():
+    """docs/families/NAME.md for every family of kbert.models.FAMILIES, in the site's
+    navigation, its presets table current and its classes named."""
+    navigation = (presets_page.ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    for family, record in models.FAMILIES.items():
+        page = presets_page.family_page(family)
+        assert page.is_file(), f"no page for {family}"
+        assert f"families/{family}.md" in navigation, family
+        text = page.read_text(encoding="utf-8")
+        assert text.startswith(f"# {presets_page.FAMILY_NAMES[family]}\n"), family
+        assert text == presets_page.render_family(family), (
+            f"{page.name} is out of date: python -m tests.docs.presets_page")
+        for cls in (record.config, record.backbone, record.pretrainer):
+            assert f"`{cls.__name__}`" in text or f"models.{cls.__name__}`" in text, (
+                family, cls.__name__)

@@ -18,7 +18,8 @@ class TokenClassifierPreprocessor(base.Preprocessor):
     into words as BERT splits them; for prediction). `y`: per sentence, a tag per word, as
     names of the model's `label_names` or as ids. `fit` trains on each word's first piece
     (the other pieces weigh 0); `predict` gives logits [N, sequence_length, tags], read per
-    word at each word's first piece (`encode(x).details.word_predictions(logits)`).
+    word at each word's first piece (`encode(x, task=model).details.word_predictions(logits)`
+    gives each word's tag name).
     """
 
     per_token = True
