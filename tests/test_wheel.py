@@ -91,17 +91,14 @@ def _link_core(core, dists):
     """Links into `core` what `dists` installed (each in its own site folder): a whole
     top-level entry where only they own files under it, else their files one by one (a
     namespace such as google/)."""
-    wanted, owners, files = set(dists), {}, {}
+    wanted, owners = set(dists), {}
     for dist in metadata.distributions():
-        name, root = canonicalize_name(dist.name), str(dist.locate_file(""))
-        paths = _record(dist)
-        for path in paths:
+        name, root = canonicalize_name(dist.name or ""), str(dist.locate_file(""))
+        for path in _record(dist):
             owners.setdefault((root, path.split("/", 1)[0]), set()).add(name)
-        if name in wanted:
-            files[name] = (root, paths)
-    for name in dists:
-        root, paths = files[name]
-        for path in paths:
+    for dist in dists.values():
+        root = str(dist.locate_file(""))
+        for path in _record(dist):
             top = path.split("/", 1)[0]
             if top == ".." or os.path.islink(core / top) or not os.path.exists(
                     os.path.join(root, path)):

@@ -42,11 +42,12 @@ FINDINGS = r"""
   for (const code of article.querySelectorAll("code")) {
     if (code.closest("pre")) continue;
     // A word of it (javascripts/code-words.js spans) or a span without spaces on two lines.
-    for (const word of code.children.length ? code.querySelectorAll(".nowrap") : [code]) {
+    const words = code.querySelectorAll(".nowrap");
+    for (const word of words.length ? words : [code]) {
       if (word.getClientRects().length > 1 && !/\s/.test(word.textContent))
         out.broken.push(word.textContent);
     }
-    const right = Math.max(...Array.from(code.children.length ? code.children : [code])
+    const right = Math.max(...Array.from(words.length ? words : [code])
       .flatMap((word) => Array.from(word.getClientRects(), (box) => box.right)));
     if (!code.closest("table") && right > column.right + 1)
       out.wide.push("inline code past the column: " + code.textContent.slice(0, 60));
@@ -59,7 +60,7 @@ FINDINGS = r"""
     if (leaked)
       out.markdown.push(`literal ${leaked[0].slice(0, 2)} in: ` + text.trim().slice(0, 80));
     // A source line that starts with a list marker, inside a paragraph's text.
-    const marker = text.match(/\n\s*([-*+]|\d+\.)(\s+\S.{0,60}|\s*$)/);
+    const marker = text.match(/\n\s*[-*+](\s+\S.{0,60}|\s*$)/);
     if (marker) {
       const after = text.slice(marker.index) + (node.nextSibling?.textContent || "");
       out.markdown.push("list marker in a paragraph: " + after.trim().slice(0, 70));

@@ -44,8 +44,9 @@ def test_family_counts_are_the_registry():
 
     wrong = []
     for page in pages():
-        for word in re.findall(r"\b(\w+) families\b", page.read_text()):
-            if NUMBERS.get(word.lower(), len(kbert.models.FAMILIES)) != len(kbert.models.FAMILIES):
+        for word in re.findall(r"\b(\w+)\s+(?:model\s+)?families\b", page.read_text()):
+            count = int(word) if word.isdigit() else NUMBERS.get(word.lower())
+            if count is not None and count != len(kbert.models.FAMILIES):
                 wrong.append(f"{page.relative_to(ROOT)}: {word} families")
     assert not wrong, wrong
 
@@ -87,19 +88,21 @@ def test_no_issue_numbers_or_machine_paths():
 
 
 def _message_literals():
-    """Every string literal of kbert's source, implicit concatenations joined, an f-string's
-    values as NUL: the messages the code can say."""
+    """{module: its string literals, implicit concatenations joined, an f-string's values as
+    NUL, NUL-separated}: the messages each module of kbert can say."""
     import ast
 
-    literals = []
+    out = {}
     for path in (ROOT / "kbert").rglob("*.py"):
+        literals = []
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 literals.append(node.value)
             elif isinstance(node, ast.JoinedStr):
                 literals.append("".join(part.value if isinstance(part, ast.Constant) else "\0"
                                         for part in node.values))
-    return literals
+        out[path.relative_to(ROOT).as_posix()] = "\0".join(literals)
+    return out
 
 
 def _covered(piece, source):
@@ -122,14 +125,27 @@ def _covered(piece, source):
 
 def test_troubleshooting_quotes_the_code():
     """Each error on docs/troubleshooting.md is one kbert says: every piece of its message
-    between `...` (your call's values) is made of kbert's own strings."""
+    between `...` (your call's values) is made of the strings of one kbert module (a
+    message's pieces may come from two: a refusal and the hint added to it)."""
     page = (ROOT / "docs" / "troubleshooting.md").read_text()
     messages = re.findall(r"^```text\n(.*?)^```", page, re.M | re.S)
     assert len(messages) >= 10, messages
-    source = "\0".join(_message_literals())
+    modules = _message_literals()
     missing = []
     for message in messages:
         for line in message.strip().splitlines():
             line = re.sub(r"^[A-Za-z]*Error: ", "", line)
-            missing += [piece for piece in line.split("...") if not _covered(piece, source)]
+            missing += [piece for piece in line.split("...")
+                        if not any(_covered(piece, source) for source in modules.values())]
     assert not missing, missing
+
+
+def test_the_home_pages_family_table_has_a_column_per_family():
+    text = (ROOT / "docs" / "index.md").read_text()
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| | BERT |"))
+    table = lines[start:lines.index("", start)]
+    assert [cell.strip() for cell in table[0].strip("|").split("|")][1:] == list(
+        FAMILY_NAMES.values())
+    short = [row[:40] for row in table if row.count(" | ") != len(FAMILY_NAMES)]
+    assert not short, f"rows without a cell per family: {short}"
