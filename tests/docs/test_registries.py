@@ -74,7 +74,10 @@ def test_task_lists_are_the_registries():
 
 
 ISSUE = re.compile(r"\bissues? #?\d+|(?<![\w/.-])#\d+\b", re.I)
-MACHINE_PATH = re.compile(r"(?<![\w.])(/tmp/|/work/|/home/|/root/|/Users/|[A-Z]:\\)")
+# Absolute folders of one machine (a temporary folder, a home), or a Windows drive.
+MACHINE_ROOTS = ("tmp", "work", "home", "root", "Users")
+MACHINE_PATH = re.compile(r"(?<![\w.])(" + "|".join(f"/{root}/" for root in MACHINE_ROOTS)
+                          + r"|[A-Z]:\\)")
 
 
 def test_no_issue_numbers_or_machine_paths():
