@@ -40,6 +40,9 @@ FAMILY_TINY = {
 LINKS = {
     "all-MiniLM-L6-v2": "hf_tasks/st_bert_mean_normalize",
     "sentence-transformers/all-MiniLM-L6-v2": "hf_tasks/st_bert_mean_normalize",
+    # The encoder all-MiniLM-L6-v2 was trained from (a student of its width): the same
+    # tiny sentence-transformers fixture, whose vectors are as wide as the teacher's.
+    "nreimers/MiniLM-L6-H384-uncased": "hf_tasks/st_bert_mean_normalize",
     "distilbert-base-uncased-finetuned-sst-2-english": "hf_tasks/distil_bert_seq_single",
     "distilbert-sst2": "hf_tasks/distil_bert_seq_single",
     "bert-base-NER": "hf_tasks/bert_token",

@@ -55,7 +55,8 @@ def runs_here(block):
 SLOW_PAGES = {"README.md", "docs/fine-tuning.md", "docs/pretraining.md",
               "docs/pretraining-data.md", "docs/serving.md", "docs/untrusted.md",
               "docs/code-lines.md", "docs/guides/token-classification.md",
-              "docs/guides/question-answering.md"}
+              "docs/guides/question-answering.md",
+              "docs/guides/sentence-embeddings.md", "docs/guides/fill-mask.md"}
 
 
 @pytest.mark.parametrize("page", [pytest.param(page, marks=[pytest.mark.slow] * (page in SLOW_PAGES))
