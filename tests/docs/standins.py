@@ -40,9 +40,6 @@ FAMILY_TINY = {
 LINKS = {
     "all-MiniLM-L6-v2": "hf_tasks/st_bert_mean_normalize",
     "sentence-transformers/all-MiniLM-L6-v2": "hf_tasks/st_bert_mean_normalize",
-    # The encoder all-MiniLM-L6-v2 was trained from (a student of its width): the same
-    # tiny sentence-transformers fixture, whose vectors are as wide as the teacher's.
-    "nreimers/MiniLM-L6-H384-uncased": "hf_tasks/st_bert_mean_normalize",
     "distilbert-base-uncased-finetuned-sst-2-english": "hf_tasks/distil_bert_seq_single",
     "distilbert-sst2": "hf_tasks/distil_bert_seq_single",
     "bert-base-NER": "hf_tasks/bert_token",
@@ -91,10 +88,23 @@ FILES = {
 }
 
 
+# Plain encoders (a Hugging Face BertModel folder, no sentence-transformers modules) made of
+# a fixture's files: the encoder all-MiniLM-L6-v2 was trained from is the tiny
+# sentence-transformers fixture's encoder, as wide as the teacher that stands in for
+# all-MiniLM-L6-v2.
+ENCODERS = {"nreimers/MiniLM-L6-H384-uncased": "hf_tasks/st_bert_mean_normalize"}
+ENCODER_FILES = ("config.json", "model.safetensors", "vocab.txt", "tokenizer.json",
+                 "tokenizer_config.json", "special_tokens_map.json")
+
+
 def make_folder(folder):
     """Fills `folder` with the stand-ins; returns it."""
     folder = Path(folder)
     (folder / "tools").symlink_to(ROOT / "tools")
+    for name, source in ENCODERS.items():
+        (folder / name).mkdir(parents=True)
+        for file in ENCODER_FILES:
+            (folder / name / file).symlink_to(FIXTURES / source / file)
     for name, target in LINKS.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).symlink_to(FIXTURES / target)

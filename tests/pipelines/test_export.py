@@ -17,9 +17,9 @@ from tests.pipelines.conftest import load_pipeline
 # (task, model, options): one export each; the cases of the reference with that model and
 # those options run on it. FAST: the fast tier's. Each export takes about 20 s: the list has
 # one per distinct piece of graph code (the pipelines' own tests run every reference case).
-# Options that only change a constant of code another export runs are not exported again:
-# function_to_apply="none" (ELECTRA's regression runs it), truncation with the model's own
-# length (max_length=16 runs the same cut), a hypothesis template of another wording.
+# Options that only change a constant of code another export runs are not exported again: a
+# hypothesis template of another wording is the same prefix and suffix constants around the
+# labels as the default one's.
 FAST = [
     ("text-classification", "hf_tasks/bert_seq_single", {}),
     ("zero-shot-classification", "hf_tasks/bert_nli",
@@ -36,6 +36,9 @@ WINDOWS = {"max_seq_len": 32, "doc_stride": 8, "max_answer_len": 4, "top_k": 2}
 SLOW = [
     ("text-classification", "hf_tasks/bert_seq_single", {"top_k": None}),
     ("text-classification", "hf_tasks/bert_seq_single", {"top_k": 2}),
+    ("text-classification", "hf_tasks/bert_seq_single",
+     {"function_to_apply": "none", "top_k": None}),
+    ("text-classification", "hf_tasks/bert_seq_single", {"truncation": True}),
     ("text-classification", "hf_tasks/bert_seq_single", {"truncation": True, "max_length": 16}),
     ("text-classification", "hf_tasks/albert_seq_single", {}),
     ("text-classification", "hf_tasks/distil_bert_seq_multi", {}),

