@@ -14,7 +14,6 @@ table (the rest of the analysis folder is written to a temporary folder, then re
 
 import csv
 import inspect
-import os
 import pkgutil
 import re
 import shutil
@@ -88,5 +87,4 @@ def _analyze(work, out):
 
 
 if __name__ == "__main__":
-    os.chdir(ROOT)
     main()
