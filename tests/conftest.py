@@ -13,6 +13,16 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
     os.environ.setdefault("TF_NUM_INTEROP_THREADS", "1")
 
+# XLA compiles the train, predict and export steps of hundreds of small models here, most run
+# for a few steps: without LLVM's expensive passes, compiling costs less and the compiled
+# steps run as fast (measured alone, -n 0: tests/training/test_multitask.py 122 s -> 104 s;
+# the 400- and 300-step runs of tests/tools/test_pretrain.py 57 + 38 s -> 57 + 34 s). XLA's
+# optimization level 0 compiles faster still but made those runs 40-90% slower. The processes
+# the tests start inherit it.
+_CHEAP_PASSES = "--xla_llvm_disable_expensive_passes=true"
+if _CHEAP_PASSES.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_CHEAP_PASSES}".strip()
+
 import ipaddress  # noqa: E402
 import socket  # noqa: E402
 
