@@ -108,9 +108,10 @@ def _setup_extras():
 
 
 def _named_extras():
-    """(file:line, extra) of every `_extras.require(...)` and `install_command(...)` in kbert
-    and tools/ whose extra is a literal."""
-    for path in [*ROOT.joinpath("kbert").rglob("*.py"), *ROOT.joinpath("tools").glob("*.py")]:
+    """(file:line, extra) of every `_extras.require(...)` and `install_command(...)` in kbert,
+    tools/ and benchmarks/ whose extra is a literal."""
+    for path in [*ROOT.joinpath("kbert").rglob("*.py"), *ROOT.joinpath("tools").glob("*.py"),
+                 *ROOT.joinpath("benchmarks").rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 position = {"require": 1, "install_command": 0}.get(node.func.attr)

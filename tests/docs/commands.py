@@ -58,6 +58,8 @@ def check_block(code, folder):
             check_config_program(program, args, folder)
         else:
             source = ROOT / "kbert" / "programs" / f"{program}.py"  # the program's flags
+            if program == "benchmark":  # tools/benchmark.py runs benchmarks/cli.py
+                source = ROOT / "benchmarks" / "cli.py"
             check_flags(source if source.exists() else ROOT / "tools" / f"{program}.py", args,
                         folder)
 

@@ -35,7 +35,8 @@ def kind_checks(paths):
 def _outside_tokenizers():
     tokenizers = ROOT / "kbert" / "tokenizers"
     paths = [p for p in sorted((ROOT / "kbert").rglob("*.py")) if tokenizers not in p.parents]
-    return paths + sorted((ROOT / "tools").rglob("*.py"))
+    return paths + sorted((ROOT / "tools").rglob("*.py")) + sorted(
+        (ROOT / "benchmarks").rglob("*.py"))
 
 
 def test_no_code_outside_the_tokenizers_branches_on_a_tokenizers_kind():

@@ -3,6 +3,7 @@ run on a few texts that prints both timings and the ratios (no timed assertions:
 is not a test)."""
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -18,11 +19,9 @@ ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location(
-        "benchmark_pipeline", ROOT / "tools" / "benchmark_pipeline.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from benchmarks import pipeline
+
+    return pipeline
 
 
 def test_the_texts_are_deterministic_and_mostly_short_with_a_few_long():
@@ -67,9 +66,9 @@ def _has_torch_and_transformers():
 
 
 @pytest.mark.slow
-def test_the_pipeline_benchmark_prints_both_timings_and_the_ratios():
+def test_the_pipeline_benchmark_prints_both_timings_and_the_ratios(tmp_path):
     result = subprocess.run([sys.executable, TOOL, "pipeline", "--pipeline_texts=40",
-                             "--batch_size=8", "--seed=1"],
+                             "--batch_size=8", "--seed=1", f"--results_dir={tmp_path}"],
                             capture_output=True, text=True, env=ENV, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
@@ -89,6 +88,18 @@ def test_the_pipeline_benchmark_prints_both_timings_and_the_ratios():
         assert f"kbert / transformers in texts/s: skipped: {sys.executable} cannot import " \
                "torch and transformers" in out, out
 
+    # The JSON record holds what was printed, with the command that reruns it.
+    record = json.loads((tmp_path / "pipeline.json").read_text())
+    assert record["benchmark"] == "pipeline" and record["command"] == (
+        f"python tools/benchmark.py pipeline --pipeline_texts=40 --batch_size=8 --seed=1 "
+        f"--results_dir={tmp_path}")
+    assert record["versions"]["tensorflow"] and record["machine"]["cores"] == os.cpu_count()
+    figures = record["results"]
+    assert figures["texts"] == 40 and figures["batch_size"] == 8
+    assert figures["seconds"]["grouped"] == pytest.approx(float(grouped.group(1)), abs=0.051)
+    assert figures["grouping_speedup"] == pytest.approx(float(ratio.group(1)), abs=0.0051)
+    assert (figures["skipped"] is None) == _has_torch_and_transformers()
+
 
 def test_a_bad_batch_size_is_a_usage_error():
     result = subprocess.run([sys.executable, TOOL, "pipeline", "--batch_size=0"],
@@ -100,11 +111,9 @@ def test_a_bad_batch_size_is_a_usage_error():
 # --- tools/benchmark.py small ---
 
 def _small_module():
-    spec = importlib.util.spec_from_file_location(
-        "benchmark_small", ROOT / "tools" / "benchmark_small.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from benchmarks import small
+
+    return small
 
 
 def test_small_config_items_are_read_as_literals_and_a_malformed_one_is_named():
@@ -204,8 +213,8 @@ def test_the_small_tables_print_every_number_and_its_ratio_to_the_first_model(ca
 
 
 # The tool's two paths to a usage error, a process each (~5 s: TensorFlow's import): a
-# bound checked in benchmark.py (--small_threads and --small_warmup go through the same
-# loop) and a FlagError of benchmark_small (whose messages the tests above check one by one).
+# bound checked in benchmarks/cli.py (--small_threads and --small_warmup go through the same
+# loop) and a FlagError of benchmarks/small.py (whose messages the tests above check one by one).
 @pytest.mark.parametrize("flags, message", [
     (["--small_runs=0"], "--small_runs must be at least 1, got 0"),
     (["--small_models=bert_base,distil_bert"],
@@ -244,6 +253,7 @@ def test_the_small_benchmark_measures_each_model_and_prints_consistent_ratios(tm
     folder = tmp_path / "files"
     result = subprocess.run(
         [sys.executable, TOOL, "small", "--small_models=bert_base,distil_bert_base",
+         f"--results_dir={tmp_path}",
          "--small_config=num_layers=2,hidden_size=32,num_heads=2,intermediate_size=64",
          "--small_runs=4", "--small_warmup=1", "--sequence_length=32", f"--small_dir={folder}"],
         capture_output=True, text=True, env=ENV, timeout=900)
@@ -276,3 +286,9 @@ def test_the_small_benchmark_measures_each_model_and_prints_consistent_ratios(tm
     for printed, column in zip(speeds.groups(), (5, 7, 9)):  # the p50 columns
         assert _within_rounding(float(printed), base[column], distil[column], 0.005, 0.005), \
             (printed, base, distil)
+    # The JSON record: the same sizes, in bytes.
+    figures = json.loads((tmp_path / "small.json").read_text())["results"]
+    assert list(figures) == ["bert_base", "distil_bert_base"]
+    for name, cells in tables["measured"].items():
+        assert figures[name]["params"] == cells[0]
+        assert figures[name]["float32"] == os.path.getsize(folder / f"{name}_float32.tflite")

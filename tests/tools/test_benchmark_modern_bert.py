@@ -5,8 +5,9 @@ import itertools
 
 import numpy as np
 
-from tools import benchmark_modern_bert, benchmark_pipeline
-from tools import transformers_modern_bert_timing as peer
+from benchmarks import modern_bert as benchmark_modern_bert
+from benchmarks import pipeline as benchmark_pipeline
+from benchmarks.reference import transformers_modern_bert as peer
 
 
 def test_the_texts_are_the_pipeline_benchmarks_lengths_as_ids():

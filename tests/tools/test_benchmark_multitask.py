@@ -1,8 +1,6 @@
 """tools/benchmark.py multitask: the two tasks it reads out of the wheel, and the table it
 prints (no run: the benchmark fine-tunes a real model; a benchmark is not a test)."""
 
-import importlib.util
-import sys
 import zipfile
 from pathlib import Path
 
@@ -13,15 +11,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def benchmark():
-    sys.path.insert(0, str(ROOT / "tools"))  # it imports benchmark_finetune_real
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "benchmark_multitask", ROOT / "tools" / "benchmark_multitask.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.path.remove(str(ROOT / "tools"))
+    from benchmarks import multitask
+
+    return multitask
 
 
 def _wheel(path):

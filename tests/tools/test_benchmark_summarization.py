@@ -11,7 +11,7 @@ from scipy import stats
 
 from kbert.tasks.extractive_summarization import metrics
 from kbert.tasks.extractive_summarization.data import SummaryExample, read_summaries_file
-from tools import benchmark_summarization as bench
+from benchmarks import summarization as bench
 
 PAPER = {"id": "x", "title": "T",
          "summary": {"challenge": "Terms are hard.", "approach": "We use analogy.",

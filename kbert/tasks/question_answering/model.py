@@ -50,7 +50,7 @@ class QuestionAnswerer(task_lib.Task, keras.Model):
     unanswerable questions at it.
 
     Args:
-        backbone: a kbert backbone (BERT, ALBERT, DistilBERT, ELECTRA).
+        backbone: a kbert backbone of any family (`kbert.models.Backbone`).
         dropout: rate of the dropout before `qa_outputs`; `None`: transformers' default
             (DistilBERT 0.1, ModernBERT its config's `classifier_dropout`, the other
             families 0).

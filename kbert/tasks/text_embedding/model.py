@@ -17,7 +17,7 @@ class TextEmbedder(task_lib.Task, keras.Model):
     all-MiniLM-L6-v2 is `TextEmbedder(backbone, pooling="mean", normalize=True)`.
 
     Args:
-        backbone: a kbert backbone (BERT, ALBERT, DistilBERT, ELECTRA).
+        backbone: a kbert backbone of any family (`kbert.models.Backbone`).
         pooling: "mean" (padding-aware), "cls" (the [CLS] hidden state) or "max" (ignoring
             the padding).
         normalize: L2-normalize the embeddings (cosine similarity is then a dot product).

@@ -19,7 +19,7 @@ class TokenClassifier(task_lib.Task, keras.Model):
     `(features, labels, label_weights)`. Without them the padding mask is the weight.
 
     Args:
-        backbone: a kbert backbone (BERT, ALBERT, DistilBERT, ELECTRA).
+        backbone: a kbert backbone of any family (`kbert.models.Backbone`).
         num_classes: number of tags; `None` means `len(label_names)`.
         dropout: the head's dropout rate; `None`: transformers' default for the family
             (the backbone's dropout; ALBERT 0.1).

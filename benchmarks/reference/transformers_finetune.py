@@ -2,7 +2,7 @@
 `tools/benchmark.py finetune_real`, run in a Python with torch, transformers and accelerate
 (`--reference_python`). kbert never imports this file.
 
-    python tools/transformers_finetune_timing.py --model DIR --train train.csv --test test.csv
+    python benchmarks/reference/transformers_finetune.py --model DIR --train train.csv --test test.csv
         --out DIR [--epochs 1] [--learning_rate 5e-5] [--batch_size 32] [--seed 0]
 
 Reads CSV files with columns `sentence` and `label` (label names), tokenizes (truncation at
@@ -16,6 +16,7 @@ training rows, held-out accuracy and the versions.
 import argparse
 import csv
 import json
+import math
 import time
 
 
@@ -57,10 +58,13 @@ def main():
     model = AutoModelForSequenceClassification.from_pretrained(
         args.model, num_labels=len(names),
         id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)})
+    # Warm-up over the first 10% of the steps, counted as kbert counts them (given as steps:
+    # transformers 5 has no warmup_ratio, transformers 4 no float warmup_steps).
+    warmup_steps = math.floor(len(train_set) // args.batch_size * args.epochs * 0.1)
     training = TrainingArguments(
         output_dir=args.out, num_train_epochs=args.epochs, learning_rate=args.learning_rate,
         per_device_train_batch_size=args.batch_size, per_device_eval_batch_size=args.batch_size,
-        warmup_ratio=0.1, weight_decay=0.01, lr_scheduler_type="linear", seed=args.seed,
+        warmup_steps=warmup_steps, weight_decay=0.01, lr_scheduler_type="linear", seed=args.seed,
         save_strategy="no", report_to=[], logging_strategy="no", use_cpu=True,
         dataloader_drop_last=True)
 

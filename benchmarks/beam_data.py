@@ -1,6 +1,6 @@
 """create_pretraining_data on one process against Beam's DirectRunner with 2 workers.
 
-    python tools/benchmark_beam_data.py [--documents=529] [--small_documents=50]
+    python benchmarks/beam_data.py [--documents=529] [--small_documents=50]
         [--block_size=50] [--workers=2] [--sequence_length=128] [--max_predictions=20]
 
 The corpus is the standard library's docstrings (`stdlib`, no download), its first
@@ -28,8 +28,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository
 
 SHARDS = 4
 
@@ -88,9 +87,13 @@ def line(a, b):
 
 
 def run(documents, small_documents, block_size, workers, sequence_length, max_predictions):
+    """Prints the table; returns {"runs": [{"documents", "sentences", "examples",
+    "one_process_seconds", "beam_seconds"} for the small and the full corpus], "workers",
+    "fixed_seconds": {"one_process", "beam"}, "per_example_ms": {the same},
+    "break_even_examples" (None: never)}."""
     import tensorflow as tf
 
-    import benchmark_small
+    from benchmarks import small as benchmark_small
     import kbert
 
     vocab = benchmark_small.vocabulary_file()
@@ -121,17 +124,24 @@ def run(documents, small_documents, block_size, workers, sequence_length, max_pr
     print(f"Beam ({workers} workers): {fixed_beam:.1f} s fixed + {per_beam * 1e3:.2f} ms per "
           f"example; Beam adds {fixed_beam - fixed_one:.1f} s per run and "
           f"{(per_beam - per_one) * 1e3:+.2f} ms per example")
+    even = None
     if per_beam < per_one:
         even = (fixed_beam - fixed_one) / (per_one - per_beam)
         print(f"break-even: Beam is the faster from about {even:,.0f} examples")
     else:
         print("break-even: none on this machine (Beam's time per example is not the lower: "
               "its workers share the cores that one process already uses)")
-    return rows
+    return {"runs": [{"documents": count, "sentences": sentences, "examples": one[0],
+                      "one_process_seconds": one[1], "beam_seconds": beam[1]}
+                     for count, sentences, one, beam in rows],
+            "workers": workers,
+            "fixed_seconds": {"one_process": fixed_one, "beam": fixed_beam},
+            "per_example_ms": {"one_process": per_one * 1e3, "beam": per_beam * 1e3},
+            "break_even_examples": even}
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(prog="benchmark_beam_data.py", description=__doc__,
+    parser = argparse.ArgumentParser(prog="benchmarks/beam_data.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--documents", type=int, default=529)
     parser.add_argument("--small_documents", type=int, default=50)

@@ -23,7 +23,7 @@ tool's optimizer, `fit(texts, labels)`, `evaluate(texts, labels)`, `save`; with
 `--real_keras`); LoRA of rank `--real_lora_rank` through the tool (`--lora_rank`, learning
 rate `--real_lora_learning_rate`; its trainable parameters printed); kbert padding every
 example to 128 (the default before; with `--real_padded`), and transformers' `Trainer` in
-`--reference_python` (tools/transformers_finetune_timing.py; skipped, saying why, where that
+`--reference_python` (benchmarks/reference/transformers_finetune.py; skipped, saying why, where that
 Python lacks torch, transformers and accelerate). Printed: seconds, training sequences/s,
 held-out accuracy and the ratio of each kbert row to transformers' sequences/s.
 """
@@ -37,11 +37,11 @@ import tempfile
 import time
 import zipfile
 
-import benchmark_pipeline
+from benchmarks import pipeline as benchmark_pipeline
 
 SETS = ("tweets", "amazonReviewSnippets", "nytEditorialSnippets")
-TIMING_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                             "transformers_finetune_timing.py")
+TIMING_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference",
+                             "transformers_finetune.py")
 
 
 def read_wheel(path, sets=SETS):
@@ -180,10 +180,15 @@ def run(wheel, held_out, cap, epochs, seed, reference_python, padded, keras_fit=
                   f"{result['accuracy']:.3f}", flush=True)
     print("\n| run | seconds | sequences/s | held-out accuracy | x transformers |")
     print("| --- | ---: | ---: | ---: | ---: |")
-    for label, seconds, rate, accuracy, ratio in table(rows, reference, steps * 32):
+    measured = table(rows, reference, steps * 32)
+    for label, seconds, rate, accuracy, ratio in measured:
         ratio = f"{ratio:.2f}x" if ratio is not None else "n/a"
         print(f"| {label} | {seconds:.1f} | {rate:.1f} | {accuracy:.3f} | {ratio} |")
-    return rows
+    return {"training_sentences": len(train), "held_out": len(test), "epochs": epochs,
+            "seed": seed, "reference": reference,
+            "rows": [{"run": label, "seconds": seconds, "sequences_per_second": rate,
+                      "accuracy": accuracy, "over_transformers": ratio}
+                     for label, seconds, rate, accuracy, ratio in measured]}
 
 
 def table(rows, reference, trained):

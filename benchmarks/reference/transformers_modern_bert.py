@@ -1,9 +1,9 @@
 """transformers' ModernBERT encoder, timed: the peer rows of `tools/benchmark.py modern_bert`,
 run in a Python with torch and transformers (which need not have kbert or TensorFlow).
 
-    python tools/transformers_modern_bert_timing.py --config config.json --ids ids.json \\
+    python benchmarks/reference/transformers_modern_bert.py --config config.json --ids ids.json \\
         --batch_size 32
-    python tools/transformers_modern_bert_timing.py --config config.json --long 8192
+    python benchmarks/reference/transformers_modern_bert.py --config config.json --long 8192
 
 The model: `ModernBertModel` of the config.json `--config` (random weights, float32, CPU,
 transformers' default attention: sdpa, its sliding windows as a [S, S] mask). With `--ids`
@@ -14,7 +14,7 @@ length (kbert's pipelines' order). With `--long N`: one untimed warm-up call on 
 one timed forward of one sequence of N tokens, with the process's peak memory over it. Prints
 one JSON line.
 
-`peak_reset` and `memory_gib` are shared with tools/benchmark_modern_bert.py (Linux /proc).
+`peak_reset` and `memory_gib` are shared with benchmarks/modern_bert.py (Linux /proc).
 """
 
 import argparse

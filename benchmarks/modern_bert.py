@@ -6,7 +6,7 @@ The model: `--modern_bert_preset`'s architecture (default modern_bert_base: L22 
 both sides; `--modern_bert_config` changes fields of both (a quick look; the numbers are then
 not the preset's). transformers' `ModernBertModel` is built from the config.json that kbert's
 converter writes for the same config (`kbert.convert`), in `--reference_python`
-(tools/transformers_modern_bert_timing.py).
+(benchmarks/reference/transformers_modern_bert.py).
 
 The texts: the pipeline benchmark's (`benchmark_pipeline.make_texts`, the same lengths for
 the same `--seed`: most a few to a few dozen words, one in a hundred 400-500 words), as token
@@ -34,10 +34,10 @@ import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)  # run as a script (the long forward's fresh process)
-import benchmark_pipeline  # noqa: E402
-import transformers_modern_bert_timing as peer  # noqa: E402  (no torch at import)
+# The repository, for when this file runs as a script (the long forward's fresh process).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks import pipeline as benchmark_pipeline  # noqa: E402
+from benchmarks.reference import transformers_modern_bert as peer  # noqa: E402  (no torch)
 
 PERIOD_ID = 15  # the id of a full stop; the words' ids start at WORD_IDS
 WORD_IDS = 1000
@@ -125,6 +125,10 @@ def _long_row(name, result):
 
 
 def run(preset, overrides, count, batch_size, seed, long_length, reference_python):
+    """Prints the tables; returns {"preset", "overrides", "texts", "batch_size", "seed",
+    "tokens", "seconds": {"<kbert|transformers>/<grouped|input_order>"}, "long": {"tokens",
+    "kbert", "transformers": {"seconds", "rss_before_gib", "peak_gib"} or None},
+    "transformers_versions", "skipped" (why transformers did not run, or None)}."""
     import keras
     import tensorflow as tf
 
@@ -205,6 +209,12 @@ def run(preset, overrides, count, batch_size, seed, long_length, reference_pytho
                   else "not measured (transformers adds under 10 MiB)")
         print(f"kbert / transformers in seconds: {kbert_long['seconds'] / peer_long['seconds']:.2f}"
               f"; in memory added by the forward: {memory}")
+    return {"preset": preset, "overrides": overrides, "texts": count, "batch_size": batch_size,
+            "seed": seed, "tokens": sum(lengths),
+            "seconds": {f"{side}/{'grouped' if grouped else 'input_order'}": seconds
+                        for (side, grouped), seconds in rows.items()},
+            "transformers_versions": versions, "skipped": problem,
+            "long": {"tokens": long_length, "kbert": kbert_long, "transformers": peer_long}}
 
 
 def batching_features(rows, pad_id):
@@ -214,5 +224,4 @@ def batching_features(rows, pad_id):
 
 
 if __name__ == "__main__":  # the long forward's fresh process: preset, overrides JSON, length
-    sys.path.insert(0, os.path.dirname(HERE))
     print(json.dumps(long_forward(sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]))))

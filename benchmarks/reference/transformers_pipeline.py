@@ -2,7 +2,7 @@
 `tools/benchmark.py pipeline`, run in a Python with torch and transformers (which need not
 have kbert or TensorFlow).
 
-    python tools/transformers_pipeline_timing.py --model DIR --texts texts.json --batch_size 32
+    python benchmarks/reference/transformers_pipeline.py --model DIR --texts texts.json --batch_size 32
 
 The model: `AutoModelForSequenceClassification` of `--model` (a checkpoint without a
 classification head gets transformers' new random one, 2 labels). One untimed warm-up call on

@@ -22,7 +22,7 @@ import shutil
 import tempfile
 import time
 
-import benchmark_pipeline
+from benchmarks import pipeline as benchmark_pipeline
 
 
 def _write_texts(path, texts):
@@ -51,7 +51,8 @@ def _line(label, seconds, count):
 
 
 def run(count, small, workers, batch_size, seed):
-    """Prints both engines' timings, the ratio, Beam's overheads and the break-even count."""
+    """Prints both engines' timings, the ratio, Beam's overheads and the break-even count;
+    returns them (`report`)."""
     import tensorflow as tf
 
     from kbert.batch.prediction import PredictionConfig
@@ -89,12 +90,15 @@ def run(count, small, workers, batch_size, seed):
                   flush=True)
             seconds["beam", n], result = _timed_run(beam)
             outputs["beam", n] = _outputs(result["shards"])
-        report(seconds, outputs, small, count, workers)
+        return report(seconds, outputs, small, count, workers)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
 def report(seconds, outputs, small, count, workers):
+    """Prints the table; returns {"texts": [small, count], "workers", "seconds": {"single/<n>",
+    "beam/<n>"}, "beam_over_single" (texts/s at `count`), "score_drift", "fixed_seconds":
+    {engine}, "per_record_ms": {engine}, "break_even_records" (None: never)}."""
     single, beam = outputs["single", count], outputs["beam", count]
     if sorted(single) != sorted(beam) or any(
             single[row]["label"] != beam[row]["label"]
@@ -123,10 +127,15 @@ def report(seconds, outputs, small, count, workers):
           f"{1e3 * abs(change):.2f} ms per record")
     gain = fit["single"][1] - fit["beam"][1]
     extra = fit["beam"][0] - fit["single"][0]
+    even = max(0, extra) / gain if gain > 0 else None
     if gain > 0:
-        print(f"break-even: Beam pays off from {max(0, extra) / gain:,.0f} records on this "
-              "machine")
+        print(f"break-even: Beam pays off from {even:,.0f} records on this machine")
     else:
         print(f"break-even: none on this machine: {workers} Beam workers cost more per record "
               f"than one process (its {os.cpu_count()} cores already serve one TensorFlow "
               "call); Beam pays where it adds machines")
+    return {"texts": [small, count], "workers": workers, "seconds": seconds,
+            "beam_over_single": ratio, "score_drift": drift,
+            "fixed_seconds": {engine: fit[engine][0] for engine in fit},
+            "per_record_ms": {engine: 1e3 * fit[engine][1] for engine in fit},
+            "break_even_records": even}

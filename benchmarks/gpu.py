@@ -154,4 +154,8 @@ def run(lengths, batch_size, dtype, size_name, steps, rounds, predictions):
         if "keras-hub" in by:
             print(f"length {length}: kbert / keras-hub sequences/s "
                   f"{by['kbert'] / by['keras-hub']:.2f}")
-    return rows
+    return {"device": device.device_kind, "dtype": dtype, "size": size_name,
+            "batch_size": batch_size,
+            "rows": [{"length": length, "model": name, "ms_per_step": ms,
+                      "sequences_per_second": rate, "tflops": tflops, "mfu": mfu}
+                     for length, name, ms, rate, tflops, mfu in rows]}

@@ -16,7 +16,7 @@ Timed, one pass each over the whole list after an untimed warm-up call:
 2. The same pipeline and the same batches, each padded to the longest sequence of the whole
    list (`PaddedToLongest`): what a pipeline that does not group by length pays.
 3. transformers' pipeline (batches in input order, each padded to its longest), the same
-   `--batch_size`, run by `tools/transformers_pipeline_timing.py` in a subprocess with
+   `--batch_size`, run by `benchmarks/reference/transformers_pipeline.py` in a subprocess with
    `--reference_python` (default: this Python); skipped, with the reason printed, where that
    Python cannot import torch and transformers.
 """
@@ -33,8 +33,8 @@ import numpy as np
 
 # One text in this many is long (400-500 words).
 LONG_EVERY = 100
-TIMING_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                             "transformers_pipeline_timing.py")
+TIMING_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference",
+                             "transformers_pipeline.py")
 
 
 def minilm_path():
@@ -128,8 +128,19 @@ def timed(label, call):
     return seconds, result
 
 
+# transformers imports without its models where its torch is too old: said before the runs.
+TORCH_USABLE = """
+import torch, transformers
+from transformers.utils import is_torch_available
+if not is_torch_available():
+    raise SystemExit(f"transformers {transformers.__version__} cannot use torch "
+                     f"{torch.__version__} (too old for it)")
+"""
+
+
 def reference_python_problem(python):
-    """None where `python` imports torch and transformers, else why not."""
+    """None where `python` imports torch and transformers, and transformers can use that
+    torch; else why not."""
     try:
         done = subprocess.run([python, "-c", "import torch, transformers"], capture_output=True,
                               text=True, timeout=300)
@@ -138,6 +149,11 @@ def reference_python_problem(python):
     if done.returncode:
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
         return f"{python} cannot import torch and transformers ({last})"
+    done = subprocess.run([python, "-c", TORCH_USABLE], capture_output=True, text=True,
+                          timeout=300)
+    if done.returncode:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        return f"{python}: {last}"
     return None
 
 
@@ -157,11 +173,15 @@ def transformers_seconds(python, path, texts, batch_size):
 
 
 def run(count, batch_size, seed, reference_python):
+    """Prints the table; returns {"texts", "batch_size", "seed", "lengths": {"median", "p90",
+    "longest", "real_tokens"}, "seconds": {"grouped", "padded", "transformers" (None where
+    not run)}, "texts_per_second": {the same}, "grouping_speedup", "kbert_over_transformers"
+    (None where not run), "transformers_versions", "skipped" (why transformers' row was not
+    run, or None)}."""
     import keras
     import tensorflow as tf
 
     import kbert
-    from kbert import convert, tasks
 
     path = minilm_path()
     pipe = kbert_pipeline(path)
@@ -219,6 +239,18 @@ def run(count, batch_size, seed, reference_python):
     else:
         print(f"kbert / transformers in texts/s: {reference[0] / grouped_s:.2f} (target >= 1: "
               f"kbert not slower)")
+    peer_s = reference[0] if reference else None
+    seconds = {"grouped": grouped_s, "padded": padded_s, "transformers": peer_s}
+    return {"texts": count, "batch_size": batch_size, "seed": seed,
+            "lengths": {"median": int(np.median(lengths)),
+                        "p90": int(np.percentile(lengths, 90)), "longest": longest,
+                        "real_tokens": real},
+            "seconds": seconds,
+            "texts_per_second": {k: count / v if v else None for k, v in seconds.items()},
+            "grouping_speedup": padded_s / grouped_s,
+            "kbert_over_transformers": peer_s / grouped_s if peer_s else None,
+            "transformers_versions": reference[1] if reference else None,
+            "skipped": problem}
 
 
 def _grouped_tokens(lengths, batch_size):

