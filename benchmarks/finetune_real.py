@@ -139,7 +139,7 @@ def run(wheel, held_out, cap, epochs, seed, reference_python, padded, keras_fit=
           f"{', '.join(SETS)}), all-MiniLM-L6-v2 + a 2-class head, {epochs} epoch(s) = "
           f"{steps} steps of 32, learning rate 5e-5, warm-up 10%, weight decay 0.01, seed "
           f"{seed}", flush=True)
-    rows = {}
+    rows, versions = {}, None
     with tempfile.TemporaryDirectory() as folder:
         train_csv = write_csv(os.path.join(folder, "train.csv"), train)
         test_csv = write_csv(os.path.join(folder, "test.csv"), test)
@@ -176,6 +176,7 @@ def run(wheel, held_out, cap, epochs, seed, reference_python, padded, keras_fit=
             result = json.loads(done.stdout.strip().splitlines()[-1])
             reference = "transformers Trainer, dynamic padding"
             rows[reference] = (result["seconds"], result["accuracy"])
+            versions = result["versions"]
             print(f"  {reference} ({result['versions']}): {result['seconds']:.1f} s, accuracy "
                   f"{result['accuracy']:.3f}", flush=True)
     print("\n| run | seconds | sequences/s | held-out accuracy | x transformers |")
@@ -185,7 +186,7 @@ def run(wheel, held_out, cap, epochs, seed, reference_python, padded, keras_fit=
         ratio = f"{ratio:.2f}x" if ratio is not None else "n/a"
         print(f"| {label} | {seconds:.1f} | {rate:.1f} | {accuracy:.3f} | {ratio} |")
     return {"training_sentences": len(train), "held_out": len(test), "epochs": epochs,
-            "seed": seed, "reference": reference,
+            "seed": seed, "reference": reference, "transformers_versions": versions,
             "rows": [{"run": label, "seconds": seconds, "sequences_per_second": rate,
                       "accuracy": accuracy, "over_transformers": ratio}
                      for label, seconds, rate, accuracy, ratio in measured]}

@@ -8,8 +8,8 @@
      "results": {...}}
 
 `results` is what the benchmark's `run` returned (its own keys, documented there). The file
-holds plain JSON only: NumPy numbers become Python numbers, tuples lists, and dict keys
-strings.
+holds plain JSON only: NumPy numbers become Python numbers, tuples lists, dict keys strings,
+NaN and infinities null.
 """
 
 import datetime
@@ -76,8 +76,8 @@ def plain(value):
         return [plain(item) for item in value]
     if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):  # NumPy
         return plain(value.tolist())
-    if isinstance(value, float) and value != value:
-        return None  # NaN is not JSON
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None  # NaN and infinities are not JSON
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     raise TypeError(f"A benchmark result holds a {type(value).__name__} ({value!r}): give "
@@ -99,7 +99,7 @@ def write(record, folder):
     path = os.path.join(folder, f"{record['benchmark']}.json")
     partial = path + ".partial"
     with open(partial, "w", encoding="utf-8") as f:
-        json.dump(record, f, indent=1)
+        json.dump(record, f, indent=1, allow_nan=False)
         f.write("\n")
     os.replace(partial, path)
     return path

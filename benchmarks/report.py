@@ -7,7 +7,9 @@ docs/images/benchmarks/ratios.png (every ratio of the table as a bar) and, where
 are there, latency-vs-length.png (`serve`: p50 latency of each signature by sequence length)
 and speed-vs-accuracy.png (`finetune_real`: sequences/s against held-out accuracy of each
 run). The table goes between the page's `<!-- summary:start -->` and `<!-- summary:end -->`
-lines, replacing what was there; tests/docs checks that the page holds what the records give.
+lines, replacing what was there; tests/tools/test_benchmark_report.py checks that the page
+holds what the records give. A plot whose record is missing (or holds no data for it) is
+deleted, so that the page shows no figure of an older run.
 """
 
 import glob
@@ -52,8 +54,10 @@ def _rate(value, unit):
 
 
 def comparisons(found):
-    """[(what, kbert's figure, the peer's figure, ratio)] of one record: ratio > 1 where kbert
-    is better (faster, or less time)."""
+    """[(what, kbert's figure, the other's figure, speed-up)] of one record: the other is the
+    peer, or kbert run another way (padded batches, one process); the speed-up is kbert's
+    rate over the other's, or the other's time over kbert's (latency, seconds): above 1,
+    kbert is faster."""
     name, r = found["benchmark"], found["results"]
     out = []
     if name == "train_step":
@@ -144,7 +148,7 @@ def shown_command(command):
 
 def summary_table(records):
     """The Markdown table of every comparison of `records`."""
-    lines = ["| comparison | kbert | peer | kbert / peer | measured | command |",
+    lines = ["| comparison | kbert | other | speed-up | measured | command |",
              "| --- | ---: | ---: | ---: | --- | --- |"]
     for name, found in ordered(records):
         for what, ours, theirs, ratio in comparisons(found):
@@ -190,7 +194,7 @@ def plot_ratios(records, path):
              min(min(ratios), 1) / 1.5 <= t <= max(ratios) * 1.6]
     ax.set_xticks(ticks, [f"{t:g}x" for t in ticks])
     ax.xaxis.set_minor_formatter(matplotlib_ticker().NullFormatter())
-    ax.set_xlabel("kbert / peer, log scale (above 1: kbert is faster)")
+    ax.set_xlabel("kbert's speed-up over the other, log scale (above 1: kbert is faster)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -271,15 +275,21 @@ def main(results=RESULTS, page=PAGE, images=IMAGES):
     if not records:
         raise SystemExit(f"No benchmark records in {results}: run a benchmark first.")
     os.makedirs(images, exist_ok=True)
-    made = [plot_ratios(records, os.path.join(images, "ratios.png"))]
-    if "serve" in records:
-        made.append(plot_latency_by_length(records["serve"],
-                                           os.path.join(images, "latency-vs-length.png")))
-    if "finetune_real" in records:
-        made.append(plot_speed_vs_accuracy(records["finetune_real"],
-                                           os.path.join(images, "speed-vs-accuracy.png")))
+    plots = (("ratios.png", lambda path: plot_ratios(records, path)),
+             ("latency-vs-length.png", lambda path: "serve" in records and
+              plot_latency_by_length(records["serve"], path)),
+             ("speed-vs-accuracy.png", lambda path: "finetune_real" in records and
+              plot_speed_vs_accuracy(records["finetune_real"], path)))
+    made = []
+    for name, draw in plots:
+        path = os.path.join(images, name)
+        if draw(path):
+            made.append(path)
+        elif os.path.exists(path):
+            os.remove(path)  # not this run's: no figure of an older record stays
+            print(f"deleted {path}: no record holds its data")
     changed = write_page(summary_table(records), page)
     print(f"{len(records)} records: {', '.join(records)}")
     print(f"{page}: {'table updated' if changed else 'table unchanged'}")
-    for path in filter(None, made):
+    for path in made:
         print(f"plot: {path}")

@@ -76,6 +76,9 @@ def main():
                       eval_dataset=test_set, data_collator=DataCollatorWithPadding(tokenizer),
                       compute_metrics=accuracy)
     trainer.train()
+    # Every held-out sentence is scored, as kbert scores them (drop_last was for training's
+    # batches, as kbert's: it also applies to the evaluation loader built after this line).
+    trainer.args.dataloader_drop_last = False
     scores = trainer.evaluate()
     trainer.save_model(args.out)
     seconds = time.perf_counter() - start

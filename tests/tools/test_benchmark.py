@@ -62,7 +62,11 @@ def test_the_baseline_pads_every_batch_to_the_given_length():
 
 
 def _has_torch_and_transformers():
-    return all(importlib.util.find_spec(name) for name in ("torch", "transformers"))
+    """Whether this Python gives transformers' row: torch and a transformers that can use it
+    (the benchmark's own check)."""
+    from benchmarks import pipeline
+
+    return pipeline.reference_python_problem(sys.executable) is None
 
 
 @pytest.mark.slow
@@ -85,8 +89,7 @@ def test_the_pipeline_benchmark_prints_both_timings_and_the_ratios(tmp_path):
         assert re.search(r"transformers pipeline \(transformers [\d.]+", out), out
         assert re.search(r"kbert / transformers in texts/s: [\d.]+ ", out), out
     else:  # said, not failed
-        assert f"kbert / transformers in texts/s: skipped: {sys.executable} cannot import " \
-               "torch and transformers" in out, out
+        assert f"kbert / transformers in texts/s: skipped: {sys.executable}" in out, out
 
     # The JSON record holds what was printed, with the command that reruns it.
     record = json.loads((tmp_path / "pipeline.json").read_text())

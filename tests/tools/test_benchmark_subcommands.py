@@ -105,7 +105,7 @@ def _table(out, names, columns):
 TINY = ["--preset=bert_tiny", "--finetune_preset=bert_tiny", "--serve_preset=bert_tiny",
         "--batch_size=2", "--sequence_length=16", "--predictions=2", "--steps=1", "--rounds=2",
         "--warmup_steps=1", "--matmul_size=32", "--nojit_compile", "--serve_calls=3",
-        "--serve_vocab_sentences=1000",
+        "--serve_vocab_sentences=1000", "--serve_lengths=16,32", "--serve_length_calls=1",
         "--lines=300", "--preprocess_batch_size=16"]
 COMMANDS = ("serve", "train_step", "finetune", "preprocess")  # serve first: it sets TF's threads
 # One process runs the four TensorFlow commands through benchmarks.cli.main, as
@@ -179,6 +179,11 @@ def test_each_command_writes_its_figures_with_its_command_versions_and_machine(r
     assert set(serve["latency_ms"]) == {f"{name}/{batch}" for batch in (1, 8) for name in (
         "kbert strings (serving_default)", "kbert ids (serving_ids)", "keras-hub ids (serve)")}
     assert set(serve["ratios"]) == {"1", "8"}
+    sweep = serve["by_length"]
+    assert sweep["batch_size"] == 8 and sweep["calls"] == 1
+    assert {name: sorted(points) for name, points in sweep["p50_ms"].items()} == {
+        "kbert ids (serving_ids)": ["16", "32"], "keras-hub ids (serve)": ["16", "32"]}
+    assert re.search(r"^kbert / keras-hub +[\d.]+ +[\d.]+$", printed["serve"], re.M)
 
 
 @pytest.mark.slow
