@@ -14,6 +14,7 @@ NaN and infinities null.
 
 import datetime
 import json
+import math
 import os
 import platform
 import shlex
@@ -76,7 +77,7 @@ def plain(value):
         return [plain(item) for item in value]
     if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):  # NumPy
         return plain(value.tolist())
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+    if isinstance(value, float) and not math.isfinite(value):
         return None  # NaN and infinities are not JSON
     if value is None or isinstance(value, (bool, int, float, str)):
         return value

@@ -134,8 +134,8 @@ def by_sequence_length(ours, theirs, vocabulary_size, lengths, calls, batch=8):
     rng = np.random.default_rng(0)
     names = ("kbert ids (serving_ids)", "keras-hub ids (serve)")
     p50 = {name: {} for name in names}
+    low = min(1000, vocabulary_size // 2)  # past the special tokens of a small vocabulary
     for length in lengths:
-        low = min(1000, vocabulary_size // 2)  # past the special tokens of a small vocabulary
         ids = {"token_ids": tf.constant(rng.integers(low, vocabulary_size, (batch, length)),
                                         tf.int32),
                "segment_ids": tf.zeros((batch, length), tf.int32),
