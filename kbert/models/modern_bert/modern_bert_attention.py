@@ -4,6 +4,8 @@ chunks, so that a window layer's cost and memory grow linearly with the sequence
 import numpy as np
 from keras import ops
 
+from kbert.layers import query_blocks
+
 # Added to the scores of the keys outside a window (as `EncoderBlock._attend` adds to padded
 # keys): exp() of it is exactly 0 next to any real score.
 FAR = -1e9
@@ -119,3 +121,19 @@ def windowed_attention(attend, query, key, value, padding_mask, radius, training
     context = attend(query, key, value, valid, training, bias=bias)  # [B * n, C, N, D]
     context = ops.reshape(context, (batch, count * chunk, heads, size))
     return context[:, :length]
+
+
+def global_attention(attend, query, key, value, padding_mask, training, runs):
+    """Global attention of `query` (already scaled) over `key`, `value` [B, S, N, D] where
+    each query sees the real keys of its own document (`runs` [B, S] from `document_runs`),
+    through `attend` (`EncoderBlock._attend`): the [B, 1, rows, S] bias of the queries' rows
+    only, those of a block at a time on long sequences (`query_blocks.by_length`).
+
+    Returns: the context [B, S, N, D].
+    """
+    def rows(query_rows, query_runs):
+        same = ops.equal(query_runs[:, :, None], runs[:, None, :])  # [B, rows, S]
+        bias = ops.where(same, 0.0, FAR)[:, None]
+        return attend(query_rows, key, value, padding_mask, training, bias=bias)
+
+    return query_blocks.by_length(rows, query, (runs,))

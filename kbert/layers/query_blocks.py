@@ -1,0 +1,65 @@
+"""Attention over long sequences in bounded memory: the queries in blocks, one block after
+another, each over every key.
+
+Full attention holds the scores and the probabilities of every query against every key:
+[B, N, S, S] floats each (at 8,192 tokens and 12 heads, 3 GiB apiece in float32). Cut into
+blocks of `BLOCK` queries, a step holds [B, N, BLOCK, S]: linear in S. Each block's softmax
+still runs over all its keys at once, so a block's numbers are what full attention gives its
+rows (no running softmax: the keys are not cut); only the order of the steps differs.
+
+The steps run one after another through `keras.ops.scan` (a `tf.while_loop` of one
+iteration at a time under TensorFlow, `lax.scan` under JAX): a map would let TensorFlow run
+up to ten blocks at once and hold ten blocks' scores. Sequences shorter than `LONG` run as
+one block (the full computation, unchanged), chosen at run time where the length is only
+known then (a graph of open shapes: both ways are in the graph, one runs).
+"""
+
+from keras import ops
+
+# From this many tokens on, the queries go in blocks: under it, the whole score matrix is at
+# most [B, N, 1024, 1024] (48 MiB for 12 heads), and one call is faster than a loop of them.
+LONG = 1024
+# Queries per block: [B, N, 256, S] scores, at 8,192 tokens and 12 heads 96 MiB a row of B.
+BLOCK = 256
+
+
+def by_length(attend, query, per_query=(), long=None, block=None):
+    """`attend(query, *per_query)` -> the context [B, S, ...] of the queries `query`
+    [B, S, ...], run on the whole sequence when it is shorter than `long` (default `LONG`),
+    else on blocks of `block` (default `BLOCK`) queries one after another (`in_blocks`).
+    `per_query`: tensors [B, S, ...] cut along with the queries (their document ids, ...)."""
+    long = LONG if long is None else long
+    block = BLOCK if block is None else block
+    length = ops.shape(query)[1]
+    whole = lambda: attend(query, *per_query)  # noqa: E731
+    blocked = lambda: in_blocks(attend, query, per_query, block)  # noqa: E731
+    if length is None:  # a shape-only trace: both give the same shape
+        return whole()
+    if isinstance(length, int):  # a static length (JAX traces each shape)
+        return blocked() if length >= long else whole()
+    return ops.cond(length >= long, blocked, whole)
+
+
+def in_blocks(attend, query, per_query=(), block=None):
+    """`attend(query block [B, block, ...], *blocks of per_query)` -> context block (of the
+    query block's shape and dtype) for each block of `block` queries of `query` [B, S, ...], one after another; the
+    last block is padded (its padded rows are dropped). Returns the context [B, S, ...]."""
+    block = BLOCK if block is None else block
+    batch, length = ops.shape(query)[0], ops.shape(query)[1]
+    count = (length + block - 1) // block
+    extra = count * block - length
+
+    def cut(x):  # [B, S, ...] -> [count, B, block, ...]
+        x = ops.pad(x, [[0, 0], [0, extra]] + [[0, 0]] * (len(x.shape) - 2))
+        x = ops.reshape(x, (batch, count, block) + tuple(x.shape[2:]))
+        return ops.moveaxis(x, 1, 0)
+
+    def step(carry, blocks):
+        return carry, attend(*blocks)
+
+    xs = (cut(query),) + tuple(cut(x) for x in per_query)
+    # Keras' scan under TensorFlow stacks outputs of the carry's shape and dtype: a block's.
+    _, context = ops.scan(step, ops.zeros_like(xs[0][0]), xs, unroll=1)  # [count, B, block, ...]
+    context = ops.moveaxis(context, 0, 1)
+    context = ops.reshape(context, (batch, count * block) + tuple(context.shape[3:]))
+    return context[:, :length]
