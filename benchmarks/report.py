@@ -123,6 +123,11 @@ def comparisons(found):
                         "transformers", _rate(r["texts"] / seconds["kbert/grouped"], "texts/s"),
                         _rate(r["texts"] / seconds["transformers/input_order"], "texts/s"),
                         seconds["transformers/input_order"] / seconds["kbert/grouped"]))
+        if seconds.get("transformers/grouped"):
+            out.append(("the same, both on the same length-grouped batches",
+                        _rate(r["texts"] / seconds["kbert/grouped"], "texts/s"),
+                        _rate(r["texts"] / seconds["transformers/grouped"], "texts/s"),
+                        seconds["transformers/grouped"] / seconds["kbert/grouped"]))
         long = r["long"]
         if long.get("transformers"):
             out.append((f"ModernBERT, one sequence of {long['tokens']} tokens, vs transformers",

@@ -136,3 +136,22 @@ def test_the_benchmarks_page_holds_the_table_of_the_committed_records():
     assert table == report.summary_table(records), (
         "docs/benchmarks.md's summary is not what benchmarks/results/ gives: run "
         "python tools/benchmark.py report")
+
+
+def test_modern_bert_compares_each_in_its_order_the_same_batches_and_the_long_forward():
+    """Each side in its pipelines' order, and both on the same length-grouped batches (the
+    like-for-like figure) beside it; the long forward's seconds."""
+    long = {"seconds": 80.0, "rss_before_gib": 1.5, "peak_gib": 2.0}
+    results = {"texts": 100, "seconds": {"kbert/grouped": 50.0, "kbert/input_order": 90.0,
+                                         "transformers/grouped": 40.0,
+                                         "transformers/input_order": 75.0},
+               "long": {"tokens": 8192, "kbert": long,
+                        "transformers": dict(long, seconds=64.0)}}
+    rows = report.comparisons(_record("modern_bert", results))
+    assert [(what.split(",")[0], ratio) for what, _, _, ratio in rows] == [
+        ("ModernBERT encoder", 1.5), ("the same", 0.8), ("ModernBERT", 0.8)]
+    assert rows[1][1:3] == ("2.0 texts/s", "2.5 texts/s")
+    # Without transformers (skipped): no comparison.
+    results["seconds"] = {"kbert/grouped": 50.0, "kbert/input_order": 90.0}
+    results["long"]["transformers"] = None
+    assert report.comparisons(_record("modern_bert", results)) == []
