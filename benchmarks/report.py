@@ -123,7 +123,7 @@ def comparisons(found):
                         "transformers", _rate(r["texts"] / seconds["kbert/grouped"], "texts/s"),
                         _rate(r["texts"] / seconds["transformers/input_order"], "texts/s"),
                         seconds["transformers/input_order"] / seconds["kbert/grouped"]))
-        if seconds.get("transformers/grouped"):
+        if seconds.get("transformers/grouped") and seconds.get("transformers/input_order"):
             out.append(("the same, both on the same length-grouped batches",
                         _rate(r["texts"] / seconds["kbert/grouped"], "texts/s"),
                         _rate(r["texts"] / seconds["transformers/grouped"], "texts/s"),

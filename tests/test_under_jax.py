@@ -158,8 +158,43 @@ TASKS = """
     assert "tensorflow" not in sys.modules, "kbert.tasks imported tensorflow"
     """
 
+# Long inputs in blocks of queries (kbert.layers.query_blocks; blocks of 4 from 8 tokens here):
+# the static length picks the blocks (lax.scan), eagerly and under jax.jit, equal to the whole
+# matrix; ModernBERT's packed documents included.
+QUERY_BLOCKS = """
+    import jax
+    from kbert.layers import query_blocks
+    from kbert.models import ModernBertBackbone
+    backbone = ModernBertBackbone(**dict(TINY, local_attention=6, global_attn_every_n_layers=2,
+                                         max_sequence_length=32))
+    rng = np.random.default_rng(0)
+    x = {"token_ids": rng.integers(5, 90, (2, 19)).astype("int32"),
+         "padding_mask": np.ones((2, 19), "int32")}
+    x["padding_mask"][1, 13:] = 0
+    packed = dict(x, document_ids=np.repeat([[1, 2]], 2, 0).repeat([11, 8], 1).astype("int32"))
+    def outputs():
+        plain = backbone(x)["sequence_output"]
+        jitted = jax.jit(lambda x: backbone(x)["sequence_output"])(x)
+        documents = backbone.features(packed)["sequence_output"]
+        return [keras.ops.convert_to_numpy(t) for t in (plain, jitted, documents)]
+    query_blocks.LONG = 10 ** 9
+    whole = outputs()
+    query_blocks.LONG, query_blocks.BLOCK = 8, 4
+    calls = []
+    real = query_blocks.in_blocks
+    query_blocks.in_blocks = lambda *a, **k: calls.append(1) or real(*a, **k)
+    blocked = outputs()
+    assert calls, "no blocks ran"
+    real_rows = x["padding_mask"].astype(bool)
+    for got, want in zip(blocked, whole):
+        np.testing.assert_allclose(got[real_rows], want[real_rows], atol=1e-5, rtol=0)
+    assert "tensorflow" not in sys.modules, "kbert.layers / kbert.models imported tensorflow"
+    print("BLOCKS", len(calls))
+    """
+
 CASES = {
     "bert": BERT,
+    "query_blocks": QUERY_BLOCKS,
     **{name: textwrap.dedent(code) + "train_one_step(model)\n"
        for name, (code, _) in PRETRAINERS.items()},
     "tasks": TASKS,  # last: the families' cases check that kbert.models alone is enough

@@ -69,8 +69,9 @@ class EncoderBlock(_utils.SettingsConfig, keras.layers.Layer):
         cuDNN's under JAX on a GPU), unless the probabilities are needed: for dropout on them
         (`training` with `attention_dropout`), or `explicit` (to return them). The explicit
         path is the same computation written out: padded keys at -1e9 so that exp() of them
-        is exactly 0. Without a `bias`, a sequence of `query_blocks.LONG` tokens or more runs
-        in blocks of queries, one after another (`query_blocks`: memory linear in S).
+        is exactly 0. Without a `bias` and outside training, a sequence of
+        `query_blocks.LONG` tokens or more runs in blocks of queries, one after another
+        (`query_blocks`: memory linear in S).
 
         Returns: the context [B, S, N, D]; with `explicit`, (the context, the probabilities
             [B, N, S, S] in the query's dtype before dropout, the float32 scores before the
@@ -83,7 +84,10 @@ class EncoderBlock(_utils.SettingsConfig, keras.layers.Layer):
             if bias is not None:
                 return ops.dot_product_attention(query, key, value, bias=bias, mask=mask,
                                                  scale=1.0)
-            # Long sequences in blocks of queries (`query_blocks`): never the whole [S, S].
+            if training:
+                return ops.dot_product_attention(query, key, value, mask=mask, scale=1.0)
+            # Inference on long sequences in blocks of queries (`query_blocks`): never the
+            # whole [S, S].
             return query_blocks.by_length(
                 lambda rows: ops.dot_product_attention(rows, key, value, mask=mask, scale=1.0),
                 query)

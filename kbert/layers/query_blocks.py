@@ -7,6 +7,8 @@ blocks of `BLOCK` queries, a step holds [B, N, BLOCK, S]: linear in S. Each bloc
 still runs over all its keys at once, so a block's numbers are what full attention gives its
 rows (no running softmax: the keys are not cut); only the order of the steps differs.
 
+For inference: a training step keeps the whole matrix (its gradient would hold every
+block's probabilities anyway, and XLA compiles no gradient of a loop of unbounded length).
 The steps run one after another through `keras.ops.scan` (a `tf.while_loop` of one
 iteration at a time under TensorFlow, `lax.scan` under JAX): a map would let TensorFlow run
 up to ten blocks at once and hold ten blocks' scores. Sequences shorter than `LONG` run as
@@ -14,6 +16,7 @@ one block (the full computation, unchanged), chosen at run time where the length
 known then (a graph of open shapes: both ways are in the graph, one runs).
 """
 
+import keras
 from keras import ops
 
 # From this many tokens on, the queries go in blocks: under it, the whole score matrix is at
@@ -33,17 +36,20 @@ def by_length(attend, query, per_query=(), long=None, block=None):
     length = ops.shape(query)[1]
     whole = lambda: attend(query, *per_query)  # noqa: E731
     blocked = lambda: in_blocks(attend, query, per_query, block)  # noqa: E731
-    if length is None:  # a shape-only trace: both give the same shape
-        return whole()
     if isinstance(length, int):  # a static length (JAX traces each shape)
         return blocked() if length >= long else whole()
-    return ops.cond(length >= long, blocked, whole)
+    if keras.backend.backend() == "tensorflow" and length is not None:
+        return ops.cond(length >= long, blocked, whole)  # a graph of open shapes
+    # A shape-only trace (None), or another backend's symbolic length (a JAX export's):
+    # the whole matrix, whose shape is the same.
+    return whole()
 
 
 def in_blocks(attend, query, per_query=(), block=None):
     """`attend(query block [B, block, ...], *blocks of per_query)` -> context block (of the
-    query block's shape and dtype) for each block of `block` queries of `query` [B, S, ...], one after another; the
-    last block is padded (its padded rows are dropped). Returns the context [B, S, ...]."""
+    query block's shape and dtype: Keras' scan under TensorFlow stacks outputs like its
+    carry) for each block of `block` queries of `query` [B, S, ...], one after another; the
+    last block is padded with zeros (its rows are dropped). Returns the context [B, S, ...]."""
     block = BLOCK if block is None else block
     batch, length = ops.shape(query)[0], ops.shape(query)[1]
     count = (length + block - 1) // block
@@ -58,7 +64,6 @@ def in_blocks(attend, query, per_query=(), block=None):
         return carry, attend(*blocks)
 
     xs = (cut(query),) + tuple(cut(x) for x in per_query)
-    # Keras' scan under TensorFlow stacks outputs of the carry's shape and dtype: a block's.
     _, context = ops.scan(step, ops.zeros_like(xs[0][0]), xs, unroll=1)  # [count, B, block, ...]
     context = ops.moveaxis(context, 0, 1)
     context = ops.reshape(context, (batch, count * block) + tuple(context.shape[3:]))

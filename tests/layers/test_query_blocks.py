@@ -23,6 +23,19 @@ def blocked(monkeypatch):
     return set_to
 
 
+@pytest.fixture
+def spied(monkeypatch):
+    """The query shapes `query_blocks.in_blocks` was called with (traced or eager)."""
+    seen, real = [], query_blocks.in_blocks
+
+    def spy(attend, query, *args, **kwargs):
+        seen.append(tuple(query.shape))
+        return real(attend, query, *args, **kwargs)
+
+    monkeypatch.setattr(query_blocks, "in_blocks", spy)
+    return seen
+
+
 def _inputs(length=19, width=16, seed=0):
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(2, length, width)).astype("float32")
@@ -31,7 +44,9 @@ def _inputs(length=19, width=16, seed=0):
     return x, mask
 
 
-def test_an_encoder_block_gives_the_whole_matrix_outputs_and_gradients(blocked):
+def test_an_encoder_block_gives_the_whole_matrix_outputs_and_gradients(blocked, spied):
+    """Gradients through the blocks too (a model called outside training); a training step
+    keeps the whole matrix."""
     block = layers.TransformerEncoder(num_heads=2, intermediate_size=24)
     x, mask = _inputs()
     x = tf.constant(x)
@@ -44,29 +59,37 @@ def test_an_encoder_block_gives_the_whole_matrix_outputs_and_gradients(blocked):
             loss = tf.reduce_sum(out * out)
         grads = tape.gradient(loss, [x, *block.trainable_variables])
         results[on] = (np.asarray(out), [np.asarray(g) for g in grads])
+    assert spied == [(2, 19, 2, 8)]  # the blocked call ran the blocks
     real = mask.astype(bool)
     np.testing.assert_allclose(results[True][0][real], results[False][0][real], atol=1e-5,
                                rtol=0)
     for got, want in zip(results[True][1], results[False][1]):
         np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-5)
+    block(x, padding_mask=mask, training=True)
+    assert len(spied) == 1
 
 
-def test_in_a_graph_of_open_shapes_the_length_chooses_at_run_time(blocked):
+def test_in_a_graph_of_open_shapes_the_length_chooses_at_run_time(blocked, monkeypatch):
     """A tf.function of open batch and length (the pipelines' runner): both ways are in the
-    graph; a long call runs the blocks, a short one the whole matrix, each equal to eager."""
+    graph and the length picks one when it runs: a long call runs the blocks, a short one
+    the whole matrix, each equal to eager. (A graph traced with blocks marked by +100 tells
+    which way ran.)"""
     blocked(True)
     backbone = models.BertBackbone(vocabulary_size=50, num_layers=2, hidden_size=16,
                                    num_heads=2, intermediate_size=24, max_sequence_length=32)
     spec = {name: tf.TensorSpec([None, None], tf.int32) for name in backbone.input}
-    graph = tf.function(lambda x: backbone(x)["sequence_output"], input_signature=[spec])
-    seen = []
-    real_in_blocks = query_blocks.in_blocks
 
-    def counting(attend, query, *args, **kwargs):
-        seen.append(tuple(query.shape))
-        return real_in_blocks(attend, query, *args, **kwargs)
+    def graph():
+        return tf.function(lambda x: backbone(x)["sequence_output"], input_signature=[spec])
 
-    for length in (19, 5):
+    plain = graph()
+    plain.get_concrete_function()
+    real = query_blocks.in_blocks
+    monkeypatch.setattr(query_blocks, "in_blocks", lambda *a, **k: real(*a, **k) + 100.0)
+    marked = graph()
+    marked.get_concrete_function()
+    monkeypatch.setattr(query_blocks, "in_blocks", real)
+    for length, long in ((19, True), (5, False)):
         rng = np.random.default_rng(length)
         ids = rng.integers(3, 50, (2, length)).astype("int32")
         inputs = {"token_ids": ids, "segment_ids": np.zeros_like(ids),
@@ -74,17 +97,12 @@ def test_in_a_graph_of_open_shapes_the_length_chooses_at_run_time(blocked):
         blocked(False)
         whole = np.asarray(backbone(inputs)["sequence_output"])
         blocked(True)
-        np.testing.assert_allclose(np.asarray(graph(inputs)), whole, atol=1e-5, rtol=0)
-    query_blocks.in_blocks = counting
-    try:  # a new trace: the blocks are in the graph of open shapes, once per layer
-        tf.function(lambda x: backbone(x)["sequence_output"],
-                    input_signature=[spec]).get_concrete_function()
-    finally:
-        query_blocks.in_blocks = real_in_blocks
-    assert len(seen) == 2 and all(shape[1] is None for shape in seen), seen
+        np.testing.assert_allclose(np.asarray(plain(inputs)), whole, atol=1e-5, rtol=0)
+        differs = np.abs(np.asarray(marked(inputs)) - whole).max() > 1e-3
+        assert differs == long, (length, long)
 
 
-def test_each_step_sees_one_block_of_queries_and_every_key():
+def test_each_step_sees_one_block_of_queries_and_of_what_is_cut_with_them():
     shapes = []
 
     def attend(query, runs):
@@ -98,7 +116,7 @@ def test_each_step_sees_one_block_of_queries_and_every_key():
     assert set(shapes) == {((2, 256, 3), (2, 256))}  # 4 blocks, the last padded, never [S, S]
 
 
-def test_modern_bert_global_and_window_layers_with_packed_documents(blocked):
+def test_modern_bert_global_and_window_layers_with_packed_documents(blocked, spied):
     """A global and a window layer, each on packed documents and on plain padded rows:
     blocked = the whole matrix (its `return_attention_probs` path: explicit, every row)."""
     backbone = models.ModernBertBackbone(vocabulary_size=60, num_layers=2, hidden_size=16,
@@ -114,3 +132,23 @@ def test_modern_bert_global_and_window_layers_with_packed_documents(blocked):
             whole, _ = layer(x, padding_mask=mask, return_attention_probs=True, **kwargs)
             real = mask.astype(bool)
             np.testing.assert_allclose(got[real], np.asarray(whole)[real], atol=1e-5, rtol=0)
+    assert len(spied) == 2  # the global layer, with and without documents
+
+
+def test_float16_packed_documents_give_finite_gradients(blocked):
+    """Under mixed_float16 the rows that pad the last block see keys (not all -inf: a NaN
+    row would reach the gradient); a full row of three documents, 23 tokens in blocks of 4."""
+    keras.config.set_dtype_policy("mixed_float16")  # tests/conftest.py sets float32 back
+    backbone = models.ModernBertBackbone(vocabulary_size=60, num_layers=1, hidden_size=16,
+                                         num_heads=2, intermediate_size=24,
+                                         max_sequence_length=64)
+    blocked(True)
+    x = tf.constant(_inputs(length=23)[0], tf.float16)
+    documents = np.repeat([[1, 2, 3]], 2, axis=0).repeat([9, 6, 8], axis=1).astype("int32")
+    layer = backbone.transformer_layers[0]
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        out = layer(x, padding_mask=np.ones((2, 23), "int32"), document_ids=documents)
+        loss = tf.reduce_sum(tf.cast(out, tf.float32))
+    grads = tape.gradient(loss, [x, *layer.trainable_variables])
+    assert all(np.isfinite(np.asarray(g, np.float32)).all() for g in grads)

@@ -133,6 +133,9 @@ def global_attention(attend, query, key, value, padding_mask, training, runs):
     """
     def rows(query_rows, query_runs):
         same = ops.equal(query_runs[:, :, None], runs[:, None, :])  # [B, rows, S]
+        # The rows that pad the last block (run 0: real runs count from 1) see every key, so
+        # that no row is all FAR (-inf in float16: a NaN row, dropped but in the gradient).
+        same = ops.logical_or(same, ops.equal(query_runs, 0)[:, :, None])
         bias = ops.where(same, 0.0, FAR)[:, None]
         return attend(query_rows, key, value, padding_mask, training, bias=bias)
 

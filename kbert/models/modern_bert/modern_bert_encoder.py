@@ -103,10 +103,11 @@ class ModernBertEncoder(EncoderBlock):
         key = attention.rotary(qkv[:, :, 1], self.rope_theta, positions)
         query = query * ops.cast(self.head_size ** -0.5, query.dtype)
         value, probs = qkv[:, :, 2], None
-        if (not explicit and not (training and self.attention_dropout)
-                and self.window_radius is None and runs is not None):
-            # A global layer over packed documents: the same-document bias of one block of
-            # queries at a time (never the whole [B, 1, S, S] of `document_bias`).
+        if (not explicit and not training and self.window_radius is None
+                and runs is not None):
+            # Inference of a global layer over packed documents: the same-document bias of
+            # one block of queries at a time (never the whole [B, 1, S, S] of
+            # `document_bias`).
             context = attention.global_attention(self._attend, query, key, value,
                                                  padding_mask, training, runs)
         elif explicit or self.window_radius is None:
