@@ -12,9 +12,20 @@ block's probabilities anyway, and XLA compiles no gradient of a loop of unbounde
 The steps run one after another through `keras.ops.scan` (a `tf.while_loop` of one
 iteration at a time under TensorFlow, `lax.scan` under JAX): a map would let TensorFlow run
 up to ten blocks at once and hold ten blocks' scores. Sequences shorter than `LONG` run as
-one block (the full computation, unchanged), chosen at run time where the length is only
-known then (a graph of open shapes: both ways are in the graph, one runs).
+one block (the full computation, unchanged).
+
+Where the length is known when the code is traced (eagerly, under JAX, a `tf.function`
+traced for its shapes as Keras' `predict` traces one), the length chooses. A TensorFlow
+graph of open shapes holds the blocks only when traced inside `chosen_at_run_time()` (as the
+pipelines' runner traces its one graph for every batch): then both ways are in the graph
+and the length picks one when it runs. Without it such a graph keeps the whole matrix: a
+SavedModel or TFLite export stays one path of constant-size ops, which
+`kbert.untrusted.check_saved_model` can bound (the blocks pad by an amount computed from the
+length, and loop).
 """
+
+import contextlib
+import threading
 
 import keras
 from keras import ops
@@ -24,6 +35,21 @@ from keras import ops
 LONG = 1024
 # Queries per block: [B, N, 256, S] scores, at 8,192 tokens and 12 heads 96 MiB a row of B.
 BLOCK = 256
+
+_tracing = threading.local()
+
+
+@contextlib.contextmanager
+def chosen_at_run_time():
+    """Within it, a TensorFlow graph of open shapes traced by this thread holds both the
+    blocks and the whole matrix, chosen by the length when it runs (`tf.cond`); outside
+    it, such a graph holds the whole matrix alone."""
+    before = getattr(_tracing, "at_run_time", False)
+    _tracing.at_run_time = True
+    try:
+        yield
+    finally:
+        _tracing.at_run_time = before
 
 
 def by_length(attend, query, per_query=(), long=None, block=None):
@@ -38,10 +64,12 @@ def by_length(attend, query, per_query=(), long=None, block=None):
     blocked = lambda: in_blocks(attend, query, per_query, block)  # noqa: E731
     if isinstance(length, int):  # a static length (JAX traces each shape)
         return blocked() if length >= long else whole()
-    if keras.backend.backend() == "tensorflow" and length is not None:
+    if (keras.backend.backend() == "tensorflow" and length is not None
+            and getattr(_tracing, "at_run_time", False)):
         return ops.cond(length >= long, blocked, whole)  # a graph of open shapes
-    # A shape-only trace (None), or another backend's symbolic length (a JAX export's):
-    # the whole matrix, whose shape is the same.
+    # A shape-only trace (None), a graph of open shapes traced outside `chosen_at_run_time`
+    # (an export's), or another backend's symbolic length (a JAX export's): the whole
+    # matrix, whose shape is the same.
     return whole()
 
 

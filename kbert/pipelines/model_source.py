@@ -4,11 +4,13 @@ tokenizer, and the kind of model, which says the pipeline tasks it serves. `sour
 
 import numpy as np
 
+from kbert.layers import query_blocks
 from kbert.tasks import registry
 
 # Kind of model (a task record's name) -> the pipeline tasks it serves: its task's, and
 # feature-extraction through its backbone (`TaskRecord.serves`).
 SERVES = {record.name: record.serves for record in registry.RECORDS.values()}
+
 
 class Source:
     """A model ready for a pipeline.
@@ -83,10 +85,15 @@ class KerasRunner:
 
         if self._graph is None:  # one graph for every shape: the same numbers whatever ran
             spec = {name: tf.TensorSpec([None, None], tf.int32, name) for name in inputs}
-            self._graph = tf.function(lambda x: self.model(x, training=False),
-                                      input_signature=[spec])
+            self._graph = tf.function(self._traced, input_signature=[spec])
         return self._graph({name: tf.convert_to_tensor(value, tf.int32)
                             for name, value in inputs.items()})
+
+    def _traced(self, inputs):
+        # Long batches run attention in blocks of queries (bounded memory), short ones the
+        # whole matrix: both in the one graph, the length choosing when it runs.
+        with query_blocks.chosen_at_run_time():
+            return self.model(inputs, training=False)
 
     def __call__(self, features):
         outputs = self._call({name: features[name] for name in self.input_names})

@@ -69,18 +69,33 @@ def test_an_encoder_block_gives_the_whole_matrix_outputs_and_gradients(blocked, 
     assert len(spied) == 1
 
 
+def _loops(function):
+    """The loop ops of a traced tf.function's graph and of the functions it calls."""
+    graph = function.get_concrete_function().graph.as_graph_def()
+    nodes = list(graph.node) + [n for f in graph.library.function for n in f.node_def]
+    return [n.name for n in nodes if n.op in ("While", "StatelessWhile")]
+
+
 def test_in_a_graph_of_open_shapes_the_length_chooses_at_run_time(blocked, monkeypatch):
-    """A tf.function of open batch and length (the pipelines' runner): both ways are in the
-    graph and the length picks one when it runs: a long call runs the blocks, a short one
-    the whole matrix, each equal to eager. (A graph traced with blocks marked by +100 tells
-    which way ran.)"""
+    """A tf.function of open batch and length traced inside `chosen_at_run_time` (the
+    pipelines' runner): both ways are in the graph and the length picks one when it runs: a
+    long call runs the blocks, a short one the whole matrix, each equal to eager. (A graph
+    traced with blocks marked by +100 tells which way ran.) Traced outside it (an export's
+    graph), it holds the whole matrix alone: no loop."""
     blocked(True)
     backbone = models.BertBackbone(vocabulary_size=50, num_layers=2, hidden_size=16,
                                    num_heads=2, intermediate_size=24, max_sequence_length=32)
     spec = {name: tf.TensorSpec([None, None], tf.int32) for name in backbone.input}
 
+    def run(x):
+        with query_blocks.chosen_at_run_time():
+            return backbone(x)["sequence_output"]
+
     def graph():
-        return tf.function(lambda x: backbone(x)["sequence_output"], input_signature=[spec])
+        return tf.function(run, input_signature=[spec])
+
+    exported = tf.function(lambda x: backbone(x)["sequence_output"], input_signature=[spec])
+    assert _loops(exported) == [] and len(_loops(graph())) == 2  # a loop per layer
 
     plain = graph()
     plain.get_concrete_function()
@@ -100,6 +115,25 @@ def test_in_a_graph_of_open_shapes_the_length_chooses_at_run_time(blocked, monke
         np.testing.assert_allclose(np.asarray(plain(inputs)), whole, atol=1e-5, rtol=0)
         differs = np.abs(np.asarray(marked(inputs)) - whole).max() > 1e-3
         assert differs == long, (length, long)
+        np.testing.assert_allclose(np.asarray(exported(inputs)), whole, atol=1e-5, rtol=0)
+
+
+def test_the_pipelines_runner_runs_long_batches_in_blocks(blocked, spied):
+    """`KerasRunner` traces its one graph of open shapes inside `chosen_at_run_time`."""
+    from kbert.pipelines.model_source import KerasRunner
+
+    blocked(True)
+    backbone = models.BertBackbone(vocabulary_size=50, num_layers=1, hidden_size=16,
+                                   num_heads=2, intermediate_size=24, max_sequence_length=32)
+    ids = np.random.default_rng(0).integers(3, 50, (2, 19)).astype("int32")
+    inputs = {"token_ids": ids, "segment_ids": np.zeros_like(ids),
+              "padding_mask": np.ones_like(ids)}
+    runner = KerasRunner(backbone)
+    got = runner(inputs)["sequence_output"]
+    assert spied == [(None, None, 2, 8)]  # traced once, batch and length open
+    blocked(False)
+    np.testing.assert_allclose(got, np.asarray(backbone(inputs)["sequence_output"]),
+                               atol=1e-5, rtol=0)
 
 
 def test_each_step_sees_one_block_of_queries_and_of_what_is_cut_with_them():
