@@ -61,6 +61,11 @@ def pipeline(task, model=None, tokenizer=None, *, trusted=False, **options):
                 come back in input order.
             progress: True / False, or None (default): a Keras progress bar (one step per
                 batch) on long lists, from 8 batches on.
+            jit_compile: True: the model's call compiled by XLA, each batch padded up to a
+                multiple of 16 tokens (`model_source.CompiledRunner`); each new [batch,
+                length] shape compiles once (seconds), then runs faster (all-MiniLM-L6-v2
+                on short sentences: about 1.8x). For long-running or repeated calls on a
+                Keras model; False (default): one graph of open shapes, no compiling.
 
     Returns:
         a `Pipeline`: call it on texts (see the task's class).

@@ -12,7 +12,8 @@ from kbert.tasks.datasets import check_int  # noqa: F401 - the pipelines' check 
 from kbert.tokenizers.encoding import Encoder
 
 # Options every pipeline takes, at construction and per call.
-RUN_OPTIONS = {"batch_size": batching.DEFAULT_BATCH_SIZE, "progress": None}
+RUN_OPTIONS = {"batch_size": batching.DEFAULT_BATCH_SIZE, "progress": None,
+               "jit_compile": False}
 
 
 # transformers' tokenizer options a pipeline passes through (`tokenizer_kwargs`) and the
@@ -172,7 +173,19 @@ class Pipeline:
     def run(self, sequences, options, runner=None):
         """The model's output row of each sequence (`batching.run`), by the source's runner
         or `runner`."""
-        return batching.run(runner or self.source.runner, sequences, self.tokenizer.pad_id,
+        runner = runner or self.source.runner
+        if options["jit_compile"] not in (True, False):
+            raise ValueError(f"`jit_compile` must be True or False, got "
+                             f"{options['jit_compile']!r}.")
+        if options["jit_compile"]:
+            if getattr(runner, "compiled", None) is None:
+                raise ValueError(
+                    f"jit_compile=True compiles the pipeline's Keras model with XLA; "
+                    f"{self.source.name} is run otherwise (an exported SavedModel runs its own "
+                    "graph; output_hidden_states / output_attentions run the model with its "
+                    "internals): pass jit_compile=False.")
+            runner = runner.compiled()
+        return batching.run(runner, sequences, self.tokenizer.pad_id,
                             batch_size=options["batch_size"],
                             progress=options["progress"])
 

@@ -22,7 +22,10 @@ def _texts(inputs, task):
 
 class InternalsRunner(KerasRunner):
     """`KerasRunner` of a backbone's `with_internals` model: its per-layer lists stacked
-    batch first ([B, layers + 1, S, H], [B, layers, heads, S, S])."""
+    batch first ([B, layers + 1, S, H], [B, layers, heads, S, S]). Not compiled with XLA
+    (`jit_compile=True` is refused with the internals)."""
+
+    compiled = None
 
     def __call__(self, features):
         outputs = self._call({name: features[name] for name in self.input_names})

@@ -71,10 +71,18 @@ class KerasRunner:
     twice as long over 30 batches of 8 to 40 tokens), and a row's numbers do not depend on
     which batches ran before it. Other backends call the model."""
 
-    def __init__(self, model):
+    def __init__(self, model, max_length=None):
         self.model = model
         self.input_names = list(model.input)
+        self.max_length = max_length  # the model's positions: a compiled call pads up to it
         self._graph = None
+        self._compiled = None
+
+    def compiled(self):
+        """This model's runner with XLA (`CompiledRunner`), made once."""
+        if self._compiled is None:
+            self._compiled = CompiledRunner(self.model, self.max_length)
+        return self._compiled
 
     def _call(self, inputs):
         import keras
@@ -97,6 +105,59 @@ class KerasRunner:
 
     def __call__(self, features):
         outputs = self._call({name: features[name] for name in self.input_names})
+        if isinstance(outputs, dict):
+            return {name: _numpy(value) for name, value in outputs.items()}
+        return _numpy(outputs)
+
+
+# A compiled runner pads each batch's length up to a multiple of this (never past the model's
+# positions): XLA compiles a program per shape, and 16 keeps the shapes few (at most one per
+# 16 tokens and batch size) while adding under 16 padded tokens to a batch.
+LENGTH_STEP = 16
+# The inputs of one position per token, padded with the batch's length (`mask_positions`, one
+# per mask, is not).
+_PER_TOKEN = ("token_ids", "segment_ids", "padding_mask")
+
+
+class CompiledRunner:
+    """A Keras model's call compiled by XLA (`tf.function(jit_compile=True)`), for the
+    pipelines' `jit_compile=True`: each batch's length is padded up to a multiple of
+    `LENGTH_STEP` (masked: a row's answers are those of its tokens alone, within float
+    rounding), and each new shape [batch, length] compiles once, then runs from the
+    compiled program. Per-token output rows keep the padded length (`batching.run`'s rows:
+    the pipelines cut them to their sequence). Under another backend than TensorFlow the
+    model is called as it is."""
+
+    def __init__(self, model, max_length=None):
+        self.model = model
+        self.input_names = list(model.input)
+        self.max_length = max_length
+        self._function = None
+
+    def _padded(self, inputs):
+        length = inputs["token_ids"].shape[1]
+        target = -(-length // LENGTH_STEP) * LENGTH_STEP
+        if self.max_length is not None:
+            target = max(length, min(target, self.max_length))
+        if target == length:
+            return inputs
+        return {name: np.pad(value, ((0, 0), (0, target - length))) if name in _PER_TOKEN
+                else value for name, value in inputs.items()}
+
+    def __call__(self, features):
+        import keras
+
+        inputs = {name: np.asarray(features[name], np.int32) for name in self.input_names}
+        if keras.backend.backend() != "tensorflow":
+            outputs = self.model(inputs, training=False)
+        else:
+            import tensorflow as tf
+
+            if self._function is None:
+                self._function = tf.function(lambda x: self.model(x, training=False),
+                                             jit_compile=True)
+            outputs = self._function({name: tf.constant(value) for name, value
+                                      in self._padded(inputs).items()})
         if isinstance(outputs, dict):
             return {name: _numpy(value) for name, value in outputs.items()}
         return _numpy(outputs)

@@ -60,7 +60,8 @@ def from_model(model, tokenizer, task):
     runner_model = _backbone(model) if registry.get(task) is registry.BACKBONE else model
     if record.labelled and source.label_names is None:
         source.label_names = default_label_names(model.num_classes)
-    source.runner = KerasRunner(runner_model)
+    source.runner = KerasRunner(runner_model,
+                                _backbone(model).config.max_sequence_length)
     return source
 
 
