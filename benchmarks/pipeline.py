@@ -15,7 +15,10 @@ Timed, one pass each over the whole list after an untimed warm-up call:
    longest sequence (`kbert.pipelines.batching`).
 2. The same pipeline and the same batches, each padded to the longest sequence of the whole
    list (`PaddedToLongest`): what a pipeline that does not group by length pays.
-3. transformers' pipeline (batches in input order, each padded to its longest), the same
+3. The default pipeline with `jit_compile=True` (the model's call compiled by XLA, each batch
+   padded to a multiple of 16 tokens): a first pass, which compiles each new shape, then a
+   second, compiled pass; both timed.
+4. transformers' pipeline (batches in input order, each padded to its longest), the same
    `--batch_size`, run by `benchmarks/reference/transformers_pipeline.py` in a subprocess with
    `--reference_python` (default: this Python); skipped, with the reason printed, where that
    Python cannot import torch and transformers.
@@ -174,10 +177,11 @@ def transformers_seconds(python, path, texts, batch_size):
 
 def run(count, batch_size, seed, reference_python):
     """Prints the table; returns {"texts", "batch_size", "seed", "lengths": {"median", "p90",
-    "longest", "real_tokens"}, "seconds": {"grouped", "padded", "transformers" (None where
-    not run)}, "texts_per_second": {the same}, "grouping_speedup", "kbert_over_transformers"
-    (None where not run), "transformers_versions", "skipped" (why transformers' row was not
-    run, or None)}."""
+    "longest", "real_tokens"}, "seconds": {"grouped", "padded", "compiling" (jit_compile's
+    first pass), "compiled", "transformers" (None where not run)}, "texts_per_second": {the
+    same}, "grouping_speedup", "kbert_over_transformers" (None where not run),
+    "compiled_over_default", "compiled_over_transformers" (None where not run),
+    "transformers_versions", "skipped" (why transformers' row was not run, or None)}."""
     import keras
     import tensorflow as tf
 
@@ -204,12 +208,18 @@ def run(count, batch_size, seed, reference_python):
                                    lambda: pipe(texts, **options, progress=True))
     padded_s, padded_out = timed(f"kbert, the same batches padded to the longest ({longest})",
                                  lambda: baseline(texts, **options, progress=True))
-    # Attention masks keep padding out: both runs must give the same answers.
-    differ = [i for i, (a, b) in enumerate(zip(grouped_out, padded_out))
-              if a["label"] != b["label"] and abs(a["score"] - 0.5) > 1e-3
-              or a["label"] == b["label"] and abs(a["score"] - b["score"]) > 1e-3]
-    if differ:
-        raise AssertionError(f"Padded to the longest, texts {differ[:5]} got other answers.")
+    compiling_s, _ = timed("kbert, jit_compile=True, first pass (compiling each shape)",
+                           lambda: pipe(texts, **options, jit_compile=True, progress=True))
+    compiled_s, compiled_out = timed("kbert, jit_compile=True, compiled",
+                                     lambda: pipe(texts, **options, jit_compile=True,
+                                                  progress=True))
+    # Attention masks keep padding out: every run must give the same answers.
+    for name, out in (("Padded to the longest", padded_out), ("Compiled", compiled_out)):
+        differ = [i for i, (a, b) in enumerate(zip(grouped_out, out))
+                  if a["label"] != b["label"] and abs(a["score"] - 0.5) > 1e-3
+                  or a["label"] == b["label"] and abs(a["score"] - b["score"]) > 1e-3]
+        if differ:
+            raise AssertionError(f"{name}, texts {differ[:5]} got other answers.")
 
     reference = None
     python = reference_python or sys.executable
@@ -226,6 +236,10 @@ def run(count, batch_size, seed, reference_python):
           f"{count / grouped_s:8.1f} {_grouped_tokens(lengths, batch_size):16,d}")
     print(f"{'kbert pipeline, batches padded to the longest of the list':62s} {padded_s:8.1f} "
           f"{count / padded_s:8.1f} {count * longest:16,d}")
+    print(f"{'kbert pipeline, jit_compile=True, first pass (compiling)':62s} "
+          f"{compiling_s:8.1f} {count / compiling_s:8.1f}")
+    print(f"{'kbert pipeline, jit_compile=True, compiled':62s} {compiled_s:8.1f} "
+          f"{count / compiled_s:8.1f}")
     if reference is not None:
         seconds, versions = reference
         print(f"{'transformers pipeline (' + versions + ')':62s} {seconds:8.1f} "
@@ -238,9 +252,12 @@ def run(count, batch_size, seed, reference_python):
               "--reference_python=PYTHON with torch and transformers")
     else:
         print(f"kbert / transformers in texts/s: {reference[0] / grouped_s:.2f} (target >= 1: "
-              f"kbert not slower)")
+              f"kbert not slower); compiled: {reference[0] / compiled_s:.2f}")
+    print(f"jit_compile=True over the default, compiled: {grouped_s / compiled_s:.2f}x; "
+          f"first pass: {grouped_s / compiling_s:.2f}x")
     peer_s = reference[0] if reference else None
-    seconds = {"grouped": grouped_s, "padded": padded_s, "transformers": peer_s}
+    seconds = {"grouped": grouped_s, "padded": padded_s, "compiling": compiling_s,
+               "compiled": compiled_s, "transformers": peer_s}
     return {"texts": count, "batch_size": batch_size, "seed": seed,
             "lengths": {"median": int(np.median(lengths)),
                         "p90": int(np.percentile(lengths, 90)), "longest": longest,
@@ -249,6 +266,8 @@ def run(count, batch_size, seed, reference_python):
             "texts_per_second": {k: count / v if v else None for k, v in seconds.items()},
             "grouping_speedup": padded_s / grouped_s,
             "kbert_over_transformers": peer_s / grouped_s if peer_s else None,
+            "compiled_over_default": grouped_s / compiled_s,
+            "compiled_over_transformers": peer_s / compiled_s if peer_s else None,
             "transformers_versions": reference[1] if reference else None,
             "skipped": problem}
 

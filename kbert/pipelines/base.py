@@ -82,6 +82,7 @@ class Pipeline:
         self.encoder = Encoder(source.tokenizer)
         self.max_length = source.max_length
         self._defaults = self._checked(options)
+        _check_jit_compile(self._defaults.get("jit_compile", False))
         # Special-token literals typed in a text are those tokens, as in transformers.
         self.specials = {self.tokenizer.vocabulary[i]: int(i)
                          for i in self.tokenizer.special_ids}
@@ -174,16 +175,18 @@ class Pipeline:
         """The model's output row of each sequence (`batching.run`), by the source's runner
         or `runner`."""
         runner = runner or self.source.runner
-        if options["jit_compile"] not in (True, False):
-            raise ValueError(f"`jit_compile` must be True or False, got "
-                             f"{options['jit_compile']!r}.")
-        if options["jit_compile"]:
+        if _check_jit_compile(options["jit_compile"]):
             if getattr(runner, "compiled", None) is None:
-                raise ValueError(
-                    f"jit_compile=True compiles the pipeline's Keras model with XLA; "
-                    f"{self.source.name} is run otherwise (an exported SavedModel runs its own "
-                    "graph; output_hidden_states / output_attentions run the model with its "
-                    "internals): pass jit_compile=False.")
+                why = getattr(runner, "not_compiled", None) or (
+                    f"{self.source.name} runs its own graph")
+                raise ValueError(f"jit_compile=True compiles the pipeline's Keras model with "
+                                 f"XLA, but {why}: pass jit_compile=False.")
+            import keras
+
+            if keras.backend.backend() != "tensorflow":
+                raise ValueError(f"jit_compile=True compiles with TensorFlow's XLA; the Keras "
+                                 f"backend is {keras.backend.backend()!r}: pass "
+                                 "jit_compile=False.")
             runner = runner.compiled()
         return batching.run(runner, sequences, self.tokenizer.pad_id,
                             batch_size=options["batch_size"],
@@ -211,3 +214,10 @@ class Pipeline:
 
     def __repr__(self):
         return f"<{type(self).__name__} on {self.source.name}>"
+
+
+def _check_jit_compile(value):
+    """`jit_compile`, which must be True or False."""
+    if not isinstance(value, bool):
+        raise ValueError(f"`jit_compile` must be True or False, got {value!r}.")
+    return bool(value)

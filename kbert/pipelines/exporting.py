@@ -81,7 +81,9 @@ def write(pipe, path, format, quantize, options):
         runtime=format, task=pipe.task, model=kind,
         label_names=None if kind == "backbone" else source.label_names,
         problem_type=source.problem_type, max_length=pipe.max_length,
-        options={**{name: opts[name] for name in sorted(given)}, **extra},
+        # jit_compile is how this process runs its model, not an option of the answers.
+        options={**{name: opts[name] for name in sorted(given) if name != "jit_compile"},
+                 **extra},
         tokenizer=pipe.tokenizer, windows=source.windows, segments=source.segments,
         **({} if length is None else {"ids_length": length}))
     if format == "tflite":

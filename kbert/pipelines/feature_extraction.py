@@ -26,6 +26,8 @@ class InternalsRunner(KerasRunner):
     (`jit_compile=True` is refused with the internals)."""
 
     compiled = None
+    not_compiled = ("output_hidden_states / output_attentions run the model with its "
+                    "internals, which it does not compile")
 
     def __call__(self, features):
         outputs = self._call({name: features[name] for name in self.input_names})

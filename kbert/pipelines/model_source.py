@@ -116,7 +116,7 @@ class KerasRunner:
 LENGTH_STEP = 16
 # The inputs of one position per token, padded with the batch's length (`mask_positions`, one
 # per mask, is not).
-_PER_TOKEN = ("token_ids", "segment_ids", "padding_mask")
+_PER_TOKEN = ("token_ids", "segment_ids", "padding_mask", "document_ids")
 
 
 class CompiledRunner:
@@ -124,15 +124,18 @@ class CompiledRunner:
     pipelines' `jit_compile=True`: each batch's length is padded up to a multiple of
     `LENGTH_STEP` (masked: a row's answers are those of its tokens alone, within float
     rounding), and each new shape [batch, length] compiles once, then runs from the
-    compiled program. Per-token output rows keep the padded length (`batching.run`'s rows:
-    the pipelines cut them to their sequence). Under another backend than TensorFlow the
-    model is called as it is."""
+    compiled program, kept while the runner lives (at most one per 16 tokens of length and
+    batch size). Per-token output rows keep the padded length (`batching.run`'s rows: the
+    pipelines cut them to their sequence). Each shape is its own program, so a row's floats
+    may differ in the last bits with the batch it ran in (unlike `KerasRunner`'s one graph).
+    Under another backend than TensorFlow the model is called as it is (the pipelines refuse
+    `jit_compile=True` there)."""
 
     def __init__(self, model, max_length=None):
         self.model = model
         self.input_names = list(model.input)
         self.max_length = max_length
-        self._function = None
+        self._functions = {}  # input shapes -> a tf.function traced and compiled for them
 
     def _padded(self, inputs):
         length = inputs["token_ids"].shape[1]
@@ -153,11 +156,15 @@ class CompiledRunner:
         else:
             import tensorflow as tf
 
-            if self._function is None:
-                self._function = tf.function(lambda x: self.model(x, training=False),
-                                             jit_compile=True)
-            outputs = self._function({name: tf.constant(value) for name, value
-                                      in self._padded(inputs).items()})
+            inputs = self._padded(inputs)
+            # A function per shape, each traced once: one function retraced per shape would
+            # warn of "excessive" retracing, which is the design here.
+            key = tuple(sorted((name, value.shape) for name, value in inputs.items()))
+            if key not in self._functions:
+                self._functions[key] = tf.function(
+                    lambda x: self.model(x, training=False), jit_compile=True)
+            outputs = self._functions[key]({name: tf.constant(value)
+                                            for name, value in inputs.items()})
         if isinstance(outputs, dict):
             return {name: _numpy(value) for name, value in outputs.items()}
         return _numpy(outputs)

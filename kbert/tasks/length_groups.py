@@ -27,6 +27,8 @@ import weakref
 import numpy as np
 import tensorflow as tf
 
+from kbert.layers import query_blocks
+
 # Batches per mega-batch, as transformers' `get_length_grouped_indices` (mega_batch_mult 50).
 MEGABATCH = 50
 # The shortest bucket: shorter batches save little and compile more shapes.
@@ -179,7 +181,10 @@ _GRAPHS = weakref.WeakKeyDictionary()
 
 def _call_weakly(ref):
     def call(inputs):  # kbert's layers use keras.ops control flow: nothing to autograph
-        return ref()(inputs, training=False)
+        # Long batches attend in blocks of queries, short ones the whole matrix: both in the
+        # one graph, the length choosing when it runs (never exported).
+        with query_blocks.chosen_at_run_time():
+            return ref()(inputs, training=False)
 
     return call
 

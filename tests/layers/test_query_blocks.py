@@ -186,3 +186,22 @@ def test_float16_packed_documents_give_finite_gradients(blocked):
         loss = tf.reduce_sum(tf.cast(out, tf.float32))
     grads = tape.gradient(loss, [x, *layer.trainable_variables])
     assert all(np.isfinite(np.asarray(g, np.float32)).all() for g in grads)
+
+
+def test_a_task_models_inference_graph_holds_the_blocks(blocked):
+    """`predict` on texts (`kbert.tasks.length_groups`): one graph of open shapes for every
+    batch, traced inside `chosen_at_run_time`."""
+    from kbert.tasks import length_groups
+
+    blocked(True)
+    backbone = models.BertBackbone(vocabulary_size=50, num_layers=1, hidden_size=16,
+                                   num_heads=2, intermediate_size=24, max_sequence_length=32)
+    ids = np.random.default_rng(0).integers(3, 50, (2, 19)).astype("int32")
+    inputs = {"token_ids": ids, "segment_ids": np.zeros_like(ids),
+              "padding_mask": np.ones_like(ids)}
+    got = length_groups._inference(backbone)(inputs)["sequence_output"]
+    (graph,) = length_groups._GRAPHS[backbone].values()
+    assert len(_loops(graph)) == 1
+    blocked(False)
+    np.testing.assert_allclose(got, np.asarray(backbone(inputs)["sequence_output"]),
+                               atol=1e-5, rtol=0)

@@ -87,11 +87,26 @@ def test_where_it_cannot_apply_it_says_so(pipeline_export):
     pipe = load_pipeline("text-classification", "hf_tasks/bert_seq_single")
     with pytest.raises(ValueError, match="`jit_compile` must be True or False, got 'yes'"):
         pipe("a text", jit_compile="yes")
+    with pytest.raises(ValueError, match="`jit_compile` must be True or False, got 1"):
+        kbert.pipeline("text-classification", model=pipe.source.runner.model,
+                       tokenizer=pipe.tokenizer, jit_compile=1)
     features = load_pipeline("feature-extraction", "hf_tasks/distil_bert_seq_single")
     with pytest.raises(ValueError, match="jit_compile=True compiles the pipeline's Keras "
-                                         "model with XLA; .* run the model with its internals"):
+                                         "model with XLA, but output_hidden_states / "
+                                         "output_attentions run the model with its internals"):
         features("a text", jit_compile=True, output_hidden_states=True)
     exported = kbert.pipeline("text-classification", model=pipeline_export(
         "text-classification", "hf_tasks/bert_seq_single", {}))
-    with pytest.raises(ValueError, match="an exported SavedModel runs its own graph"):
+    with pytest.raises(ValueError, match="but the SavedModel .* runs its own graph"):
         exported("a text", jit_compile=True)
+
+
+def test_an_export_leaves_it_out(tmp_path):
+    """How the exporting process ran its model is no option of the export's answers."""
+    pipe = load_pipeline("text-classification", "hf_tasks/bert_seq_single")
+    compiled = kbert.pipeline("text-classification", model=pipe.source.runner.model,
+                              tokenizer=pipe.tokenizer, jit_compile=True, top_k=2)
+    path = compiled.export(str(tmp_path / "export"))
+    exported = kbert.pipeline("text-classification", model=path)
+    assert exported.options({})[1] == {"top_k": 2}
+    _same(exported(TEXTS), pipe(TEXTS, top_k=2))

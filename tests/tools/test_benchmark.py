@@ -85,6 +85,11 @@ def test_the_pipeline_benchmark_prints_both_timings_and_the_ratios(tmp_path):
                       r"([\d.]+)x", out)
     assert ratio and float(ratio.group(1)) == pytest.approx(
         float(padded.group(1)) / float(grouped.group(1)), rel=0.1, abs=0.06), out
+    compiled = re.search(r"kbert pipeline, jit_compile=True, compiled +([\d.]+) ", out)
+    assert compiled and re.search(r"jit_compile=True, first pass \(compiling\) +[\d.]+ ", out)
+    speedup = re.search(r"jit_compile=True over the default, compiled: ([\d.]+)x", out)
+    assert speedup and float(speedup.group(1)) == pytest.approx(
+        float(grouped.group(1)) / float(compiled.group(1)), rel=0.1, abs=0.06), out
     if _has_torch_and_transformers():
         assert re.search(r"transformers pipeline \(transformers [\d.]+", out), out
         assert re.search(r"kbert / transformers in texts/s: [\d.]+ ", out), out
@@ -101,6 +106,9 @@ def test_the_pipeline_benchmark_prints_both_timings_and_the_ratios(tmp_path):
     assert figures["texts"] == 40 and figures["batch_size"] == 8
     assert figures["seconds"]["grouped"] == pytest.approx(float(grouped.group(1)), abs=0.051)
     assert figures["grouping_speedup"] == pytest.approx(float(ratio.group(1)), abs=0.0051)
+    assert figures["seconds"]["compiled"] == pytest.approx(float(compiled.group(1)), abs=0.051)
+    assert figures["compiled_over_default"] == pytest.approx(float(speedup.group(1)),
+                                                             abs=0.0051)
     assert (figures["skipped"] is None) == _has_torch_and_transformers()
 
 
