@@ -19,11 +19,11 @@ traced for one shape, as Keras' `predict` traces its first), the length chooses.
 TensorFlow graph of open shapes holds the blocks only when traced inside
 `chosen_at_run_time()` (as the pipelines' runner and a task model's `predict` on texts,
 `kbert.tasks.length_groups`, trace their one graph for every batch): then both ways are in
-the graph and the length picks one when it runs. Keras' own `predict` on token ids relaxes
-its trace to an open length after a second length, which then keeps the whole matrix. Without it such a graph keeps the whole matrix: a
-SavedModel or TFLite export stays one path of constant-size ops, which
+the graph and the length picks one when it runs. Traced outside it, such a graph keeps the
+whole matrix: a SavedModel or TFLite export stays one path of constant-size ops, which
 `kbert.untrusted.check_saved_model` can bound (the blocks pad by an amount computed from the
-length, and loop).
+length, and loop); so does Keras' own `predict` on token ids once a second length relaxes
+its trace to an open length.
 """
 
 import contextlib

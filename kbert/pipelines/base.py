@@ -220,4 +220,4 @@ def _check_jit_compile(value):
     """`jit_compile`, which must be True or False."""
     if not isinstance(value, bool):
         raise ValueError(f"`jit_compile` must be True or False, got {value!r}.")
-    return bool(value)
+    return value

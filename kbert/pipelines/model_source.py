@@ -119,23 +119,23 @@ LENGTH_STEP = 16
 _PER_TOKEN = ("token_ids", "segment_ids", "padding_mask", "document_ids")
 
 
-class CompiledRunner:
+class CompiledRunner(KerasRunner):
     """A Keras model's call compiled by XLA (`tf.function(jit_compile=True)`), for the
-    pipelines' `jit_compile=True`: each batch's length is padded up to a multiple of
-    `LENGTH_STEP` (masked: a row's answers are those of its tokens alone, within float
-    rounding), and each new shape [batch, length] compiles once, then runs from the
-    compiled program, kept while the runner lives (at most one per 16 tokens of length and
-    batch size). Per-token output rows keep the padded length (`batching.run`'s rows: the
-    pipelines cut them to their sequence). Each shape is its own program, so a row's floats
-    may differ in the last bits with the batch it ran in (unlike `KerasRunner`'s one graph).
-    Under another backend than TensorFlow the model is called as it is (the pipelines refuse
-    `jit_compile=True` there)."""
+    pipelines' `jit_compile=True` (TensorFlow only: the pipelines refuse it under another
+    backend): each batch's length is padded up to a multiple of `LENGTH_STEP` (masked: a
+    row's answers are those of its tokens alone, within float rounding), and each new shape
+    [batch, length] compiles once, then runs from the compiled program, kept while the runner
+    lives (at most one per 16 tokens of length and batch size). Per-token output rows keep
+    the padded length (`batching.run`'s rows: the pipelines cut them to their sequence). Each
+    shape is its own program, so a row's floats may differ in the last bits with the batch it
+    ran in (unlike `KerasRunner`'s one graph)."""
 
     def __init__(self, model, max_length=None):
-        self.model = model
-        self.input_names = list(model.input)
-        self.max_length = max_length
+        super().__init__(model, max_length)
         self._functions = {}  # input shapes -> a tf.function traced and compiled for them
+
+    def compiled(self):
+        return self
 
     def _padded(self, inputs):
         length = inputs["token_ids"].shape[1]
@@ -147,24 +147,16 @@ class CompiledRunner:
         return {name: np.pad(value, ((0, 0), (0, target - length))) if name in _PER_TOKEN
                 else value for name, value in inputs.items()}
 
-    def __call__(self, features):
-        import keras
+    def _call(self, inputs):
+        import tensorflow as tf
 
-        inputs = {name: np.asarray(features[name], np.int32) for name in self.input_names}
-        if keras.backend.backend() != "tensorflow":
-            outputs = self.model(inputs, training=False)
-        else:
-            import tensorflow as tf
-
-            inputs = self._padded(inputs)
-            # A function per shape, each traced once: one function retraced per shape would
-            # warn of "excessive" retracing, which is the design here.
-            key = tuple(sorted((name, value.shape) for name, value in inputs.items()))
-            if key not in self._functions:
-                self._functions[key] = tf.function(
-                    lambda x: self.model(x, training=False), jit_compile=True)
-            outputs = self._functions[key]({name: tf.constant(value)
-                                            for name, value in inputs.items()})
-        if isinstance(outputs, dict):
-            return {name: _numpy(value) for name, value in outputs.items()}
-        return _numpy(outputs)
+        inputs = self._padded({name: np.asarray(value, np.int32)
+                               for name, value in inputs.items()})
+        # A function per shape, each traced once: one function retraced per shape would warn
+        # of "excessive" retracing, which is the design here.
+        key = tuple(sorted((name, value.shape) for name, value in inputs.items()))
+        if key not in self._functions:
+            self._functions[key] = tf.function(lambda x: self.model(x, training=False),
+                                               jit_compile=True)
+        return self._functions[key]({name: tf.constant(value)
+                                     for name, value in inputs.items()})

@@ -70,13 +70,4 @@ def from_saved_model(path, tokenizer, task, trusted):
     return Source(runner, tokenizer or found.tokenizer(), kind, f"the SavedModel {path}",
                   max_length, label_names=label_names, problem_type=problem_type,
                   serves=serves, windows=windows, segments=segments,
-                  options=_options(meta) if meta.get("task") == task else None)
-
-
-def _options(meta):
-    """The export's fixed options, without `jit_compile` (how the exporting process ran
-    its Keras model: a SavedModel runs its own graph)."""
-    options = meta.get("options")
-    if options is None:
-        return None
-    return {name: value for name, value in options.items() if name != "jit_compile"}
+                  options=meta.get("options") if meta.get("task") == task else None)

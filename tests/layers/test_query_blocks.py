@@ -118,16 +118,21 @@ def test_in_a_graph_of_open_shapes_the_length_chooses_at_run_time(blocked, monke
         np.testing.assert_allclose(np.asarray(exported(inputs)), whole, atol=1e-5, rtol=0)
 
 
+def _one_layer_backbone_and_long_ids():
+    """A one-layer BERT backbone and its inputs for 2 rows of 19 tokens (blocked: LONG 8)."""
+    backbone = models.BertBackbone(vocabulary_size=50, num_layers=1, hidden_size=16,
+                                   num_heads=2, intermediate_size=24, max_sequence_length=32)
+    ids = np.random.default_rng(0).integers(3, 50, (2, 19)).astype("int32")
+    return backbone, {"token_ids": ids, "segment_ids": np.zeros_like(ids),
+                      "padding_mask": np.ones_like(ids)}
+
+
 def test_the_pipelines_runner_runs_long_batches_in_blocks(blocked, spied):
     """`KerasRunner` traces its one graph of open shapes inside `chosen_at_run_time`."""
     from kbert.pipelines.model_source import KerasRunner
 
     blocked(True)
-    backbone = models.BertBackbone(vocabulary_size=50, num_layers=1, hidden_size=16,
-                                   num_heads=2, intermediate_size=24, max_sequence_length=32)
-    ids = np.random.default_rng(0).integers(3, 50, (2, 19)).astype("int32")
-    inputs = {"token_ids": ids, "segment_ids": np.zeros_like(ids),
-              "padding_mask": np.ones_like(ids)}
+    backbone, inputs = _one_layer_backbone_and_long_ids()
     runner = KerasRunner(backbone)
     got = runner(inputs)["sequence_output"]
     assert spied == [(None, None, 2, 8)]  # traced once, batch and length open
@@ -194,11 +199,7 @@ def test_a_task_models_inference_graph_holds_the_blocks(blocked):
     from kbert.tasks import length_groups
 
     blocked(True)
-    backbone = models.BertBackbone(vocabulary_size=50, num_layers=1, hidden_size=16,
-                                   num_heads=2, intermediate_size=24, max_sequence_length=32)
-    ids = np.random.default_rng(0).integers(3, 50, (2, 19)).astype("int32")
-    inputs = {"token_ids": ids, "segment_ids": np.zeros_like(ids),
-              "padding_mask": np.ones_like(ids)}
+    backbone, inputs = _one_layer_backbone_and_long_ids()
     got = length_groups._inference(backbone)(inputs)["sequence_output"]
     (graph,) = length_groups._GRAPHS[backbone].values()
     assert len(_loops(graph)) == 1
