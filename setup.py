@@ -38,6 +38,9 @@ EXTRAS = {
     # Running a .tflite export in Python (kbert.serving.runtimes.interpreter, docs/devices.md):
     # LiteRT's interpreter, with tensorflow-text's kernels registered.
     "tflite": ["ai-edge-litert>=2.3.0,<3"],
+    # ONNX exports and pipelines on ONNX Runtime (kbert.serving.onnx: tf2onnx converts,
+    # onnxruntime runs and quantizes; docs/serving.md).
+    "onnx": ["tf2onnx>=1.17.0,<2", "onnx>=1.23.2,<2", "onnxruntime>=1.32.0,<2"],
 }
 ALL = sorted({requirement for requirements in EXTRAS.values() for requirement in requirements})
 

@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The import names of the extras' packages (and of what they bring: nltk with rouge-score).
 BLOCKED = ("matplotlib", "sklearn", "scipy", "seqeval", "rouge_score", "nltk", "keras_hub",
-           "tensorflow_datasets", "apache_beam", "ai_edge_litert")
+           "tensorflow_datasets", "apache_beam", "ai_edge_litert", "tf2onnx", "onnx",
+           "onnxruntime")
 
 WITHOUT_EXTRAS = """
 import json, sys
@@ -58,6 +59,8 @@ features = {{
     "keras-hub": lambda: keras_hub.read("no_such_preset"),
     "datasets": lambda: corpora.tfds_documents("wikipedia/20230601.en"),
     "tflite": lambda: runtimes.interpreter("model.tflite"),
+    "onnx": lambda: kbert.pipeline("text-classification", model=pipe.source.runner.model,
+                                   tokenizer=pipe.tokenizer, runtime="onnxruntime"),
 }}
 result["errors"] = {{}}
 for extra, feature in features.items():
@@ -86,7 +89,7 @@ def test_the_core_works_without_the_extras_and_each_feature_names_its_extra(tmp_
     missing = {"metrics": "sklearn", "metrics (scipy)": "scipy", "metrics (seqeval)": "seqeval",
                "summarization": "rouge_score", "analysis": "matplotlib",
                "analysis (sklearn)": "sklearn", "keras-hub": "keras_hub",
-               "datasets": "tensorflow_datasets", "tflite": "ai_edge_litert"}
+               "datasets": "tensorflow_datasets", "tflite": "ai_edge_litert", "onnx": "tf2onnx"}
     for feature, module in missing.items():
         extra = feature.split(" ")[0]
         message = result["errors"][feature]
@@ -122,8 +125,8 @@ def _named_extras():
 
 def test_every_extra_kbert_names_is_one_setup_py_gives():
     extras = _setup_extras()
-    assert {"analysis", "summarization", "keras-hub", "datasets", "metrics", "beam", "all",
-            "test", "torch"} <= extras
+    assert {"analysis", "summarization", "keras-hub", "datasets", "metrics", "beam", "tflite",
+            "onnx", "all", "test", "torch"} <= extras
     named = list(_named_extras())
     assert len(named) >= 10, named
     assert not [(where, extra) for where, extra in named if extra not in extras]

@@ -101,7 +101,7 @@ def test_dry_run_prints_the_validated_config_and_runs_nothing(name, tmp_path, ca
     ("finetune", "--layer_decay=2", "--layer_decay must be in (0, 1], got 2.0"),
     ("predict", "--rows_per_call=0", "--rows_per_call"),
     ("analyze", "--test_fraction=1.5", "--test_fraction=1.5 must be between 0 and 1"),
-    ("export", "--quantize=float16", "--quantize=float16 is for --format=tflite"),
+    ("export", "--quantize=float16", "--quantize=float16 is not for --format=saved_model"),
 ])
 def test_dry_run_still_refuses_a_bad_flag_naming_it(name, bad, message, tmp_path, capsys):
     (tmp_path / "train.csv").write_text("sentence,label\nGood.,1\n", encoding="utf-8")

@@ -95,6 +95,8 @@ class PipelineModelHandler(ModelHandler):
         model: a checkpoint or run directory, a preset name, or a SavedModel directory;
             local or on any file system Beam reads (gs://...).
         trusted: load a SavedModel without kbert's check (only one you would run as code).
+        runtime, quantize: `kbert.pipeline`'s: None (the model's own runtime) or
+            "tensorflow" / "onnxruntime", and with ONNX Runtime None or "int8".
         options: the pipeline's options, the defaults of every call (`batch_size`: sequences
             per model batch; `top_k`, `aggregation_strategy`, ...); RunInference's
             `inference_args` override them per transform.
@@ -102,8 +104,8 @@ class PipelineModelHandler(ModelHandler):
         model_copies, **kwargs: Beam's (`ModelHandler`); a Beam batch is one pipeline call.
     """
 
-    def __init__(self, task, model, *, trusted=False, options=None, min_batch_size=1,
-                 max_batch_size=DEFAULT_MAX_BATCH_SIZE, **kwargs):
+    def __init__(self, task, model, *, trusted=False, options=None, runtime=None, quantize=None,
+                 min_batch_size=1, max_batch_size=DEFAULT_MAX_BATCH_SIZE, **kwargs):
         super().__init__(min_batch_size=min_batch_size, max_batch_size=max_batch_size,
                          **kwargs)
         # Beam's own arguments as given, for with_batch_size (not Beam's private fields).
@@ -114,6 +116,7 @@ class PipelineModelHandler(ModelHandler):
                              "model object cannot travel to Beam's workers.")
         self.task, self._allowed = allowed_options(task)
         self.model, self.trusted = model, bool(trusted)
+        self.construction = {"runtime": runtime, "quantize": quantize}
         self.options = {"progress": False, **(options or {})}
         self.validate_inference_args(self.options)
 
@@ -130,7 +133,8 @@ class PipelineModelHandler(ModelHandler):
             logger.warning("trusted=True: %s is loaded WITHOUT kbert's SavedModel check; "
                            "whatever its graph holds runs, file and Python ops included.",
                            self.model)
-        return SharedPipeline(build(self.task, model, self.trusted, self.options))
+        return SharedPipeline(build(self.task, model, self.trusted,
+                                    {**self.options, **self.construction}))
 
     def run_inference(self, batch, model, inference_args=None):
         outputs = model(self.task, list(batch), dict(inference_args or {}))
@@ -148,4 +152,4 @@ class PipelineModelHandler(ModelHandler):
         kwargs = dict(self._beam_kwargs, max_batch_size=max_batch_size,
                       min_batch_size=min(max_batch_size, self._beam_kwargs["min_batch_size"]))
         return PipelineModelHandler(self.task, self.model, trusted=self.trusted,
-                                    options=self.options, **kwargs)
+                                    options=self.options, **self.construction, **kwargs)

@@ -232,7 +232,8 @@ def run(config, handler=None):
     if handler is None:
         options = {k: v for k, v in config.call_options().items() if k != "progress"}
         handler = PipelineModelHandler(task, config.model, trusted=config.trusted,
-                                       options=options, max_batch_size=config.rows_per_call)
+                                       options=options, max_batch_size=config.rows_per_call,
+                                       **config.construction())
     pipeline = beam.Pipeline(runner=local_runner(config.runner), options=PipelineOptions(
         [f"--runner={config.runner}", *config.beam_args]))
     build(pipeline, files, columns, handler, paths, config.rows_per_call)

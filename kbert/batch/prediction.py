@@ -55,9 +55,17 @@ class PredictionConfig:
 
     task: str = setting(help="Pipeline task.", group="Model", choices=(*TASKS, *ALIASES))
     model: str = setting(help="What kbert.pipeline takes as model=: a checkpoint directory, "
-                         "a preset name or an exported SavedModel directory.", group="Model")
+                         "a preset name, an exported SavedModel directory or an ONNX "
+                         "export's directory.", group="Model")
     trusted: bool = setting(False, "Load a SavedModel without kbert's safety check (logged "
                             "as a warning): only one you would run as code.", group="Model")
+    runtime: str = setting("auto", "auto (the model's own: ONNX Runtime for an ONNX export, "
+                                   "else TensorFlow), tensorflow, or onnxruntime (a kbert "
+                                   "model converted to ONNX as it loads; the extra onnx).",
+                           group="Model", choices=("auto", "tensorflow", "onnxruntime"))
+    quantize: str = setting("none", "With ONNX Runtime: none (float32) or int8 (ONNX "
+                                    "Runtime's dynamic quantization).", group="Model",
+                            choices=("none", "int8"))
     pipeline_options: dict = setting(
         help="A pipeline option KEY=VALUE (JSON value), repeatable, passed to every call: "
              "top_k=2, aggregation_strategy=simple, truncation=true, ...", group="Model",
@@ -117,6 +125,10 @@ class PredictionConfig:
         if name == "zero-shot-classification" and not self.candidate_labels:
             raise ConfigError("zero-shot-classification needs --candidate_labels (e.g. "
                               "--candidate_labels=sports,politics).")
+        if self.quantize != "none" and self.runtime != "onnxruntime":
+            raise ConfigError(f"--quantize={self.quantize} quantizes the ONNX model of "
+                              f"--runtime=onnxruntime (an ONNX export is quantized by "
+                              f"kbert-export --quantize=int8).")
         if self.text_pair_column and name != "text-classification":
             raise ConfigError(f"--text_pair_column is for text-classification, not "
                               f"{self.task}.")
@@ -159,6 +171,11 @@ class PredictionConfig:
                 "pipeline_options": self.pipeline_options,
                 "candidate_labels": self.candidate_labels}
 
+    def construction(self):
+        """`kbert.pipeline`'s arguments of how the model runs (`runtime`, `quantize`)."""
+        return {"runtime": None if self.runtime == "auto" else self.runtime,
+                "quantize": None if self.quantize == "none" else self.quantize}
+
     def call_options(self):
         options = dict(self.pipeline_options, batch_size=self.batch_size, progress=False)
         if self.candidate_labels:
@@ -189,7 +206,7 @@ def _runner(config, task):
     if config.trusted:
         logger.warning("--trusted: %s is loaded WITHOUT kbert's SavedModel check; whatever "
                        "its graph holds runs, file and Python ops included.", config.model)
-    args = (task, config.model, config.trusted, {}, config.call_options())
+    args = (task, config.model, config.trusted, config.construction(), config.call_options())
     try:
         if config.batch_timeout == 0:
             return LocalRunner(*args)

@@ -28,6 +28,7 @@ from kbert.loading.sources import (
 )
 from kbert.loading.task_models import with_task
 
+ONNX_FILE = "model.onnx"  # an ONNX export's model (kbert.serving.onnx.MODEL_FILE)
 ALLOWED = ("a preset name, a tools/pretrain.py or tools/finetune.py run directory (config.json "
            "and checkpoints/), a checkpoint directory (Hugging Face, TF1, keras-hub, kbert), a "
            "Hugging Face hub id in the local hub cache, a .keras file (model.save) or an "
@@ -66,6 +67,10 @@ def kind_of(spec):
     if os.path.isdir(path):
         if os.path.isfile(os.path.join(path, SAVED_MODEL_FILE)):
             return "saved_model"
+        if os.path.isfile(os.path.join(path, ONNX_FILE)):
+            raise ValueError(f"{path!r} is an ONNX export: run it with kbert.pipeline(task, "
+                             f"model={path!r}) (ONNX Runtime runs it; kbert.load builds Keras "
+                             f"models). Expected {ALLOWED}.")
         if runs.is_run(path):
             return "finetuning_run" if runs.is_finetuning_run(path) else "pretraining_run"
         return "checkpoint"

@@ -252,6 +252,40 @@ class KerasFileSource(ModelSource):
         return model
 
 
+def exported_tokenizer(path, description):
+    """The tokenizer of the export at `path` (a SavedModel's or an ONNX export's directory;
+    `description` names it in errors): the tokenizer files that the export wrote beside it
+    (vocab.txt, spiece.model, or vocab.json + merges.txt) with the settings of its
+    tokenizer_config.json, if any (a byte-level BPE's `add_prefix_space`); cased when that
+    file says so or, without one, when a vocabulary token holds an upper-case letter."""
+    import json
+
+    from kbert.convert.checkpoint import uppercase_free
+    from kbert.tokenizers import tokenizer_types
+    from kbert.tokenizers.files import SETTINGS_FILE
+
+    kind = tokenizer_types.get(tokenizer_types.type_of_folder(path))
+    file = os.path.join(path, kind.file_name)
+    if not os.path.isfile(file) and os.path.isfile(os.path.join(path, "tokenizer.json")):
+        from kbert.tokenizers import load_tokenizer_json
+
+        return load_tokenizer_json(path)  # ModernBERT's, mmBERT's
+    if not os.path.isfile(file):
+        raise ValueError(f"The {description} has no tokenizer files beside it "
+                         "(vocab.txt, spiece.model or vocab.json + merges.txt): export it "
+                         "with its tokenizer, or pass your own.")
+    settings = {}
+    if os.path.isfile(os.path.join(path, SETTINGS_FILE)):
+        with open(os.path.join(path, SETTINGS_FILE), encoding="utf-8") as f:
+            settings = json.load(f)
+    lowercase = settings.get("do_lower_case")
+    if lowercase is None:
+        tokenizer = tokenizer_types.load(file, kind.name, lowercase=False,
+                                         settings=settings)
+        lowercase = uppercase_free(tokenizer.vocabulary)
+    return tokenizer_types.load(file, kind.name, lowercase=lowercase, settings=settings)
+
+
 class SavedModelSource(ModelSource):
     """An exported SavedModel directory, checked by `kbert.untrusted.load_saved_model` before
     anything in it runs (`trusted=True` skips the check for a SavedModel you made)."""
@@ -264,37 +298,7 @@ class SavedModelSource(ModelSource):
         self._loaded = None
 
     def tokenizer(self):
-        """The tokenizer files that the export wrote beside it (vocab.txt, spiece.model, or
-        vocab.json + merges.txt) with the settings of its tokenizer_config.json, if any (a
-        byte-level BPE's `add_prefix_space`); cased when that file says so or, without one,
-        when a vocabulary token holds an upper-case letter."""
-        import json
-
-        from kbert.convert.checkpoint import uppercase_free
-        from kbert.tokenizers import tokenizer_types
-        from kbert.tokenizers.files import SETTINGS_FILE
-
-        kind = tokenizer_types.get(tokenizer_types.type_of_folder(self.path))
-        file = os.path.join(self.path, kind.file_name)
-        if not os.path.isfile(file) and os.path.isfile(os.path.join(self.path,
-                                                                     "tokenizer.json")):
-            from kbert.tokenizers import load_tokenizer_json
-
-            return load_tokenizer_json(self.path)  # ModernBERT's, mmBERT's
-        if not os.path.isfile(file):
-            raise ValueError(f"The {self.description} has no tokenizer files beside it "
-                             "(vocab.txt, spiece.model or vocab.json + merges.txt): export it "
-                             "with its tokenizer, or pass your own.")
-        settings = {}
-        if os.path.isfile(os.path.join(self.path, SETTINGS_FILE)):
-            with open(os.path.join(self.path, SETTINGS_FILE), encoding="utf-8") as f:
-                settings = json.load(f)
-        lowercase = settings.get("do_lower_case")
-        if lowercase is None:
-            tokenizer = tokenizer_types.load(file, kind.name, lowercase=False,
-                                             settings=settings)
-            lowercase = uppercase_free(tokenizer.vocabulary)
-        return tokenizer_types.load(file, kind.name, lowercase=lowercase, settings=settings)
+        return exported_tokenizer(self.path, self.description)
 
     @property
     def max_sequence_length(self):

@@ -39,7 +39,8 @@ TASKS = {name: _CLASSES[name] for name in registry.pipeline_names()}
 ALIASES = {name: registry.pipeline_task(name) for name in registry.names() if name not in TASKS}
 
 
-def pipeline(task, model=None, tokenizer=None, *, trusted=False, **options):
+def pipeline(task, model=None, tokenizer=None, *, trusted=False, runtime=None, quantize=None,
+             **options):
     """A pipeline for `task` on `model`, called as transformers' pipeline of that task.
 
     Args:
@@ -48,12 +49,21 @@ def pipeline(task, model=None, tokenizer=None, *, trusted=False, **options):
         model: a kbert model object (a task model of `kbert.tasks`, a pretrainer with a
             masked-LM head, a backbone), a checkpoint directory of any format kbert reads
             (`kbert.convert`), a preset name (`kbert.presets`: fill-mask and
-            feature-extraction), or an exported SavedModel directory (the options its
-            export fixed are the pipeline's defaults on it).
+            feature-extraction), an exported SavedModel directory (the options its
+            export fixed are the pipeline's defaults on it) or an ONNX export's directory
+            (`kbert.export(..., format="onnx")`, run by ONNX Runtime).
         tokenizer: the kbert tokenizer (`kbert.tokenizers`); needed with a model object,
             else read from the checkpoint, preset or SavedModel.
         trusted: for a SavedModel: load it even where `kbert.untrusted.load_saved_model`
             finds operations that a kbert export does not hold.
+        runtime: None (default): the model's own, ONNX Runtime for an ONNX export, else
+            TensorFlow; "tensorflow": the Keras model (or a SavedModel); "onnxruntime": a
+            kbert model converted to ONNX when the pipeline is made (tf2onnx: seconds for a
+            small model, about a minute for all-MiniLM-L6-v2 on 2 cores) and run by ONNX
+            Runtime (`kbert.pipelines.onnx_source`), the tokenizer and every option as on
+            the Keras model. Needs the extra `onnx`.
+        quantize: with ONNX Runtime: None (float32) or "int8" (ONNX Runtime's dynamic
+            quantization: faster, answers within a small error of float32's).
         **options: the task's options (defaults for every call; a call's own override
             them), and for every task:
             batch_size: sequences per model call (default 32). Inputs run in batches of
@@ -71,7 +81,8 @@ def pipeline(task, model=None, tokenizer=None, *, trusted=False, **options):
         a `Pipeline`: call it on texts (see the task's class).
     """
     name = registry.pipeline_task(task)  # ValueError naming the known ones
-    source = sources.resolve(name, model, tokenizer, trusted=trusted)
+    source = sources.resolve(name, model, tokenizer, trusted=trusted, runtime=runtime,
+                             quantize=quantize)
     # An export's fixed options (export.json) are the defaults of the same pipeline on it.
     return TASKS[name](source, **{**source.options, **options})
 
@@ -93,15 +104,19 @@ def export(subject, path, format="saved_model", quantize=None, *, task=None, tok
             backbone (feature-extraction), exported as the pipeline `task` on it. (A
             backbone's own `backbone.export(path)` is Keras': token ids in; a task model's
             `model.export` is this function.)
-        path: the SavedModel directory, or the `.tflite` file.
-        format: "saved_model" or "tflite".
-        quantize: TFLite only: None (float32), "dynamic" (int8 weights) or "float16".
+        path: the SavedModel directory, the `.tflite` file, or the ONNX export's directory.
+        format: "saved_model", "tflite" or "onnx" (`kbert.serving.onnx`: the model of token
+            ids, its raw outputs out; the tokenizer's files and export.json beside it, which
+            `kbert.pipeline(task, model=path)` runs on ONNX Runtime).
+        quantize: TFLite: None (float32), "dynamic" (int8 weights) or "float16"; ONNX: None
+            or "int8" (ONNX Runtime's dynamic quantization).
         task: for a model, which of its task's pipelines (default: the first,
             "text-classification" for a `TextClassifier`; pass
             "zero-shot-classification" for an NLI classifier).
         tokenizer: for a model without a preprocessor (a backbone), its tokenizer.
         **options: the pipeline's call options, fixed in the graph (`top_k`,
-            `aggregation_strategy`, `truncation`, ...), and TFLite fill-mask's `max_masks`.
+            `aggregation_strategy`, `truncation`, ...; an ONNX export keeps them in
+            export.json as the pipeline's defaults), and TFLite fill-mask's `max_masks`.
 
     Returns:
         `path`.

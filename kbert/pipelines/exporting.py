@@ -4,7 +4,9 @@ folder (`pipeline_serving` for a SavedModel, `tflite` for TFLite, found through 
 record); beside them `serving_ids`, token ids in and the model's raw outputs out, which
 `kbert.pipeline` runs when it loads the export (TFLite's on ids as long as the export packs
 its texts, `ids_length` in `export.json`); all through the one writer
-(`kbert.serving.writer`) with the export's metadata (`kbert.serving.metadata`).
+(`kbert.serving.writer`) with the export's metadata (`kbert.serving.metadata`). An ONNX
+export is `serving_ids` alone (`kbert.serving.onnx`: the pipeline tokenizes on the host), in
+a directory with the tokenizer's files and export.json.
 """
 
 import inspect
@@ -28,24 +30,18 @@ def write(pipe, path, format, quantize, options):
     `options` are its call options, fixed in the graph (and TFLite fill-mask's
     `max_masks`). Returns `path`."""
     runtimes.check_runtime(format)
+    if format == "onnx":
+        return _write_onnx(pipe, path, quantize, options)
     if quantize is not None and format != "tflite":
-        raise ValueError(f"quantize={quantize!r} is for format='tflite', not {format!r}.")
+        raise ValueError(f"quantize={quantize!r} is for format='tflite' or 'onnx', not "
+                         f"{format!r}.")
     builders = BUILDERS[format]
     if pipe.task not in builders:
         raise NotImplementedError(
             f"A {pipe.task} pipeline does not export to {format}: the exports to {format} are "
             f"{', '.join(builders)}." + (" format='saved_model' writes a SavedModel."
                                          if format == "tflite" else ""))
-    if not isinstance(pipe.source.runner, KerasRunner):
-        raise ValueError(f"Exporting needs a pipeline on a kbert model or checkpoint; this one "
-                         f"runs {pipe.source.name}, which is already an export.")
-    model = pipe.source.runner.model
-    backbone = getattr(model, "backbone", model)
-    size = getattr(getattr(backbone, "config", None), "vocabulary_size", None)
-    if size is not None and pipe.tokenizer.vocabulary_size > size:  # ids past the table
-        raise ValueError(f"The tokenizer has {pipe.tokenizer.vocabulary_size} tokens but the "
-                         f"model's vocabulary_size is {size}: export it with its own "
-                         f"tokenizer.")
+    model = _keras_model(pipe)
     build = builders[pipe.task]
     options = dict(options)
     # The options of the export, not the pipeline's (TFLite fill-mask's `max_masks`): the
@@ -89,4 +85,44 @@ def write(pipe, path, format, quantize, options):
     if format == "tflite":
         return writer.tflite(archive, path, meta, quantize)
     return writer.saved_model(archive, path, meta, pipe.tokenizer)
+
+
+def _keras_model(pipe):
+    """The Keras model that `pipe` runs; a ValueError where it runs an export, or where its
+    tokenizer has ids past the model's vocabulary."""
+    if not isinstance(pipe.source.runner, KerasRunner):
+        raise ValueError(f"Exporting needs a pipeline on a kbert model or checkpoint; this one "
+                         f"runs {pipe.source.name}, which is already an export.")
+    model = pipe.source.runner.model
+    backbone = getattr(model, "backbone", model)
+    size = getattr(getattr(backbone, "config", None), "vocabulary_size", None)
+    if size is not None and pipe.tokenizer.vocabulary_size > size:  # ids past the table
+        raise ValueError(f"The tokenizer has {pipe.tokenizer.vocabulary_size} tokens but the "
+                         f"model's vocabulary_size is {size}: export it with its own "
+                         f"tokenizer.")
+    return model
+
+
+def _write_onnx(pipe, path, quantize, options):
+    """The ONNX export (`kbert.serving.writer.onnx_directory`) of the model `pipe` runs: its
+    raw outputs, the pipeline's call options given kept in export.json as the defaults of
+    the same pipeline on it (they run on the host, not in the graph)."""
+    model = _keras_model(pipe)
+    source = pipe.source
+    kind = source.kind
+    if registry.get(pipe.task) is registry.BACKBONE:  # feature extraction: the backbone
+        kind, model = "backbone", getattr(model, "backbone", model)
+    if kind not in RAW_OUTPUTS:
+        raise NotImplementedError(
+            f"A {pipe.task} pipeline on a {kind.replace('_', ' ')} does not export to ONNX: "
+            f"an ONNX export holds a model of token ids and its raw outputs, of a "
+            f"{', '.join(sorted(RAW_OUTPUTS))}. format='saved_model' writes a SavedModel.")
+    opts, given = pipe.options(options)
+    meta = metadata.describe(
+        runtime="onnx", task=pipe.task, model=kind,
+        label_names=None if kind == "backbone" else source.label_names,
+        problem_type=source.problem_type, max_length=pipe.max_length,
+        options={name: opts[name] for name in sorted(given) if name != "jit_compile"},
+        tokenizer=pipe.tokenizer, windows=source.windows, segments=source.segments)
+    return writer.onnx_directory(model, kind, path, meta, pipe.tokenizer, quantize)
 

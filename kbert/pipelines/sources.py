@@ -10,7 +10,9 @@ A model is one of:
 - a kbert export's SavedModel directory (`kbert.export`: what it is read from its
   export.json, the options it fixed the pipeline's defaults), run through its `serving_ids`
   signature, loaded by `kbert.untrusted.load_saved_model`, which refuses unsafe
-  SavedModels unless `trusted=True`.
+  SavedModels unless `trusted=True`;
+- a kbert ONNX export's directory (`format="onnx"`), run by ONNX Runtime
+  (`onnx_source`), as any kbert model is with `runtime="onnxruntime"`.
 
 Every source becomes a `Source`: a runner (features -> numpy outputs), the tokenizer, and
 the kind of model, which says the pipeline tasks it serves.
@@ -80,8 +82,20 @@ def from_spec(spec, tokenizer, task):
     return from_model(model, found.tokenizer() if tokenizer is None else tokenizer, task)
 
 
-def resolve(task, model, tokenizer=None, trusted=False):
-    """The `Source` of `model=` for `task` (see the module docstring)."""
+def resolve(task, model, tokenizer=None, trusted=False, runtime=None, quantize=None):
+    """The `Source` of `model=` for `task` (see the module docstring), on `runtime`
+    ("tensorflow" or "onnxruntime", with `quantize`: `onnx_source`; None: the model's own,
+    ONNX Runtime for an ONNX export, else TensorFlow)."""
+    from kbert.pipelines import onnx_source
+
+    if isinstance(model, (str, os.PathLike)) and onnx_source.is_onnx_export(model):
+        onnx_source.check_runtime(runtime or "onnxruntime", quantize)
+        if runtime == "tensorflow":
+            raise ValueError(f"{os.fspath(model)} is an ONNX export, which runs on ONNX "
+                             f"Runtime: pass runtime=None or 'onnxruntime'.")
+        return onnx_source.from_onnx_export(model, tokenizer, task, quantize)
+    runtime = runtime or "tensorflow"
+    onnx_source.check_runtime(runtime, quantize)
     if model is None:
         raise ValueError(f"kbert.pipeline({task!r}) needs model=: a kbert model, a "
                          "checkpoint directory, a preset name or a SavedModel directory "
@@ -90,8 +104,15 @@ def resolve(task, model, tokenizer=None, trusted=False):
         path = os.fspath(model)
         kind = loading.kind_of(path)  # a ValueError naming what a spec may be
         if kind == "saved_model":
+            if runtime != "tensorflow":
+                raise ValueError(f"runtime={runtime!r} converts a kbert model; {path} is a "
+                                 f"SavedModel, which runs on TensorFlow.")
             from kbert.pipelines.saved_model_source import from_saved_model
 
             return from_saved_model(path, tokenizer, task, trusted)
-        return from_spec(path, tokenizer, task)
-    return from_model(model, tokenizer, task)
+        source = from_spec(path, tokenizer, task)
+    else:
+        source = from_model(model, tokenizer, task)
+    if runtime == "onnxruntime":
+        source = onnx_source.on_onnxruntime(source, quantize)
+    return source

@@ -1,12 +1,15 @@
 """Exports a model as a pipeline's answers: a SavedModel that takes raw strings (or a
-`.tflite` file), with the `export.json` that `kbert.pipeline(task, model=path)` and
-`kbert-predict` read. What it writes is `kbert.export`'s (docs/serving.md).
+`.tflite` file, or an ONNX export's directory: the model of token ids for ONNX Runtime), with
+the `export.json` that `kbert.pipeline(task, model=path)` and `kbert-predict` read. What it
+writes is `kbert.export`'s (docs/serving.md).
 
     kbert-export --task=text-classification --model=runs/sst2 --output=exports/sst2
     kbert-export --task=token-classification --model=path/to/hf_ner_checkpoint \\
         --output=exports/ner --pipeline_option=aggregation_strategy=simple
     kbert-export --task=fill-mask --model=runs/quickstart --format=tflite \\
         --quantize=dynamic --pipeline_option=truncation=true --output=exports/quickstart.tflite
+    kbert-export --task=text-classification --model=runs/sst2 --format=onnx \
+        --quantize=int8 --output=exports/sst2-onnx
 
 --model is anything `kbert.pipeline` loads (a preset, a kbert-pretrain or kbert-finetune
 run's model_dir, a Hugging Face, TF1, keras-hub or kbert checkpoint directory). In Python,

@@ -5,12 +5,16 @@ import dataclasses
 import os
 
 from kbert.pipelines import ALIASES, TASKS
-from kbert.serving.runtimes import QUANTIZE as _QUANTIZE
-from kbert.serving.runtimes import RUNTIMES
+from kbert.serving.onnx import QUANTIZE as _ONNX_QUANTIZE
+from kbert.serving.runtimes import FORMATS
+from kbert.serving.runtimes import QUANTIZE as _TFLITE_QUANTIZE
 from kbert.training import config_fields
 from kbert.training.config_fields import ConfigError, setting
 
-QUANTIZE = ("none", *filter(None, _QUANTIZE))  # "none": kbert.export's quantize=None
+# "none": kbert.export's quantize=None; then each format's own.
+QUANTIZE_OF = {"tflite": tuple(filter(None, _TFLITE_QUANTIZE)),
+               "onnx": tuple(filter(None, _ONNX_QUANTIZE))}
+QUANTIZE = ("none", *(q for values in QUANTIZE_OF.values() for q in values))
 
 
 @dataclasses.dataclass
@@ -24,12 +28,14 @@ class ExportConfig:
         help="A pipeline option KEY=VALUE (JSON value), repeatable, fixed in the export: "
              "top_k=2, aggregation_strategy=simple, truncation=true, ...", group="Model",
         flag="pipeline_option", from_flag=config_fields.key_values, default_factory=dict)
-    output: str = setting(help="The SavedModel directory, or the .tflite file (required).",
-                          group="Output")
-    format: str = setting("saved_model", "saved_model or tflite.", group="Output",
-                          choices=RUNTIMES)
-    quantize: str = setting("none", "TFLite only: none (float32), dynamic (int8 weights) or "
-                                    "float16.", group="Output", choices=QUANTIZE)
+    output: str = setting(help="The SavedModel directory, the .tflite file, or the ONNX "
+                               "export's directory (required).", group="Output")
+    format: str = setting("saved_model", "saved_model, tflite or onnx (the model of token "
+                                         "ids; the pipeline tokenizes on the host).",
+                          group="Output", choices=FORMATS)
+    quantize: str = setting("none", "none (float32); TFLite: dynamic (int8 weights) or "
+                                    "float16; ONNX: int8 (ONNX Runtime's dynamic "
+                                    "quantization).", group="Output", choices=QUANTIZE)
     overwrite: bool = setting(False, "Replace what --output already holds.", group="Output")
 
     def validate(self):
@@ -43,9 +49,11 @@ class ExportConfig:
         if "://" in self.output:
             raise ConfigError(f"--output={self.output}: a local path (the export is written "
                               f"beside it and moved there); copy it to remote storage after.")
-        if self.quantize != "none" and self.format != "tflite":
-            raise ConfigError(f"--quantize={self.quantize} is for --format=tflite, not "
-                              f"--format={self.format}.")
+        allowed = QUANTIZE_OF.get(self.format, ())
+        if self.quantize != "none" and self.quantize not in allowed:
+            raise ConfigError(f"--quantize={self.quantize} is not for --format={self.format}"
+                              + (f" (it takes none, {', '.join(allowed)})." if allowed
+                                 else " (it takes none)."))
         if self.format == "tflite" and not self.output.endswith(".tflite"):
             raise ConfigError(f"--output={self.output}: a TFLite export is one file; name it "
                               f"*.tflite.")

@@ -1,8 +1,9 @@
 """What an export says of itself (`describe`): what a reader needs and cannot safely work
-out from the graph. A SavedModel keeps it as `export.json` in its directory; a `.tflite`
-file keeps the same JSON in the flatbuffer's own metadata table, under `kbert_export`
-(TFLite's converter stores its own there), so that it travels with the file. `read(path)`
-gives it back; `kbert.pipelines.saved_model_source` loads by it.
+out from the graph. A SavedModel, and an ONNX export's directory, keep it as `export.json`;
+a `.tflite` file keeps the same JSON in the flatbuffer's own metadata table, under
+`kbert_export` (TFLite's converter stores its own there), so that it travels with the file.
+`read(path)` gives it back; `kbert.pipelines.saved_model_source` and `onnx_source` load by
+it.
 """
 
 import json
@@ -38,7 +39,7 @@ def describe(*, runtime, task, model, label_names=None, problem_type=None, max_l
     """The metadata of one export (a dict; the writer adds `signatures`).
 
     Args:
-        runtime: "saved_model" or "tflite".
+        runtime: "saved_model", "tflite" or "onnx".
         task: the pipeline name it answers as ("text-classification"), or the task
             record's name for an export of kbert's own signatures ("text_classifier").
         model: the kind of model whose raw outputs `serving_ids` returns (a task record's

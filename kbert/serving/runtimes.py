@@ -62,20 +62,25 @@ def check_ops(flatbuffer):
             f"tensorflow-text's {', '.join(sorted(TEXT_OPS))}.")
 
 
+# The runtimes of the pipelines' endpoints of text (each task folder's); FORMATS adds ONNX,
+# whose export is the model of token ids alone (`kbert.serving.onnx`: the tokenizer stays on
+# the host).
 RUNTIMES = ("saved_model", "tflite")
+FORMATS = (*RUNTIMES, "onnx")
 QUANTIZE = (None, "dynamic", "float16")
 
 
 def check_runtime(runtime):
-    """ValueError for a runtime kbert does not export to."""
-    if runtime not in RUNTIMES:
-        raise ValueError(f"format={runtime!r}; allowed: {', '.join(map(repr, RUNTIMES))} "
+    """ValueError for a format kbert does not export to."""
+    if runtime not in FORMATS:
+        raise ValueError(f"format={runtime!r}; allowed: {', '.join(map(repr, FORMATS))} "
                          f"(Keras' own formats, token ids in: a task model's "
                          f"model.export(path, format=...)).")
 
 
 def check_quantize(quantize):
-    """ValueError for a quantization TFLite's converter is not asked for by kbert."""
+    """ValueError for a quantization TFLite's converter is not asked for by kbert (ONNX's:
+    `kbert.serving.onnx.check_quantize`)."""
     if quantize not in QUANTIZE:
         raise ValueError(f"quantize={quantize!r}; allowed: None (float32), 'dynamic' (int8 "
                          f"weights, float activations) or 'float16'.")

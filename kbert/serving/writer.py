@@ -1,7 +1,8 @@
 """The one writer of kbert's exports: a `keras.export.ExportArchive` (the endpoints a task
 folder or an exporter made) written as a SavedModel directory (`saved_model`) or a `.tflite`
 file (`tflite`), with the export's metadata (`kbert.serving.metadata`) and, for a SavedModel,
-the tokenizer's files beside it.
+the tokenizer's files beside it; or an ONNX export's directory (`onnx_directory`: the model
+converted by `kbert.serving.onnx`, no endpoint of text).
 
 `write_archive` is `ExportArchive.write_out` (the pinned keras 3.15's steps:
 `_filter_and_track_resources`, then `tf.saved_model.save` with every endpoint as a signature
@@ -101,4 +102,25 @@ def tflite(archive, path, meta, quantize=None):
         tf.io.gfile.makedirs(directory)
     with tf.io.gfile.GFile(os.fspath(path), "wb") as f:
         f.write(flatbuffer)
+    return path
+
+
+def onnx_directory(model, kind, path, meta, tokenizer, quantize=None):
+    """Writes the ONNX export of `model` (of kind `kind`: ids in, raw outputs out) in the
+    directory `path`: `model.onnx` (`quantize`: None or "int8", see `kbert.serving.onnx`),
+    the tokenizer's files and `meta` as export.json. Returns `path`."""
+    from kbert.serving import onnx
+
+    onnx.check_quantize(quantize)
+    proto = onnx.model_proto(model, kind)
+    if quantize == "int8":
+        proto = onnx.quantized(proto)
+    tf.io.gfile.makedirs(os.fspath(path))
+    with tf.io.gfile.GFile(os.path.join(os.fspath(path), onnx.MODEL_FILE), "wb") as f:
+        f.write(proto.SerializeToString())
+    meta = dict(meta, runtime="onnx", quantize=quantize, signatures={"serving_ids": {
+        "inputs": [i.name for i in proto.graph.input],
+        "outputs": sorted(o.name for o in proto.graph.output)}})
+    write_tokenizer_files(tokenizer, path, meta.get("max_length"))
+    metadata.write(path, meta)
     return path

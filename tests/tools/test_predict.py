@@ -131,6 +131,22 @@ def test_each_format_gives_what_the_pipeline_gives_in_input_order(tmp_path, file
         assert_close(record["output"], want, f"row {record['row']}")
 
 
+def test_onnxruntime_gives_what_the_tensorflow_pipeline_gives(tmp_path):
+    rows = [{"text": t} for t in texts()]
+    path = write_rows(tmp_path / "in.txt", "text", rows)
+    result = run_prediction(config(tmp_path, input=path, runtime="onnxruntime",
+                                   pipeline_options={"top_k": 2}))
+    assert result == {"rows": len(rows), "written": len(rows), "skipped": 0}
+    expected = pipeline("text-classification", CLASSIFIER)([r["text"] for r in rows], top_k=2)
+    got = read_output(tmp_path / "out.jsonl")
+    for record, want in zip(got, expected):
+        for a, b in zip(record["output"], want):  # ONNX Runtime's floats: within 1e-4
+            assert a["label"] == b["label"] and abs(a["score"] - b["score"]) <= 1e-4, (a, b)
+    with pytest.raises(ConfigError, match="--quantize=int8 quantizes the ONNX model of "
+                                          "--runtime=onnxruntime"):
+        config(tmp_path, input=path, quantize="int8").validate()
+
+
 @pytest.mark.parametrize("name, content, message", [
     ("bad.csv", "text,label\na,1\nb\n", "bad.csv: line 3 has 1 field; the header (line 1) "
                                         "has 2: text, label."),
