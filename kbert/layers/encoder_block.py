@@ -1,9 +1,31 @@
 """What every kbert transformer block shares: its settings, its kernels, its attention."""
 
+import contextlib
+import threading
+
 import keras
 from keras import ops
 
 from kbert.layers import _utils, query_blocks
+
+_form = threading.local()
+
+
+@contextlib.contextmanager
+def attention_as_matmuls():
+    """Within it, inference attention traced by this thread is written as transposes to [B,
+    N, S, D], two 4-D matmuls and a float32 softmax (the explicit path's numbers), instead of
+    `keras.ops.dot_product_attention`: for a graph another runtime runs. tf2onnx writes
+    TensorFlow's `dot_product_attention` (5-D einsums, for grouped queries) as 5-D transposes,
+    reshapes and slices that took ONNX Runtime 4x the time of a PyTorch export's attention
+    transposes (all-MiniLM-L6-v2, batch 32 of 28 tokens); its matmuls are one kernel each
+    (`kbert.serving.onnx`). No query blocks: the whole matrix, as an export keeps."""
+    before = getattr(_form, "matmuls", False)
+    _form.matmuls = True
+    try:
+        yield
+    finally:
+        _form.matmuls = before
 
 
 class EncoderBlock(_utils.SettingsConfig, keras.layers.Layer):
@@ -78,6 +100,8 @@ class EncoderBlock(_utils.SettingsConfig, keras.layers.Layer):
             softmax with the padding's -1e9).
         """
         if not explicit and not (training and self.attention_dropout):
+            if getattr(_form, "matmuls", False):
+                return self._attend_as_matmuls(query, key, value, padding_mask, bias)
             mask = None
             if padding_mask is not None:
                 mask = ops.cast(padding_mask, "bool")[:, None, None, :]  # [B, 1, 1, S]
@@ -101,6 +125,20 @@ class EncoderBlock(_utils.SettingsConfig, keras.layers.Layer):
         dropped = self.attention_probs_dropout(probs, training=training)
         context = ops.einsum("bnqk,bknd->bqnd", dropped, value)  # [B, S, N, D]
         return (context, probs, scores) if explicit else context
+
+    def _attend_as_matmuls(self, query, key, value, padding_mask, bias):
+        """`_attend`'s inference under `attention_as_matmuls`: [B, S, N, D] in and out."""
+        scores = ops.matmul(ops.transpose(query, (0, 2, 1, 3)),
+                            ops.transpose(key, (0, 2, 3, 1)))  # [B, N, S, S]
+        scores = ops.cast(scores, "float32")
+        if bias is not None:
+            scores = scores + ops.cast(bias, "float32")
+        if padding_mask is not None:
+            padding = (1.0 - ops.cast(padding_mask, "float32")) * -1e9  # [B, S] over the keys
+            scores = scores + padding[:, None, None, :]
+        probs = ops.cast(ops.softmax(scores, axis=-1), value.dtype)
+        context = ops.matmul(probs, ops.transpose(value, (0, 2, 1, 3)))  # [B, N, S, D]
+        return ops.transpose(context, (0, 2, 1, 3))
 
     def _feed_forward(self, inputs, attention, training):
         """BERT's post-LN ending (`TransformerEncoder`, DeBERTa-v3's block): dropout, residual

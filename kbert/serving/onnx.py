@@ -4,14 +4,23 @@ run by ONNX Runtime; the tokenizer stays on the host (kbert's, in Python).
 The converter is tf2onnx (`tf2onnx.convert.from_function` on the model's call traced with
 open batch and length): it is what Keras' own `model.export(format="onnx")` runs under the
 TensorFlow backend, called here directly so that the graph is the one `serving_ids` traces
-(the same inputs and output names) and so that one op TensorFlow 2.21 emits and tf2onnx 1.17
-has no handler for, `Erfc` (the exact GELU), is written as `1 - Erf(x)`. The graph is
-ONNX opset `OPSET`, inputs int32 [batch, length] (`token_ids`, `segment_ids` where the model
-takes them, `padding_mask`), outputs float32 named as `serving_ids`' (`RAW_OUTPUTS`).
+(the same inputs and output names), with three additions through tf2onnx's own extension
+points: a handler for `Erfc`, which TensorFlow 2.21's exact GELU emits and tf2onnx 1.17 has
+none for (`1 - Erf(x)`), and two rewriters of the TensorFlow graph before conversion that
+give ONNX Runtime the patterns it fuses into single kernels, as it does on a PyTorch export:
+Keras' LayerNormalization (moments, then `x * m + (beta - mean * m)`) as ONNX's
+`LayerNormalization` op, and the exact GELU as `0.5 * x * (1 + erf(x / sqrt(2)))` (ONNX
+Runtime's `Gelu`, `BiasGelu` with the dense layer's bias). A pattern that differs is left
+as it is (the same numbers, unfused). The attention is traced as transposes and 4-D matmuls
+(`kbert.layers.encoder_block.attention_as_matmuls`). The graph is ONNX opset `OPSET`, inputs int32 [batch,
+length] (`token_ids`, `segment_ids` where the model takes them, `padding_mask`), outputs
+float32 named as `serving_ids`' (`RAW_OUTPUTS`).
 
 `quantize="int8"` is ONNX Runtime's dynamic quantization (`quantize_dynamic`): the weights of
-every MatMul / Gemm in int8, one scale per output channel, activations quantized per batch
-at run time; embedding tables, LayerNorm and softmax stay float32. Per channel because one
+every dense layer in int8 (tf2onnx's Gemm written as MatMul and Add first: ONNX Runtime
+quantizes MatMul, not Gemm, and left half of all-MiniLM-L6-v2's layers in float32), one scale
+per output channel, activations quantized per batch at run time; embedding tables, LayerNorm
+and softmax stay float32. Per channel because one
 scale per matrix moved all-MiniLM-L6-v2's sentence embeddings to a mean cosine of 0.955 with
 the float model's on 1,000 real sentences, and per channel to 0.993; quantizing the
 embedding tables too gained no speed.
@@ -51,6 +60,143 @@ def _erfc(ctx, node, name, args):
     ctx.make_node("Sub", [one.output[0], erf.output[0]], outputs=outputs, name=node.name)
 
 
+def _producer(g, name, *types):
+    """The node of tf2onnx's graph `g` that makes the tensor `name`, through Identity and
+    StopGradient, if it is one of `types`; else None."""
+    node = g.get_node_by_output(name)
+    while node is not None and node.type in ("Identity", "StopGradient"):
+        node = g.get_node_by_output(node.input[0])
+    return node if node is not None and node.type in types else None
+
+
+def _constant(g, name):
+    """The value (numpy) of the constant tensor `name`, or None where it is not one."""
+    node = _producer(g, name, "Const", "ConstV2")
+    return None if node is None else node.get_tensor_value(as_list=False)
+
+
+def _other(node, name):
+    """The input of the two-input `node` that is not `name` (None if neither or both)."""
+    inputs = list(node.input)
+    if len(inputs) != 2 or inputs.count(name) != 1:
+        return None
+    return inputs[1 - inputs.index(name)]
+
+
+def _only_consumer(g, name, *types):
+    consumers = g.find_output_consumers(name)
+    return consumers[0] if len(consumers) == 1 and consumers[0].type in types else None
+
+
+def _last_axis(g, mean, x):
+    """Whether the TensorFlow Mean `mean` reduces `x`'s last axis alone, keeping it."""
+    axes, rank = _constant(g, mean.input[1]), g.get_rank(x)
+    if axes is None or rank is None or not mean.get_attr_value("keep_dims", False):
+        return False
+    return [int(a) % rank for a in np.ravel(axes)] == [rank - 1]
+
+
+def _replace(g, node, op_type, inputs, attr=None):
+    """A new ONNX node `op_type` in place of `node`, making its outputs (graph outputs keep
+    their names)."""
+    outputs = list(node.output)
+    shapes, dtypes = [g.get_shape(o) for o in outputs], [g.get_dtype(o) for o in outputs]
+    g.remove_node(node.name)
+    return g.make_node(op_type, inputs, attr=attr or {}, outputs=outputs, shapes=shapes,
+                       dtypes=dtypes)
+
+
+def _fuse_layer_norm(g, rsqrt):
+    """Keras' LayerNormalization around the Rsqrt `rsqrt` as ONNX's LayerNormalization;
+    False where the graph is not that pattern."""
+    add_eps = _producer(g, rsqrt.input[0], "Add", "AddV2")
+    variance = add_eps and next((_producer(g, i, "Mean") for i in add_eps.input
+                                 if _producer(g, i, "Mean")), None)
+    if variance is None:
+        return False
+    epsilon = _constant(g, _other(add_eps, variance.output[0]) or "")
+    difference = _producer(g, variance.input[0], "SquaredDifference")
+    if epsilon is None or epsilon.size != 1 or difference is None:
+        return False
+    mean = next((_producer(g, i, "Mean") for i in difference.input if _producer(g, i, "Mean")),
+                None)
+    x = mean and mean.input[0]
+    if mean is None or x not in difference.input or not _last_axis(g, mean, x) or \
+            not _last_axis(g, variance, variance.input[0]):
+        return False
+    scale = _only_consumer(g, rsqrt.output[0], "Mul")
+    gamma = scale and _constant(g, _other(scale, rsqrt.output[0]) or "")
+    if gamma is None:
+        return False
+    muls = g.find_output_consumers(scale.output[0])
+    scaled = next((m for m in muls if m.type == "Mul" and _other(m, scale.output[0]) == x), None)
+    shifted = next((m for m in muls if m.type == "Mul" and m is not scaled), None)
+    neg = shifted and _producer(g, _other(shifted, scale.output[0]) or "", "Neg")
+    if len(muls) != 2 or scaled is None or neg is None or \
+            _producer(g, neg.input[0], "Mean") is not mean:
+        return False
+    bias = _only_consumer(g, shifted.output[0], "Add", "AddV2")
+    beta = bias and _constant(g, _other(bias, shifted.output[0]) or "")
+    out = _only_consumer(g, scaled.output[0], "Add", "AddV2")
+    width = g.get_shape(x)[-1] if g.get_shape(x) else None
+    if beta is None or out is None or bias.output[0] not in out.input or \
+            not isinstance(width, int) or width <= 0 or gamma.size != width or \
+            beta.size != width:
+        return False
+    from tf2onnx import utils
+
+    weights = [g.make_const(utils.make_name(f"{out.name}_{n}"),
+                            v.reshape(width).astype(np.float32)).output[0]
+               for n, v in (("gamma", gamma), ("beta", beta))]
+    _replace(g, out, "LayerNormalization", [x, *weights],
+             {"axis": -1, "epsilon": float(epsilon.reshape(()))})
+    return True
+
+
+def _is(value, number):
+    """Whether `value` (a constant's numpy value, or None) is the scalar `number`, to float32
+    precision."""
+    return value is not None and value.size == 1 and abs(float(value.reshape(())) - number) < 1e-6
+
+
+def _fuse_gelu(g, erfc):
+    """TensorFlow's exact GELU, `(0.5 * x) * erfc((-x) * 0.70710677)`, around the Erfc `erfc`
+    as `(x * (1 + erf(x / sqrt(2)))) * 0.5`; False where the graph is not that pattern."""
+    inner = _producer(g, erfc.input[0], "Mul")
+    neg = inner and next((_producer(g, i, "Neg") for i in inner.input if _producer(g, i, "Neg")),
+                         None)
+    half_of = _only_consumer(g, erfc.output[0], "Mul")
+    if neg is None or half_of is None:
+        return False
+    x = neg.input[0]
+    factor = _constant(g, _other(inner, neg.output[0]) or "")
+    half = _producer(g, _other(half_of, erfc.output[0]) or "", "Mul")
+    if not _is(factor, 0.5 ** 0.5) or half is None or x not in half.input or \
+            not _is(_constant(g, _other(half, x) or ""), 0.5):
+        return False
+    from tf2onnx import utils
+
+    def const(value):
+        return g.make_const(utils.make_name("gelu"), np.array(value, np.float32)).output[0]
+
+    scaled = g.make_node("Div", [x, const(2 ** 0.5)]).output[0]
+    erf = g.make_node("Erf", [scaled]).output[0]
+    plus_one = g.make_node("Add", [erf, const(1.0)]).output[0]
+    times_x = g.make_node("Mul", [x, plus_one]).output[0]
+    _replace(g, half_of, "Mul", [times_x, const(0.5)])
+    return True
+
+
+def _fusions(g, ops):
+    """tf2onnx rewriter: `_fuse_layer_norm` and `_fuse_gelu` wherever they apply."""
+    for node in list(ops):
+        if node.type == "Rsqrt" and g.get_node_by_name(node.name) is not None:
+            _fuse_layer_norm(g, node)
+        elif node.type == "Erfc" and g.get_node_by_name(node.name) is not None:
+            _fuse_gelu(g, node)
+    return g.get_nodes()
+
+
 def ids_inputs(model):
     """The id inputs of `model` (a Keras model of token ids), in `serving_ids`' order."""
     return [name for name in ("token_ids", "segment_ids", "padding_mask")
@@ -64,6 +210,7 @@ def model_proto(model, kind):
     tf2onnx = _extras.require("tf2onnx", "onnx", _FEATURE)
     import tensorflow as tf
 
+    from kbert.layers.encoder_block import attention_as_matmuls
     from kbert.tasks.graph.signatures import raw_outputs
 
     serve = raw_outputs(model, kind)
@@ -74,9 +221,42 @@ def model_proto(model, kind):
     def serving_ids(*ids):
         return serve(dict(zip(names, ids)))
 
-    proto, _ = tf2onnx.convert.from_function(
-        serving_ids, input_signature=specs, opset=OPSET,
-        custom_op_handlers={"Erfc": (_erfc, [])})
+    with attention_as_matmuls():  # traced here, inside tf2onnx
+        proto, _ = tf2onnx.convert.from_function(
+            serving_ids, input_signature=specs, opset=OPSET,
+            custom_op_handlers={"Erfc": (_erfc, [])}, custom_rewriter=[_fusions])
+    return proto
+
+
+def _gemms_as_matmuls(proto):
+    """`proto` (changed in place) with each Gemm of a constant weight (tf2onnx's dense layer
+    on 2-D inputs: alpha 1, no transposed input A) as MatMul then Add: ONNX Runtime's dynamic
+    quantization makes integer products of MatMul, not of Gemm. Returns `proto`."""
+    from onnx import helper, numpy_helper
+
+    graph = proto.graph
+    weights = {init.name: init for init in graph.initializer}
+    nodes = []
+    for node in graph.node:
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        if node.op_type != "Gemm" or node.input[1] not in weights or attrs.get("transA", 0) or \
+                attrs.get("alpha", 1.0) != 1.0 or attrs.get("beta", 1.0) not in (0.0, 1.0):
+            nodes.append(node)
+            continue
+        weight = node.input[1]
+        if attrs.get("transB", 0):
+            transposed = numpy_helper.to_array(weights[weight]).T.copy()
+            weight = f"{weight}_transposed"
+            graph.initializer.append(numpy_helper.from_array(transposed, weight))
+        has_bias = len(node.input) > 2 and node.input[2] and attrs.get("beta", 1.0) == 1.0
+        product = f"{node.output[0]}_matmul" if has_bias else node.output[0]
+        nodes.append(helper.make_node("MatMul", [node.input[0], weight], [product],
+                                      name=f"{node.name}_matmul"))
+        if has_bias:
+            nodes.append(helper.make_node("Add", [product, node.input[2]], [node.output[0]],
+                                          name=f"{node.name}_bias"))
+    del graph.node[:]
+    graph.node.extend(nodes)
     return proto
 
 
@@ -85,11 +265,17 @@ def quantized(proto):
     quantization = _extras.require("onnxruntime.quantization", "onnx", "Quantizing to int8")
     import onnx
 
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
     with tempfile.TemporaryDirectory() as folder:
         source, target = os.path.join(folder, "f32.onnx"), os.path.join(folder, "int8.onnx")
         onnx.save(proto, source)
+        # ONNX Runtime's pre-processing (its basic graph optimizations: constant folding, so
+        # that a weight reshaped in the graph is a constant), then the Gemms as MatMuls.
+        quant_pre_process(source, source, skip_symbolic_shape=True)
+        onnx.save(_gemms_as_matmuls(onnx.load(source)), source)
         quantization.quantize_dynamic(source, target, per_channel=True,
-                                      op_types_to_quantize=["MatMul", "Gemm"],
+                                      op_types_to_quantize=["MatMul"],
                                       weight_type=quantization.QuantType.QInt8)
         return onnx.load(target)
 

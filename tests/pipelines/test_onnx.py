@@ -70,6 +70,24 @@ def test_every_task_answers_on_onnxruntime_as_on_tensorflow(task, model, inputs,
     _same(_on_onnxruntime(task, model)(*inputs, batch_size=2, **options), want)
 
 
+def test_the_graph_holds_what_onnx_runtime_fuses():
+    """Keras' LayerNorm as ONNX's LayerNormalization, the exact GELU as the erf form ONNX
+    Runtime fuses, attention as 4-D transposes and matmuls (not tf2onnx's 5-D einsums of
+    `dot_product_attention`)."""
+    pipe = load_pipeline("text-classification", "hf_tasks/bert_seq_single")
+    model = pipe.source.runner.model
+    proto = onnx.model_proto(model, "text_classifier")
+    ops = [node.op_type for node in proto.graph.node]
+    layers = model.backbone.config.num_layers
+    assert ops.count("LayerNormalization") == 2 * layers + 1, sorted(set(ops))
+    assert ops.count("Erf") == layers and "GlobalAveragePool" not in ops, sorted(set(ops))
+    perms = [list(a.ints) for node in proto.graph.node if node.op_type == "Transpose"
+             for a in node.attribute if a.name == "perm"]
+    # Each layer's query, key and value to [B, N, S, D] (keys to [B, N, D, S]).
+    assert perms.count([0, 2, 1, 3]) >= 2 * layers and perms.count([0, 2, 3, 1]) == layers, perms
+    assert "Einsum" not in ops
+
+
 def test_an_onnx_export_is_a_directory_a_pipeline_runs_with_its_options(tmp_path):
     model = "hf_tasks/bert_seq_single"
     pipe = load_pipeline("text-classification", model)
@@ -109,7 +127,8 @@ def test_int8_stays_near_float32(tmp_path):
     import onnx as onnx_library
 
     ops = {node.op_type for node in onnx_library.load(str(path / "model.onnx")).graph.node}
-    assert {"DynamicQuantizeLinear", "MatMulInteger"} <= ops, sorted(ops)
+    # Every dense layer quantized: tf2onnx's Gemms were written as MatMul first.
+    assert {"DynamicQuantizeLinear", "MatMulInteger"} <= ops and "Gemm" not in ops, sorted(ops)
     pipe = kbert.pipeline("text-classification", model=str(path))
     assert pipe.source.name == f"the ONNX export (quantized int8) {path}"
     got = pipe(TEXTS, top_k=None)
