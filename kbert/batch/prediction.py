@@ -64,7 +64,8 @@ class PredictionConfig:
                                    "model converted to ONNX as it loads; the extra onnx).",
                            group="Model", choices=("auto", "tensorflow", "onnxruntime"))
     quantize: str = setting("none", "With ONNX Runtime: none (float32) or int8 (ONNX "
-                                    "Runtime's dynamic quantization).", group="Model",
+                                    "Runtime's dynamic quantization; a kbert model needs "
+                                    "--runtime=onnxruntime).", group="Model",
                             choices=("none", "int8"))
     pipeline_options: dict = setting(
         help="A pipeline option KEY=VALUE (JSON value), repeatable, passed to every call: "
@@ -125,10 +126,9 @@ class PredictionConfig:
         if name == "zero-shot-classification" and not self.candidate_labels:
             raise ConfigError("zero-shot-classification needs --candidate_labels (e.g. "
                               "--candidate_labels=sports,politics).")
-        if self.quantize != "none" and self.runtime != "onnxruntime":
-            raise ConfigError(f"--quantize={self.quantize} quantizes the ONNX model of "
-                              f"--runtime=onnxruntime (an ONNX export is quantized by "
-                              f"kbert-export --quantize=int8).")
+        if self.quantize != "none" and self.runtime == "tensorflow":
+            raise ConfigError(f"--quantize={self.quantize} quantizes an ONNX model: it needs "
+                              f"--runtime=onnxruntime (or auto, on an ONNX export).")
         if self.text_pair_column and name != "text-classification":
             raise ConfigError(f"--text_pair_column is for text-classification, not "
                               f"{self.task}.")

@@ -27,8 +27,8 @@ from kbert.loading.sources import (
     ModelSource, PresetSource, PretrainingRunSource, SavedModelSource,
 )
 from kbert.loading.task_models import with_task
+from kbert.serving.onnx import MODEL_FILE as ONNX_MODEL_FILE
 
-ONNX_FILE = "model.onnx"  # an ONNX export's model (kbert.serving.onnx.MODEL_FILE)
 ALLOWED = ("a preset name, a tools/pretrain.py or tools/finetune.py run directory (config.json "
            "and checkpoints/), a checkpoint directory (Hugging Face, TF1, keras-hub, kbert), a "
            "Hugging Face hub id in the local hub cache, a .keras file (model.save) or an "
@@ -67,7 +67,7 @@ def kind_of(spec):
     if os.path.isdir(path):
         if os.path.isfile(os.path.join(path, SAVED_MODEL_FILE)):
             return "saved_model"
-        if os.path.isfile(os.path.join(path, ONNX_FILE)):
+        if os.path.isfile(os.path.join(path, ONNX_MODEL_FILE)):
             raise ValueError(f"{path!r} is an ONNX export: run it with kbert.pipeline(task, "
                              f"model={path!r}) (ONNX Runtime runs it; kbert.load builds Keras "
                              f"models). Expected {ALLOWED}.")

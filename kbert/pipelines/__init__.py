@@ -53,15 +53,17 @@ def pipeline(task, model=None, tokenizer=None, *, trusted=False, runtime=None, q
             export fixed are the pipeline's defaults on it) or an ONNX export's directory
             (`kbert.export(..., format="onnx")`, run by ONNX Runtime).
         tokenizer: the kbert tokenizer (`kbert.tokenizers`); needed with a model object,
-            else read from the checkpoint, preset or SavedModel.
+            else read from the checkpoint, preset, SavedModel or ONNX export.
         trusted: for a SavedModel: load it even where `kbert.untrusted.load_saved_model`
             finds operations that a kbert export does not hold.
         runtime: None (default): the model's own, ONNX Runtime for an ONNX export, else
             TensorFlow; "tensorflow": the Keras model (or a SavedModel); "onnxruntime": a
             kbert model converted to ONNX when the pipeline is made (tf2onnx: seconds for a
-            small model, about a minute for all-MiniLM-L6-v2 on 2 cores) and run by ONNX
-            Runtime (`kbert.pipelines.onnx_source`), the tokenizer and every option as on
-            the Keras model. Needs the extra `onnx`.
+            small model, about 45 s for all-MiniLM-L6-v2 on 2 cores) and run by ONNX
+            Runtime (`kbert.pipelines.onnx_source`), the tokenizer and the options as on the
+            Keras model but `output_hidden_states` / `output_attentions` and
+            `jit_compile`. The graph holds the whole attention matrix: no query blocks for
+            long inputs (memory quadratic in the length). Needs the extra `onnx`.
         quantize: with ONNX Runtime: None (float32) or "int8" (ONNX Runtime's dynamic
             quantization: faster, answers within a small error of float32's).
         **options: the task's options (defaults for every call; a call's own override

@@ -91,8 +91,9 @@ def _keras_model(pipe):
     """The Keras model that `pipe` runs; a ValueError where it runs an export, or where its
     tokenizer has ids past the model's vocabulary."""
     if not isinstance(pipe.source.runner, KerasRunner):
-        raise ValueError(f"Exporting needs a pipeline on a kbert model or checkpoint; this one "
-                         f"runs {pipe.source.name}, which is already an export.")
+        raise ValueError(f"Exporting needs a pipeline that runs a kbert model on TensorFlow; "
+                         f"this one runs {pipe.source.name}: export the model or checkpoint "
+                         f"(kbert.pipeline(task, model=...) without runtime=).")
     model = pipe.source.runner.model
     backbone = getattr(model, "backbone", model)
     size = getattr(getattr(backbone, "config", None), "vocabulary_size", None)
@@ -118,6 +119,7 @@ def _write_onnx(pipe, path, quantize, options):
             f"an ONNX export holds a model of token ids and its raw outputs, of a "
             f"{', '.join(sorted(RAW_OUTPUTS))}. format='saved_model' writes a SavedModel.")
     opts, given = pipe.options(options)
+    pipe.check_export(opts)  # options no export can answer (a backbone's internals)
     meta = metadata.describe(
         runtime="onnx", task=pipe.task, model=kind,
         label_names=None if kind == "backbone" else source.label_names,

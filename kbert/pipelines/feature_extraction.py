@@ -76,8 +76,9 @@ class FeatureExtractionPipeline(Pipeline):
         runner = self.source.runner
         if not (isinstance(runner, KerasRunner) and hasattr(runner.model, "with_internals")):
             raise ValueError(f"output_hidden_states / output_attentions need a kbert model "
-                             f"whose layers the pipeline runs; {self.source.name} is not one "
-                             "(an exported SavedModel keeps only its signatures).")
+                             f"whose layers the pipeline runs on TensorFlow; it runs "
+                             f"{self.source.name}, whose graph returns its outputs alone "
+                             f"(an export's signatures, or the model converted to ONNX).")
         if asked not in self._runners:
             self._runners[asked] = InternalsRunner(runner.model.with_internals(*asked))
         return asked

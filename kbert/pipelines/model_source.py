@@ -2,6 +2,8 @@
 tokenizer, and the kind of model, which says the pipeline tasks it serves. `sources` and
 `saved_model_source` make one from what `model=` names."""
 
+import functools
+
 import numpy as np
 
 from kbert.layers import query_blocks
@@ -119,6 +121,10 @@ LENGTH_STEP = 16
 _PER_TOKEN = ("token_ids", "segment_ids", "padding_mask", "document_ids")
 
 
+def _inference(model, inputs):
+    return model(inputs, training=False)
+
+
 class CompiledRunner(KerasRunner):
     """A Keras model's call compiled by XLA (`tf.function(jit_compile=True)`), for the
     pipelines' `jit_compile=True` (TensorFlow only: the pipelines refuse it under another
@@ -152,11 +158,12 @@ class CompiledRunner(KerasRunner):
 
         inputs = self._padded({name: np.asarray(value, np.int32)
                                for name, value in inputs.items()})
-        # A function per shape, each traced once: one function retraced per shape would warn
-        # of "excessive" retracing, which is the design here.
+        # A function per shape, each traced once. TensorFlow counts traces by the Python
+        # function's code object, so functions of one lambda would still warn of "excessive"
+        # retracing from the sixth shape on; a partial has no code object of its own.
         key = tuple(sorted((name, value.shape) for name, value in inputs.items()))
         if key not in self._functions:
-            self._functions[key] = tf.function(lambda x: self.model(x, training=False),
+            self._functions[key] = tf.function(functools.partial(_inference, self.model),
                                                jit_compile=True)
         return self._functions[key]({name: tf.constant(value)
                                      for name, value in inputs.items()})

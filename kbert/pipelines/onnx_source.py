@@ -20,7 +20,7 @@ def is_onnx_export(path):
     return os.path.isfile(os.path.join(os.fspath(path), onnx.MODEL_FILE))
 
 
-def check_runtime(runtime, quantize):
+def check_pipeline_runtime(runtime, quantize):
     """ValueError for a runtime the pipelines do not run, or a quantization without ONNX."""
     if runtime not in RUNTIMES:
         raise ValueError(f"runtime={runtime!r}; allowed: {', '.join(map(repr, RUNTIMES))}.")
@@ -30,7 +30,7 @@ def check_runtime(runtime, quantize):
     onnx.check_quantize(quantize)
 
 
-def from_onnx_export(path, tokenizer, task, quantize=None, threads=None):
+def from_onnx_export(path, tokenizer, task, quantize=None):
     """A `Source` running the ONNX export at `path` (`kbert.export(..., format="onnx")`);
     `quantize="int8"` quantizes a float32 export as it loads."""
     from kbert.loading.sources import exported_tokenizer
@@ -56,7 +56,7 @@ def from_onnx_export(path, tokenizer, task, quantize=None, threads=None):
         import onnx as onnx_library
 
         model = onnx.quantized(onnx_library.load(model))
-    runner = onnx.SessionRunner(onnx.session(model, threads), RAW_OUTPUTS[meta["model"]])
+    runner = onnx.SessionRunner(onnx.session(model), RAW_OUTPUTS[meta["model"]])
     width = _width(runner.session)
     quantized = quantize or meta.get("quantize")
     what = "ONNX export" + ("" if quantized is None else f" (quantized {quantized})")
@@ -73,7 +73,7 @@ def _width(session):
     return None
 
 
-def on_onnxruntime(source, quantize=None, threads=None):
+def on_onnxruntime(source, quantize=None):
     """`source` (a kbert model's) with its model converted to ONNX (`kbert.serving.onnx`) and
     run by ONNX Runtime; `quantize="int8"`: quantized first. A ValueError for a source whose
     model has no ONNX form (a masked-LM pretrainer's fill-mask) or that runs an export."""
@@ -94,7 +94,7 @@ def on_onnxruntime(source, quantize=None, threads=None):
     proto = onnx.model_proto(model, kind)
     if quantize is not None:
         proto = onnx.quantized(proto)
-    source.runner = onnx.SessionRunner(onnx.session(proto, threads), RAW_OUTPUTS[kind])
+    source.runner = onnx.SessionRunner(onnx.session(proto), RAW_OUTPUTS[kind])
     source.name = f"{source.name} on ONNX Runtime" + (
         "" if quantize is None else f" (quantized {quantize})")
     return source

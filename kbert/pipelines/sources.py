@@ -35,7 +35,7 @@ def kind_of(model):
         raise TypeError(
             f"model={type(model).__name__} is no kbert model a pipeline can run: give a task "
             "model (kbert.tasks), a pretrainer with a masked-LM head, a backbone, a checkpoint "
-            "directory, a preset name or a SavedModel directory.")
+            "directory, a preset name, a SavedModel directory or an ONNX export's directory.")
     return record.name
 
 
@@ -89,17 +89,17 @@ def resolve(task, model, tokenizer=None, trusted=False, runtime=None, quantize=N
     from kbert.pipelines import onnx_source
 
     if isinstance(model, (str, os.PathLike)) and onnx_source.is_onnx_export(model):
-        onnx_source.check_runtime(runtime or "onnxruntime", quantize)
+        onnx_source.check_pipeline_runtime(runtime or "onnxruntime", quantize)
         if runtime == "tensorflow":
             raise ValueError(f"{os.fspath(model)} is an ONNX export, which runs on ONNX "
                              f"Runtime: pass runtime=None or 'onnxruntime'.")
         return onnx_source.from_onnx_export(model, tokenizer, task, quantize)
     runtime = runtime or "tensorflow"
-    onnx_source.check_runtime(runtime, quantize)
+    onnx_source.check_pipeline_runtime(runtime, quantize)
     if model is None:
         raise ValueError(f"kbert.pipeline({task!r}) needs model=: a kbert model, a "
-                         "checkpoint directory, a preset name or a SavedModel directory "
-                         "(nothing is downloaded by default).")
+                         "checkpoint directory, a preset name, a SavedModel directory or an "
+                         "ONNX export's directory (nothing is downloaded by default).")
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
         kind = loading.kind_of(path)  # a ValueError naming what a spec may be

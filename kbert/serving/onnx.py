@@ -12,22 +12,22 @@ Keras' LayerNormalization (moments, then `x * m + (beta - mean * m)`) as ONNX's
 `LayerNormalization` op, and the exact GELU as `0.5 * x * (1 + erf(x / sqrt(2)))` (ONNX
 Runtime's `Gelu`, `BiasGelu` with the dense layer's bias). A pattern that differs is left
 as it is (the same numbers, unfused). The attention is traced as transposes and 4-D matmuls
-(`kbert.layers.encoder_block.attention_as_matmuls`). The graph is ONNX opset `OPSET`, inputs int32 [batch,
-length] (`token_ids`, `segment_ids` where the model takes them, `padding_mask`), outputs
-float32 named as `serving_ids`' (`RAW_OUTPUTS`).
+(`kbert.layers.encoder_block.attention_as_matmuls`). The graph is ONNX opset `OPSET`, inputs
+int32 [batch, length] (`token_ids`, `segment_ids` where the model takes them,
+`padding_mask`), outputs float32 named as `serving_ids`' (`RAW_OUTPUTS`).
 
 `quantize="int8"` is ONNX Runtime's dynamic quantization (`quantize_dynamic`): the weights of
-every dense layer in int8 (tf2onnx's Gemm written as MatMul and Add first: ONNX Runtime
-quantizes MatMul, not Gemm, and left half of all-MiniLM-L6-v2's layers in float32), one scale
-per output channel, activations quantized per batch at run time; embedding tables, LayerNorm
-and softmax stay float32. Per channel because one
+every dense layer in int8 (after ONNX Runtime's pre-processing, tf2onnx's Gemms written as
+MatMul and Add: ONNX Runtime quantizes MatMul, not Gemm, and left 6 of all-MiniLM-L6-v2's 24
+dense layers in float32), one scale per output channel, activations quantized per batch at
+run time; embedding tables, LayerNorm and softmax stay float32. Per channel because one
 scale per matrix moved all-MiniLM-L6-v2's sentence embeddings to a mean cosine of 0.955 with
 the float model's on 1,000 real sentences, and per channel to 0.993; quantizing the
 embedding tables too gained no speed.
 
-An export (`export_onnx`, `kbert.export(..., format="onnx")`) is a directory: `model.onnx`,
-`export.json` (`kbert.serving.metadata`) and the tokenizer's files, which
-`kbert.pipeline(task, model=directory)` runs. Needs the extra `onnx`.
+An export (`kbert.export(..., format="onnx")`, `kbert.serving.writer.onnx_directory`) is a
+directory: `model.onnx`, `export.json` (`kbert.serving.metadata`) and the tokenizer's files,
+which `kbert.pipeline(task, model=directory)` runs. Needs the extra `onnx`.
 """
 
 import os
@@ -213,6 +213,11 @@ def model_proto(model, kind):
     from kbert.layers.encoder_block import attention_as_matmuls
     from kbert.tasks.graph.signatures import raw_outputs
 
+    dtype = getattr(getattr(model, "dtype_policy", None), "compute_dtype", "float32")
+    if dtype != "float32":
+        raise ValueError(f"ONNX export converts a float32 model; this one computes in {dtype} "
+                         f"(its dtype policy {model.dtype_policy.name!r}). Load it with "
+                         f"dtype='float32' (int8 comes from quantize='int8').")
     serve = raw_outputs(model, kind)
     names = ids_inputs(model)
     specs = [tf.TensorSpec([None, None], tf.int32, name) for name in names]
@@ -236,6 +241,7 @@ def _gemms_as_matmuls(proto):
 
     graph = proto.graph
     weights = {init.name: init for init in graph.initializer}
+    transposed = {}  # a weight -> its transpose's name, made once however many Gemms share it
     nodes = []
     for node in graph.node:
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
@@ -245,16 +251,19 @@ def _gemms_as_matmuls(proto):
             continue
         weight = node.input[1]
         if attrs.get("transB", 0):
-            transposed = numpy_helper.to_array(weights[weight]).T.copy()
-            weight = f"{weight}_transposed"
-            graph.initializer.append(numpy_helper.from_array(transposed, weight))
+            if weight not in transposed:
+                transposed[weight] = f"{weight}_transposed"
+                graph.initializer.append(numpy_helper.from_array(
+                    numpy_helper.to_array(weights[weight]).T.copy(), transposed[weight]))
+            weight = transposed[weight]
         has_bias = len(node.input) > 2 and node.input[2] and attrs.get("beta", 1.0) == 1.0
         product = f"{node.output[0]}_matmul" if has_bias else node.output[0]
+        name = node.name or node.output[0]  # node names are optional, unique where given
         nodes.append(helper.make_node("MatMul", [node.input[0], weight], [product],
-                                      name=f"{node.name}_matmul"))
+                                      name=f"{name}_matmul"))
         if has_bias:
             nodes.append(helper.make_node("Add", [product, node.input[2]], [node.output[0]],
-                                          name=f"{node.name}_bias"))
+                                          name=f"{name}_bias"))
     del graph.node[:]
     graph.node.extend(nodes)
     return proto
@@ -280,14 +289,12 @@ def quantized(proto):
         return onnx.load(target)
 
 
-def session(model, threads=None):
+def session(model):
     """An `onnxruntime.InferenceSession` on the CPU of `model` (a path or an
-    `onnx.ModelProto`); `threads`: its intra-op threads (None: ONNX Runtime's default, one
-    per physical core)."""
+    `onnx.ModelProto`), with ONNX Runtime's defaults (one thread per physical core, every
+    graph optimization)."""
     ort = _extras.require("onnxruntime", "onnx", "Running an ONNX model")
     options = ort.SessionOptions()
-    if threads is not None:
-        options.intra_op_num_threads = int(threads)
     if not isinstance(model, (str, os.PathLike)):
         model = model.SerializeToString()
     return ort.InferenceSession(model if isinstance(model, bytes) else os.fspath(model),

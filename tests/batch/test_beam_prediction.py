@@ -340,3 +340,16 @@ def test_reading_goes_on_past_bad_records(tmp_path):
                    (6, 7, "e")]
     with pytest.raises(input_files.InputFileError, match="line 3 is not CSV"):
         list(input_files.read(path, "csv", columns))
+
+
+def test_the_handler_loads_on_the_runtime_it_was_given_and_keeps_it_in_smaller_batches(
+        monkeypatch):
+    built = []
+    monkeypatch.setattr(beam_inference, "build", lambda *args: built.append(args) or "pipe")
+    handler = beam_inference.PipelineModelHandler(
+        "text-classification", CLASSIFIER, runtime="onnxruntime", quantize="int8",
+        options={"top_k": 2})
+    for each in (handler, handler.with_batch_size(3)):
+        each.load_model()
+    assert [args[3] for args in built] == [
+        {"progress": False, "top_k": 2, "runtime": "onnxruntime", "quantize": "int8"}] * 2

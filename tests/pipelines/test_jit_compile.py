@@ -110,3 +110,18 @@ def test_an_export_leaves_it_out(tmp_path):
     exported = kbert.pipeline("text-classification", model=path)
     assert exported.options({})[1] == {"top_k": 2}
     _same(exported(TEXTS), pipe(TEXTS, top_k=2))
+
+
+def test_a_new_shape_compiles_once_without_tensorflows_retracing_warning(caplog):
+    """Six shapes, six functions each traced once: TensorFlow counts traces by a function's
+    code object, and functions of one lambda warned of "excessive" retracing."""
+    import logging
+
+    pipe = load_pipeline("feature-extraction", "hf_tasks/distil_bert_seq_single")
+    runner = model_source.CompiledRunner(pipe.source.runner.model, 64)
+    with caplog.at_level(logging.WARNING, logger="tensorflow"):
+        for batch in range(1, 7):
+            runner({"token_ids": np.ones((batch, 5), np.int32),
+                    "padding_mask": np.ones((batch, 5), np.int32)})
+    assert len(runner._functions) == 6
+    assert not [r for r in caplog.records if "retracing" in r.getMessage()], caplog.text

@@ -70,6 +70,51 @@ def test_every_task_answers_on_onnxruntime_as_on_tensorflow(task, model, inputs,
     _same(_on_onnxruntime(task, model)(*inputs, batch_size=2, **options), want)
 
 
+def test_a_summarizer_chooses_the_sentences_it_chooses_on_tensorflow():
+    from kbert.tasks import ExtractiveSummarizer
+    from tests.tasks._checks import tiny_backbone
+    from tests.tasks.test_extractive_summarizer import VOCABULARY, WORDS, tokenizer
+
+    tok = tokenizer()
+    model = ExtractiveSummarizer(tiny_backbone("bert", vocabulary_size=len(VOCABULARY)))
+    rng = np.random.default_rng(3)
+    documents = [" ".join(" ".join(rng.choice(WORDS, size=rng.integers(2, 8))).capitalize()
+                          + "." for _ in range(rng.integers(1, 8))) for _ in range(6)]
+    want = kbert.pipeline("summarization", model=model, tokenizer=tok)(documents,
+                                                                       num_sentences=2)
+    got = kbert.pipeline("summarization", model=model, tokenizer=tok, runtime="onnxruntime")(
+        documents, num_sentences=2)
+    _same(got, want)
+
+
+def test_gemms_become_matmuls_with_each_shared_weight_transposed_once():
+    """tf2onnx's Gemm (alpha 1, transB 0 or 1, a bias or none) as MatMul and Add, which ONNX
+    Runtime's int8 quantizes: the same numbers in ONNX Runtime."""
+    import onnx as onnx_library
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w, wt, c = (rng.normal(size=s).astype(np.float32) for s in ((4, 3), (3, 4), (3,)))
+    nodes = [helper.make_node("Gemm", ["x", "w", "c"], ["a"]),
+             helper.make_node("Gemm", ["x", "wt"], ["b"], transB=1, beta=0.0),
+             helper.make_node("Gemm", ["x", "wt", "c"], ["d"], transB=1)]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 4])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [None, 3]) for n in "abd"],
+        [numpy_helper.from_array(v, n) for n, v in (("w", w), ("wt", wt), ("c", c))])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", onnx.OPSET)])
+    x = rng.normal(size=(5, 4)).astype(np.float32)
+    want = onnx.session(proto).run(None, {"x": x})
+    changed = onnx._gemms_as_matmuls(onnx_library.ModelProto.FromString(
+        proto.SerializeToString()))
+    onnx_library.checker.check_model(changed)
+    assert [n.op_type for n in changed.graph.node] == ["MatMul", "Add", "MatMul", "MatMul",
+                                                       "Add"]
+    assert [i.name for i in changed.graph.initializer].count("wt_transposed") == 1
+    for g, w_ in zip(onnx.session(changed).run(None, {"x": x}), want):
+        np.testing.assert_allclose(g, w_, atol=1e-6)
+
+
 def test_the_graph_holds_what_onnx_runtime_fuses():
     """Keras' LayerNorm as ONNX's LayerNormalization, the exact GELU as the erf form ONNX
     Runtime fuses, attention as 4-D transposes and matmuls (not tf2onnx's 5-D einsums of
@@ -157,7 +202,16 @@ def test_what_cannot_run_on_onnxruntime_says_so(tmp_path):
     with pytest.raises(ValueError, match="runtime='onnxruntime' runs a model of token ids"):
         kbert.pipeline("fill-mask", model=str(FIXTURES / "hf_tiny/distil_bert"),
                        runtime="onnxruntime")
+    features = load_pipeline("feature-extraction", "hf_tasks/distil_bert_seq_single")
+    with pytest.raises(ValueError, match="output_hidden_states"):
+        kbert.export(features, tmp_path / "internals", format="onnx",
+                     output_hidden_states=True)
+    from tests.tasks._checks import tiny_backbone
+
+    with pytest.raises(ValueError, match="converts a float32 model; this one computes in "
+                                         "bfloat16"):
+        onnx.model_proto(tiny_backbone("bert", dtype="mixed_bfloat16"), "backbone")
     with pytest.raises(ValueError, match="quantize='float16' for ONNX"):
         kbert.export(load_pipeline("text-classification", "hf_tasks/bert_seq_single"),
                      tmp_path / "f16", format="onnx", quantize="float16")
-    assert not (tmp_path / "fill").exists() and not (tmp_path / "f16").exists()
+    assert not any((tmp_path / name).exists() for name in ("fill", "f16", "internals"))

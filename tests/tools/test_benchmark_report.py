@@ -94,11 +94,36 @@ def test_a_pipeline_without_transformers_keeps_only_its_own_comparison():
     assert what == "the same, length-grouped batches vs padded to the longest"
     assert (ours, theirs, ratio) == ("200 texts/s", "80.0 texts/s", 2.5)
 
+PATHS = ("kbert TensorFlow", "kbert ONNX Runtime", "kbert ONNX Runtime int8",
+         "kbert TensorFlow jit_compile", "optimum ONNX Runtime", "optimum ONNX Runtime int8")
+SERVING = {
+    "median_tokens": {"short": 23.0, "mixed": 15.0},
+    "texts_per_second": {"short": dict(zip(PATHS, (200.0, 260.0, 440.0, 230.0, 250.0, 400.0))),
+                         "mixed": dict(zip(PATHS, (60.0, 120.0, 180.0, 90.0, 100.0, 150.0)))},
+    "held_out_accuracy": dict(zip(PATHS, (0.80, 0.80, 0.79, 0.80, 0.80, 0.785))),
+    "ratios": {"short": {"best_exact_path": "kbert ONNX Runtime",
+                         "best_exact_over_optimum_fp32": 1.04, "int8_over_optimum_int8": 1.1},
+               "mixed": {"best_exact_path": "kbert ONNX Runtime",
+                         "best_exact_over_optimum_fp32": 1.2, "int8_over_optimum_int8": 1.2}}}
+
+
+def test_serving_compares_the_fastest_exact_path_and_int8_with_optimum():
+    rows = report.comparisons(_record("serving", SERVING))
+    assert rows == [
+        ("sentence embeddings, MiniLM, short texts, kbert's fastest exact path (ONNX Runtime) "
+         "vs optimum ONNX Runtime", "260 texts/s", "250 texts/s", 1.04),
+        ("the same, int8, vs optimum's int8 (held-out accuracy: float32 0.800)",
+         "440 texts/s, acc 0.790", "400 texts/s, acc 0.785", 1.1),
+        ("sentence embeddings, MiniLM, mixed texts, kbert's fastest exact path (ONNX Runtime) "
+         "vs optimum ONNX Runtime", "120 texts/s", "100 texts/s", 1.2),
+        ("the same, int8, vs optimum's int8 (held-out accuracy: float32 0.800)",
+         "180 texts/s, acc 0.790", "150 texts/s, acc 0.785", 1.2)]
+
 
 def test_report_writes_the_table_between_the_markers_and_draws_the_plots(tmp_path):
     results = tmp_path / "results"
     for name, figures in (("train_step", TRAIN_STEP), ("serve", SERVE),
-                          ("finetune_real", FINETUNE_REAL)):
+                          ("finetune_real", FINETUNE_REAL), ("serving", SERVING)):
         record.write(_record(name, figures), str(results))
     page = tmp_path / "page.md"
     page.write_text(f"# B\n\nbefore\n\n{report.START}\nold table\n{report.END}\n\nafter\n")
@@ -108,7 +133,7 @@ def test_report_writes_the_table_between_the_markers_and_draws_the_plots(tmp_pat
     assert "old table" not in text and text.startswith("# B\n\nbefore\n\n")
     assert text.endswith(f"{report.END}\n\nafter\n")
     assert report.summary_table(report.load(str(results))) in text
-    for name in ("ratios", "latency-vs-length", "speed-vs-accuracy"):
+    for name in ("ratios", "latency-vs-length", "speed-vs-accuracy", "serving"):
         png = (images / f"{name}.png").read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000, name
     # A plot whose record is gone is deleted with it: no figure of an older run stays.

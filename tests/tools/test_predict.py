@@ -142,9 +142,9 @@ def test_onnxruntime_gives_what_the_tensorflow_pipeline_gives(tmp_path):
     for record, want in zip(got, expected):
         for a, b in zip(record["output"], want):  # ONNX Runtime's floats: within 1e-4
             assert a["label"] == b["label"] and abs(a["score"] - b["score"]) <= 1e-4, (a, b)
-    with pytest.raises(ConfigError, match="--quantize=int8 quantizes the ONNX model of "
+    with pytest.raises(ConfigError, match="--quantize=int8 quantizes an ONNX model: it needs "
                                           "--runtime=onnxruntime"):
-        config(tmp_path, input=path, quantize="int8").validate()
+        config(tmp_path, input=path, quantize="int8", runtime="tensorflow").validate()
 
 
 @pytest.mark.parametrize("name, content, message", [
