@@ -8,8 +8,8 @@ TensorFlow backend, called here directly so that the graph is the one `serving_i
 points: a handler for `Erfc`, which TensorFlow 2.21's exact GELU emits and tf2onnx 1.17 has
 none for (`1 - Erf(x)`), and two rewriters of the TensorFlow graph before conversion that
 give ONNX Runtime the patterns it fuses into single kernels, as it does on a PyTorch export:
-Keras' LayerNormalization (moments, then `x * m + (beta - mean * m)`) as ONNX's
-`LayerNormalization` op, and the exact GELU as `0.5 * x * (1 + erf(x / sqrt(2)))` (ONNX
+Keras' LayerNormalization (moments, then `x * m + (beta - mean * m)`, or without a beta)
+as ONNX's `LayerNormalization` op, and the exact GELU as `0.5 * x * (1 + erf(x / sqrt(2)))` (ONNX
 Runtime's `Gelu`, `BiasGelu` with the dense layer's bias). A pattern that differs is left
 as it is (the same numbers, unfused). The attention is traced as transposes and 4-D matmuls
 (`kbert.layers.encoder_block.attention_as_matmuls`). The graph is ONNX opset `OPSET`, inputs
@@ -136,12 +136,17 @@ def _fuse_layer_norm(g, rsqrt):
             _producer(g, neg.input[0], "Mean") is not mean:
         return False
     bias = _only_consumer(g, shifted.output[0], "Add", "AddV2")
-    beta = bias and _constant(g, _other(bias, shifted.output[0]) or "")
     out = _only_consumer(g, scaled.output[0], "Add", "AddV2")
     width = g.get_shape(x)[-1] if g.get_shape(x) else None
-    if beta is None or out is None or bias.output[0] not in out.input or \
-            not isinstance(width, int) or width <= 0 or gamma.size != width or \
-            beta.size != width:
+    if bias is None or out is None or not isinstance(width, int) or width <= 0:
+        return False
+    if bias is out:  # no beta (ModernBERT's): x * m + (-mean * m)
+        beta = np.zeros([width], np.float32)
+    else:
+        beta = _constant(g, _other(bias, shifted.output[0]) or "")
+        if beta is None or bias.output[0] not in out.input:
+            return False
+    if gamma.size != width or beta.size != width:
         return False
     from tf2onnx import utils
 

@@ -131,6 +131,11 @@ def test_the_graph_holds_what_onnx_runtime_fuses():
     # Each layer's query, key and value to [B, N, S, D] (keys to [B, N, D, S]).
     assert perms.count([0, 2, 1, 3]) >= 2 * layers and perms.count([0, 2, 3, 1]) == layers, perms
     assert "Einsum" not in ops
+    # ModernBERT's LayerNorms have no beta: fused all the same.
+    modern = load_pipeline("text-classification", "hf_tasks/modern_bert_seq_single")
+    ops = [node.op_type for node in
+           onnx.model_proto(modern.source.runner.model, "text_classifier").graph.node]
+    assert "LayerNormalization" in ops and "GlobalAveragePool" not in ops, sorted(set(ops))
 
 
 def test_an_onnx_export_is_a_directory_a_pipeline_runs_with_its_options(tmp_path):
