@@ -164,6 +164,7 @@ HEAVIEST_FIRST = (  # ~seconds in CI (2 cores, both workers busy), from --durati
     "tests/colab/test_notebooks.py",  # ~80
     "tests/test_readme.py",  # ~75
     "tests/untrusted/test_saved_model_check.py",  # ~70
+    "tests/pipelines/test_onnx.py",  # ~90: a tf2onnx conversion per test, ~4 s each
     "tests/batch/test_beam_prediction.py",  # ~60
     "tests/tools/test_predict.py",  # ~60
     "tests/test_wheel.py",  # ~50: a build, a venv, three TensorFlow start-ups, 4 steps

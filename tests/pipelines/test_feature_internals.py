@@ -70,6 +70,6 @@ def test_options_at_construction_lists_and_one_text():
 
 def test_a_model_without_layers_is_refused(pipe):
     source = Source(lambda features: {}, pipe.tokenizer, "backbone", "SavedModel x", 16)
-    with pytest.raises(ValueError, match="SavedModel x is not one"):
+    with pytest.raises(ValueError, match="it runs SavedModel x, whose graph returns its outputs alone"):
         FeatureExtractionPipeline(source, output_hidden_states=True)
     assert FeatureExtractionPipeline(source).source is source

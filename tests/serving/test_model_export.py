@@ -158,8 +158,9 @@ def test_options_formats_and_what_kbert_export_refuses(tmp_path):
     assert keras_own is None or keras_own  # Keras' export: ids in, no export.json
     assert metadata.read(tmp_path / "keras") is None
 
-    with pytest.raises(ValueError, match="format='onnx'; allowed: 'saved_model', 'tflite'"):
-        kbert.export(model, tmp_path / "x", format="onnx")
+    with pytest.raises(ValueError, match="format='coreml'; allowed: 'saved_model', 'tflite', "
+                                         "'onnx'"):
+        kbert.export(model, tmp_path / "x", format="coreml")
     with pytest.raises(ValueError, match="quantize='dynamic' is for format='tflite'"):
         kbert.export(model, tmp_path / "x", quantize="dynamic")
     with pytest.raises(TypeError, match="kbert.export takes a pipeline or a kbert model"):

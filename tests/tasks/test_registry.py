@@ -216,6 +216,7 @@ def test_a_task_without_a_part_or_an_unknown_task_fails_naming_it(monkeypatch):
     with pytest.raises(NotImplementedError, match="does not export to tflite: .* "
                                                   "format='saved_model' writes a SavedModel"):
         exporting.write(Pipe(), "unused", "tflite", None, {})
-    with pytest.raises(ValueError, match="format='onnx'; allowed: 'saved_model', 'tflite'"):
-        exporting.write(Pipe(), "unused", "onnx", None, {})
+    with pytest.raises(ValueError, match="format='coreml'; allowed: 'saved_model', 'tflite', "
+                                         "'onnx'"):
+        exporting.write(Pipe(), "unused", "coreml", None, {})
 
