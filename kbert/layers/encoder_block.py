@@ -28,6 +28,17 @@ def attention_as_matmuls():
         _form.matmuls = before
 
 
+def _biased(scores, bias, padding_mask):
+    """float32 `scores` [B, N, S, S] with `bias` added and the padded keys (`padding_mask` [B,
+    S] 0) at -1e9, so that exp() of them is exactly 0 (None: neither)."""
+    if bias is not None:
+        scores = scores + ops.cast(bias, "float32")
+    if padding_mask is not None:
+        padding = (1.0 - ops.cast(padding_mask, "float32")) * -1e9  # [B, S] over the keys
+        scores = scores + padding[:, None, None, :]
+    return scores
+
+
 class EncoderBlock(_utils.SettingsConfig, keras.layers.Layer):
     """The base of the transformer blocks (`TransformerEncoder`, DeBERTa-v3's
     `DisentangledAttentionEncoder`, MobileBERT's `MobileBertEncoder`): the settings every
@@ -116,11 +127,7 @@ class EncoderBlock(_utils.SettingsConfig, keras.layers.Layer):
                 lambda rows: ops.dot_product_attention(rows, key, value, mask=mask, scale=1.0),
                 query)
         scores = ops.cast(ops.einsum("bqnd,bknd->bnqk", query, key), "float32")  # [B, N, S, S]
-        if bias is not None:
-            scores = scores + ops.cast(bias, "float32")
-        if padding_mask is not None:
-            padding = (1.0 - ops.cast(padding_mask, "float32")) * -1e9  # [B, S] over the keys
-            scores = scores + padding[:, None, None, :]
+        scores = _biased(scores, bias, padding_mask)
         probs = ops.cast(ops.softmax(scores, axis=-1), value.dtype)
         dropped = self.attention_probs_dropout(probs, training=training)
         context = ops.einsum("bnqk,bknd->bqnd", dropped, value)  # [B, S, N, D]
@@ -130,12 +137,7 @@ class EncoderBlock(_utils.SettingsConfig, keras.layers.Layer):
         """`_attend`'s inference under `attention_as_matmuls`: [B, S, N, D] in and out."""
         scores = ops.matmul(ops.transpose(query, (0, 2, 1, 3)),
                             ops.transpose(key, (0, 2, 3, 1)))  # [B, N, S, S]
-        scores = ops.cast(scores, "float32")
-        if bias is not None:
-            scores = scores + ops.cast(bias, "float32")
-        if padding_mask is not None:
-            padding = (1.0 - ops.cast(padding_mask, "float32")) * -1e9  # [B, S] over the keys
-            scores = scores + padding[:, None, None, :]
+        scores = _biased(ops.cast(scores, "float32"), bias, padding_mask)
         probs = ops.cast(ops.softmax(scores, axis=-1), value.dtype)
         context = ops.matmul(probs, ops.transpose(value, (0, 2, 1, 3)))  # [B, N, S, D]
         return ops.transpose(context, (0, 2, 1, 3))
