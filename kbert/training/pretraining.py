@@ -49,10 +49,12 @@ def _resolve_lowercase(config, work_dir, teacher):
     return config
 
 
-def run_pretraining(config):
+def run_pretraining(config, callbacks=()):
     """Pretrains, checkpointing every loop, resuming from `model_dir` when it has a checkpoint.
 
-    Returns the last loop's logs (loss, mlm_accuracy, ...).
+    `callbacks`: more Keras callbacks for `fit`, after the run's own (a loop is an epoch:
+    `on_epoch_end` runs after each checkpoint). Returns the last loop's logs (loss,
+    mlm_accuracy, ...).
     """
     config.validate()
     objective = OBJECTIVES[config.objective]
@@ -96,7 +98,7 @@ def run_pretraining(config):
         logs = {}
     else:
         logs = _fit(model, config, objective, tokenizer, strategy, checkpoints, work_dir,
-                    start_step, train_steps)
+                    start_step, train_steps, list(callbacks))
     if config.export_dir:
         export_dir = config.export_dir
         if work_dir != config.model_dir:
@@ -106,7 +108,7 @@ def run_pretraining(config):
 
 
 def _fit(model, config, objective, tokenizer, strategy, checkpoints, work_dir, start_step,
-         train_steps):
+         train_steps, callbacks):
     """Trains from `start_step` to `train_steps` in loops; returns the last loop's logs."""
     # The stream is the same from every iterator: skipping the steps done restores its
     # position. A step is one batch (Keras accumulates gradients inside the optimizer).
@@ -127,6 +129,7 @@ def _fit(model, config, objective, tokenizer, strategy, checkpoints, work_dir, s
             kbert_callbacks.NanGuard(checkpoints),
             checkpoints,
             keras.callbacks.TensorBoard(os.path.join(work_dir, "logs")),
+            *callbacks,
         ],
     )
     logs = {k: v[-1] for k, v in history.history.items()}
