@@ -16,6 +16,13 @@ rounds of `--steps` steps; the best round gives sequences/s. MFU: the model's tr
 MLM head on the predictions) per second, over the device's dense peak for the dtype (a table
 of NVIDIA's data-sheet figures; "n/a" for a device not in it, such as a CPU).
 
+The modern recipe's step beside them ("kbert ModernBERT modern"): kbert's
+`ModernBertPretrainer` on packed rows (four documents a row, each attending only to itself:
+`document_ids`, as `--separate_documents`) with 30% of the tokens predicted, on a ModernBERT
+of the same depth, width and heads (a GLU feed-forward of two thirds the width: the same
+multiply-adds; a 128-token window in two layers of three). Its FLOPs are counted by the same
+formula with its predictions (the window layers' attention counted whole).
+
 Printed: a table of sequence length, contestant, ms per step, sequences/s, TFLOP/s, MFU, and
 the ratio kbert / keras-hub.
 """
@@ -73,9 +80,32 @@ def batch(size, batch_size, length, predictions, seed=0):
     return features, labels
 
 
+MODERN = "kbert ModernBERT modern"
+MODERN_RATE = 0.3
+DOCUMENTS_PER_ROW = 4
+
+
+def modern_predictions(length):
+    """Masked positions of a row of the modern recipe: 30% of its tokens."""
+    return max(1, int(round(MODERN_RATE * length)))
+
+
+def modern_batch(size, batch_size, length, seed=0):
+    """A random batch of packed rows: `DOCUMENTS_PER_ROW` documents of equal length a row
+    (`document_ids` 1, 2, ...), 30% of the positions masked."""
+    import numpy as np
+
+    features, labels = batch(size, batch_size, length, modern_predictions(length), seed)
+    del features["segment_ids"]  # ModernBERT has no segment embeddings
+    piece = -(-length // DOCUMENTS_PER_ROW)
+    features["document_ids"] = np.repeat(
+        (np.arange(length) // piece + 1)[None], batch_size, 0).astype("int32")
+    return features, labels
+
+
 def contestants(size, length, dtype):
-    """[(name, model, x, y_fn)]: kbert's masked-LM pretrainer, and keras-hub's where it
-    imports (a skip reason printed otherwise)."""
+    """[(name, model, kind)]: kbert's masked-LM pretrainer, keras-hub's where it imports (a
+    skip reason printed otherwise), and kbert's ModernBERT on the modern recipe's rows."""
     import keras
 
     from kbert import models
@@ -95,11 +125,18 @@ def contestants(size, length, dtype):
                                                                 preprocessor=None), "hub"))
     except Exception as error:  # keras-hub absent, or needing TensorFlow: the row is skipped
         print(f"  keras-hub BertMaskedLM: skipped ({type(error).__name__}: {error})")
+    modern = models.FAMILIES["modern_bert"].config(
+        **dict(size, intermediate_size=size["intermediate_size"] * 2 // 3),
+        max_sequence_length=max(length, 512), local_attention=128, global_attn_every_n_layers=3)
+    out.append((MODERN, models.ModernBertPretrainer(
+        models.FAMILIES["modern_bert"].backbone.from_config(modern), document_ids=True),
+        "modern"))
     return out
 
 
-def _fit_args(kind, features, labels):
-    if kind == "kbert":
+def _fit_args(kind, batches):
+    features, labels = batches[kind == "modern"]
+    if kind in ("kbert", "modern"):
         return features, labels, None
     return features, labels["mask_ids"], labels["mask_weights"]
 
@@ -120,25 +157,27 @@ def run(lengths, batch_size, dtype, size_name, steps, rounds, predictions):
           f"{predictions} predictions; peak {top or 'n/a'} TFLOP/s", flush=True)
     rows = []
     for length in lengths:
-        features, labels = batch(size, batch_size, length, predictions)
-        timed = {}
+        batches = (batch(size, batch_size, length, predictions),
+                   modern_batch(size, batch_size, length))
+        timed, kinds = {}, {}
         entries = contestants(size, length, dtype)
         for name, model, kind in entries:
             model.compile(optimizer=keras.optimizers.AdamW(1e-4), jit_compile=True)
-            x, y, w = _fit_args(kind, features, labels)
+            x, y, w = _fit_args(kind, batches)
             for _ in range(3):  # compiles, then warms up
                 model.train_on_batch(x, y, sample_weight=w)
-            timed[name] = []
+            timed[name], kinds[name] = [], kind
         for _ in range(rounds):
             for name, model, kind in entries:
-                x, y, w = _fit_args(kind, features, labels)
+                x, y, w = _fit_args(kind, batches)
                 start = time.perf_counter()
                 for _ in range(steps):
                     logs = model.train_on_batch(x, y, sample_weight=w, return_dict=True)
                 jax.block_until_ready(logs)
                 timed[name].append((time.perf_counter() - start) / steps)
-        flops = train_flops(size, length, predictions) * batch_size
         for name, seconds in timed.items():
+            masked = modern_predictions(length) if kinds[name] == "modern" else predictions
+            flops = train_flops(size, length, masked) * batch_size
             best = min(seconds)
             tflops = flops / best / 1e12
             rows.append((length, name, best * 1e3, batch_size / best, tflops,

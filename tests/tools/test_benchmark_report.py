@@ -106,6 +106,30 @@ SERVING = {
                "mixed": {"best_exact_path": "kbert ONNX Runtime",
                          "best_exact_over_optimum_fp32": 1.2, "int8_over_optimum_int8": 1.2}}}
 
+def _curve(*points):
+    return [{"step": 50 * (i + 1), "seconds": seconds, "accuracy": accuracy, "loss": 5.0}
+            for i, (seconds, accuracy) in enumerate(points)]
+
+
+PRETRAIN_REAL = {
+    "size": "mini", "steps": 100, "batch_size": 32, "sequence_length": 128,
+    "curves": {"kbert_classic": _curve((60, 0.1), (120, 0.2)),
+               "kbert_modern": _curve((50, 0.21), (100, 0.3)),
+               "hf_run_mlm": _curve((100, 0.1), (200, 0.15))},
+    "thresholds": {"transformers' final accuracy": 0.15, "kbert classic's final accuracy": 0.2},
+    "targets": {"kbert_modern to kbert classic's final accuracy": {
+        "seconds": 50, "reference_seconds": 120, "fraction": 50 / 120, "met": True},
+        "kbert_run_mlm to transformers' final accuracy": {
+        "seconds": None, "reference_seconds": 200, "fraction": None, "met": False}}}
+
+
+def test_pretraining_compares_the_time_to_each_target_reached():
+    """A target a run reached is a row (the reference's seconds over the run's); one not
+    reached (or not run) is none."""
+    assert report.comparisons(_record("pretrain_real", PRETRAIN_REAL)) == [
+        ("pretraining to the classic recipe's final held-out MLM accuracy (BERT-Mini, 100 "
+         "steps), kbert's modern recipe vs its classic one", "50 s", "120 s", 2.4)]
+
 
 def test_serving_compares_the_fastest_exact_path_and_int8_with_optimum():
     rows = report.comparisons(_record("serving", SERVING))
@@ -123,7 +147,8 @@ def test_serving_compares_the_fastest_exact_path_and_int8_with_optimum():
 def test_report_writes_the_table_between_the_markers_and_draws_the_plots(tmp_path):
     results = tmp_path / "results"
     for name, figures in (("train_step", TRAIN_STEP), ("serve", SERVE),
-                          ("finetune_real", FINETUNE_REAL), ("serving", SERVING)):
+                          ("finetune_real", FINETUNE_REAL), ("serving", SERVING),
+                          ("pretrain_real", PRETRAIN_REAL)):
         record.write(_record(name, figures), str(results))
     page = tmp_path / "page.md"
     page.write_text(f"# B\n\nbefore\n\n{report.START}\nold table\n{report.END}\n\nafter\n")
@@ -133,7 +158,7 @@ def test_report_writes_the_table_between_the_markers_and_draws_the_plots(tmp_pat
     assert "old table" not in text and text.startswith("# B\n\nbefore\n\n")
     assert text.endswith(f"{report.END}\n\nafter\n")
     assert report.summary_table(report.load(str(results))) in text
-    for name in ("ratios", "latency-vs-length", "speed-vs-accuracy", "serving"):
+    for name in ("ratios", "latency-vs-length", "speed-vs-accuracy", "serving", "pretraining"):
         png = (images / f"{name}.png").read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000, name
     # A plot whose record is gone is deleted with it: no figure of an older run stays.

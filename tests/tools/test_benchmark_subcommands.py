@@ -276,7 +276,7 @@ def test_gpu_runs_on_a_cpu_under_jax_and_prints_its_table(tmp_path):
     assert re.search(r"gpu: .*\(cpu\), JAX [\d.]+, Keras [\d.]+, mixed_bfloat16, BERT-tiny "
                      r"masked LM, batch 2, 2 predictions; peak n/a TFLOP/s", out), out
     rates = {}
-    for name in ("kbert", "keras-hub"):
+    for name in ("kbert", "keras-hub", "kbert ModernBERT modern"):
         found = re.search(rf"^\| 16 \| {name} \| {NUMBER} \| {NUMBER} \| {NUMBER} \| n/a \|$",
                           out, re.M)
         assert found, (name, out)
@@ -291,7 +291,16 @@ def test_gpu_runs_on_a_cpu_under_jax_and_prints_its_table(tmp_path):
     record = json.loads((tmp_path / "gpu.json").read_text())
     assert "jax" in record["versions"]
     assert [(row["length"], row["model"]) for row in record["results"]["rows"]] == [
-        (16, "kbert"), (16, "keras-hub")]
+        (16, "kbert"), (16, "keras-hub"), (16, "kbert ModernBERT modern")]
+
+
+def test_the_gpu_benchmarks_modern_rows_are_packed_documents_at_thirty_percent():
+    gpu = _module("gpu")
+    features, labels = gpu.modern_batch(gpu.SIZES["tiny"], 2, 16)
+    assert sorted(features) == ["document_ids", "mask_positions", "padding_mask", "token_ids"]
+    assert features["document_ids"][0].tolist() == [1] * 4 + [2] * 4 + [3] * 4 + [4] * 4
+    assert features["mask_positions"].shape == labels["mask_ids"].shape == (2, 5)  # 30% of 16
+    assert gpu.modern_predictions(512) == 154
 
 
 def test_the_gpu_benchmark_flops_and_peaks():
