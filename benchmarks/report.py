@@ -303,8 +303,8 @@ def plot_pretraining(found, path):
                 linestyle="--" if run.startswith("hf_") else "-")
     for name, value in found["results"]["thresholds"].items():
         ax.axhline(value, color="grey", linewidth=0.8, linestyle=":")
-        ax.annotate(name, (0, value), fontsize=7, color="grey", xytext=(2, 2),
-                    textcoords="offset points")
+        ax.annotate(name, (0, value), xycoords=("axes fraction", "data"), fontsize=7,
+                    color="grey", xytext=(4, 2), textcoords="offset points")
     r = found["results"]
     ax.set_xlabel("wall-clock minutes (held-out evaluations left out)")
     ax.set_ylabel("held-out masked-LM accuracy")

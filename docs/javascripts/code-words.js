@@ -1,7 +1,7 @@
 // Each word of an inline code span in a span.nowrap (docs/stylesheets/extra.css), so that a
 // line breaks only between words: `--sequence_length` stays whole, `pip install x` may wrap,
-// and a long path or URL may also break after a "/" (a <wbr> there). The text is unchanged:
-// copying a flag copies it as written.
+// and a long path, URL or list of values may also break after a "/" or a "," (a <wbr>
+// there). The text is unchanged: copying a flag copies it as written.
 function nowrap(text) {
   const span = document.createElement("span");
   span.className = "nowrap";
@@ -16,8 +16,8 @@ document.addEventListener("DOMContentLoaded", () => {
     if (words.length < 2 && !/[-/.]/.test(code.textContent)) continue;
     code.replaceChildren(...words.flatMap((word) => {
       if (/^\s*$/.test(word)) return [document.createTextNode(word)];
-      if (word.length <= 30 || !word.includes("/")) return [nowrap(word)];
-      const parts = word.split(/(?<=\/)/);
+      if (word.length <= 30 || !/[/,]/.test(word)) return [nowrap(word)];
+      const parts = word.split(/(?<=[/,])/);
       return parts.flatMap((part, i) => (i ? [document.createElement("wbr"), nowrap(part)]
                                            : [nowrap(part)]));
     }));

@@ -152,3 +152,18 @@ def test_the_home_pages_family_table_has_a_column_per_family():
         FAMILY_NAMES.values())
     short = [row[:40] for row in table if row.count(" | ") != len(FAMILY_NAMES)]
     assert not short, f"rows without a cell per family: {short}"
+
+
+def test_the_notebooks_page_lists_every_notebook_with_the_extras_it_installs():
+    """docs/notebooks.md has a row for each notebook of colab/, naming the extras its install
+    cell asks for."""
+    text = (ROOT / "docs" / "notebooks.md").read_text()
+    notebooks = sorted((ROOT / "colab").glob("*.ipynb"))
+    assert notebooks
+    for notebook in notebooks:
+        row = next((line for line in text.splitlines()
+                    if line.startswith(f"| `colab/{notebook.name}` |")), None)
+        assert row, f"docs/notebooks.md has no row for colab/{notebook.name}"
+        extras = re.search(r'EXTRAS = \\"([a-z,-]*)\\"', notebook.read_text()).group(1)
+        listed = re.findall(r"`([a-z-]+)`", row.rsplit("|", 2)[1])
+        assert listed == extras.split(","), (notebook.name, listed, extras)
