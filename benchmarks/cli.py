@@ -198,8 +198,9 @@ flags.DEFINE_float("pr_learning_rate", 1e-3, "pretrain_real: the peak learning r
                    lower_bound=0)
 flags.DEFINE_integer("pr_held_out_documents", 40, "pretrain_real: stdlib documents held out.",
                      lower_bound=1)
-flags.DEFINE_integer("pr_vocabulary_size", 8000, "pretrain_real: the WordPiece vocabulary "
-                     "learned from the training documents.", lower_bound=100)
+flags.DEFINE_integer("pr_vocabulary_size", 8000, "pretrain_real: the size of the WordPiece "
+                     "vocabulary learned from the training documents (about: the learner "
+                     "ends near it; the run prints the size).", lower_bound=100)
 
 COMMANDS = ("train_step", "preprocess", "serve", "finetune", "finetune_real", "pipeline",
             "small", "gpu", "beam", "multitask", "summarization", "modern_bert", "serving",
