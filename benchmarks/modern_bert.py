@@ -81,24 +81,24 @@ def kbert_seconds(runner, ids, batch_size, pad_id, grouped):
     return time.perf_counter() - start
 
 
-def hf_config(config):
-    """The config.json of `config` (a `ModernBertConfig`) that transformers reads."""
+def hf_config(config, family="modern_bert"):
+    """The config.json of `config` (a config of kbert family `family`) that transformers
+    reads (its `model_type` says the family)."""
     from kbert.convert import families
 
-    return {**families.get("modern_bert").config_to_hf(config),
-            "architectures": ["ModernBertModel"]}
+    values = families.get(family).config_to_hf(config)
+    return {**values, "architectures": [f"{type(config).__name__[:-len('Config')]}Model"]}
 
 
-def long_forward(preset, overrides, length):
-    """The long forward in this process: {"seconds", "rss_before_gib", "peak_gib"}."""
+def long_forward(preset, overrides, length, rows=1):
+    """The long forward in this process, `rows` sequences of `length` tokens in one batch:
+    {"seconds", "rss_before_gib", "peak_gib"}."""
     runner, config = kbert_runner(preset, overrides)
-    specials = hf_config(config)
-    cls_id, sep_id = specials.get("cls_token_id", 50281), specials.get("sep_token_id", 50282)
-    features = {"token_ids": np.array([[cls_id] * 16], np.int32),
-                "padding_mask": np.ones((1, 16), np.int32)}
-    runner(features)  # traces the graph (open shapes): the long call does not retrace
-    ids = np.array([peer.long_ids(length, cls_id, sep_id)], np.int32)
-    features = {"token_ids": ids, "padding_mask": np.ones_like(ids)}
+    specials = hf_config(config, family_of(preset))
+    cls_id, sep_id = _specials(specials)
+    runner(_features(np.array([[cls_id] * 16], np.int32)))  # traces the graph (open
+    # shapes): the long call does not retrace
+    features = _features(np.array([peer.long_ids(length, cls_id, sep_id)] * rows, np.int32))
     before, _ = peer.memory_gib()
     peer.peak_reset()
     start = time.perf_counter()
@@ -106,6 +106,26 @@ def long_forward(preset, overrides, length):
     seconds = time.perf_counter() - start
     _, peak = peer.memory_gib()
     return {"seconds": seconds, "rss_before_gib": before, "peak_gib": peak}
+
+
+def _features(ids):
+    """The runner's features of token ids [B, S] without padding (segment 0: BERT's inputs
+    name segments; ModernBERT's take none)."""
+    return {"token_ids": ids, "padding_mask": np.ones_like(ids),
+            "segment_ids": np.zeros_like(ids)}
+
+
+def family_of(preset):
+    """The kbert family name of preset `preset`."""
+    import kbert
+
+    return kbert.presets.get(preset)["model"]
+
+
+def _specials(values):
+    """([CLS], [SEP]) ids of a transformers config.json dict (BERT's 101, 102 by default;
+    ModernBERT's config names its own)."""
+    return values.get("cls_token_id", 101), values.get("sep_token_id", 102)
 
 
 def _json_line(command, what):
@@ -124,11 +144,14 @@ def _long_row(name, result):
           f"{result['rss_before_gib']:10.2f} {_added_mib(result):10.0f}")
 
 
-def run(preset, overrides, count, batch_size, seed, long_length, reference_python):
+def run(preset, overrides, count, batch_size, seed, long_length, reference_python,
+        bert_preset="bert_base", bert_rows=32):
     """Prints the tables; returns {"preset", "overrides", "texts", "batch_size", "seed",
     "tokens", "seconds": {"<kbert|transformers>/<grouped|input_order>"}, "long": {"tokens",
     "kbert", "transformers": {"seconds", "rss_before_gib", "peak_gib"} or None},
-    "transformers_versions", "skipped" (why transformers did not run, or None)}."""
+    "bert_long": {"preset", "tokens", "rows", "kbert", "transformers"} (as "long"; None with
+    `bert_rows` 0), "transformers_versions", "skipped" (why transformers did not run, or
+    None)}."""
     import keras
     import tensorflow as tf
 
@@ -137,7 +160,7 @@ def run(preset, overrides, count, batch_size, seed, long_length, reference_pytho
     python = reference_python or sys.executable
     problem = benchmark_pipeline.reference_python_problem(python)
     runner, config = kbert_runner(preset, overrides)
-    specials = hf_config(config)
+    specials = hf_config(config, family_of(preset))
     pad_id = specials.get("pad_token_id", 50283)
     ids = text_ids(count, seed, specials.get("cls_token_id", 50281),
                    specials.get("sep_token_id", 50282))
@@ -182,6 +205,10 @@ def run(preset, overrides, count, batch_size, seed, long_length, reference_pytho
             print(f"  long forward ({long_length} tokens), transformers ...", flush=True)
             peer_long = _json_line([python, peer.__file__, "--config", config_file, "--long",
                                     str(long_length)], "transformers' long forward")
+        bert_long = None
+        if bert_rows:
+            bert_long = _bert_long(bert_preset, bert_rows, folder,
+                                   python if problem is None else None)
 
     print()
     print(f"{'run':44s} {'seconds':>8s} {'texts/s':>8s}")
@@ -209,12 +236,48 @@ def run(preset, overrides, count, batch_size, seed, long_length, reference_pytho
                   else "not measured (transformers adds under 10 MiB)")
         print(f"kbert / transformers in seconds: {kbert_long['seconds'] / peer_long['seconds']:.2f}"
               f"; in memory added by the forward: {memory}")
+    if bert_long is not None:
+        print()
+        title = f"{bert_preset}: {bert_rows} x {bert_long['tokens']} tokens"
+        print(f"{title:44s} {'seconds':>8s} {'peak GiB':>10s} {'before GiB':>10s} {'added MiB':>10s}")
+        _long_row("kbert", bert_long["kbert"])
+        if bert_long["transformers"] is not None:
+            _long_row("transformers", bert_long["transformers"])
+            print("kbert / transformers in seconds: "
+                  f"{bert_long['kbert']['seconds'] / bert_long['transformers']['seconds']:.2f}; "
+                  "in memory added by the forward: "
+                  f"{_added_mib(bert_long['kbert']) / _added_mib(bert_long['transformers']):.2f}")
     return {"preset": preset, "overrides": overrides, "texts": count, "batch_size": batch_size,
             "seed": seed, "tokens": sum(lengths),
             "seconds": {f"{side}/{'grouped' if grouped else 'input_order'}": seconds
                         for (side, grouped), seconds in rows.items()},
             "transformers_versions": versions, "skipped": problem,
-            "long": {"tokens": long_length, "kbert": kbert_long, "transformers": peer_long}}
+            "long": {"tokens": long_length, "kbert": kbert_long, "transformers": peer_long},
+            "bert_long": bert_long}
+
+
+def _bert_long(preset, rows, folder, python):
+    """One batch of `rows` sequences at preset `preset`'s longest length, each side in a fresh
+    process (transformers' where `python` is given): {"preset", "tokens", "rows", "kbert",
+    "transformers"}."""
+    import kbert
+
+    config = kbert.presets.config(preset)
+    length = config.max_sequence_length
+    print(f"  {preset}: {rows} sequences of {length} tokens, kbert in a fresh process ...",
+          flush=True)
+    ours = _json_line([sys.executable, __file__, preset, "{}", str(length), str(rows)],
+                      f"kbert's {preset} forward")
+    theirs = None
+    if python is not None:
+        config_file = os.path.join(folder, f"{preset}.json")
+        with open(config_file, "w", encoding="utf-8") as f:
+            json.dump(hf_config(config, family_of(preset)), f)
+        print(f"  {preset}: {rows} sequences of {length} tokens, transformers ...", flush=True)
+        theirs = _json_line([python, peer.__file__, "--config", config_file, "--long",
+                             str(length), "--rows", str(rows)], f"transformers' {preset} forward")
+    return {"preset": preset, "tokens": length, "rows": rows, "kbert": ours,
+            "transformers": theirs}
 
 
 def batching_features(rows, pad_id):
@@ -224,4 +287,6 @@ def batching_features(rows, pad_id):
 
 
 if __name__ == "__main__":  # the long forward's fresh process: preset, overrides JSON, length
-    print(json.dumps(long_forward(sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]))))
+    # [, rows]
+    print(json.dumps(long_forward(sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]),
+                                  *(int(a) for a in sys.argv[4:5]))))

@@ -151,6 +151,12 @@ def comparisons(found):
             out.append((f"ModernBERT, one sequence of {long['tokens']} tokens, vs transformers",
                         f"{long['kbert']['seconds']:.1f} s", f"{long['transformers']['seconds']:.1f} s",
                         long["transformers"]["seconds"] / long["kbert"]["seconds"]))
+        bert = r.get("bert_long")
+        if bert and bert.get("transformers"):
+            out.append((f"{bert['preset']}, {bert['rows']} sequences of {bert['tokens']} tokens, "
+                        "vs transformers", f"{bert['kbert']['seconds']:.1f} s",
+                        f"{bert['transformers']['seconds']:.1f} s",
+                        bert["transformers"]["seconds"] / bert["kbert"]["seconds"]))
     elif name == "pretrain_real":
         size = f"BERT-{r['size'].capitalize()}, {r['steps']} steps"
         labels = {"kbert_run_mlm to transformers' final accuracy":

@@ -4,15 +4,17 @@ run in a Python with torch and transformers (which need not have kbert or Tensor
     python benchmarks/reference/transformers_modern_bert.py --config config.json --ids ids.json \\
         --batch_size 32
     python benchmarks/reference/transformers_modern_bert.py --config config.json --long 8192
+    python benchmarks/reference/transformers_modern_bert.py --config bert.json --long 512 --rows 32
 
-The model: `ModernBertModel` of the config.json `--config` (random weights, float32, CPU,
-transformers' default attention: sdpa, its sliding windows as a [S, S] mask). With `--ids`
+The model: the encoder (`AutoModel`) of the config.json `--config`, of the family its
+`model_type` names (`ModernBertModel`, `BertModel`, ...; random weights, float32, CPU,
+transformers' default attention: sdpa, ModernBERT's sliding windows as a [S, S] mask). With `--ids`
 (a JSON list of token-id lists): one untimed warm-up call on the first batch, then one timed
 pass over the sequences in batches of `--batch_size` in input order, each padded to its own
 longest sequence (what transformers' pipelines do), once more with the batches grouped by
 length (kbert's pipelines' order). With `--long N`: one untimed warm-up call on 16 tokens, then
-one timed forward of one sequence of N tokens, with the process's peak memory over it. Prints
-one JSON line.
+one timed forward of `--rows` sequences of N tokens in one batch (default one), with the
+process's peak memory over it. Prints one JSON line.
 
 `peak_reset` and `memory_gib` are shared with benchmarks/modern_bert.py (Linux /proc).
 """
@@ -56,20 +58,25 @@ def main():
     parser.add_argument("--config", required=True, help="a ModernBERT config.json")
     parser.add_argument("--ids", help="JSON file: a list of token-id lists")
     parser.add_argument("--batch_size", type=int, default=32)
-    parser.add_argument("--long", type=int, help="tokens of the one long sequence")
+    parser.add_argument("--long", type=int, help="tokens of each long sequence")
+    parser.add_argument("--rows", type=int, default=1, help="long sequences in the batch")
     args = parser.parse_args()
     if (args.ids is None) == (args.long is None):
         parser.error("give one of --ids and --long")
     if args.batch_size < 1:
         parser.error(f"--batch_size must be at least 1, got {args.batch_size}")
+    if args.rows < 1:
+        parser.error(f"--rows must be at least 1, got {args.rows}")
 
     import torch
     import transformers
 
     transformers.logging.set_verbosity_error()
-    config = transformers.ModernBertConfig.from_json_file(args.config)
+    with open(args.config, encoding="utf-8") as f:
+        values = json.load(f)
+    config = transformers.AutoConfig.for_model(values.pop("model_type"), **values)
     torch.manual_seed(0)
-    model = transformers.ModernBertModel(config).eval()
+    model = transformers.AutoModel.from_config(config).eval()
     pad = config.pad_token_id
     versions = (f"transformers {transformers.__version__}, torch {torch.__version__}, "
                 f"{torch.get_num_threads()} threads, attention "
@@ -96,11 +103,13 @@ def main():
                     forward([ids[i] for i in batch])
                 result[f"{name}_seconds"] = time.perf_counter() - start
         else:
-            forward([[config.cls_token_id] * 16])
+            cls_id = getattr(config, "cls_token_id", None) or 101  # BERT's config has none
+            sep_id = getattr(config, "sep_token_id", None) or 102
+            forward([[cls_id] * 16])
             before, _ = memory_gib()
             peak_reset()
             start = time.perf_counter()
-            forward([long_ids(args.long, config.cls_token_id, config.sep_token_id)])
+            forward([long_ids(args.long, cls_id, sep_id)] * args.rows)
             result["seconds"] = time.perf_counter() - start
             _, peak = memory_gib()
             result.update(rss_before_gib=before, peak_gib=peak)

@@ -102,9 +102,9 @@ class EncoderBlock(_utils.SettingsConfig, keras.layers.Layer):
         cuDNN's under JAX on a GPU), unless the probabilities are needed: for dropout on them
         (`training` with `attention_dropout`), or `explicit` (to return them). The explicit
         path is the same computation written out: padded keys at -1e9 so that exp() of them
-        is exactly 0. Without a `bias` and outside training, a sequence of
-        `query_blocks.LONG` tokens or more runs in blocks of queries, one after another
-        (`query_blocks`: memory linear in S).
+        is exactly 0. Without a `bias` and outside training, a batch whose B x S x S reaches
+        `query_blocks.LONG` squared (one sequence of 1,024 tokens) runs in blocks of queries,
+        one after another (`query_blocks`: memory linear in S).
 
         Returns: the context [B, S, N, D]; with `explicit`, (the context, the probabilities
             [B, N, S, S] in the query's dtype before dropout, the float32 scores before the

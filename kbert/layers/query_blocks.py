@@ -11,15 +11,19 @@ For inference: a training step keeps the whole matrix (its gradient would hold e
 block's probabilities anyway, and XLA compiles no gradient of a loop of unbounded length).
 The steps run one after another through `keras.ops.scan` (a `tf.while_loop` of one
 iteration at a time under TensorFlow, `lax.scan` under JAX): a map would let TensorFlow run
-up to ten blocks at once and hold ten blocks' scores. Sequences shorter than `LONG` run as
-one block (the full computation, unchanged).
+up to ten blocks at once and hold ten blocks' scores. What chooses is the size of the whole
+matrix, B x S x S a head: from one sequence of `LONG` tokens on (or a batch of shorter ones
+as large: 32 sequences of 512 tokens hold 8 times it) the queries go in blocks, of `BLOCK`
+queries a row, fewer in a batch of more than `BATCH_ROWS / BLOCK` rows (so that a block holds
+at most `BATCH_ROWS` query rows over the batch); a smaller matrix runs as one block (the full
+computation, unchanged).
 
 Where the length is known when the code is traced (eagerly, under JAX, a `tf.function`
-traced for one shape, as Keras' `predict` traces its first), the length chooses. A
+traced for one shape, as Keras' `predict` traces its first), the shape chooses. A
 TensorFlow graph of open shapes holds the blocks only when traced inside
 `chosen_at_run_time()` (as the pipelines' runner and a task model's `predict` on texts,
 `kbert.tasks.length_groups`, trace their one graph for every batch): then both ways are in
-the graph and the length picks one when it runs. Traced outside it, such a graph keeps the
+the graph and the batch's shape picks one when it runs. Traced outside it, such a graph keeps the
 whole matrix: a SavedModel or TFLite export stays one path of constant-size ops, which
 `kbert.untrusted.check_saved_model` can bound (the blocks pad by an amount computed from the
 length, and loop); so does Keras' own `predict` on token ids once a second length relaxes
@@ -32,11 +36,15 @@ import threading
 import keras
 from keras import ops
 
-# From this many tokens on, the queries go in blocks: under it, the whole score matrix is at
-# most [B, N, 1024, 1024] (48 MiB for 12 heads), and one call is faster than a loop of them.
+# From a matrix of B x LONG x LONG scores a head on (one sequence of 1,024 tokens, 32 of 182),
+# the queries go in blocks: under it, the whole score matrix is at most 48 MiB for 12 heads,
+# and one call is faster than a loop of them.
 LONG = 1024
 # Queries per block: [B, N, 256, S] scores, at 8,192 tokens and 12 heads 96 MiB a row of B.
 BLOCK = 256
+# Query rows of a block over the whole batch, at most: a batch of more than 16 rows has blocks
+# of fewer than BLOCK queries (32 rows of 512 tokens: blocks of 128, 96 MiB for 12 heads).
+BATCH_ROWS = 16 * BLOCK
 
 _tracing = threading.local()
 
@@ -56,23 +64,39 @@ def chosen_at_run_time():
 
 def by_length(attend, query, per_query=(), long=None, block=None):
     """`attend(query, *per_query)` -> the context [B, S, ...] of the queries `query`
-    [B, S, ...], run on the whole sequence when it is shorter than `long` (default `LONG`),
-    else on blocks of `block` (default `BLOCK`) queries one after another (`in_blocks`).
+    [B, S, ...], run on the whole sequence when B x S x S is under `long` x `long` (default
+    `LONG`), else on blocks of queries one after another (`in_blocks`): `block` (default
+    `BLOCK`) a row, fewer where B x `block` passes `BATCH_ROWS` (`rows_per_block`).
     `per_query`: tensors [B, S, ...] cut along with the queries (their document ids, ...)."""
     long = LONG if long is None else long
     block = BLOCK if block is None else block
-    length = ops.shape(query)[1]
+    batch, length = ops.shape(query)[0], ops.shape(query)[1]
     whole = lambda: attend(query, *per_query)  # noqa: E731
-    blocked = lambda: in_blocks(attend, query, per_query, block)  # noqa: E731
-    if isinstance(length, int):  # a static length (JAX traces each shape)
-        return blocked() if length >= long else whole()
-    if (keras.backend.backend() == "tensorflow" and length is not None
-            and getattr(_tracing, "at_run_time", False)):
-        return ops.cond(length >= long, blocked, whole)  # a graph of open shapes
+    if isinstance(length, int) and isinstance(batch, int):  # static (JAX traces each shape)
+        if batch * length * length < long * long:
+            return whole()
+        return in_blocks(attend, query, per_query, rows_per_block(batch, block))
+    if (keras.backend.backend() == "tensorflow" and length is not None and batch is not None
+            and getattr(_tracing, "at_run_time", False)):  # a graph of open shapes
+        pairs = ops.cast(batch, "float32") * ops.cast(length, "float32") ** 2
+        blocked = lambda: in_blocks(attend, query, per_query,  # noqa: E731
+                                    rows_per_block(batch, block))
+        return ops.cond(pairs >= float(long * long), blocked, whole)
     # A shape-only trace (None), a graph of open shapes traced outside `chosen_at_run_time`
     # (an export's), or another backend's symbolic length (a JAX export's): the whole
     # matrix, whose shape is the same.
     return whole()
+
+
+def rows_per_block(batch, block=None):
+    """Queries a block of `batch` rows takes: `block` (default `BLOCK`), fewer where `batch`
+    x `block` passes `BATCH_ROWS` (at least one). `batch`: an int, or a scalar tensor of a
+    graph of open shapes."""
+    block = BLOCK if block is None else block
+    if isinstance(batch, int):
+        return max(1, min(block, BATCH_ROWS // batch))
+    rows = ops.floor_divide(BATCH_ROWS, ops.maximum(ops.cast(batch, "int32"), 1))
+    return ops.clip(rows, 1, block)
 
 
 def in_blocks(attend, query, per_query=(), block=None):

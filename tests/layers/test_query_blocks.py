@@ -206,3 +206,38 @@ def test_a_task_models_inference_graph_holds_the_blocks(blocked):
     blocked(False)
     np.testing.assert_allclose(got, np.asarray(backbone(inputs)["sequence_output"]),
                                atol=1e-5, rtol=0)
+
+
+def test_a_batch_of_shorter_sequences_as_large_runs_in_smaller_blocks(monkeypatch):
+    """The whole matrix's size chooses, B x S x S, not the length alone: 2 rows of 7 tokens
+    (98 pairs a head, over LONG x LONG = 64) run in blocks, of 2 queries where 2 rows of 4
+    would pass BATCH_ROWS = 4; eagerly and in the runner's graph of open shapes, equal to the
+    whole matrix. One row of 7 (49 pairs) runs whole."""
+    from kbert.pipelines.model_source import KerasRunner
+
+    monkeypatch.setattr(query_blocks, "LONG", LONG)
+    monkeypatch.setattr(query_blocks, "BLOCK", BLOCK)
+    monkeypatch.setattr(query_blocks, "BATCH_ROWS", 4)
+    assert [query_blocks.rows_per_block(b) for b in (1, 2, 3, 8)] == [4, 2, 1, 1]
+    assert [int(query_blocks.rows_per_block(tf.constant(b))) for b in (1, 2, 3, 8)] == [4, 2, 1, 1]
+    steps, real = [], query_blocks.in_blocks
+
+    def spy(attend, query, per_query=(), block=None):
+        steps.append((tuple(query.shape), block if isinstance(block, int) else "traced"))
+        return real(attend, query, per_query, block)
+
+    monkeypatch.setattr(query_blocks, "in_blocks", spy)
+    backbone = models.BertBackbone(vocabulary_size=50, num_layers=1, hidden_size=16,
+                                   num_heads=2, intermediate_size=24, max_sequence_length=32)
+    ids = np.random.default_rng(1).integers(3, 50, (2, 7)).astype("int32")
+    inputs = {"token_ids": ids, "segment_ids": np.zeros_like(ids),
+              "padding_mask": np.ones_like(ids)}
+    blocked = np.asarray(backbone(inputs)["sequence_output"])
+    from_runner = KerasRunner(backbone)(inputs)["sequence_output"]
+    assert steps == [((2, 7, 2, 8), 2), ((None, None, 2, 8), "traced")]
+    backbone({k: v[:1] for k, v in inputs.items()})  # one row: 49 pairs, whole
+    assert len(steps) == 2
+    monkeypatch.setattr(query_blocks, "LONG", 10**9)
+    whole = np.asarray(backbone(inputs)["sequence_output"])
+    np.testing.assert_allclose(blocked, whole, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(from_runner, whole, atol=1e-5, rtol=0)

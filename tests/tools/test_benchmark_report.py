@@ -201,6 +201,15 @@ def test_modern_bert_compares_each_in_its_order_the_same_batches_and_the_long_fo
     assert [(what.split(",")[0], ratio) for what, _, _, ratio in rows] == [
         ("ModernBERT encoder", 1.5), ("the same", 0.8), ("ModernBERT", 0.8)]
     assert rows[1][1:3] == ("2.0 texts/s", "2.5 texts/s")
+    # BERT-base's batch at its longest length: a row where transformers ran it.
+    results["bert_long"] = {"preset": "bert_base", "rows": 32, "tokens": 512,
+                            "kbert": dict(long, seconds=15.0),
+                            "transformers": dict(long, seconds=30.0)}
+    rows = report.comparisons(_record("modern_bert", results))
+    assert rows[-1] == ("bert_base, 32 sequences of 512 tokens, vs transformers", "15.0 s",
+                        "30.0 s", 2.0)
+    results["bert_long"]["transformers"] = None
+    assert len(report.comparisons(_record("modern_bert", results))) == 3
     # Without transformers (skipped): no comparison.
     results["seconds"] = {"kbert/grouped": 50.0, "kbert/input_order": 90.0}
     results["long"]["transformers"] = None
