@@ -29,7 +29,8 @@ Runs (`--pr_runs`, any of):
                        sentence pairs padded to the length (short ones 10% of the time),
                        linear decay: BERT's recipe (tools/flags/bert_base_phase1.flags).
     kbert_run_mlm      BERT: the recipe of transformers' run_mlm.py: masked LM alone, 15%
-                       masked, documents packed one after the other into full rows.
+                       masked, documents packed one after the other into full rows, the
+                       Trainer's AdamW epsilon 1e-8 (kbert's other runs: BERT's 1e-6).
     kbert_modern       BERT: masked LM alone, 30% masked, packed full rows, warmup-stable-
                        decay (the last 20% of the steps decay).
     kbert_modern_bert  ModernBERT: kbert_modern, each document of a row attending only to
@@ -244,7 +245,7 @@ def kbert_config(run, folder, corpus, vocab, size, steps, eval_every, batch_size
         return PretrainingConfig(preset="bert_mini", config_overrides=sizes, objective="mlm",
                                  short_seq_prob=0.0, max_predictions=predictions_per_row,
                                  pack_across_documents=True, fill_rows=True, decay="linear",
-                                 **common)
+                                 adam_epsilon=1e-8, **common)
     if run == "kbert_modern":
         return PretrainingConfig(preset="bert_mini", config_overrides=sizes, **modern,
                                  **common)

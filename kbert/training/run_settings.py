@@ -39,6 +39,11 @@ class RunConfig:
                                        group="Schedule", minimum=0)
     weight_decay: float = setting(0.01, "Decoupled weight decay, not on LayerNorm or biases "
                                   "(>= 0).", group="Schedule", minimum=0)
+    adam_beta_2: float = setting(0.999, "The optimizer's second-moment decay, in (0, 1) "
+                                 "(BERT's 0.999; RoBERTa's and ModernBERT's 0.98).",
+                                 group="Schedule")
+    adam_epsilon: float = setting(1e-6, "The optimizer's epsilon (> 0; BERT's 1e-6; "
+                                  "transformers' Trainer 1e-8).", group="Schedule")
     clipnorm: Optional[float] = setting(1.0, "Global gradient-norm clipping (> 0; 0: off).",
                                         group="Schedule", from_flag=config_fields.zero_is_none)
     gradient_accumulation_steps: int = setting(
@@ -65,6 +70,12 @@ class RunConfig:
     def validate(self):
         """Checks every field's allowed values; subclasses add their own checks."""
         config_fields.check(self)
+        if not 0 < self.adam_beta_2 < 1:
+            raise config_fields.ConfigError(
+                f"--adam_beta_2 must be a number in (0, 1), got {self.adam_beta_2!r}.")
+        if not self.adam_epsilon > 0:
+            raise config_fields.ConfigError(
+                f"--adam_epsilon must be a number > 0, got {self.adam_epsilon!r}.")
 
     def dtype(self):
         """The Keras dtype policy of the model: None for float32."""
@@ -76,7 +87,7 @@ class RunConfig:
             self.optimizer, learning_rate=self.learning_rate, warmup_steps=warmup_steps,
             total_steps=total_steps, decay=self.decay, power=self.power,
             end_learning_rate=self.end_learning_rate, weight_decay=self.weight_decay,
-            decay_steps=self.decay_steps,
+            beta_2=self.adam_beta_2, epsilon=self.adam_epsilon, decay_steps=self.decay_steps,
             clipnorm=self.clipnorm, gradient_accumulation_steps=self.gradient_accumulation_steps,
             learning_rate_multipliers=learning_rate_multipliers,
         )

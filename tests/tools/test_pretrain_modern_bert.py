@@ -27,6 +27,7 @@ def test_the_modern_bert_flagfile_is_the_papers_recipe(tmp_path):
         "warmup_stable_decay", 636, 10597, 360000)
     assert (config.learning_rate, config.global_batch_size, config.weight_decay) == (
         8e-4, 4608, 1e-5)
+    assert (config.adam_beta_2, config.adam_epsilon) == (0.98, 1e-6)
     assert config.resolved_tokenizer_type == "bpe" and config.resolved_lowercase is False
 
 

@@ -30,6 +30,7 @@ def test_the_roberta_flagfile_is_the_papers_recipe(tmp_path):
         8192, 500000, 6e-4)
     assert (config.warmup_steps, config.clipnorm, config.learned_vocabulary_size) == (
         24000, None, 50265)
+    assert (config.adam_beta_2, config.adam_epsilon) == (0.98, 1e-6)
     # Without --tokenizer_type, a RoBERTa preset's own kind is byte-level BPE too.
     auto = parse_flags([f"--model_dir={tmp_path}/run", "--preset=roberta_base"])
     assert auto.resolved_tokenizer_type == "bpe"

@@ -194,3 +194,24 @@ def test_lamb_trains_a_bert_classifier():
     history = model.fit(x, labels, batch_size=16, epochs=15, verbose=0, shuffle=False)
     losses = history.history["loss"]
     assert losses[0] > 0.6 and losses[-1] < losses[0] / 3, losses
+
+
+def test_the_runs_adam_settings_reach_the_optimizer_and_bad_ones_fail_fast(tmp_path):
+    """--adam_beta_2 and --adam_epsilon (RoBERTa's 0.98; transformers' Trainer's 1e-8) are the
+    optimizer's; out of range, the run stops before any work naming the flag."""
+    from kbert.training import PretrainingConfig
+    from kbert.training.config_fields import ConfigError
+
+    config = PretrainingConfig(model_dir=str(tmp_path), adam_beta_2=0.98, adam_epsilon=1e-8)
+    config.validate()
+    optimizer = config.create_optimizer(total_steps=10, warmup_steps=0)
+    assert (optimizer.beta_2, optimizer.epsilon) == (0.98, 1e-8)
+    default = PretrainingConfig(model_dir=str(tmp_path)).create_optimizer(10, 0)
+    assert (default.beta_2, default.epsilon) == (0.999, 1e-6)  # BERT's
+    for field, value, message in (("adam_beta_2", 1.0, "--adam_beta_2 must be a number in "
+                                   "(0, 1), got 1.0."),
+                                  ("adam_epsilon", 0.0, "--adam_epsilon must be a number > 0, "
+                                   "got 0.0.")):
+        with pytest.raises(ConfigError) as error:
+            PretrainingConfig(model_dir=str(tmp_path), **{field: value}).validate()
+        assert str(error.value) == message
