@@ -222,6 +222,12 @@ class HeldOut:
         return Callback()
 
 
+# kbert_run_mlm's shuffle buffer: more rows than a pass over the training documents makes at
+# 64 tokens (about 6,300), so that each batch is drawn from the whole corpus as the Trainer's
+# random sampler draws it (kbert's default, 1,000, draws from a window of the corpus's order).
+ROWS_SHUFFLED = 10000
+
+
 def kbert_config(run, folder, corpus, vocab, size, steps, eval_every, batch_size,
                  sequence_length, predictions_per_row, learning_rate, seed):
     """The `PretrainingConfig` of kbert run `run` (a kbert_* name of RUNS)."""
@@ -245,7 +251,7 @@ def kbert_config(run, folder, corpus, vocab, size, steps, eval_every, batch_size
         return PretrainingConfig(preset="bert_mini", config_overrides=sizes, objective="mlm",
                                  short_seq_prob=0.0, max_predictions=predictions_per_row,
                                  pack_across_documents=True, fill_rows=True, decay="linear",
-                                 adam_epsilon=1e-8, **common)
+                                 adam_epsilon=1e-8, shuffle_buffer=ROWS_SHUFFLED, **common)
     if run == "kbert_modern":
         return PretrainingConfig(preset="bert_mini", config_overrides=sizes, **modern,
                                  **common)

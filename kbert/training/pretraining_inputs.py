@@ -75,7 +75,7 @@ def dataset(config, tokenizer, repeat):
         sentence_task=sentence_task, masking=config.masking,
         masked_lm_prob=config.masked_lm_prob, short_seq_prob=config.short_seq_prob,
         seed=config.seed, repeat=repeat, pack_across_documents=config.pack_across_documents,
-        fill_rows=config.fill_rows,
+        fill_rows=config.fill_rows, shuffle_buffer=config.shuffle_buffer,
         document_ids=getattr(config, "separate_documents", False),
     )
 

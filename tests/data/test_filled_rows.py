@@ -144,3 +144,31 @@ def test_the_tool_passes_document_ids_only_with_separate_documents(tmp_path):
         keys[separate] = sorted(features)
     assert keys[False] == ["mask_positions", "padding_mask", "segment_ids", "token_ids"]
     assert keys[True] == sorted(keys[False] + ["document_ids"])
+
+
+def test_the_tools_shuffle_buffer_orders_the_rows(tmp_path):
+    """--shuffle_buffer=0: the rows come in the corpus's order (each document's first row
+    starts with its first word); a buffer that holds every row gives another order of the
+    same rows."""
+    from kbert.tokenizers import WordPieceTokenizer
+    from kbert.training import pretraining_inputs
+    from kbert.training.pretraining_config import PretrainingConfig
+
+    words = ["a", "b", "c", "d", "e", "f", "g", "h"]
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n\n".join(f"{w} {w} {w}." for w in words) + "\n")
+    tokenizer = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", *words],
+                                   lowercase=True)
+    firsts = {}
+    for buffer in (0, 100):
+        config = PretrainingConfig(
+            model_dir=str(tmp_path / "run"), input=str(corpus), objective="mlm",
+            sequence_length=8, max_predictions=1, masked_lm_prob=0.01, global_batch_size=1,
+            pack_across_documents=True, fill_rows=True, shuffle_buffer=buffer, seed=3)
+        config.validate()
+        rows = [f["token_ids"][0] for f, _ in pretraining_inputs.dataset(
+            config, tokenizer, repeat=False).as_numpy_iterator()]
+        # The first id after each row's [CLS] that is a word (masks aside): whose row it is.
+        firsts[buffer] = [next(int(i) for i in row[1:] if i >= 6) for row in rows]
+    assert firsts[0] == sorted(firsts[0])  # the corpus's order
+    assert sorted(firsts[100]) == firsts[0] and firsts[100] != firsts[0]
