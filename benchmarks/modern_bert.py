@@ -239,7 +239,8 @@ def run(preset, overrides, count, batch_size, seed, long_length, reference_pytho
     if bert_long is not None:
         print()
         title = f"{bert_preset}: {bert_rows} x {bert_long['tokens']} tokens"
-        print(f"{title:44s} {'seconds':>8s} {'peak GiB':>10s} {'before GiB':>10s} {'added MiB':>10s}")
+        print(f"{title:44s} {'seconds':>8s} {'peak GiB':>10s} {'before GiB':>10s} "
+              f"{'added MiB':>10s}")
         _long_row("kbert", bert_long["kbert"])
         if bert_long["transformers"] is not None:
             _long_row("transformers", bert_long["transformers"])

@@ -20,7 +20,8 @@ pays there: `keras_int8_pipeline`). The peer's rows: optimum's
 `ORTModelForFeatureExtraction` in float32 and its dynamic int8
 (`benchmarks/reference/optimum_serving.py`, run by `--optimum_python`: a Python with torch,
 transformers < 4.58 and optimum-onnx[onnxruntime]; skipped, saying why, without one).
-Every path runs with its defaults (threads: TensorFlow's and ONNX Runtime's, one per core). One untimed warm-up pass, then the best of `--serving_passes`.
+Every path runs with its defaults (threads: TensorFlow's and ONNX Runtime's, one per core).
+One untimed warm-up pass, then the best of `--serving_passes`.
 
 Accuracy on real labelled data: a logistic regression (scikit-learn) fitted on kbert's float32
 embeddings of 3,000 other rated sentences (positive above 0, negative below) classifies the

@@ -55,7 +55,8 @@ def batches(ids, batch_size, grouped):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", required=True, help="a ModernBERT config.json")
+    parser.add_argument("--config", required=True,
+                        help="a config.json (its model_type says the family)")
     parser.add_argument("--ids", help="JSON file: a list of token-id lists")
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--long", type=int, help="tokens of each long sequence")

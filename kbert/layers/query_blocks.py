@@ -43,7 +43,8 @@ LONG = 1024
 # Queries per block: [B, N, 256, S] scores, at 8,192 tokens and 12 heads 96 MiB a row of B.
 BLOCK = 256
 # Query rows of a block over the whole batch, at most: a batch of more than 16 rows has blocks
-# of fewer than BLOCK queries (32 rows of 512 tokens: blocks of 128, 96 MiB for 12 heads).
+# of fewer than BLOCK queries (32 rows of 512 tokens: blocks of 128, 96 MiB for 12 heads); a
+# batch of more than BATCH_ROWS rows, blocks of one query.
 BATCH_ROWS = 16 * BLOCK
 
 _tracing = threading.local()
@@ -52,8 +53,8 @@ _tracing = threading.local()
 @contextlib.contextmanager
 def chosen_at_run_time():
     """Within it, a TensorFlow graph of open shapes traced by this thread holds both the
-    blocks and the whole matrix, chosen by the length when it runs (`tf.cond`); outside
-    it, such a graph holds the whole matrix alone."""
+    blocks and the whole matrix, chosen by the batch's shape when it runs (`tf.cond`);
+    outside it, such a graph holds the whole matrix alone."""
     before = getattr(_tracing, "at_run_time", False)
     _tracing.at_run_time = True
     try:
@@ -66,7 +67,8 @@ def by_length(attend, query, per_query=(), long=None, block=None):
     """`attend(query, *per_query)` -> the context [B, S, ...] of the queries `query`
     [B, S, ...], run on the whole sequence when B x S x S is under `long` x `long` (default
     `LONG`), else on blocks of queries one after another (`in_blocks`): `block` (default
-    `BLOCK`) a row, fewer where B x `block` passes `BATCH_ROWS` (`rows_per_block`).
+    `BLOCK`) a row, fewer where B x `block` passes `BATCH_ROWS` (`rows_per_block`). A
+    known length of `long` or more with an open batch runs in blocks of `block`.
     `per_query`: tensors [B, S, ...] cut along with the queries (their document ids, ...)."""
     long = LONG if long is None else long
     block = BLOCK if block is None else block
@@ -76,6 +78,10 @@ def by_length(attend, query, per_query=(), long=None, block=None):
         if batch * length * length < long * long:
             return whole()
         return in_blocks(attend, query, per_query, rows_per_block(batch, block))
+    if isinstance(length, int) and length >= long:
+        # A known long length, an open batch (Keras' predict relaxes the batch of its last,
+        # smaller one): blocks of `block` queries, as for one row, whatever the batch.
+        return in_blocks(attend, query, per_query, block)
     if (keras.backend.backend() == "tensorflow" and length is not None and batch is not None
             and getattr(_tracing, "at_run_time", False)):  # a graph of open shapes
         pairs = ops.cast(batch, "float32") * ops.cast(length, "float32") ** 2

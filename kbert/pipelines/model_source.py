@@ -100,8 +100,9 @@ class KerasRunner:
                             for name, value in inputs.items()})
 
     def _traced(self, inputs):
-        # Long batches run attention in blocks of queries (bounded memory), short ones the
-        # whole matrix: both in the one graph, the length choosing when it runs.
+        # Large batches (batch x length x length) run attention in blocks of queries (bounded
+        # memory), small ones the whole matrix: both in the one graph, the shape choosing
+        # when it runs.
         with query_blocks.chosen_at_run_time():
             return self.model(inputs, training=False)
 

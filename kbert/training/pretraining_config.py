@@ -75,8 +75,8 @@ class PretrainingConfig(RunConfig):
     shuffle_buffer: int = setting(
         1000, "Examples of a text corpus shuffled together before batching (an integer >= 0; "
               "0: none). The documents come in the corpus's order on every pass: a buffer "
-              "that holds a whole pass draws each batch from all of it, as transformers' "
-              "Trainer does (worth it on a small corpus trained for many passes).",
+              "that holds a whole pass draws each batch from all of it, near what "
+              "transformers' Trainer does (a small corpus trained for many passes).",
         group="Data", minimum=0)
     pack_across_documents: bool = setting(
         False, "An objective without a sentence task (mlm, rtd, distill): pack the sentences "

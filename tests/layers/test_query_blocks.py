@@ -211,20 +211,22 @@ def test_a_task_models_inference_graph_holds_the_blocks(blocked):
 def test_a_batch_of_shorter_sequences_as_large_runs_in_smaller_blocks(monkeypatch):
     """The whole matrix's size chooses, B x S x S, not the length alone: 2 rows of 7 tokens
     (98 pairs a head, over LONG x LONG = 64) run in blocks, of 2 queries where 2 rows of 4
-    would pass BATCH_ROWS = 4; eagerly and in the runner's graph of open shapes, equal to the
-    whole matrix. One row of 7 (49 pairs) runs whole."""
+    would pass BATCH_ROWS = 4, eagerly (equal to the whole matrix) and in the runner's graph
+    of open shapes, whose blocks (marked by +100 there) ran for that batch and not for one
+    row of 7 (49 pairs)."""
     from kbert.pipelines.model_source import KerasRunner
 
     monkeypatch.setattr(query_blocks, "LONG", LONG)
     monkeypatch.setattr(query_blocks, "BLOCK", BLOCK)
     monkeypatch.setattr(query_blocks, "BATCH_ROWS", 4)
     assert [query_blocks.rows_per_block(b) for b in (1, 2, 3, 8)] == [4, 2, 1, 1]
-    assert [int(query_blocks.rows_per_block(tf.constant(b))) for b in (1, 2, 3, 8)] == [4, 2, 1, 1]
-    steps, real = [], query_blocks.in_blocks
+    assert [int(query_blocks.rows_per_block(tf.constant(b))) for b in (1, 2, 3, 8)] == [
+        4, 2, 1, 1]
+    steps, real, mark = [], query_blocks.in_blocks, [0.0]
 
     def spy(attend, query, per_query=(), block=None):
         steps.append((tuple(query.shape), block if isinstance(block, int) else "traced"))
-        return real(attend, query, per_query, block)
+        return real(attend, query, per_query, block) + mark[0]
 
     monkeypatch.setattr(query_blocks, "in_blocks", spy)
     backbone = models.BertBackbone(vocabulary_size=50, num_layers=1, hidden_size=16,
@@ -232,12 +234,33 @@ def test_a_batch_of_shorter_sequences_as_large_runs_in_smaller_blocks(monkeypatc
     ids = np.random.default_rng(1).integers(3, 50, (2, 7)).astype("int32")
     inputs = {"token_ids": ids, "segment_ids": np.zeros_like(ids),
               "padding_mask": np.ones_like(ids)}
+    one_row = {k: v[:1] for k, v in inputs.items()}
     blocked = np.asarray(backbone(inputs)["sequence_output"])
-    from_runner = KerasRunner(backbone)(inputs)["sequence_output"]
-    assert steps == [((2, 7, 2, 8), 2), ((None, None, 2, 8), "traced")]
-    backbone({k: v[:1] for k, v in inputs.items()})  # one row: 49 pairs, whole
-    assert len(steps) == 2
+    assert steps == [((2, 7, 2, 8), 2)]
+    backbone(one_row)  # 49 pairs: whole
+    assert len(steps) == 1
+    mark[0] = 100.0
+    runner = KerasRunner(backbone)
+    marked = {"two": runner(inputs)["sequence_output"], "one": runner(one_row)["sequence_output"]}
+    assert steps[1:] == [((None, None, 2, 8), "traced")]  # one graph for both
     monkeypatch.setattr(query_blocks, "LONG", 10**9)
     whole = np.asarray(backbone(inputs)["sequence_output"])
     np.testing.assert_allclose(blocked, whole, atol=1e-5, rtol=0)
-    np.testing.assert_allclose(from_runner, whole, atol=1e-5, rtol=0)
+    assert np.abs(marked["two"] - whole).max() > 1.0  # the blocks ran for 2 rows of 7
+    np.testing.assert_allclose(marked["one"], whole[:1], atol=1e-5, rtol=0)  # not for one
+
+
+def test_a_known_long_length_with_an_open_batch_runs_in_blocks(blocked, spied):
+    """A graph traced for [None, 19] (Keras' predict relaxes the batch of its last, smaller
+    batch): the known length alone chooses the blocks, outside `chosen_at_run_time` too."""
+    blocked(True)
+    block = layers.TransformerEncoder(num_heads=2, intermediate_size=24)
+    x, mask = _inputs()
+    graph = tf.function(lambda a, m: block(a, padding_mask=m), input_signature=[
+        tf.TensorSpec([None, 19, 16]), tf.TensorSpec([None, 19], tf.int32)])
+    got = np.asarray(graph(x, mask))
+    assert set(spied) == {(None, 19, 2, 8)}  # traced (the layer builds on a first trace)
+    blocked(False)
+    real = mask.astype(bool)
+    np.testing.assert_allclose(got[real], np.asarray(block(x, padding_mask=mask))[real],
+                               atol=1e-5, rtol=0)
