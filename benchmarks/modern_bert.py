@@ -122,10 +122,18 @@ def family_of(preset):
     return kbert.presets.get(preset)["model"]
 
 
+# The [CLS] and [SEP] ids transformers' config classes default to where the config.json names
+# none (kbert's converter writes none): ModernBertConfig's 50281 and 50282; BertConfig has
+# none, and the reference script takes BERT's vocabulary's 101 and 102, as here.
+_DEFAULT_SPECIALS = {"modernbert": (50281, 50282)}
+
+
 def _specials(values):
-    """([CLS], [SEP]) ids of a transformers config.json dict (BERT's 101, 102 by default;
-    ModernBERT's config names its own)."""
-    return values.get("cls_token_id", 101), values.get("sep_token_id", 102)
+    """([CLS], [SEP]) ids of a transformers config.json dict: its own, else what
+    transformers' config class of its `model_type` defaults to (`_DEFAULT_SPECIALS`, BERT's
+    101 and 102 otherwise), so that both sides run the same ids."""
+    cls_id, sep_id = _DEFAULT_SPECIALS.get(values.get("model_type"), (101, 102))
+    return values.get("cls_token_id", cls_id), values.get("sep_token_id", sep_id)
 
 
 def _json_line(command, what):
@@ -162,8 +170,7 @@ def run(preset, overrides, count, batch_size, seed, long_length, reference_pytho
     runner, config = kbert_runner(preset, overrides)
     specials = hf_config(config, family_of(preset))
     pad_id = specials.get("pad_token_id", 50283)
-    ids = text_ids(count, seed, specials.get("cls_token_id", 50281),
-                   specials.get("sep_token_id", 50282))
+    ids = text_ids(count, seed, *_specials(specials))
     lengths = [len(row) for row in ids]
     print(f"modern_bert: {preset} (L{config.num_layers} H{config.hidden_size} "
           f"A{config.num_heads}, window {config.local_attention}, a global layer every "
