@@ -28,6 +28,12 @@ def attention_as_matmuls():
         _form.matmuls = before
 
 
+def exporting_as_matmuls():
+    """Whether this thread is tracing inside `attention_as_matmuls` (a block may write its
+    projections for the other runtime too: `TransformerEncoder`'s three matmuls)."""
+    return getattr(_form, "matmuls", False)
+
+
 def _biased(scores, bias, padding_mask):
     """float32 `scores` [B, N, S, S] with `bias` added and the padded keys (`padding_mask` [B,
     S] 0) at -1e9, so that exp() of them is exactly 0 (None: neither)."""
@@ -111,7 +117,7 @@ class EncoderBlock(_utils.SettingsConfig, keras.layers.Layer):
             softmax with the padding's -1e9).
         """
         if not explicit and not (training and self.attention_dropout):
-            if getattr(_form, "matmuls", False):
+            if exporting_as_matmuls():
                 return self._attend_as_matmuls(query, key, value, padding_mask, bias)
             mask = None
             if padding_mask is not None:

@@ -12,7 +12,9 @@ Keras' LayerNormalization (moments, then `x * m + (beta - mean * m)`, or without
 as ONNX's `LayerNormalization` op, and the exact GELU as `0.5 * x * (1 + erf(x / sqrt(2)))` (ONNX
 Runtime's `Gelu`, `BiasGelu` with the dense layer's bias). A pattern that differs is left
 as it is (the same numbers, unfused). The attention is traced as transposes and 4-D matmuls
-(`kbert.layers.encoder_block.attention_as_matmuls`). The graph is ONNX opset `OPSET`, inputs
+(`kbert.layers.encoder_block.attention_as_matmuls`), and BERT's block
+(`TransformerEncoder`) writes its query, key, value and output projections as a MatMul each,
+not as a Gemm of the fused projection and Slices of its output. The graph is ONNX opset `OPSET`, inputs
 int32 [batch, length] (`token_ids`, `segment_ids` where the model takes them,
 `padding_mask`), outputs float32 named as `serving_ids`' (`RAW_OUTPUTS`).
 

@@ -81,3 +81,36 @@ def test_fit_step():
 
 def test_mixed_bfloat16():
     _checks.check_mixed_bfloat16(make, [X, MASK], call=_call)
+
+
+def test_the_export_form_is_the_same_block():
+    """Under `attention_as_matmuls` (what the ONNX export traces) the query, key and value
+    are three matmuls of the fused kernel's slices and the output one of its reshape: the
+    same numbers (1e-5), eagerly and traced with an open batch and length, LoRA's merged
+    kernel included."""
+    import tensorflow as tf
+
+    from kbert.layers import lora
+    from kbert.layers.encoder_block import attention_as_matmuls
+
+    layer = make(dropout=0.0, attention_dropout=0.0)
+    want = keras.ops.convert_to_numpy(layer(X, padding_mask=MASK))
+    traced = tf.function(lambda x, m: layer(x, padding_mask=m), input_signature=[
+        tf.TensorSpec([None, None, 8], tf.float32), tf.TensorSpec([None, None], tf.int32)])
+    with attention_as_matmuls():
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(layer(X, padding_mask=MASK)),
+                                   want, atol=1e-5)
+        np.testing.assert_allclose(traced(X, MASK).numpy(), want, atol=1e-5)
+    assert "qkv_dense" not in " ".join(op.name for op in traced.get_concrete_function(
+        ).graph.get_operations() if op.type == "Einsum")
+    before = want
+    backbone_like = keras.Sequential([keras.Input((5, 8)), layer])
+    backbone_like.transformer_layers = [layer]
+    lora.enable_lora(backbone_like, rank=2)
+    for weight in (layer.qkv_dense.lora_kernel_b, layer.attention_output_dense.lora_kernel_b):
+        weight.assign(RNG.normal(size=weight.shape).astype("float32"))
+    want = keras.ops.convert_to_numpy(layer(X, padding_mask=MASK))
+    assert not np.allclose(want, before, atol=1e-3)  # LoRA's update counts
+    with attention_as_matmuls():
+        got = keras.ops.convert_to_numpy(layer(X, padding_mask=MASK))
+    np.testing.assert_allclose(got, want, atol=1e-5)

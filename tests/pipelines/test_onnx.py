@@ -118,7 +118,7 @@ def test_gemms_become_matmuls_with_each_shared_weight_transposed_once():
 def test_the_graph_holds_what_onnx_runtime_fuses():
     """Keras' LayerNorm as ONNX's LayerNormalization, the exact GELU as the erf form ONNX
     Runtime fuses, attention as 4-D transposes and matmuls (not tf2onnx's 5-D einsums of
-    `dot_product_attention`)."""
+    `dot_product_attention`), the projections as one MatMul each."""
     pipe = load_pipeline("text-classification", "hf_tasks/bert_seq_single")
     model = pipe.source.runner.model
     proto = onnx.model_proto(model, "text_classifier")
@@ -131,6 +131,10 @@ def test_the_graph_holds_what_onnx_runtime_fuses():
     # Each layer's query, key and value to [B, N, S, D] (keys to [B, N, D, S]).
     assert perms.count([0, 2, 1, 3]) >= 2 * layers and perms.count([0, 2, 3, 1]) == layers, perms
     assert "Einsum" not in ops
+    # Each layer's query, key, value, scores, context, output and two feed-forward layers one
+    # MatMul each (not tf2onnx's Gemm of the fused projection and Slices of it), the pooler's
+    # and the classifier's two more.
+    assert ops.count("MatMul") == 8 * layers + 2 and "Gemm" not in ops, sorted(set(ops))
     # ModernBERT's LayerNorms have no beta: fused all the same.
     modern = load_pipeline("text-classification", "hf_tasks/modern_bert_seq_single")
     ops = [node.op_type for node in
