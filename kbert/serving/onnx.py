@@ -14,8 +14,8 @@ Runtime's `Gelu`, `BiasGelu` with the dense layer's bias). A pattern that differ
 as it is (the same numbers, unfused). The attention is traced as transposes and 4-D matmuls
 (`kbert.layers.encoder_block.attention_as_matmuls`), and BERT's block
 (`TransformerEncoder`) writes its query, key, value and output projections as a MatMul each,
-not as a Gemm of the fused projection and Slices of its output. The graph is ONNX opset `OPSET`, inputs
-int32 [batch, length] (`token_ids`, `segment_ids` where the model takes them,
+not as a Gemm of the fused projection and Slices of its output. The graph is ONNX opset
+`OPSET`, inputs int32 [batch, length] (`token_ids`, `segment_ids` where the model takes them,
 `padding_mask`), outputs float32 named as `serving_ids`' (`RAW_OUTPUTS`).
 
 `quantize="int8"` is ONNX Runtime's dynamic quantization (`quantize_dynamic`): the weights of
