@@ -18,13 +18,16 @@ class TransformerEncoder(EncoderBlock):
     over the real keys, with the softmax in float32 even under a mixed-precision policy.
 
     Args:
-        num_heads: attention heads; the input width must be divisible by it.
+        num_heads: attention heads; the input width must be divisible by it, unless
+            `head_size` is given.
         intermediate_size: width of the feed-forward layer.
         activation: name of the feed-forward activation (see `kbert.layers.ACTIVATION_NAMES`).
         dropout: dropout rate on the attention output and the feed-forward output.
         attention_dropout: dropout rate on the attention probabilities.
         layer_norm_epsilon: LayerNorm epsilon.
         initializer_range: stddev of the truncated-normal kernel initializer.
+        head_size: the width of each head; `None`: input width / `num_heads`. A pruned
+            block (`kbert.models.pruning`) keeps its heads' width with fewer of them.
 
     Call args:
         inputs: float tensor [B, S, H].
@@ -48,14 +51,18 @@ class TransformerEncoder(EncoderBlock):
         attention_dropout=0.1,
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
+        head_size=None,
         **kwargs,
     ):
         super().__init__(num_heads, intermediate_size, activation, dropout, attention_dropout,
                          layer_norm_epsilon, initializer_range, **kwargs)
+        if head_size is not None:
+            _utils.check_positive_int("head_size", head_size)
+        _utils.keep_settings(self, head_size=head_size)
 
     def build(self, inputs_shape, padding_mask_shape=None):
         hidden_size = inputs_shape[-1]
-        head_size = self._head_size_of(hidden_size)
+        head_size = self.head_size or self._head_size_of(hidden_size)
         self._scale = 1.0 / head_size**0.5
         policy = self.dtype_policy
 

@@ -123,11 +123,26 @@ class TextInputs:
         takes them, in batches grouped by length."""
         if not self._takes_raw(x):
             return super().evaluate(x, y, batch_size=batch_size, **kwargs)
+        return super().evaluate(self.labelled_batches(x, y, batch_size), **kwargs)
+
+    def labelled_batches(self, x, y=None, batch_size=None):
+        """What `evaluate` reads, as an iterable of `(inputs, targets)` batches (a `tf.data`
+        dataset): raw inputs and labels through the preprocessor in batches grouped by
+        length; token-id features and labels in batches of `batch_size` in order; a dataset
+        of batches as it is."""
+        if hasattr(x, "element_spec") and not self._takes_raw(x):
+            return x
+        if not self._takes_raw(x):
+            import tensorflow as tf
+
+            if y is None:
+                raise ValueError("labelled_batches needs labels: give y.")
+            return tf.data.Dataset.from_tensor_slices((x, y)).batch(
+                batch_size or DEFAULT_BATCH_SIZE)
         encoded = self._encode(x, y)
         if encoded.targets is None:
             raise ValueError("evaluate needs labels: give y (or a dataset of (x, y)).")
-        data = self._batches(encoded, batch_size or DEFAULT_BATCH_SIZE, False)
-        return super().evaluate(data, **kwargs)
+        return self._batches(encoded, batch_size or DEFAULT_BATCH_SIZE, False)
 
     def predict(self, x, batch_size=None, **kwargs):
         """`keras.Model.predict`; with a preprocessor, on raw inputs, in batches grouped by

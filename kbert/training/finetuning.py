@@ -69,6 +69,8 @@ def run_finetuning(config):
 
     with strategy.scope():
         model = task.build(config, encoder.backbone(config.dtype()), train)
+        if config.pruning:
+            model = _pruned(config, task, model, train, tokenizer, work_dir)
         if config.lora_rank:
             trainable = model.backbone.enable_lora(config.lora_rank)
             print(f"LoRA of rank {config.lora_rank}: {trainable:,} trainable parameters in "
@@ -120,6 +122,56 @@ def run_finetuning(config):
     if work_dir == config.model_dir:
         _save(model, tokenizer, config, train)
     return {"best": best, "logs": logs}
+
+
+def _pruned(config, task, fresh, train, tokenizer, work_dir):
+    """--prune_heads / --prune_units: the fine-tuned model of --checkpoint (of `fresh`'s
+    class and head) with the heads and units whose removal changes its loss on the training
+    data least taken out (`kbert.training.pruning`). What is removed is written to
+    work_dir/pruning.json, which a resumed run reads instead of ranking again."""
+    from kbert import loading
+    from kbert.models import pruning as backbone_pruning
+    from kbert.training import pruning
+
+    held = loading.source(config.checkpoint).build(dtype=config.dtype())
+    labels = [getattr(m, "label_names", None) for m in (held, fresh)]
+    if type(held) is not type(fresh) or [tuple(w.shape) for w in held.weights] != [
+            tuple(w.shape) for w in fresh.weights] or labels[0] != labels[1]:
+        raise ConfigError(f"--prune_heads / --prune_units prune a fine-tuned {config.task} "
+                          f"of this data's labels; --checkpoint={config.checkpoint} holds a "
+                          f"{type(held).__name__}"
+                          + (f" of other labels ({labels[0]}; the data's: {labels[1]})"
+                             if type(held) is type(fresh) else "") + ".")
+    record = os.path.join(work_dir, "pruning.json")
+    settings = {"checkpoint": config.checkpoint, "prune_heads": config.prune_heads,
+                "prune_units": config.prune_units}
+    if tf.io.gfile.exists(record):
+        with tf.io.gfile.GFile(record) as f:
+            removal = json.load(f)
+        if removal.get("settings") != settings:
+            raise ConfigError(f"{record} is the removal of another pruning "
+                              f"({removal.get('settings')}); this run's is {settings}. Give "
+                              f"another --model_dir.")
+        heads, units = ({int(k): v for k, v in removal[name].items()}
+                        for name in ("heads", "units"))
+        print(f"Pruning as {record} says (a resumed run).")
+    else:
+        held.compile()
+        stream = task.training_stream(config, held, train, tokenizer)
+        print(f"Ranking the heads and feed-forward units of {config.checkpoint} on "
+              f"{config.prune_batches} training batches.")
+        scores = pruning.importance(held, stream, steps=config.prune_batches,
+                                    progress=config.verbose == 1)
+        heads, units = pruning.plan(scores, config.prune_heads, config.prune_units)
+        with tf.io.gfile.GFile(record, "w") as f:
+            json.dump({"settings": settings, "heads": heads, "units": units}, f)
+    smaller = pruning.prune(held, heads=heads, units=units)
+    (heads_before, units_before), (heads_after, units_after) = (
+        backbone_pruning.structure(m.backbone) for m in (held, smaller))
+    print(f"Pruned: heads per layer {heads_before} -> {heads_after}, feed-forward units "
+          f"{units_before} -> {units_after}; {held.count_params():,} -> "
+          f"{smaller.count_params():,} parameters.")
+    return smaller
 
 
 def _save(model, tokenizer, config, train):

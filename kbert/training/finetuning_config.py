@@ -87,6 +87,18 @@ class _RunFields(RunConfig):
                                   group="Schedule", minimum=0)
     unfreeze_unit: str = setting("epoch", "What --unfreeze_every counts: step or epoch.",
                                  group="Schedule", choices=UNFREEZE_UNITS)
+    # === Pruning (kbert.training.pruning) ===
+    prune_heads: float = setting(
+        0.0, "Structured pruning: --checkpoint is a fine-tuned run of this task; remove this "
+             "fraction of its attention heads, those whose removal changes the loss on "
+             "--train_data least (in [0, 1); 0: none), then fine-tune the smaller model for "
+             "--epochs. BERT, RoBERTa, ELECTRA and DistilBERT models.", group="Model")
+    prune_units: float = setting(
+        0.0, "Structured pruning: the fraction of feed-forward units to remove, as "
+             "--prune_heads (in [0, 1); 0: none).", group="Model")
+    prune_batches: int = setting(
+        200, "Structured pruning: training batches read to rank the heads and units (an "
+             "integer >= 1).", group="Model", minimum=1)
     # === Several tasks: one backbone, a head each (kbert.training.multitask) ===
     multitask: dict = setting(
         help="A head of a multi-task run, repeatable (two or more): NAME:KEY=VALUE,... with "
@@ -111,6 +123,11 @@ class _RunFields(RunConfig):
     keep_best: bool = setting(True, "Keep the weights of the epoch with the best validation "
                               "metric in model_dir/best and export those: true or false.",
                               group="Output")
+
+    @property
+    def pruning(self):
+        """Whether the run prunes its starting model (`--prune_heads`, `--prune_units`)."""
+        return bool(self.prune_heads or self.prune_units)
 
     def validate(self):
         """Fails fast, naming the flag, before any work starts."""
@@ -145,6 +162,14 @@ class _RunFields(RunConfig):
         if self.lora_rank and clashing:
             raise ConfigError(f"--lora_rank trains adapters on a frozen backbone; it does not "
                               f"combine with {', '.join(clashing)} (given).")
+        for name in ("prune_heads", "prune_units"):
+            value = getattr(self, name)
+            if not 0 <= value < 1:
+                raise ConfigError(f"--{name}={value!r}: a fraction in [0, 1) to remove.")
+        if self.pruning and (self.lora_rank or self.multitask or self.checkpoint is None):
+            raise ConfigError("--prune_heads / --prune_units prune the fine-tuned model of "
+                              "one task: give --checkpoint (a tools/finetune.py run), not "
+                              "--preset, --lora_rank or --multitask.")
         if self.freeze_backbone and self.unfreeze_every:
             raise ConfigError("--freeze_backbone keeps the backbone frozen; --unfreeze_every "
                               "unfreezes it gradually: give one of them.")

@@ -450,3 +450,38 @@ def test_a_lora_run_trains_adapters_and_saves_a_plain_model(tmp_path, capsys):
         next(w for w in model.backbone.weights if w.path.endswith(path.split("/", 1)[1])),
         v, atol=1e-7)]
     assert changed  # the merged update moved them
+
+
+def test_a_pruning_run_ranks_removes_and_fine_tunes_the_smaller_model(tmp_path, capsys):
+    """--prune_heads / --prune_units on a fine-tuned run: the heads and units ranked on the
+    training data, removed, the smaller model fine-tuned and saved (its per-layer sizes in its
+    config); the removal is written down, and a run resumed reads it; a checkpoint without
+    the task's fine-tuned model is refused by name. (docs/pruning.md's command.)"""
+    from kbert.training.config_fields import ConfigError
+    from kbert.untrusted import load_model
+
+    train = write_csv(tmp_path / "train.csv", sentences(64, 0))
+    run(tmp_path / "first", train_data=train, epochs=1)
+    pruned_dir = tmp_path / "pruned"
+    run(pruned_dir, train_data=train, epochs=1, checkpoint=str(tmp_path / "first" / "run"),
+        prune_heads=0.5, prune_units=0.5, prune_batches=2, export_dir=str(tmp_path / "export"))
+    out = capsys.readouterr().out
+    assert "Ranking the heads and feed-forward units" in out
+    assert "Pruned: heads per layer [2, 2] -> " in out, out
+    removal = json.loads((pruned_dir / "run" / "pruning.json").read_text())
+    model = load_model(str(pruned_dir / "run" / "model.keras"))
+    config = model.backbone.config
+    assert sum(config.layer_heads) == 2 and sum(config.layer_intermediate_sizes) == 32
+    assert sum(map(len, removal["heads"].values())) == 2
+    # Run again in the same model_dir: the removal is read back, not ranked again.
+    run(pruned_dir, train_data=train, epochs=1, checkpoint=str(tmp_path / "first" / "run"),
+        prune_heads=0.5, prune_units=0.5, prune_batches=2)
+    assert "Pruning as " in capsys.readouterr().out
+    with pytest.raises(ConfigError, match="is the removal of another pruning"):
+        run(pruned_dir, train_data=train, epochs=1, prune_heads=0.25,
+            checkpoint=str(tmp_path / "first" / "run"))
+    with pytest.raises(ConfigError, match="prune a fine-tuned text_classifier .* holds a "
+                                          "DistilBertPretrainer"):
+        run(tmp_path / "other", train_data=train, epochs=1, prune_heads=0.5)
+    with pytest.raises(ConfigError, match=r"--prune_units=1.0: a fraction in \[0, 1\)"):
+        run(tmp_path / "other", train_data=train, prune_units=1.0)

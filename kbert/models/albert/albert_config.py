@@ -25,6 +25,7 @@ class AlbertConfig(BertConfig):
     num_groups: int = 1
 
     FAMILY = "ALBERT"
+    PER_LAYER_SIZES = False  # its layers share blocks
     ORIGINAL_NAMES = {**BertConfig.ORIGINAL_NAMES, "num_hidden_groups": "num_groups"}
 
     def __post_init__(self):

@@ -38,7 +38,14 @@ class BertBackbone(Backbone):
                                        dtype=dtype, name="embeddings")
         # ALBERT shares one block among num_layers / num_groups consecutive layers.
         num_blocks = getattr(config, "num_groups", config.num_layers)
-        blocks = encoder_blocks(TransformerEncoder, config, num_blocks, dtype)
+        if config.layer_heads is None and config.layer_intermediate_sizes is None:
+            blocks = encoder_blocks(TransformerEncoder, config, num_blocks, dtype)
+        else:  # a pruned model's layers (`kbert.models.pruning`), each its own size
+            head_size = config.hidden_size // config.num_heads
+            blocks = [layer_from_config(TransformerEncoder, config, dtype=dtype,
+                                        name=f"transformer_layer_{i}", head_size=head_size,
+                                        **config.layer_sizes(i))
+                      for i in range(num_blocks)]
         pooler = None
         if self.has_pooler:
             pooler = Pooler(initializer_range=config.initializer_range, dtype=dtype,

@@ -1,7 +1,7 @@
 """Every architecture field of a BERT model, validated in one place."""
 
 import dataclasses
-from typing import Optional
+from typing import Optional, Tuple
 
 from kbert.layers import _utils
 
@@ -28,6 +28,11 @@ class BertConfig:
         initializer_range: stddev of the truncated-normal initializer.
         layer_norm_epsilon: LayerNorm epsilon.
         embedding_size: embedding table width; `None` means `hidden_size`.
+        layer_heads: each layer's attention heads where they differ (a pruned model's:
+            `kbert.models.pruning`), a sequence of `num_layers` ints; `None`: `num_heads` in
+            every layer. Each head keeps the width `hidden_size / num_heads`.
+        layer_intermediate_sizes: each layer's feed-forward width where they differ (`None`:
+            `intermediate_size` in every layer).
     """
 
     vocabulary_size: int
@@ -43,8 +48,13 @@ class BertConfig:
     initializer_range: float = 0.02
     layer_norm_epsilon: float = 1e-12
     embedding_size: Optional[int] = None
+    layer_heads: Optional[Tuple[int, ...]] = None
+    layer_intermediate_sizes: Optional[Tuple[int, ...]] = None
 
     FAMILY = "BERT"  # for messages
+    # Whether the family's blocks may differ per layer (`layer_heads`,
+    # `layer_intermediate_sizes`): BERT's block, one per layer.
+    PER_LAYER_SIZES = True
     # The original google-research/bert (and Hugging Face) names of the same fields.
     ORIGINAL_NAMES = {
         "vocab_size": "vocabulary_size",
@@ -69,11 +79,36 @@ class BertConfig:
                 f"hidden_size={self.hidden_size} is not divisible by "
                 f"num_heads={self.num_heads}: each head gets hidden_size / num_heads units."
             )
+        for name in ("layer_heads", "layer_intermediate_sizes"):
+            self._check_per_layer(name)
         _utils.get_activation(self.activation)
         _utils.check_rate("dropout", self.dropout)
         _utils.check_rate("attention_dropout", self.attention_dropout)
         _utils.check_positive_float("initializer_range", self.initializer_range)
         _utils.check_positive_float("layer_norm_epsilon", self.layer_norm_epsilon)
+
+    def _check_per_layer(self, name):
+        """`name` (a per-layer field) as a tuple of `num_layers` positive ints, or None."""
+        values = getattr(self, name)
+        if values is None:
+            return
+        if not self.PER_LAYER_SIZES:
+            raise ValueError(f"{name}={values!r}: {self.FAMILY}'s layers all have the same "
+                             f"heads and feed-forward width; per-layer sizes are for BERT's "
+                             f"block (BERT, RoBERTa, ELECTRA, DistilBERT).")
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__len__") or \
+                len(values) != self.num_layers:
+            raise ValueError(f"{name}={values!r}: one int per layer, {self.num_layers} "
+                             f"(num_layers), or None.")
+        for value in values:
+            _utils.check_positive_int(name, value)
+        object.__setattr__(self, name, tuple(int(v) for v in values))
+
+    def layer_sizes(self, index):
+        """Layer `index`'s `num_heads` and `intermediate_size` (a dict of those names)."""
+        return {"num_heads": (self.layer_heads or [self.num_heads] * self.num_layers)[index],
+                "intermediate_size": (self.layer_intermediate_sizes or
+                                      [self.intermediate_size] * self.num_layers)[index]}
 
     @classmethod
     def from_dict(cls, values):

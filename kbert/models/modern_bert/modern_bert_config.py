@@ -64,6 +64,7 @@ class ModernBertConfig(BertConfig):
     classifier_dropout: float = 0.0
 
     FAMILY = "ModernBERT"
+    PER_LAYER_SIZES = False  # its own block, the same in every layer
     ORIGINAL_NAMES = {**BertConfig.ORIGINAL_NAMES, "hidden_activation": "activation",
                       "norm_eps": "layer_norm_epsilon", "mlp_dropout": "dropout"}
 

@@ -1,0 +1,157 @@
+"""Pruning a fine-tuned task model on its task's data: how much each attention head and each
+feed-forward unit matters (`importance`), which of them to remove at a given sparsity
+(`plan`), and the task model rebuilt on the smaller backbone with its head (`prune`;
+`kbert.models.pruning` removes the parts).
+
+Importance is Michel et al.'s ("Are Sixteen Heads Really Better than One?", 2019): the loss's
+first-order change when a head is gated off, |dL/d xi_h| with a gate xi_h = 1 on the head's
+share of the attention output, summed over batches. That share is `context_h @ W_o[h]`, so
+dL/d xi_h = sum(W_o[h] * dL/dW_o[h]): the gradient of the attention output projection's
+kernel gives every head's score, with no gates put into the graph. A feed-forward unit's is
+the same with its row of the output layer (the Taylor score of the unit's activation, as
+nn_pruning's and Molchanov et al.'s). Each layer's scores are then divided by their L2 norm,
+as Michel et al. do so that one threshold ranks heads across layers.
+
+Recovery after pruning is fine-tuning the smaller model on the same task (`fit`, or
+`tools/finetune.py` from the saved model), optionally distilled from the unpruned one
+(`kbert.models.distillation`).
+"""
+
+import dataclasses
+
+import numpy as np
+
+from kbert.models import pruning as backbone_pruning
+
+
+@dataclasses.dataclass
+class Importance:
+    """Per layer, each attention head's (`heads`) and each feed-forward unit's (`units`)
+    score, numpy arrays, normalized per layer (L2); `batches`: how many batches were read."""
+
+    heads: list
+    units: list
+    batches: int
+
+
+def _checked_model(model):
+    backbone = getattr(model, "backbone", None)
+    if backbone is None:
+        raise ValueError(f"Pruning takes a kbert task model (a TextClassifier, ...: a model "
+                         f"with a backbone); got a {type(model).__name__}.")
+    backbone_pruning.check_prunable(backbone)
+    if getattr(model, "loss", None) is None:
+        raise ValueError(f"{type(model).__name__} is not compiled: importance is the "
+                         f"gradient of its loss; compile() it first (the task's loss).")
+    return backbone
+
+
+def _normalized(scores):
+    norm = np.linalg.norm(scores)
+    return scores / norm if norm > 0 else scores
+
+
+def importance(model, x, y=None, batch_size=None, steps=None, progress=True):
+    """Each head's and feed-forward unit's importance (see the module) on the labelled data
+    `x`, `y` of `model` (a compiled kbert task model of a prunable family: the loss it was
+    compiled with), read as `model.evaluate` reads it (raw inputs through the model's
+    preprocessor, in batches of `batch_size` grouped by length; or token-id features; or a
+    `tf.data` dataset of batches). `steps`: at most this many batches. `progress`: a Keras
+    progress bar. Returns an `Importance`."""
+    import keras
+    import tensorflow as tf
+
+    backbone = _checked_model(model)
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or
+                              steps < 1):
+        raise ValueError(f"steps={steps!r}: a positive number of batches, or None (all).")
+    data = model.labelled_batches(x, y, batch_size)
+    blocks = backbone.transformer_layers
+    kernels = [block.attention_output_dense.kernel for block in blocks] + \
+              [block.output_dense.kernel for block in blocks]
+
+    @tf.function(reduce_retracing=True)  # a shape per length group
+    def scores(inputs, targets, weights):
+        with tf.GradientTape() as tape:
+            predictions = model(inputs, training=False)
+            loss = model.compute_loss(x=inputs, y=targets, y_pred=predictions,
+                                      sample_weight=weights)
+        grads = tape.gradient(loss, [k.value for k in kernels])
+        count = len(blocks)
+        heads = [tf.abs(tf.reduce_sum(k * g, axis=[1, 2]))  # [N, D, H] -> [N]
+                 for k, g in zip(kernels[:count], grads[:count])]
+        units = [tf.abs(tf.reduce_sum(k * g, axis=1))  # [I, H] -> [I]
+                 for k, g in zip(kernels[count:], grads[count:])]
+        return heads, units
+
+    heads = [np.zeros(block.num_heads) for block in blocks]
+    units = [np.zeros(block.intermediate_size) for block in blocks]
+    bar = keras.utils.Progbar(steps, unit_name="batch") if progress else None
+    batches = 0
+    for batch in data:
+        inputs, targets, weights = keras.utils.unpack_x_y_sample_weight(batch)
+        head_scores, unit_scores = scores(inputs, targets, weights)
+        for total, value in zip(heads + units, head_scores + unit_scores):
+            total += value.numpy()
+        batches += 1
+        if bar is not None:
+            bar.update(batches)
+        if steps is not None and batches >= steps:
+            break
+    if not batches:
+        raise ValueError("importance read no batch: the data is empty.")
+    return Importance([_normalized(s) for s in heads], [_normalized(s) for s in units],
+                      batches)
+
+
+def _check_sparsity(name, value):
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        raise ValueError(f"{name}={value!r}: a fraction in [0, 1) of them to remove.")
+    return float(value)
+
+
+def plan(scores, head_sparsity=None, unit_sparsity=None):
+    """What to remove: the `head_sparsity` fraction of all heads and the `unit_sparsity`
+    fraction of all feed-forward units with the lowest scores (`scores`: an `Importance`),
+    ranked across layers, each layer keeping its best head and its best unit. Returns
+    `(heads, units)` as `kbert.models.pruning.pruned` takes them ({layer: [indices]})."""
+    removal = []
+    for name, values, sparsity in (("head_sparsity", scores.heads, head_sparsity),
+                                   ("unit_sparsity", scores.units, unit_sparsity)):
+        sparsity = _check_sparsity(name, sparsity)
+        total = sum(len(v) for v in values)
+        ranked = sorted((float(score), layer, index) for layer, layer_scores in
+                        enumerate(values) for index, score in enumerate(layer_scores))
+        # Each layer's best part stays, whatever the sparsity.
+        best = {(layer, int(np.argmax(v))) for layer, v in enumerate(values)}
+        count = int(round(sparsity * total))
+        chosen = {}
+        for _, layer, index in ranked:
+            if sum(len(v) for v in chosen.values()) >= count:
+                break
+            if (layer, index) not in best:
+                chosen.setdefault(layer, []).append(index)
+        removal.append({layer: sorted(indices) for layer, indices in sorted(chosen.items())})
+    return tuple(removal)
+
+
+def prune(model, heads=None, units=None, layers=None):
+    """A new task model of `model`'s class (its settings and preprocessor) on
+    `kbert.models.pruning.pruned(model.backbone, heads, units, layers)`, its head's
+    weights copied; not compiled (compile it to fine-tune it back)."""
+    backbone = model.backbone
+    backbone_pruning.check_prunable(backbone)
+    smaller = backbone_pruning.pruned(backbone, heads, units, layers)
+    config = model.get_config()
+    config["backbone"] = smaller
+    config["preprocessor"] = getattr(model, "preprocessor", None)
+    result = type(model).from_config(config)
+    own = {id(w) for w in backbone.weights}
+    source = [w for w in model.weights if id(w) not in own]
+    new_own = {id(w) for w in smaller.weights}
+    target = [w for w in result.weights if id(w) not in new_own]
+    for s, t in zip(source, target, strict=True):
+        t.assign(s)
+    return result

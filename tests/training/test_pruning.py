@@ -1,0 +1,124 @@
+"""Pruning a fine-tuned task model on its data (`kbert.training.pruning`): importance is the
+loss's first-order change when a head's or unit's output is gated (checked against finite
+differences of the loss), the plan removes the lowest-scored parts across layers, and the
+pruned task model answers as the full one with those parts masked, saved, reloaded and in a
+pipeline."""
+
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+
+import kbert
+from kbert.models import pruning as backbone_pruning
+from kbert.training import pruning
+
+TASKS = Path(__file__).parents[1] / "fixtures" / "hf_tasks"
+IDS = np.array([[2, 5, 9, 11, 14, 3, 0], [2, 7, 8, 21, 4, 6, 3], [2, 30, 31, 3, 0, 0, 0],
+                [2, 12, 13, 15, 16, 3, 0]], np.int32)
+LABELS = np.array([0, 1, 1, 0], np.int32)
+
+
+def _model():
+    model = kbert.load(str(TASKS / "bert_seq_single")).model
+    model.compile()
+    return model
+
+
+def _features():
+    return {"token_ids": IDS, "segment_ids": np.zeros_like(IDS),
+            "padding_mask": (IDS > 0).astype(np.int32)}
+
+
+def _loss(model, x):
+    return float(model.compute_loss(x=x, y=LABELS, y_pred=model(x)))
+
+
+def _gated(model, kernel, row, gate):
+    """`model` with `kernel`'s slice `row` (a head's or a unit's output rows) scaled."""
+    values = kernel.numpy()
+    values[row] *= gate
+    kernel.assign(values)
+
+
+def test_importance_is_the_loss_change_of_a_gate():
+    model = _model()
+    x = _features()
+    scores = pruning.importance(model, x, LABELS, batch_size=len(IDS), progress=False)
+    assert scores.batches == 1
+    blocks = model.backbone.transformer_layers
+    eps = 1e-2
+    for layer, block in enumerate(blocks):
+        for kind, kernel, count in (("heads", block.attention_output_dense.kernel, 2),
+                                    ("units", block.output_dense.kernel, 48)):
+            original = kernel.numpy().copy()
+            derivative = []
+            for index in range(count):
+                _gated(model, kernel, index, 1 + eps)
+                up = _loss(model, x)
+                kernel.assign(original)
+                _gated(model, kernel, index, 1 - eps)
+                down = _loss(model, x)
+                kernel.assign(original)
+                derivative.append(abs(up - down) / (2 * eps))
+            want = np.array(derivative) / np.linalg.norm(derivative)
+            got = getattr(scores, kind)[layer]
+            np.testing.assert_allclose(got, want, atol=2e-3, err_msg=f"{kind} of {layer}")
+            assert np.isclose(np.linalg.norm(got), 1.0)
+
+
+def test_importance_reads_raw_text_through_the_preprocessor():
+    model = kbert.load(str(TASKS / "bert_seq_single"), task="text-classification").model
+    model.compile()
+    texts = ["a good day", "the worst film", "fine", "not bad at all, really"]
+    scores = pruning.importance(model, texts, [0, 1, 1, 0], batch_size=2, progress=False,
+                                steps=1)
+    assert scores.batches == 1 and [len(h) for h in scores.heads] == [2, 2]
+    with pytest.raises(ValueError, match="steps=0: a positive number of batches"):
+        pruning.importance(model, texts, [0, 1, 1, 0], steps=0, progress=False)
+    with pytest.raises(ValueError, match="not compiled"):
+        pruning.importance(kbert.load(str(TASKS / "bert_seq_single")).model, texts,
+                           [0, 1, 1, 0], progress=False)
+
+
+def test_the_plan_removes_the_lowest_scores_across_layers():
+    scores = pruning.Importance(heads=[np.array([0.9, 0.1, 0.2, 0.3]), np.array([0.05, 0.06,
+                                                                                0.04, 0.99])],
+                                units=[np.array([0.5, 0.4]), np.array([0.1, 0.2])], batches=1)
+    heads, units = pruning.plan(scores, head_sparsity=0.5)
+    assert heads == {0: [1], 1: [0, 1, 2]}  # 0.04, 0.05, 0.06, then 0.1
+    assert units == {}
+    # Every head but each layer's best: 6 of 8 at most, whatever the sparsity.
+    heads, units = pruning.plan(scores, head_sparsity=0.99, unit_sparsity=0.5)
+    assert heads == {0: [1, 2, 3], 1: [0, 1, 2]} and units == {0: [1], 1: [0]}
+    for bad in (1.0, -0.1, "half", True):
+        with pytest.raises(ValueError, match=r"head_sparsity=.*a fraction in \[0, 1\)"):
+            pruning.plan(scores, head_sparsity=bad)
+
+
+def test_a_pruned_task_model_answers_as_the_masked_one(tmp_path):
+    model = _model()
+    heads, units = {1: [0]}, {0: list(range(0, 48, 2))}
+    small = pruning.prune(model, heads=heads, units=units)
+    assert type(small) is type(model) and small.backbone.config.layer_heads == (2, 1)
+    masked = pruning.prune(model)  # a copy, then the same parts zeroed in place
+    copy = backbone_pruning.masked(model.backbone, heads=heads, units=units)
+    for target, source in zip(masked.backbone.weights, copy.weights, strict=True):
+        target.assign(source)
+    x = _features()
+    want = np.asarray(masked(x))
+    assert not np.allclose(want, np.asarray(model(x)), atol=1e-3)
+    np.testing.assert_allclose(np.asarray(small(x)), want, atol=1e-5)
+    small.save(tmp_path / "small.keras")
+    np.testing.assert_allclose(np.asarray(keras.saving.load_model(tmp_path / "small.keras")(x)),
+                               want, atol=1e-5)
+    tokenizer = kbert.load(str(TASKS / "bert_seq_single")).tokenizer
+    texts = ["a good day", "the worst film ever made"]
+    got = kbert.pipeline("text-classification", model=small, tokenizer=tokenizer)(
+        texts, top_k=None)
+    ref = kbert.pipeline("text-classification", model=masked, tokenizer=tokenizer)(
+        texts, top_k=None)
+    for g, r in zip(got, ref):
+        assert [a["label"] for a in g] == [a["label"] for a in r]
+        np.testing.assert_allclose([a["score"] for a in g], [a["score"] for a in r], atol=1e-5)
