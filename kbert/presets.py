@@ -54,7 +54,8 @@ PRETRAINED = "pretrained"
 # Fields that must agree between a preset and a checkpoint passed as weights="path".
 _SHAPE_FIELDS = ("vocabulary_size", "num_layers", "hidden_size", "num_heads",
                  "intermediate_size", "type_vocab_size", "embedding_size", "num_groups",
-                 "intra_bottleneck_size", "num_feedforward_networks")
+                 "intra_bottleneck_size", "num_feedforward_networks", "layer_heads",
+                 "layer_intermediate_sizes")
 
 
 def _check_pin(name, weights, sha256):

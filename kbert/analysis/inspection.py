@@ -169,6 +169,11 @@ class Inspector:
                     "segment_ids": np.stack([r[1] for r in rows]),
                     "padding_mask": np.stack([r[2] for r in rows])}
         outputs = model({name: features[name] for name in model.input}, training=False)
+        heads = getattr(getattr(self.backbone, "config", None), "layer_heads", None)
+        if "attentions" in outputs and heads is not None and len(set(heads)) > 1:
+            raise ValueError(f"The attention analysis lays every layer's heads side by side; "
+                             f"this model's layers have {list(heads)} heads (a pruned "
+                             f"model's layer_heads). Its hidden states can be inspected.")
         layers = {key: np.stack([keras.ops.convert_to_numpy(x) for x in outputs[key]], 1)
                   for key in ("attentions", "hidden_states") if key in outputs}
         vocabulary = tok.vocabulary

@@ -145,6 +145,11 @@ def _load(config):
         raise ConfigError(f"--model={config.model!r} has no tokenizer to read text with.")
     longest = loaded.max_sequence_length or config.max_length
     architecture = loaded.model.config
+    heads = getattr(architecture, "layer_heads", None)
+    if heads is not None and len(set(heads)) > 1:
+        raise ConfigError(f"--model={config.model!r} is pruned: its layers have {list(heads)} "
+                          "attention heads, and the analysis draws the same heads in every "
+                          "layer.")
     try:
         layer, head = drawing.check_head(config.layer, config.head, architecture.num_layers,
                                          architecture.num_heads)

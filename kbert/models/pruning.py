@@ -37,6 +37,12 @@ def check_prunable(backbone):
         raise ValueError(f"Structured pruning changes BERT's block (TransformerEncoder), one "
                          f"per layer: a backbone of {', '.join(PRUNABLE)}; this is a {name}"
                          + (" whose layers share blocks" if shared else "") + ".")
+    quantized = [layer.name for block in blocks for layer in
+                 _keras_private.flatten_layers(block)
+                 if getattr(layer, "quantization_mode", None) is not None]
+    if quantized:
+        raise ValueError(f"This backbone is quantized ({quantized[0]}, ...): prune the float "
+                         f"model, then quantize the pruned one.")
     if any(getattr(layer, "lora_enabled", False) for block in blocks
            for layer in _keras_private.flatten_layers(block)):
         raise ValueError("This backbone has LoRA adapters: pruning copies the plain weights. "
@@ -52,6 +58,10 @@ def structure(backbone):
 
 
 def _indices(what, given, count, layer):
+    given = list(given)
+    odd = [i for i in given if isinstance(i, bool) or not isinstance(i, (int, np.integer))]
+    if odd:
+        raise ValueError(f"{what} of layer {layer}: {odd[0]!r} is not an index (an int).")
     values = sorted(set(int(i) for i in given))
     bad = [i for i in values if not 0 <= i < count]
     if bad:

@@ -125,23 +125,34 @@ def run_finetuning(config):
 
 
 def _pruned(config, task, fresh, train, tokenizer, work_dir):
-    """--prune_heads / --prune_units: the fine-tuned model of --checkpoint (of `fresh`'s
-    class and head) with the heads and units whose removal changes its loss on the training
-    data least taken out (`kbert.training.pruning`). What is removed is written to
-    work_dir/pruning.json, which a resumed run reads instead of ranking again."""
+    """--prune_heads / --prune_units: `fresh` (this run's model) with the weights of the
+    fine-tuned model of --checkpoint (of its class, head and labels), less the heads and units
+    whose removal changes its loss on the training data least (`kbert.training.pruning`).
+    What is removed is written to work_dir/pruning.json, which a resumed run reads instead
+    of ranking again."""
     from kbert import loading
     from kbert.models import pruning as backbone_pruning
     from kbert.training import pruning
 
     held = loading.source(config.checkpoint).build(dtype=config.dtype())
     labels = [getattr(m, "label_names", None) for m in (held, fresh)]
-    if type(held) is not type(fresh) or [tuple(w.shape) for w in held.weights] != [
-            tuple(w.shape) for w in fresh.weights] or labels[0] != labels[1]:
+    if type(held) is not type(fresh) or labels[0] != labels[1]:
         raise ConfigError(f"--prune_heads / --prune_units prune a fine-tuned {config.task} "
                           f"of this data's labels; --checkpoint={config.checkpoint} holds a "
                           f"{type(held).__name__}"
                           + (f" of other labels ({labels[0]}; the data's: {labels[1]})"
                              if type(held) is type(fresh) else "") + ".")
+    differ = next(((h.path, tuple(h.shape), tuple(f.shape)) for h, f in zip(
+        held.weights, fresh.weights) if tuple(h.shape) != tuple(f.shape)), None)
+    if differ is not None or len(held.weights) != len(fresh.weights):
+        raise ConfigError(f"--checkpoint={config.checkpoint}'s {type(held).__name__} is not "
+                          f"the model this run builds (--config_override, the task's flags): "
+                          + (f"{differ[0]} is {differ[1]} there, {differ[2]} here."
+                             if differ else "its weights differ in number."))
+    # The run's own model (its dropouts, task settings), with the fine-tuned weights.
+    for target, source in zip(fresh.weights, held.weights):
+        target.assign(source)
+    del held
     record = os.path.join(work_dir, "pruning.json")
     settings = {"checkpoint": config.checkpoint, "prune_heads": config.prune_heads,
                 "prune_units": config.prune_units}
@@ -156,20 +167,20 @@ def _pruned(config, task, fresh, train, tokenizer, work_dir):
                         for name in ("heads", "units"))
         print(f"Pruning as {record} says (a resumed run).")
     else:
-        held.compile()
-        stream = task.training_stream(config, held, train, tokenizer)
+        fresh.compile()
+        stream = task.training_stream(config, fresh, train, tokenizer)
         print(f"Ranking the heads and feed-forward units of {config.checkpoint} on "
               f"{config.prune_batches} training batches.")
-        scores = pruning.importance(held, stream, steps=config.prune_batches,
+        scores = pruning.importance(fresh, stream, steps=config.prune_batches,
                                     progress=config.verbose == 1)
         heads, units = pruning.plan(scores, config.prune_heads, config.prune_units)
         with tf.io.gfile.GFile(record, "w") as f:
             json.dump({"settings": settings, "heads": heads, "units": units}, f)
-    smaller = pruning.prune(held, heads=heads, units=units)
+    smaller = pruning.prune(fresh, heads=heads, units=units)
     (heads_before, units_before), (heads_after, units_after) = (
-        backbone_pruning.structure(m.backbone) for m in (held, smaller))
+        backbone_pruning.structure(m.backbone) for m in (fresh, smaller))
     print(f"Pruned: heads per layer {heads_before} -> {heads_after}, feed-forward units "
-          f"{units_before} -> {units_after}; {held.count_params():,} -> "
+          f"{units_before} -> {units_after}; {fresh.count_params():,} -> "
           f"{smaller.count_params():,} parameters.")
     return smaller
 

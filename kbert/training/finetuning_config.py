@@ -166,10 +166,13 @@ class _RunFields(RunConfig):
             value = getattr(self, name)
             if not 0 <= value < 1:
                 raise ConfigError(f"--{name}={value!r}: a fraction in [0, 1) to remove.")
-        if self.pruning and (self.lora_rank or self.multitask or self.checkpoint is None):
-            raise ConfigError("--prune_heads / --prune_units prune the fine-tuned model of "
-                              "one task: give --checkpoint (a tools/finetune.py run), not "
-                              "--preset, --lora_rank or --multitask.")
+        clashing = [flag for flag, given in (("--preset", self.preset is not None),
+                                             ("--lora_rank", self.lora_rank),
+                                             ("--multitask", self.multitask)) if given]
+        if self.pruning and clashing:
+            raise ConfigError(f"--prune_heads / --prune_units prune the fine-tuned model of "
+                              f"one task in --checkpoint (a tools/finetune.py run); they do "
+                              f"not combine with {', '.join(clashing)} (given).")
         if self.freeze_backbone and self.unfreeze_every:
             raise ConfigError("--freeze_backbone keeps the backbone frozen; --unfreeze_every "
                               "unfreezes it gradually: give one of them.")

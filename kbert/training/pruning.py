@@ -13,8 +13,9 @@ nn_pruning's and Molchanov et al.'s). Each layer's scores are then divided by th
 as Michel et al. do so that one threshold ranks heads across layers.
 
 Recovery after pruning is fine-tuning the smaller model on the same task (`fit`, or
-`tools/finetune.py` from the saved model), optionally distilled from the unpruned one
-(`kbert.models.distillation`).
+`tools/finetune.py --prune_heads=... --prune_units=...`, which ranks, prunes and fine-tunes).
+Distilling a task model from the unpruned one is not offered: kbert's distillers
+(`kbert.models.distillation`) distil masked-LM pretrainers.
 """
 
 import dataclasses
@@ -73,6 +74,7 @@ def importance(model, x, y=None, batch_size=None, steps=None, progress=True):
     @tf.function(reduce_retracing=True)  # a shape per length group
     def scores(inputs, targets, weights):
         with tf.GradientTape() as tape:
+            tape.watch([k.value for k in kernels])  # frozen layers too
             predictions = model(inputs, training=False)
             loss = model.compute_loss(x=inputs, y=targets, y_pred=predictions,
                                       sample_weight=weights)
@@ -115,8 +117,10 @@ def _check_sparsity(name, value):
 def plan(scores, head_sparsity=None, unit_sparsity=None):
     """What to remove: the `head_sparsity` fraction of all heads and the `unit_sparsity`
     fraction of all feed-forward units with the lowest scores (`scores`: an `Importance`),
-    ranked across layers, each layer keeping its best head and its best unit. Returns
-    `(heads, units)` as `kbert.models.pruning.pruned` takes them ({layer: [indices]})."""
+    ranked across layers, each layer keeping its best head and its best unit (so a sparsity
+    near 1 removes all but those: fewer than asked). The count is the fraction of the total
+    to the nearest part. Returns `(heads, units)` as `kbert.models.pruning.pruned` takes
+    them ({layer: [indices]})."""
     removal = []
     for name, values, sparsity in (("head_sparsity", scores.heads, head_sparsity),
                                    ("unit_sparsity", scores.units, unit_sparsity)):
@@ -126,7 +130,7 @@ def plan(scores, head_sparsity=None, unit_sparsity=None):
                         enumerate(values) for index, score in enumerate(layer_scores))
         # Each layer's best part stays, whatever the sparsity.
         best = {(layer, int(np.argmax(v))) for layer, v in enumerate(values)}
-        count = int(round(sparsity * total))
+        count = int(sparsity * total + 0.5)  # to the nearest, halves up
         chosen = {}
         for _, layer, index in ranked:
             if sum(len(v) for v in chosen.values()) >= count:

@@ -178,3 +178,20 @@ def test_minilm_noun_or_verb_probe_reads_the_context_from_the_first_layer_on():
     assert abs(accuracy[0] - 0.5) < 0.15  # 60 examples: chance within ~2 standard deviations
     assert np.all(accuracy[1:] > accuracy[0] + 0.2)
     assert accuracy[2:5].min() > 0.95 and 2 <= result.best_layer <= 5
+
+
+def test_a_pruned_models_hidden_states_but_not_its_uneven_attentions():
+    """A pruned backbone (`kbert.models.pruning`: one head left in layer 0, two in layer 1):
+    its hidden states are inspected; its attentions, which cannot lie side by side, are
+    refused by name."""
+    from kbert.models import pruning
+
+    model = loaded("tiny_bert_general")
+    config = model.model.config
+    small = pruning.pruned(model.model, heads={0: [0]})
+    inspector = analysis.Inspector(small, model.tokenizer)
+    (one,) = inspector.inspect(TEXTS[:1], attentions=False)
+    assert np.shape(one.hidden_states) == (config.num_layers + 1, len(one.tokens),
+                                           config.hidden_size)
+    with pytest.raises(ValueError, match=r"layers have \[1, 2\] heads .*hidden states can be"):
+        inspector.inspect(TEXTS[:1])

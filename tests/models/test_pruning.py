@@ -86,6 +86,8 @@ def test_what_cannot_be_pruned_says_why():
         pruning.pruned(backbone, layers=[0, 1])
     with pytest.raises(ValueError, match=r"layers names layer -1"):
         pruning.pruned(backbone, layers=[-1])
+    with pytest.raises(ValueError, match=r"heads of layer 0: 1.5 is not an index"):
+        pruning.pruned(backbone, heads={0: [1.5]})
     adapted = _backbone("bert")
     adapted.enable_lora(2)
     with pytest.raises(ValueError, match="LoRA adapters.*Save and reload"):
@@ -104,7 +106,8 @@ def test_per_layer_sizes_in_the_config():
             for b in backbone.transformer_layers] == [(1, 4, 3), (2, 4, 16)]
     with pytest.raises(ValueError, match=r"layer_heads=\[1\]: one int per layer, 2"):
         BertConfig(100, 2, 8, 2, 16, layer_heads=[1])
-    with pytest.raises(ValueError, match=r"`layer_intermediate_sizes` must be an integer > 0"):
+    with pytest.raises(ValueError, match=r"layer_intermediate_sizes\[0\]=0: each layer's "
+                                         r"size is an integer > 0"):
         BertConfig(100, 2, 8, 2, 16, layer_intermediate_sizes=[0, 4])
     from kbert.models import AlbertConfig
 

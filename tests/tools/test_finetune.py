@@ -67,6 +67,9 @@ def write_csv(path, rows):
     ([f"--checkpoint={TINY}", "--lora_rank=4", "--freeze_backbone"],
      "--lora_rank trains adapters on a frozen backbone; it does not combine with"),
     ([f"--checkpoint={TINY}", "--lora_rank=-1"], "--lora_rank must be an integer >= 0, got -1"),
+    ([f"--checkpoint={TINY}", "--prune_heads=0.5", "--lora_rank=2"],
+     "--prune_heads / --prune_units prune the fine-tuned model of one task in --checkpoint (a "
+     "tools/finetune.py run); they do not combine with --lora_rank (given)."),
     ([f"--checkpoint={TINY}", "--task=parser"], "--task='parser' is not one of"),
     ([f"--checkpoint={TINY}", "--epochs=0"], "--epochs must be an integer >= 1, got 0."),
     ([f"--checkpoint={TINY}", "--warmup_proportion=2"], "--warmup_proportion must be in [0, 1]"),

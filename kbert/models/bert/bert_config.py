@@ -3,6 +3,8 @@
 import dataclasses
 from typing import Optional, Tuple
 
+import numpy as np
+
 from kbert.layers import _utils
 
 
@@ -100,8 +102,11 @@ class BertConfig:
                 len(values) != self.num_layers:
             raise ValueError(f"{name}={values!r}: one int per layer, {self.num_layers} "
                              f"(num_layers), or None.")
-        for value in values:
-            _utils.check_positive_int(name, value)
+        for index, value in enumerate(values):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or \
+                    value < 1:
+                raise ValueError(f"{name}[{index}]={value!r}: each layer's size is an integer "
+                                 f"> 0.")
         object.__setattr__(self, name, tuple(int(v) for v in values))
 
     def layer_sizes(self, index):

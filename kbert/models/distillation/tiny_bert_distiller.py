@@ -103,9 +103,12 @@ class TinyBertDistiller(Distillation):
         s_config, t_config = check_student_and_teacher(student, teacher)
         for role, model in (("student", student), ("teacher", teacher)):
             check_tiny_bert_backbone(model.backbone, role)
-        if stage != "prediction" and s_config.num_heads != t_config.num_heads:
-            raise ValueError(f"The attention loss compares heads one to one: the student has "
-                             f"{s_config.num_heads}, the teacher {t_config.num_heads}.")
+        if stage != "prediction" and (s_config.num_heads != t_config.num_heads or any(
+                c.layer_heads is not None for c in (s_config, t_config))):
+            raise ValueError(f"The attention loss compares heads one to one, the same in every "
+                             f"layer: the student has "
+                             f"{s_config.layer_heads or s_config.num_heads}, the teacher "
+                             f"{t_config.layer_heads or t_config.num_heads}.")
         layers = teacher_layers
         if layers is None:
             layers = tiny_bert_layers(t_config.num_layers, s_config.num_layers)

@@ -96,7 +96,12 @@ def test_bad_settings_are_refused():
     teacher = pretrainer(num_layers=4)
     with pytest.raises(ValueError, match="stage='all': one of intermediate, prediction, both"):
         TinyBertDistiller(pretrainer(), teacher, stage="all")
-    with pytest.raises(ValueError, match="compares heads one to one: the student has 2"):
+    with pytest.raises(ValueError, match="compares heads one to one, the same in every layer: "
+                                         "the student has 2, the teacher 4"):
         TinyBertDistiller(pretrainer(num_heads=2), teacher)
+    # A pruned student (per-layer heads): the same refusal, its heads named per layer.
+    with pytest.raises(ValueError, match=r"one to one, the same in every layer: the student "
+                                         r"has \(2, 4\)"):
+        TinyBertDistiller(pretrainer(layer_heads=[2, 4]), teacher)
     with pytest.raises(ValueError, match=r"teacher_layers=\[0\]: need 2 teacher layers"):
         TinyBertDistiller(pretrainer(), teacher, teacher_layers=[0])
