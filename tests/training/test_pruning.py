@@ -2,7 +2,7 @@
 loss's first-order change when a head's or unit's output is gated (checked against finite
 differences of the loss), the plan removes the lowest-scored parts across layers, and the
 pruned task model answers as the full one with those parts masked, saved, reloaded and in a
-pipeline."""
+pipeline, on TensorFlow and on ONNX Runtime."""
 
 from pathlib import Path
 
@@ -122,3 +122,11 @@ def test_a_pruned_task_model_answers_as_the_masked_one(tmp_path):
     for g, r in zip(got, ref):
         assert [a["label"] for a in g] == [a["label"] for a in r]
         np.testing.assert_allclose([a["score"] for a in g], [a["score"] for a in r], atol=1e-5)
+    # ONNX Runtime runs the pruned graph (heads of another count than hidden / head size).
+    on_onnx = kbert.pipeline("text-classification", model=small, tokenizer=tokenizer,
+                             runtime="onnxruntime")
+    assert on_onnx.source.name.endswith("on ONNX Runtime")
+    onnx = on_onnx(texts, top_k=None)
+    for g, r in zip(onnx, ref):
+        assert [a["label"] for a in g] == [a["label"] for a in r]
+        np.testing.assert_allclose([a["score"] for a in g], [a["score"] for a in r], atol=1e-4)
