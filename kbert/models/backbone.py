@@ -21,11 +21,12 @@ def layer_from_config(layer_class, config, **given):
     return layer_class(**taken, **given)
 
 
-def encoder_blocks(block_class, config, count, dtype, **given):
+def encoder_blocks(block_class, config, count, dtype, per_layer=None, **given):
     """`count` blocks `transformer_layer_0`, ... (the names converters and saved models
-    read), each a `layer_from_config(block_class, config, **given)`."""
+    read), each a `layer_from_config(block_class, config, **given)`; `per_layer(i)`: the
+    arguments of block i's own (a pruned model's sizes), added to `given`."""
     return [layer_from_config(block_class, config, dtype=dtype, name=f"transformer_layer_{i}",
-                              **given)
+                              **given, **(per_layer(i) if per_layer else {}))
             for i in range(count)]
 
 

@@ -106,7 +106,7 @@ def check_removal(backbone, heads=None, units=None, layers=None):
 
 
 def _kept(count, removed):
-    return np.array([i for i in range(count) if i not in set(removed)], np.int64)
+    return np.setdiff1d(np.arange(count), removed)
 
 
 def pruned(backbone, heads=None, units=None, layers=None):
@@ -119,31 +119,25 @@ def pruned(backbone, heads=None, units=None, layers=None):
     kept_layers = [i for i in range(len(head_counts)) if i not in layers]
     head_keep = {i: _kept(head_counts[i], heads.get(i, ())) for i in kept_layers}
     unit_keep = {i: _kept(unit_counts[i], units.get(i, ())) for i in kept_layers}
-    config = backbone.config.replace(
-        num_layers=len(kept_layers),
-        layer_heads=tuple(len(head_keep[i]) for i in kept_layers),
-        layer_intermediate_sizes=tuple(len(unit_keep[i]) for i in kept_layers))
-    values = backbone.get_config()
-    values.update(config.to_dict())
-    if config.layer_heads == (config.num_heads,) * config.num_layers:
-        values["layer_heads"] = None
-    if config.layer_intermediate_sizes == (config.intermediate_size,) * config.num_layers:
-        values["layer_intermediate_sizes"] = None
-    smaller = type(backbone).from_config(values)
+    config = backbone.config
+    sizes = {name: tuple(len(keep[i]) for i in kept_layers) for name, keep in (
+        ("layer_heads", head_keep), ("layer_intermediate_sizes", unit_keep))}
+    uniform = {"layer_heads": config.num_heads,
+               "layer_intermediate_sizes": config.intermediate_size}
+    smaller = type(backbone).from_config({
+        **backbone.get_config(), "num_layers": len(kept_layers),
+        # `None` where every layer keeps the config's size, as an unpruned model has it.
+        **{name: None if set(value) == {uniform[name]} else value
+           for name, value in sizes.items()}})
     old_blocks = backbone.transformer_layers
     new_blocks = smaller.transformer_layers
     for name in backbone._layer_names:
         if name == "transformer_layers" or getattr(backbone, name) is None:
             continue
-        _copy(getattr(backbone, name), getattr(smaller, name))
+        getattr(smaller, name).set_weights(getattr(backbone, name).get_weights())
     for new, old_index in zip(new_blocks, kept_layers):
         _copy_block(old_blocks[old_index], new, head_keep[old_index], unit_keep[old_index])
     return smaller
-
-
-def _copy(source, target):
-    for s, t in zip(source.weights, target.weights, strict=True):
-        t.assign(s)
 
 
 def _copy_block(source, target, heads, units):
@@ -171,7 +165,7 @@ def masked(backbone, heads=None, units=None):
     mask: its LayerNorms stay after its outputs are zero; `pruned` skips the whole block.)"""
     heads, units, _ = check_removal(backbone, heads, units)
     copy = type(backbone).from_config(backbone.get_config())
-    _copy(backbone, copy)
+    copy.set_weights(backbone.get_weights())
     for index, block in enumerate(copy.transformer_layers):
         for weight, rows in ((block.attention_output_dense.kernel, heads.get(index, [])),
                              (block.output_dense.kernel, units.get(index, []))):

@@ -150,8 +150,7 @@ def _pruned(config, task, fresh, train, tokenizer, work_dir):
                           + (f"{differ[0]} is {differ[1]} there, {differ[2]} here."
                              if differ else "its weights differ in number."))
     # The run's own model (its dropouts, task settings), with the fine-tuned weights.
-    for target, source in zip(fresh.weights, held.weights):
-        target.assign(source)
+    fresh.set_weights(held.get_weights())
     del held
     record = os.path.join(work_dir, "pruning.json")
     settings = {"checkpoint": config.checkpoint, "prune_heads": config.prune_heads,

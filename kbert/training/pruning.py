@@ -132,11 +132,8 @@ def plan(scores, head_sparsity=None, unit_sparsity=None):
         best = {(layer, int(np.argmax(v))) for layer, v in enumerate(values)}
         count = int(sparsity * total + 0.5)  # to the nearest, halves up
         chosen = {}
-        for _, layer, index in ranked:
-            if sum(len(v) for v in chosen.values()) >= count:
-                break
-            if (layer, index) not in best:
-                chosen.setdefault(layer, []).append(index)
+        for _, layer, index in [part for part in ranked if part[1:] not in best][:count]:
+            chosen.setdefault(layer, []).append(index)
         removal.append({layer: sorted(indices) for layer, indices in sorted(chosen.items())})
     return tuple(removal)
 
@@ -146,7 +143,6 @@ def prune(model, heads=None, units=None, layers=None):
     `kbert.models.pruning.pruned(model.backbone, heads, units, layers)`, its head's
     weights copied; not compiled (compile it to fine-tune it back)."""
     backbone = model.backbone
-    backbone_pruning.check_prunable(backbone)
     smaller = backbone_pruning.pruned(backbone, heads, units, layers)
     config = model.get_config()
     config["backbone"] = smaller

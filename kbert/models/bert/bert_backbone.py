@@ -41,11 +41,9 @@ class BertBackbone(Backbone):
         if config.layer_heads is None and config.layer_intermediate_sizes is None:
             blocks = encoder_blocks(TransformerEncoder, config, num_blocks, dtype)
         else:  # a pruned model's layers (`kbert.models.pruning`), each its own size
-            head_size = config.hidden_size // config.num_heads
-            blocks = [layer_from_config(TransformerEncoder, config, dtype=dtype,
-                                        name=f"transformer_layer_{i}", head_size=head_size,
-                                        **config.layer_sizes(i))
-                      for i in range(num_blocks)]
+            blocks = encoder_blocks(TransformerEncoder, config, num_blocks, dtype,
+                                    per_layer=config.layer_sizes,
+                                    head_size=config.hidden_size // config.num_heads)
         pooler = None
         if self.has_pooler:
             pooler = Pooler(initializer_range=config.initializer_range, dtype=dtype,
