@@ -192,12 +192,32 @@ QUERY_BLOCKS = """
     print("BLOCKS", len(calls))
     """
 
+# Early exit's layer-by-layer forward (rows leaving the batch) eagerly under JAX: entropy 0
+# is the full model, an entropy above ln 3 answers every row at the first exit.
+EARLY_EXIT = """
+    from kbert.models import BertBackbone
+    from kbert.tasks import EarlyExitClassifier
+    model = EarlyExitClassifier(BertBackbone(**dict(TINY, num_layers=3)), num_classes=3)
+    features, _ = random_batch()
+    x = {k: features[k] for k in model.input}
+    full = keras.ops.convert_to_numpy(model(x))
+    out = model.exit_early(x, entropy=0.0)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(out["logits"]), full, atol=1e-5)
+    assert keras.ops.convert_to_numpy(out["exit_layer"]).tolist() == [3, 3, 3, 3]
+    first = keras.ops.convert_to_numpy(model.exits_model()(x))[:, 0]
+    out = model.exit_early(x, entropy=1.2)
+    assert keras.ops.convert_to_numpy(out["exit_layer"]).tolist() == [1, 1, 1, 1]
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(out["logits"]), first, atol=1e-5)
+    assert "tensorflow" not in sys.modules, "kbert.tasks imported tensorflow"
+    """
+
 CASES = {
     "bert": BERT,
     "query_blocks": QUERY_BLOCKS,
     **{name: textwrap.dedent(code) + "train_one_step(model)\n"
        for name, (code, _) in PRETRAINERS.items()},
-    "tasks": TASKS,  # last: the families' cases check that kbert.models alone is enough
+    "tasks": TASKS,  # after them: the families' cases check that kbert.models alone is enough
+    "early_exit": EARLY_EXIT,
 }
 
 RUN = """

@@ -203,6 +203,11 @@ class Checkpoint:
         `vocabulary` is a `WordPieceTokenizer`, `SentencePieceTokenizer` or
         `BytePairTokenizer`, a path of a vocab.txt or a list of tokens.
         """
+        if getattr(model, "exit_heads", None):
+            raise ValueError(f"{model.name} has early-exit heads (exit_layers="
+                             f"{model.exit_layers}), which no checkpoint format holds: write "
+                             f"its classifier alone (model.without_exits()), or save the "
+                             f"whole model as a .keras file (kbert.load reads it).")
         family = families.of_model(model)
         backbone = getattr(model, "backbone", model)
         sentencepiece = merges = None

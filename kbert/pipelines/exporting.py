@@ -25,6 +25,19 @@ BUILDERS = {runtime: {name: registry.get(name).pipeline_export(name, runtime)
             for runtime in runtimes.RUNTIMES}
 
 
+# Call options an export does not keep as its pipeline's defaults: jit_compile is how this
+# process runs its model, not an option of the answers; early_exit is in a SavedModel's
+# `serving_default`, while `kbert.pipeline` on the export runs `serving_ids`, the full model.
+_NOT_KEPT = ("jit_compile", "early_exit")
+
+
+def _check_early_exit(opts, format):
+    if opts.get("early_exit") is not None and format != "saved_model":
+        raise ValueError(f"early_exit runs layer by layer in a SavedModel's graph "
+                         f"(format='saved_model'); the {format} export holds the full model: "
+                         "pass early_exit=None.")
+
+
 def write(pipe, path, format, quantize, options):
     """Writes the export of the pipeline `pipe` to `path` (see `kbert.pipelines.export`):
     `options` are its call options, fixed in the graph (and TFLite fill-mask's
@@ -50,6 +63,7 @@ def write(pipe, path, format, quantize, options):
              if p.kind is p.KEYWORD_ONLY and name in options}
     opts, given = pipe.options(options)
     pipe.check_export(opts)
+    _check_early_exit(opts, format)
     archive = keras.export.ExportArchive()
     archive.track(model)
     if format == "tflite":
@@ -77,8 +91,7 @@ def write(pipe, path, format, quantize, options):
         runtime=format, task=pipe.task, model=kind,
         label_names=None if kind == "backbone" else source.label_names,
         problem_type=source.problem_type, max_length=pipe.max_length,
-        # jit_compile is how this process runs its model, not an option of the answers.
-        options={**{name: opts[name] for name in sorted(given) if name != "jit_compile"},
+        options={**{name: opts[name] for name in sorted(given) if name not in _NOT_KEPT},
                  **extra},
         tokenizer=pipe.tokenizer, windows=source.windows, segments=source.segments,
         **({} if length is None else {"ids_length": length}))
@@ -120,11 +133,12 @@ def _write_onnx(pipe, path, quantize, options):
             f"{', '.join(sorted(RAW_OUTPUTS))}. format='saved_model' writes a SavedModel.")
     opts, given = pipe.options(options)
     pipe.check_export(opts)  # options no export can answer (a backbone's internals)
+    _check_early_exit(opts, "onnx")
     meta = metadata.describe(
         runtime="onnx", task=pipe.task, model=kind,
         label_names=None if kind == "backbone" else source.label_names,
         problem_type=source.problem_type, max_length=pipe.max_length,
-        options={name: opts[name] for name in sorted(given) if name != "jit_compile"},
+        options={name: opts[name] for name in sorted(given) if name not in _NOT_KEPT},
         tokenizer=pipe.tokenizer, windows=source.windows, segments=source.segments)
     return writer.onnx_directory(model, kind, path, meta, pipe.tokenizer, quantize)
 

@@ -90,7 +90,7 @@ class KerasRunner:
         import keras
 
         if keras.backend.backend() != "tensorflow":
-            return self.model(inputs, training=False)
+            return self.forward(inputs)
         import tensorflow as tf
 
         if self._graph is None:  # one graph for every shape: the same numbers whatever ran
@@ -104,13 +104,33 @@ class KerasRunner:
         # memory), small ones the whole matrix: both in the one graph, the shape choosing
         # when it runs.
         with query_blocks.chosen_at_run_time():
-            return self.model(inputs, training=False)
+            return self.forward(inputs)
+
+    def forward(self, inputs):
+        """The model on one batch of its inputs (a subclass runs another forward)."""
+        return self.model(inputs, training=False)
 
     def __call__(self, features):
         outputs = self._call({name: features[name] for name in self.input_names})
         if isinstance(outputs, dict):
             return {name: _numpy(value) for name, value in outputs.items()}
         return _numpy(outputs)
+
+
+class ExitingRunner(KerasRunner):
+    """An `EarlyExitClassifier`'s early-exit forward (`exit_early` with `setting`, e.g.
+    {"entropy": 0.1}) as a pipeline's runner: the logits of each row's exit. Not compiled
+    with XLA: the batch shrinks as rows exit, a shape per layer that only the run knows."""
+
+    compiled = None
+    not_compiled = "early exit's batch shrinks as its rows exit, shapes XLA cannot compile"
+
+    def __init__(self, model, max_length, setting):
+        super().__init__(model, max_length)
+        self.setting = dict(setting)
+
+    def forward(self, inputs):
+        return self.model.exit_early(inputs, **self.setting)["logits"]
 
 
 # A compiled runner pads each batch's length up to a multiple of this (never past the model's

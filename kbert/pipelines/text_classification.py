@@ -3,7 +3,9 @@ kbert `TextClassifier` (single texts and `{"text", "text_pair"}` pairs); its rul
 function, ranking) are `kbert.tasks.text_classification.decode`."""
 
 from kbert.pipelines.base import Pipeline
+from kbert.pipelines.model_source import ExitingRunner, KerasRunner
 from kbert.tasks.text_classification import decode
+from kbert.tasks.text_classification.early_exit import check_exit
 
 
 class TextClassificationPipeline(Pipeline):
@@ -23,13 +25,17 @@ class TextClassificationPipeline(Pipeline):
             (default: the model's; given without truncation it truncates "longest_first",
             as transformers' tokenizers do); padding: any of transformers' values, which
             change no answer (batches are padded and masked).
+        early_exit: on an `EarlyExitClassifier` (`kbert.training.early_exit`), stop running
+            each text at the first exit that answers it: {"entropy": t} (its softmax's
+            entropy below t nats; 0 never exits) or {"patience": p} (PABEE: the predicted
+            class the same at p + 1 exits in a row). `None` (default): the full model.
         batch_size, progress: see `kbert.pipeline`.
     Returns: per text a {"label", "score"} dict, or a list of them with `top_k`.
     """
 
     task = "text-classification"
     OPTIONS = {"top_k": 1, "function_to_apply": None, "return_all_scores": None,
-               "truncation": None, "max_length": None, "padding": None}
+               "truncation": None, "max_length": None, "padding": None, "early_exit": None}
 
     def __call__(self, inputs, **options):
         wrap = isinstance(inputs, str) and "top_k" not in options
@@ -46,7 +52,7 @@ class TextClassificationPipeline(Pipeline):
             second = next(seconds) if pair is not None else None
             first, second = self.fit(first, second, truncation, f"Text {i}", max_length)
             sequences.append(self.pack(first, second))
-        rows = self.run(sequences, opts)
+        rows = self.run(sequences, opts, runner=self.exit_runner(opts["early_exit"]))
         results = [decode.classify(row, self.source.label_names, function, top_k, legacy)
                    for row in rows]
         if not isinstance(inputs, list):
@@ -54,6 +60,22 @@ class TextClassificationPipeline(Pipeline):
         return results
 
     ranking = staticmethod(decode.ranking)
+
+    def exit_runner(self, setting):
+        """The runner of the `early_exit` option `setting` (made once per setting), or `None`
+        for the source's own (no early exit)."""
+        if setting is None:
+            return None
+        mode, value = check_exit(setting)
+        runner = self.source.runner
+        if not isinstance(runner, KerasRunner) or not hasattr(runner.model, "exit_early"):
+            raise ValueError(f"early_exit runs the exit heads of a kbert EarlyExitClassifier "
+                             f"(kbert.training.early_exit.add_exits, train_exits); "
+                             f"{self.source.name} has none. Pass early_exit=None.")
+        cache = self.__dict__.setdefault("_exit_runners", {})
+        if (mode, value) not in cache:
+            cache[mode, value] = ExitingRunner(runner.model, runner.max_length, {mode: value})
+        return cache[mode, value]
 
     def function(self, opts):
         """The function `opts` name, else the one of the model's problem type."""

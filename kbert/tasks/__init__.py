@@ -10,7 +10,7 @@ from kbert.tasks.question_answering import QuestionAnswerer
 from kbert.tasks.question_answering.model import SpanLogits
 from kbert.tasks.record import TaskRecord
 from kbert.tasks.task import Task, family_of
-from kbert.tasks.text_classification import TextClassifier
+from kbert.tasks.text_classification import EarlyExitClassifier, ExitHead, TextClassifier
 from kbert.tasks.text_embedding import TextEmbedder, cosine_similarity, semantic_search
 from kbert.tasks.token_classification import TokenClassifier
 
@@ -46,7 +46,7 @@ def task_name(task):
 
 
 __all__ = [
-    "ALIASES", "ClassificationHead", "ExtractiveSummarizer", "QuestionAnswerer", "SpanLogits", "TASKS", "Task",
+    "ALIASES", "ClassificationHead", "EarlyExitClassifier", "ExitHead", "ExtractiveSummarizer", "QuestionAnswerer", "SpanLogits", "TASKS", "Task",
     "TaskRecord", "TextClassifier", "TextEmbedder", "TokenClassifier", "TokenPooling", "build",
     "cosine_similarity", "family_of", "registry", "semantic_search", "task_name",
 ]

@@ -1,6 +1,7 @@
 """Sentence and sentence-pair classification and regression (GLUE), and zero-shot
 classification with an NLI model: the task model (`model.py`) and its record."""
 
+from kbert.tasks.text_classification.early_exit import EarlyExitClassifier, ExitHead
 from kbert.tasks.text_classification.model import TextClassifier
 from kbert.tasks.record import TaskRecord
 
@@ -14,4 +15,4 @@ TASK = TaskRecord(
     hf_head_prefixes=("classifier.", "pre_classifier."), finetuning=True,
     package=__name__)
 
-__all__ = ["TASK", "TextClassifier"]
+__all__ = ["TASK", "EarlyExitClassifier", "ExitHead", "TextClassifier"]

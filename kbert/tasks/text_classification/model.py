@@ -34,6 +34,30 @@ def family_heads(family):
     return models.FAMILIES[family].classifier_heads or (family_head(family),)
 
 
+class HeadParts:
+    """A `TextClassifier`'s head as a function of the backbone's outputs: the graph's, and
+    the early-exit forward's on the rows still running (`early_exit`). Holds the head's
+    layers (`None` where the head has no such part)."""
+
+    def __init__(self, head, pooling, prediction_head, cls_token, pre_classifier, dropout,
+                 classifier):
+        self.head, self.pooling, self.prediction_head = head, pooling, prediction_head
+        self.cls_token, self.pre_classifier = cls_token, pre_classifier
+        self.dropout, self.classifier = dropout, classifier
+
+    def __call__(self, features, padding_mask):
+        """The backbone's outputs dict and padding mask [B, S] -> logits [B, N]."""
+        if self.head == "pooled":
+            return self.classifier(self.dropout(features["pooled_output"]))
+        if self.pooling is not None:
+            x = self.pooling(features["sequence_output"], padding_mask)  # [B, H]
+            return self.classifier(self.dropout(self.prediction_head(x)))
+        if self.cls_token is not None:
+            x = self.pre_classifier(self.cls_token(features["sequence_output"]))  # [B, H]
+            return self.classifier(self.dropout(x))
+        return self.classifier(features["sequence_output"])
+
+
 @keras.saving.register_keras_serializable(package="kbert")
 class TextClassifier(task_lib.Task, keras.Model):
     """A classification or regression head on a kbert backbone, for single texts and pairs
@@ -154,17 +178,9 @@ class TextClassifier(task_lib.Task, keras.Model):
 
         # === Functional model ===
         inputs = task_lib.backbone_inputs(backbone)
-        features = backbone(inputs)
-        if head == "pooled":
-            logits = classifier(dropout_layer(features["pooled_output"]))  # [B, N]
-        elif pooling is not None:
-            x = pooling(features["sequence_output"], inputs["padding_mask"])  # [B, H]
-            logits = classifier(dropout_layer(prediction_head(x)))  # [B, N]
-        elif cls_token is not None:
-            x = pre_classifier(cls_token(features["sequence_output"]))  # [B, H]
-            logits = classifier(dropout_layer(x))  # [B, N]
-        else:
-            logits = classifier(features["sequence_output"])  # [B, N]
+        head_parts = HeadParts(head, pooling, prediction_head, cls_token, pre_classifier,
+                               dropout_layer, classifier)
+        logits = head_parts(backbone(inputs), inputs["padding_mask"])  # [B, N]
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
         # === Config ===
@@ -175,6 +191,7 @@ class TextClassifier(task_lib.Task, keras.Model):
         self.pre_classifier = pre_classifier
         self.prediction_head = prediction_head if pooling is not None else None
         self.classifier = classifier
+        self.head_parts = head_parts
 
     @property
     def declared_problem_type(self):

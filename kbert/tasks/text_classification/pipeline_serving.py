@@ -3,11 +3,14 @@ in the graph: `text_classification` ({"label", "score"} per text, as the pipelin
 and `zero_shot_classification` (NLI entailment over the candidate labels given at the call);
 the rules on options are `decode`'s, the same the Python pipelines call."""
 
+import functools
+
 import tensorflow as tf
 
 from kbert.tasks.graph import packing as graph
 from kbert.tasks.graph.signatures import STRINGS, run_model
 from kbert.tasks.text_classification import decode
+from kbert.tasks.text_classification.early_exit import check_exit
 
 
 def ranked(pipe, opts, given):
@@ -32,17 +35,26 @@ def ranked(pipe, opts, given):
     return answer
 
 
+def _exiting(model, setting, features):
+    return model.exit_early({name: features[name] for name in model.input},
+                            **setting)["logits"]
+
+
 def text_classification(pipe, model, opts, given):
     """`pipeline.export`'s endpoints of a text-classification pipeline `pipe` (its options
     `opts`, `given` the ones the call named): {name: (function, input specs)}."""
     answer = ranked(pipe, opts, given)
     truncation, max_length = pipe.tokenization(opts)
     tokenizer = pipe.tokenizer
+    forward = functools.partial(run_model, model)
+    if opts.get("early_exit") is not None:  # the layer-by-layer forward, in the graph
+        pipe.exit_runner(opts["early_exit"])  # refuses a model without exit heads
+        forward = functools.partial(_exiting, model, dict([check_exit(opts["early_exit"])]))
 
     def classify(first, second):
         first, second, checks = graph.fit_call(pipe, first, second, truncation, max_length)
         with tf.control_dependencies(checks):
-            return answer(run_model(model, graph.pack(tokenizer, first, second)))
+            return answer(forward(graph.pack(tokenizer, first, second)))
 
     def serve(text):
         return classify(graph.ids(tokenizer, text), None)

@@ -1,0 +1,210 @@
+"""Early exit on a fine-tuned text classifier, as DeeBERT trains it: `add_exits` puts an
+exit head after each layer (`kbert.tasks.text_classification.early_exit`), `train_exits`
+trains them on the task's data with the backbone and the classifier frozen (DeeBERT's second
+stage: the full model's answers do not change), and `choose` picks the exit setting
+(an entropy threshold, or PABEE's patience) that answers validation data with the fewest
+layers while losing at most `max_drop` of the full model's accuracy.
+
+`all_exits` and `simulate` are the numbers behind `choose`: every exit's logits, computed
+once, and the exit each setting takes, in NumPy by the rules of
+`EarlyExitClassifier.exit_early`.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from kbert.models.optimizers import NO_DECAY_NAMES
+from kbert.tasks.fitting import DEFAULT_BATCH_SIZE, model_inputs
+from kbert.tasks.text_classification.early_exit import (EarlyExitClassifier, TextClassifier,
+                                                        check_exit, copy_head)
+
+
+def add_exits(classifier, exit_layers=None, exit_pooling=None, exit_dropout=None):
+    """An `EarlyExitClassifier` on `classifier`'s backbone (the same object: its weights),
+    with its settings and preprocessor, its head's weights copied, and new exit heads after
+    `exit_layers` (default: every layer but the last); not compiled. Train the exits with
+    `train_exits`."""
+    if not isinstance(classifier, TextClassifier):
+        raise ValueError(f"Early exit takes a kbert TextClassifier; got "
+                         f"{type(classifier).__name__}.")
+    if isinstance(classifier, EarlyExitClassifier):
+        raise ValueError("This classifier has exit heads already (exit_layers="
+                         f"{classifier.exit_layers}).")
+    config = classifier.get_config()
+    config["backbone"], config["preprocessor"] = classifier.backbone, classifier.preprocessor
+    result = EarlyExitClassifier.from_config({
+        **config, "exit_layers": exit_layers, "exit_pooling": exit_pooling,
+        "exit_dropout": exit_dropout})
+    copy_head(classifier, result)
+    return result
+
+
+def _checked(model):
+    if not isinstance(model, EarlyExitClassifier):
+        raise ValueError(f"This needs an EarlyExitClassifier (kbert.training.early_exit."
+                         f"add_exits); got {type(model).__name__}.")
+    return model
+
+
+def train_exits(model, x, y=None, epochs=1, batch_size=None, learning_rate=1e-4,
+                joint=False, validation_data=None, verbose="auto"):
+    """Trains `model`'s exit heads on labelled data, AdamW at `learning_rate`. `x`, `y`: the
+    task's raw inputs and labels, read through the model's preprocessor in shuffled batches
+    grouped by length as `fit` reads them; or a `tf.data` dataset of `(inputs, labels)`
+    batches. `validation_data`: `(x, y)` or such a dataset.
+
+    joint: False (DeeBERT's second stage): the backbone and the classifier frozen, so the
+        full model's answers stay as they are; the loss is the mean of the exits'
+        cross-entropies. True (PABEE's): the backbone, the exits and the classifier trained
+        together on the exits' and the classifier's cross-entropies weighted by their layer
+        (a later layer weighs more), which makes the early layers' exits surer at some
+        change of the full model's answers (fine-tuning's learning rate, e.g. 5e-5).
+
+    Returns the Keras `History` (loss, and accuracy over the exits)."""
+    import keras
+    import tensorflow as tf
+
+    model = _checked(model)
+    trainer = model.exits_model(include_final=joint)
+    depth = model.exit_layers + ([model.backbone.config.num_layers] if joint else [])
+    count = len(depth)
+    weights = tf.constant(np.asarray(depth) / np.sum(depth) * count, tf.float32)
+
+    def loss(labels, logits):  # [B, count], [B, count, N]
+        per_exit = keras.losses.sparse_categorical_crossentropy(labels, logits,
+                                                                from_logits=True)
+        return tf.reduce_mean(per_exit * (weights if joint else 1.0), axis=-1)
+
+    def tiled(inputs, labels):  # one label per exit
+        return inputs, tf.tile(tf.reshape(labels, [-1, 1]), [1, count])
+
+    def batches(data, training):
+        if hasattr(data, "element_spec"):
+            return data.map(tiled), None
+        if model.preprocessor is None:
+            raise ValueError("train_exits reads raw inputs through the model's preprocessor, "
+                             "and this model has none: give a tf.data dataset of (inputs, "
+                             "labels) batches.")
+        xs, ys = data
+        encoded = model._encode(xs, ys)
+        if encoded.targets is None:
+            raise ValueError("train_exits needs labels: give y.")
+        rows = len(encoded.features["token_ids"])
+        size = min(batch_size or DEFAULT_BATCH_SIZE, rows)
+        return (model._batches(encoded, size, training, epochs if training else 1).map(tiled),
+                rows // size if training else None)
+
+    train, steps = batches(x if y is None else (x, y), True)
+    if validation_data is not None:
+        validation_data, _ = batches(validation_data, False)
+    backbone = model.backbone
+    trainable = backbone.trainable
+    backbone.trainable = bool(joint) and trainable
+    try:
+        optimizer = keras.optimizers.AdamW(learning_rate, weight_decay=0.01, epsilon=1e-6,
+                                           global_clipnorm=1.0)
+        optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
+        trainer.compile(
+            optimizer=optimizer, loss=loss,
+            metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
+        return trainer.fit(train, epochs=epochs, steps_per_epoch=steps,
+                           validation_data=validation_data, shuffle=False, verbose=verbose)
+    finally:
+        backbone.trainable = trainable
+
+
+def _encoded(model, x, y=None):
+    """(features the model takes, their length, the labels as ids or None) of `x` (raw inputs
+    through the model's preprocessor, or token-id features) and `y`."""
+    if model._takes_raw(x):
+        encoded = model._encode(x, y)
+        return (model_inputs(model, encoded.features), model.preprocessor.sequence_length,
+                None if y is None else np.asarray(encoded.targets))
+    features = model_inputs(model, x)
+    return (features, np.asarray(features["token_ids"]).shape[1],
+            None if y is None else np.asarray(y))
+
+
+def all_exits(model, x, batch_size=None):
+    """Every exit's logits and the classifier's on `x` (raw inputs through the model's
+    preprocessor, or token-id features), in the order of `x`: float32 [n, E + 1, N]."""
+    from kbert.tasks import length_groups
+
+    features, length, _ = _encoded(_checked(model), x)
+    return length_groups.predict(model.exits_model(), features,
+                                 batch_size or DEFAULT_BATCH_SIZE, length)
+
+
+def _entropy(logits):
+    shifted = logits - logits.max(-1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    return -(np.exp(log_p) * log_p).sum(-1)
+
+
+def simulate(logits, exit_layers, num_layers, entropy=None, patience=None):
+    """What `exit_early` answers, from every exit's logits `logits` [n, E + 1, N] (`all_exits`)
+    of a model with `exit_layers` in a backbone of `num_layers`: (predicted class [n], exit
+    layer [n])."""
+    given = {name: value for name, value in (("entropy", entropy), ("patience", patience))
+             if value is not None}
+    mode, value = check_exit(given)
+    logits = np.asarray(logits, np.float32)
+    layers = np.asarray(list(exit_layers) + [num_layers])
+    if mode == "entropy":
+        done = _entropy(logits) < value  # [n, E + 1]
+    else:
+        predicted = logits.argmax(-1)
+        agreed = np.zeros(len(logits), int)
+        done = np.zeros(predicted.shape, bool)
+        for i in range(1, predicted.shape[1]):
+            agreed = np.where(predicted[:, i] == predicted[:, i - 1], agreed + 1, 0)
+            done[:, i] = agreed >= value
+    done[:, -1] = True  # the classifier answers the rest
+    first = done.argmax(axis=1)
+    return logits[np.arange(len(logits)), first].argmax(-1), layers[first]
+
+
+@dataclasses.dataclass
+class ExitChoice:
+    """`choose`'s answer. `setting`: the `early_exit` option ({"entropy": t} or {"patience":
+    p}); `accuracy` and `mean_layers` at it; `full_accuracy`: the classifier's; `curve`: each
+    setting tried as (value, accuracy, mean layers), the full model's first."""
+
+    setting: dict
+    accuracy: float
+    mean_layers: float
+    full_accuracy: float
+    num_layers: int
+    curve: list
+
+
+def choose(model, x, y, max_drop=0.01, mode="entropy", batch_size=None, logits=None):
+    """The exit setting of `mode` ("entropy" or "patience") that runs the fewest layers on
+    average over the labelled validation data `x`, `y` while its accuracy stays within
+    `max_drop` (a fraction: 0.01 is one point) of the full model's. `logits`: `all_exits`'
+    answer on `x`, when already computed. Returns an `ExitChoice`."""
+    model = _checked(model)
+    if isinstance(max_drop, bool) or not isinstance(max_drop, (int, float)) or \
+            not 0 <= max_drop < 1:
+        raise ValueError(f"max_drop={max_drop!r}: the accuracy one may lose, a fraction in "
+                         "[0, 1).")
+    if mode not in ("entropy", "patience"):
+        raise ValueError(f"Unknown mode {mode!r}. Allowed: 'entropy', 'patience'.")
+    if logits is None:
+        logits = all_exits(model, x, batch_size)
+    labels = _encoded(model, x, y)[2]
+    count = model.backbone.config.num_layers
+    full = float(np.mean(logits[:, -1].argmax(-1) == labels))
+    if mode == "entropy":
+        seen = _entropy(logits)[:, :-1].ravel()
+        values = [0.0] + sorted({float(v) for v in np.quantile(seen, np.linspace(0.02, 1, 50))})
+    else:
+        values = list(range(len(model.exit_layers), 0, -1))  # the most patient (slowest) first
+    curve = []
+    for value in values:
+        predicted, layers = simulate(logits, model.exit_layers, count, **{mode: value})
+        curve.append((value, float(np.mean(predicted == labels)), float(np.mean(layers))))
+    within = [point for point in curve if point[1] >= full - max_drop]
+    best = min(within, key=lambda point: (point[2], -point[1]))
+    return ExitChoice({mode: best[0]}, best[1], best[2], full, count, curve)
