@@ -10,21 +10,25 @@ once, and the exit each setting takes, in NumPy by the rules of
 `EarlyExitClassifier.exit_early`.
 """
 
+import contextlib
 import dataclasses
 
 import numpy as np
 
+from kbert._keras_private import flatten_layers
 from kbert.models.optimizers import NO_DECAY_NAMES
+from kbert.tasks.datasets import check_int
 from kbert.tasks.fitting import DEFAULT_BATCH_SIZE, model_inputs
-from kbert.tasks.text_classification.early_exit import (EarlyExitClassifier, TextClassifier,
-                                                        check_exit, copy_head)
+from kbert.tasks.text_classification.early_exit import (EXIT_MODES, EarlyExitClassifier,
+                                                        TextClassifier, check_exit, copy_head)
 
 
 def add_exits(classifier, exit_layers=None, exit_pooling=None, exit_dropout=None):
     """An `EarlyExitClassifier` on `classifier`'s backbone (the same object: its weights),
     with its settings and preprocessor, its head's weights copied, and new exit heads after
     `exit_layers` (default: every layer but the last); not compiled. Train the exits with
-    `train_exits`."""
+    `train_exits` (with `joint=True`, the shared backbone is trained: `classifier` then
+    answers with it too)."""
     if not isinstance(classifier, TextClassifier):
         raise ValueError(f"Early exit takes a kbert TextClassifier; got "
                          f"{type(classifier).__name__}.")
@@ -66,6 +70,13 @@ def train_exits(model, x, y=None, epochs=1, batch_size=None, learning_rate=1e-4,
     import tensorflow as tf
 
     model = _checked(model)
+    epochs = check_int("epochs", epochs, 1)
+    if isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float)) or \
+            not learning_rate > 0:
+        raise ValueError(f"learning_rate={learning_rate!r}: a positive number.")
+    if y is None and not hasattr(x, "element_spec"):
+        raise ValueError("train_exits needs labels: give y, or a tf.data dataset of (inputs, "
+                         "labels) batches.")
     trainer = model.exits_model(include_final=joint)
     depth = model.exit_layers + ([model.backbone.config.num_layers] if joint else [])
     count = len(depth)
@@ -98,10 +109,7 @@ def train_exits(model, x, y=None, epochs=1, batch_size=None, learning_rate=1e-4,
     train, steps = batches(x if y is None else (x, y), True)
     if validation_data is not None:
         validation_data, _ = batches(validation_data, False)
-    backbone = model.backbone
-    trainable = backbone.trainable
-    backbone.trainable = bool(joint) and trainable
-    try:
+    with contextlib.nullcontext() if joint else _frozen(model.backbone):
         optimizer = keras.optimizers.AdamW(learning_rate, weight_decay=0.01, epsilon=1e-6,
                                            global_clipnorm=1.0)
         optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
@@ -110,30 +118,69 @@ def train_exits(model, x, y=None, epochs=1, batch_size=None, learning_rate=1e-4,
             metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
         return trainer.fit(train, epochs=epochs, steps_per_epoch=steps,
                            validation_data=validation_data, shuffle=False, verbose=verbose)
+
+
+@contextlib.contextmanager
+def _frozen(backbone):
+    """`backbone` frozen for the block, then every layer's and variable's own `trainable`
+    back as it was (setting `trainable` on a layer sets it on all it holds: a LoRA
+    backbone's frozen kernels, a partly frozen model). Each variable is frozen itself: on a
+    LoRA backbone, `trainable = False` on a block already frozen left the adapters it holds
+    trainable (Keras 3.15)."""
+    layers = [(layer, layer.trainable) for layer in [backbone, *flatten_layers(backbone)]]
+    variables = [(v, v.trainable) for v in backbone.variables]
+    backbone.trainable = False
+    for variable, _ in variables:
+        variable.trainable = False
+    try:
+        yield
     finally:
-        backbone.trainable = trainable
+        for layer, trainable in layers:  # parents first, then what they hold
+            layer.trainable = trainable
+        for variable, trainable in variables:
+            variable.trainable = trainable
 
 
 def _encoded(model, x, y=None):
-    """(features the model takes, their length, the labels as ids or None) of `x` (raw inputs
-    through the model's preprocessor, or token-id features) and `y`."""
+    """(features the model takes, their length, the labels as class ids [n] or None) of `x`
+    (raw inputs through the model's preprocessor, or token-id features) and `y` (ids or
+    names)."""
     if model._takes_raw(x):
         encoded = model._encode(x, y)
-        return (model_inputs(model, encoded.features), model.preprocessor.sequence_length,
-                None if y is None else np.asarray(encoded.targets))
-    features = model_inputs(model, x)
-    return (features, np.asarray(features["token_ids"]).shape[1],
-            None if y is None else np.asarray(y))
+        features, length = (model_inputs(model, encoded.features),
+                            model.preprocessor.sequence_length)
+        labels = None if y is None else encoded.targets
+    else:
+        features = model_inputs(model, x)
+        length, labels = np.asarray(features["token_ids"]).shape[1], y
+    if labels is None:
+        return features, length, None
+    labels = np.asarray(labels)
+    rows = len(features["token_ids"])
+    if labels.dtype.kind in "USO":
+        names = list(model.label_names or [])
+        unknown = [label for label in labels.ravel().tolist() if label not in names]
+        if unknown:
+            raise ValueError(f"Unknown label {unknown[0]!r}: the model's labels are "
+                             f"{', '.join(map(repr, names)) or 'unnamed (give class ids)'}.")
+        labels = np.asarray([names.index(label) for label in labels.ravel().tolist()])
+    if labels.size != rows:
+        raise ValueError(f"{labels.size} labels for {rows} inputs: give one class per input.")
+    return features, length, labels.reshape(rows).astype(np.int64)
+
+
+def _predict_exits(model, features, length, batch_size):
+    from kbert.tasks import length_groups
+
+    return length_groups.predict(model.exits_model(), features,
+                                 batch_size or DEFAULT_BATCH_SIZE, length)
 
 
 def all_exits(model, x, batch_size=None):
     """Every exit's logits and the classifier's on `x` (raw inputs through the model's
     preprocessor, or token-id features), in the order of `x`: float32 [n, E + 1, N]."""
-    from kbert.tasks import length_groups
-
     features, length, _ = _encoded(_checked(model), x)
-    return length_groups.predict(model.exits_model(), features,
-                                 batch_size or DEFAULT_BATCH_SIZE, length)
+    return _predict_exits(model, features, length, batch_size)
 
 
 def _entropy(logits):
@@ -189,11 +236,13 @@ def choose(model, x, y, max_drop=0.01, mode="entropy", batch_size=None, logits=N
             not 0 <= max_drop < 1:
         raise ValueError(f"max_drop={max_drop!r}: the accuracy one may lose, a fraction in "
                          "[0, 1).")
-    if mode not in ("entropy", "patience"):
-        raise ValueError(f"Unknown mode {mode!r}. Allowed: 'entropy', 'patience'.")
+    if mode not in EXIT_MODES:
+        raise ValueError(f"Unknown mode {mode!r}. Allowed: {', '.join(EXIT_MODES)}.")
+    features, length, labels = _encoded(model, x, y)
+    if labels is None:
+        raise ValueError("choose needs the validation labels: give y.")
     if logits is None:
-        logits = all_exits(model, x, batch_size)
-    labels = _encoded(model, x, y)[2]
+        logits = _predict_exits(model, features, length, batch_size)
     count = model.backbone.config.num_layers
     full = float(np.mean(logits[:, -1].argmax(-1) == labels))
     if mode == "entropy":

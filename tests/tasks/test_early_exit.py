@@ -175,6 +175,50 @@ def test_joint_training_moves_the_backbone_and_reads_a_dataset():
     assert not np.allclose(before, table.numpy())
     with pytest.raises(ValueError, match="has none: give a tf.data dataset"):
         early_exit.train_exits(model, x, np.array([0, 1, 2, 1]), verbose=0)
+    with pytest.raises(ValueError, match="needs labels"):
+        early_exit.train_exits(model, x, verbose=0)
+    with pytest.raises(ValueError, match="learning_rate=0"):
+        early_exit.train_exits(model, data, learning_rate=0, verbose=0)
+    with pytest.raises(ValueError, match="epochs"):
+        early_exit.train_exits(model, data, epochs=0, verbose=0)
+
+
+def test_frozen_training_leaves_a_lora_backbone_as_it_was():
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(5)
+    backbone = tiny_backbone("bert", num_layers=3)
+    backbone.enable_lora(2)
+    model = EarlyExitClassifier(backbone, num_classes=3)
+    trainable = [w.path for w in model.trainable_weights]
+    flags = [(layer.name, layer.trainable) for layer in backbone._flatten_layers()]
+    # (the dropout layers' seed generators' states move on: not weights)
+    weights = [w for w in backbone.weights if "seed_generator" not in w.path]
+    values = [w.numpy().copy() for w in weights]
+    x = inputs_for(model)
+    data = tf.data.Dataset.from_tensor_slices((x, np.array([0, 1, 2, 1]))).batch(2)
+    early_exit.train_exits(model, data, learning_rate=1e-2, verbose=0)
+    assert [w.path for w in model.trainable_weights] == trainable
+    assert [(layer.name, layer.trainable) for layer in backbone._flatten_layers()] == flags
+    for want, got in zip(values, weights):
+        np.testing.assert_array_equal(want, got.numpy(), err_msg=got.path)
+
+
+def test_choose_takes_label_names_with_token_ids():
+    keras.utils.set_random_seed(6)
+    model = _spread(EarlyExitClassifier(tiny_backbone("bert", num_layers=3),
+                                        label_names=["a", "b", "c"]))
+    x = inputs_for(model)
+    names = ["a", "c", "b", "a"]
+    by_name = early_exit.choose(model, x, names, max_drop=0.0)
+    by_id = early_exit.choose(model, x, np.array([[0], [2], [1], [0]]), max_drop=0.0)
+    assert by_name == by_id
+    full = np.mean(keras.ops.convert_to_numpy(model(x)).argmax(-1) == [0, 2, 1, 0])
+    assert by_name.full_accuracy == full and by_name.accuracy >= full
+    with pytest.raises(ValueError, match="Unknown label 'd': the model's labels are 'a'"):
+        early_exit.choose(model, x, ["a", "d", "b", "a"])
+    with pytest.raises(ValueError, match="3 labels for 4 inputs"):
+        early_exit.choose(model, x, [0, 1, 2])
 
 
 def test_saved_reloaded_and_without_exits(tmp_path):

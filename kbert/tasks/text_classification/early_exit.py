@@ -4,10 +4,13 @@ each layer, and inference that stops running an example once it is answered.
 DeeBERT (Xin et al., 2020) puts a small classifier after each transformer layer and stops
 when its prediction's entropy is under a threshold; PABEE (Zhou et al., 2020) stops when the
 exits' predictions have agreed for `patience` layers in a row. `EarlyExitClassifier` is a
-`TextClassifier` (its graph, `predict`, exports and pipelines are the full model's) with
-those exit heads beside it; `exit_early` runs the backbone layer by layer, and the rows that
-exit leave the batch: later layers run only on the rows still in it. The last layer's answer
-is the classifier's own, so a threshold no prediction meets (entropy 0) is the full model.
+`TextClassifier` (its graph, `predict` and exports are the full model's, as are pipelines
+without the `early_exit` option) with those exit heads beside it; `exit_early` runs the
+backbone layer by layer, and the rows that exit leave the batch: later layers run only on
+the rows still in it. The last layer's answer is the classifier's own, so a threshold no
+prediction meets (entropy 0) is the full model. (`ops.nonzero` gives the rows still running:
+a shape only the run knows, so `exit_early` runs eagerly or in a TensorFlow graph, not under
+`jax.jit` or XLA.)
 
 Training the exits (DeeBERT's second stage, the backbone and classifier frozen) and choosing
 a threshold on validation data are `kbert.training.early_exit`'s.
@@ -150,13 +153,20 @@ class EarlyExitClassifier(TextClassifier):
         inputs = task_lib.backbone_inputs(self.backbone)
         outputs = self.backbone.with_internals(hidden_states=True, attentions=False)(inputs)
         hidden, mask = outputs["hidden_states"], inputs["padding_mask"]
-        logits = [head(hidden[layer], mask) for layer, head in zip(self.exit_layers,
-                                                                   self.exit_heads)]
+        logits = [head(self.exit_input(hidden[layer]), mask)
+                  for layer, head in zip(self.exit_layers, self.exit_heads)]
         if include_final:
             features = {name: outputs[name] for name in self.backbone.output}
             logits.append(self.head_parts(features, mask))
         stacked = ops.stack([ops.cast(x, "float32") for x in logits], axis=1)
         return keras.Model(inputs, stacked, name=f"{self.name}_exits")
+
+    def exit_input(self, hidden):
+        """What an exit head reads of a layer's hidden states: ModernBERT's through its
+        backbone's final LayerNorm (what its classifier reads of the last layer), others' as
+        they are."""
+        norm = getattr(self.backbone, "final_layer_norm", None)
+        return hidden if norm is None else norm(hidden)
 
     def without_exits(self):
         """The `TextClassifier` alone on the same backbone (its weights, not a copy), the
@@ -215,6 +225,7 @@ class _Exiting(Internals):
     def __init__(self, model, mode, value, batch):
         super().__init__()
         self.heads = dict(zip(model.exit_layers, model.exit_heads))
+        self.exit_input = model.exit_input
         self.mode, self.value = mode, value
         self.rows = ops.arange(batch, dtype="int32")
         self.logits = ops.zeros((batch, model.num_classes), "float32")
@@ -231,7 +242,7 @@ class _Exiting(Internals):
         head = self.heads.get(self.layer)
         if head is None:
             return x
-        logits = ops.cast(head(x, kwargs["padding_mask"]), "float32")  # [b, N]
+        logits = ops.cast(head(self.exit_input(x), kwargs["padding_mask"]), "float32")
         if self.mode == "entropy":
             done = entropy_of(logits) < self.value
         else:
