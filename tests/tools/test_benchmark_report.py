@@ -144,11 +144,34 @@ def test_serving_compares_the_fastest_exact_path_and_int8_with_optimum():
          "180 texts/s, acc 0.790", "150 texts/s, acc 0.785", 1.2)]
 
 
+SPARSE = {
+    "training_sentences": 3000, "best_within_one_point": {"pruned": "pruned 50% heads, 50% units",
+                                                          "early exit": None},
+    "rows": [{"run": "full model", "kind": "full", "accuracy": 0.85, "texts_per_second": 200.0,
+              "speedup": 1.0, "accuracy_change_points": 0.0},
+             {"run": "pruned 50% heads, 50% units", "kind": "pruned", "accuracy": 0.845,
+              "texts_per_second": 330.0, "speedup": 1.65, "accuracy_change_points": -0.5},
+             {"run": "early exit, entropy 0.6 (about 2 layers on validation)",
+              "kind": "early exit", "setting": {"entropy": 0.6}, "accuracy": 0.80,
+              "texts_per_second": 450.0, "speedup": 2.25, "accuracy_change_points": -5.0},
+             {"run": "early exit, patience 2 (patience chosen on validation)",
+              "kind": "early exit", "setting": {"patience": 2}, "accuracy": 0.84,
+              "texts_per_second": 300.0, "speedup": 1.5, "accuracy_change_points": -1.0}]}
+
+
+def test_sparse_compares_the_fastest_row_within_one_point_with_the_full_model():
+    """Each kind's fastest row within a point is a comparison; a kind with none is not."""
+    assert report.comparisons(_record("sparse", SPARSE)) == [
+        ("text-classification pipeline, MiniLM fine-tuned on real text, pruned 50% heads, 50% "
+         "units vs the full model (-0.5 points of accuracy)", "330 texts/s", "200 texts/s",
+         1.65)]
+
+
 def test_report_writes_the_table_between_the_markers_and_draws_the_plots(tmp_path):
     results = tmp_path / "results"
     for name, figures in (("train_step", TRAIN_STEP), ("serve", SERVE),
                           ("finetune_real", FINETUNE_REAL), ("serving", SERVING),
-                          ("pretrain_real", PRETRAIN_REAL)):
+                          ("pretrain_real", PRETRAIN_REAL), ("sparse", SPARSE)):
         record.write(_record(name, figures), str(results))
     page = tmp_path / "page.md"
     page.write_text(f"# B\n\nbefore\n\n{report.START}\nold table\n{report.END}\n\nafter\n")
@@ -158,7 +181,8 @@ def test_report_writes_the_table_between_the_markers_and_draws_the_plots(tmp_pat
     assert "old table" not in text and text.startswith("# B\n\nbefore\n\n")
     assert text.endswith(f"{report.END}\n\nafter\n")
     assert report.summary_table(report.load(str(results))) in text
-    for name in ("ratios", "latency-vs-length", "speed-vs-accuracy", "serving", "pretraining"):
+    for name in ("ratios", "latency-vs-length", "speed-vs-accuracy", "serving", "pretraining",
+                 "sparse"):
         png = (images / f"{name}.png").read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000, name
     # A plot whose record is gone is deleted with it: no figure of an older run stays.
