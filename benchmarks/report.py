@@ -320,16 +320,30 @@ def plot_sparse(found, path):
                label="2x the full model")
     ax.scatter([full["texts_per_second"]], [full["accuracy"]], s=60, color="black",
                label="full model", zorder=3)
-    for kind, marker in (("pruned", "s"), ("early exit", "o")):
-        rows = [row for row in r["rows"] if row["kind"] == kind and
-                "entropy" in row.get("setting", {"entropy": 0})]
+    seen = set()
+    for kind, marker, label in (("pruned", "s", "pruned (heads, units)"),
+                                ("early exit", "o", "early exit (entropy threshold)"),
+                                ("patience", "D", "early exit (patience)")):
+        rows = []
+        for row in r["rows"]:
+            setting = row.get("setting", {})
+            key = tuple(sorted(setting.items())) if setting else row["run"]
+            if key in seen or row["kind"] != ("early exit" if kind == "patience" else kind) \
+                    or ("patience" in setting) != (kind == "patience"):
+                continue
+            seen.add(key)  # a setting run twice (chosen, and nearest a layer count): once
+            rows.append(row)
         rows.sort(key=lambda row: row["texts_per_second"])
         ax.plot([row["texts_per_second"] for row in rows], [row["accuracy"] for row in rows],
-                marker=marker, label=kind if kind == "pruned" else "early exit (entropy)")
-    for row in r["rows"][1:]:
-        label = row["run"].split(" (")[0].replace("early exit, ", "")
-        ax.annotate(label, (row["texts_per_second"], row["accuracy"]), fontsize=7,
-                    xytext=(4, -9), textcoords="offset points")
+                marker=marker, label=label)
+        for row in rows:
+            setting = row.get("setting")
+            text = (row["run"].replace("pruned ", "") if setting is None
+                    else f"{'patience ' if kind == 'patience' else ''}"
+                         f"{next(iter(setting.values())):.2g}: {row['mean_layers']:.1f} layers")
+            ax.annotate(text, (row["texts_per_second"], row["accuracy"]), fontsize=7,
+                        xytext=(5, 3), textcoords="offset points")
+    ax.margins(x=0.15, y=0.1)
     ax.set_xlabel("texts/s (text-classification pipeline, tokenization included)")
     ax.set_ylabel("held-out accuracy")
     ax.set_title(f"all-MiniLM-L6-v2 fine-tuned on {r['training_sentences']:,} real sentences: "

@@ -155,7 +155,11 @@ def run(wheel, held_out, validation, seed, sparsities, importance_texts, passes,
     joint_full = float(np.mean(test_logits[:, -1].argmax(-1) == test_ids))
     print(f"  exit heads trained jointly: {seconds:.0f} s; the full model after it: accuracy "
           f"{joint_full:.4f}", flush=True)
+    measured = []
     for what, setting in settings:
+        if setting in measured:  # the chosen threshold may be the one nearest a layer count
+            continue
+        measured.append(setting)
         predicted, exit_layers = early_exit.simulate(test_logits, exits.exit_layers, 6,
                                                      **setting)
         (mode, value), = setting.items()

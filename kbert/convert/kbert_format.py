@@ -49,6 +49,8 @@ def read(path):
     path = Path(path)
     _check_sizes(archive_config(str(path / MODEL_FILE)), str(path / MODEL_FILE))
     model = load_model(str(path / MODEL_FILE), compile=False)
+    if getattr(model, "exit_heads", None):  # a --exit_heads run: the checkpoint's model is
+        model = model.without_exits()       # its classifier (the exits are model.keras')
     vocabulary, lowercase = _directory.read_tokenizer_files(path)
     merges = None
     if vocabulary is None:

@@ -169,6 +169,20 @@ class FinetuningRunSource(CheckpointSource):
         super().__init__(path, format="kbert")
         self.description = f"fine-tuning run {self.path}"
 
+    def build(self, task=None, head="auto", dtype=None, **config_overrides):
+        """The run's task model; a `--exit_heads` run's `EarlyExitClassifier` as its
+        model.keras holds it (exit heads and all) where nothing else is asked for."""
+        if (task is None or registry.get(task) is registry.TEXT_CLASSIFIER) and \
+                head == "auto" and dtype is None and not config_overrides:
+            from kbert.convert import kbert_format
+            from kbert.untrusted import load_model
+            from kbert.untrusted.keras_archive import archive_config
+
+            path = os.path.join(os.fspath(self.path), kbert_format.MODEL_FILE)
+            if archive_config(path).get("class_name") == "EarlyExitClassifier":
+                return load_model(path, compile=False)
+        return super().build(task, head, dtype, **config_overrides)
+
 
 class PretrainingRunSource(ModelSource):
     """A tools/pretrain.py run's model_dir: its model rebuilt from config.json, with the

@@ -17,6 +17,7 @@ import keras
 import tensorflow as tf
 
 from kbert.tasks import registry
+from kbert.tasks.fitting import model_inputs
 from kbert.training import callbacks as kbert_callbacks
 from kbert.training import layer_wise, multi_worker
 from kbert.training.finetuning_config import FinetuningConfig  # noqa: F401 - public name
@@ -119,9 +120,40 @@ def run_finetuning(config):
                             callbacks=callbacks)
         logs = {k: v[-1] for k, v in history.history.items()}
     best = evaluation and evaluation.finish(model, restore=config.keep_best)
+    exits = None
+    if config.exit_heads:
+        with strategy.scope():
+            model, exits = _with_exits(config, task, model, train, validation, tokenizer,
+                                       steps_per_epoch)
     if work_dir == config.model_dir:
-        _save(model, tokenizer, config, train)
-    return {"best": best, "logs": logs}
+        _save(model, tokenizer, config, train, exits)
+    return {"best": best, "logs": logs, **({"early_exit": exits} if exits else {})}
+
+
+def _with_exits(config, task, model, train, validation, tokenizer, steps_per_epoch):
+    """--exit_heads: the fine-tuned `model` with exit heads trained on the training stream and
+    the entropy threshold chosen on the validation split (`kbert.training.early_exit`).
+    Returns (the EarlyExitClassifier, what early_exit.json records)."""
+    from kbert.training import early_exit
+
+    exits = early_exit.add_exits(model)
+    print(f"Training exit heads after layers {exits.exit_layers} for {config.exit_epochs} "
+          f"epoch(s){' with the model' if config.exit_joint else ', the model frozen'}.")
+    stream = task.training_stream(config, exits, train, tokenizer)
+    early_exit.train_exits(exits, stream.take(steps_per_epoch * config.exit_epochs),
+                           learning_rate=config.exit_learning_rate, joint=config.exit_joint,
+                           verbose=config.verbose)
+    features = model_inputs(exits, validation.encoded.features)
+    choice = early_exit.choose(exits, features, validation.encoded.labels["labels"],
+                               max_drop=config.exit_max_drop,
+                               batch_size=config.global_batch_size)
+    print(f"Early exit: {choice.setting} runs {choice.mean_layers:.2f} of "
+          f"{choice.num_layers} layers on average on the validation data, accuracy "
+          f"{choice.accuracy:.4f} (the full model's: {choice.full_accuracy:.4f}).")
+    return exits, {"setting": choice.setting, "accuracy": choice.accuracy,
+                   "full_accuracy": choice.full_accuracy, "mean_layers": choice.mean_layers,
+                   "num_layers": choice.num_layers, "exit_layers": exits.exit_layers,
+                   "curve": choice.curve}
 
 
 def _pruned(config, task, fresh, train, tokenizer, work_dir):
@@ -184,17 +216,22 @@ def _pruned(config, task, fresh, train, tokenizer, work_dir):
     return smaller
 
 
-def _save(model, tokenizer, config, train):
+def _save(model, tokenizer, config, train, exits=None):
     """model_dir/model.keras (the fine-tuned model, `kbert.untrusted.load_model`) with the
-    tokenizer's files beside it, and the SavedModel in --export_dir."""
+    tokenizer's files beside it (and early_exit.json with --exit_heads), and the SavedModel
+    in --export_dir."""
     from kbert.tokenizers.files import write_tokenizer_files
 
     path = os.path.join(config.model_dir, "model.keras")
     model.save(path)
     write_tokenizer_files(tokenizer, config.model_dir)
     print(f"Saved the fine-tuned model to {path}.")
+    options = dict(FINETUNING_TASKS[config.task].export_options(config, train))
+    if exits:
+        with tf.io.gfile.GFile(os.path.join(config.model_dir, "early_exit.json"), "w") as f:
+            json.dump(exits, f, indent=1)
+        options["early_exit"] = exits["setting"]
     if config.export_dir:
-        model.export(config.export_dir, tokenizer=tokenizer,
-                     **FINETUNING_TASKS[config.task].export_options(config, train))
+        model.export(config.export_dir, tokenizer=tokenizer, **options)
         print(f"Exported a SavedModel (the {registry.get(config.task).pipelines[0]} "
               f"pipeline's answers) to {config.export_dir}.")

@@ -99,6 +99,25 @@ class _RunFields(RunConfig):
     prune_batches: int = setting(
         200, "Structured pruning: training batches read to rank the heads and units (an "
              "integer >= 1).", group="Model", minimum=1)
+    # === Early exit (kbert.training.early_exit) ===
+    exit_heads: bool = setting(
+        False, "Early exit: after fine-tuning a single-label text classifier, put an exit head "
+               "after each layer but the last, train them for --exit_epochs, choose on "
+               "--validation_data the entropy threshold that runs the fewest layers within "
+               "--exit_max_drop of the full model's accuracy, and save the model with its "
+               "exits (model.keras) and the threshold (early_exit.json); --export_dir's "
+               "SavedModel exits early: true or false.", group="Model")
+    exit_epochs: int = setting(1, "--exit_heads: epochs of training the exit heads (an "
+                               "integer >= 1).", group="Model", minimum=1)
+    exit_learning_rate: float = setting(1e-4, "--exit_heads: the exit training's learning "
+                                        "rate (> 0).", group="Model")
+    exit_joint: bool = setting(
+        True, "--exit_heads: train the model with its exits (PABEE's depth-weighted loss: "
+              "more inputs exit early, the full model changes a little); false: only the "
+              "exit heads, the model frozen (DeeBERT's second stage).", group="Model")
+    exit_max_drop: float = setting(0.01, "--exit_heads: the validation accuracy the chosen "
+                                   "threshold may lose against the full model (a fraction "
+                                   "in [0, 1): 0.01 is one point).", group="Model")
     # === Several tasks: one backbone, a head each (kbert.training.multitask) ===
     multitask: dict = setting(
         help="A head of a multi-task run, repeatable (two or more): NAME:KEY=VALUE,... with "
@@ -128,6 +147,23 @@ class _RunFields(RunConfig):
     def pruning(self):
         """Whether the run prunes its starting model (`--prune_heads`, `--prune_units`)."""
         return bool(self.prune_heads or self.prune_units)
+
+    def _check_exit_heads(self):
+        problems = [problem for problem, wrong in (
+            (f"--task={self.task!r} (early exit is text_classifier's)",
+             self.task != "text_classifier"),
+            ("no --validation_data (the threshold is chosen on it)",
+             not self.multitask and self.validation_data is None),
+            ("--multitask", bool(self.multitask)),
+            (f"--strategy={self.strategy!r} (the exits train in one process: default or "
+             "mirrored)", self.strategy not in ("default", "mirrored"))) if wrong]
+        if problems:
+            raise ConfigError(f"--exit_heads does not work with {'; '.join(problems)}.")
+        if not 0 <= self.exit_max_drop < 1:
+            raise ConfigError(f"--exit_max_drop={self.exit_max_drop!r}: a fraction in [0, 1).")
+        if not self.exit_learning_rate > 0:
+            raise ConfigError(f"--exit_learning_rate={self.exit_learning_rate!r}: a positive "
+                              "number.")
 
     def validate(self):
         """Fails fast, naming the flag, before any work starts."""
@@ -173,6 +209,8 @@ class _RunFields(RunConfig):
             raise ConfigError(f"--prune_heads / --prune_units prune the fine-tuned model of "
                               f"one task in --checkpoint (a tools/finetune.py run); they do "
                               f"not combine with {', '.join(clashing)} (given).")
+        if self.exit_heads:
+            self._check_exit_heads()
         if self.freeze_backbone and self.unfreeze_every:
             raise ConfigError("--freeze_backbone keeps the backbone frozen; --unfreeze_every "
                               "unfreezes it gradually: give one of them.")

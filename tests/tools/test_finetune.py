@@ -71,6 +71,11 @@ def write_csv(path, rows):
      "--prune_heads / --prune_units prune the fine-tuned model of one task in --checkpoint (a "
      "tools/finetune.py run); they do not combine with --lora_rank (given)."),
     ([f"--checkpoint={TINY}", "--task=parser"], "--task='parser' is not one of"),
+    ([f"--checkpoint={TINY}", "--exit_heads", "--task=token_classifier"],
+     "--exit_heads does not work with --task='token_classifier' (early exit is "
+     "text_classifier's); no --validation_data (the threshold is chosen on it)."),
+    ([f"--checkpoint={TINY}", "--exit_heads", "--validation_data=tfds:glue/sst2",
+      "--exit_max_drop=1"], "--exit_max_drop=1.0: a fraction in [0, 1)."),
     ([f"--checkpoint={TINY}", "--epochs=0"], "--epochs must be an integer >= 1, got 0."),
     ([f"--checkpoint={TINY}", "--warmup_proportion=2"], "--warmup_proportion must be in [0, 1]"),
     ([f"--checkpoint={TINY}", "--task=question_answerer", "--doc_stride=60"],
@@ -488,3 +493,45 @@ def test_a_pruning_run_ranks_removes_and_fine_tunes_the_smaller_model(tmp_path, 
         run(tmp_path / "other", train_data=train, epochs=1, prune_heads=0.5)
     with pytest.raises(ConfigError, match=r"--prune_units=1.0: a fraction in \[0, 1\)"):
         run(tmp_path / "other", train_data=train, prune_units=1.0)
+
+
+@pytest.mark.slow
+def test_an_exit_heads_run_trains_exits_chooses_a_threshold_and_exports_it(tmp_path, capsys):
+    """--exit_heads: after fine-tuning, exit heads trained with the model, the entropy
+    threshold chosen on the validation data and written to early_exit.json, the model saved
+    with its exits, and --export_dir's SavedModel exiting early as the pipeline does.
+    (docs/early-exit.md's command.)"""
+    import tensorflow as tf
+
+    import kbert
+    from kbert.untrusted import load_model
+
+    train = write_csv(tmp_path / "train.csv", sentences(64, 0))
+    dev = write_csv(tmp_path / "dev.csv", sentences(32, 1))
+    result = run(tmp_path, train_data=train, validation_data=dev, epochs=1, exit_heads=True,
+                 exit_learning_rate=1e-3, exit_max_drop=0.2,
+                 export_dir=str(tmp_path / "export"))
+    out = capsys.readouterr().out
+    assert "Training exit heads after layers [1] for 1 epoch(s) with the model." in out
+    record = json.loads((tmp_path / "run" / "early_exit.json").read_text())
+    assert record["setting"] == result["early_exit"]["setting"]
+    assert set(record["setting"]) == {"entropy"} and record["num_layers"] == 2
+    assert record["accuracy"] >= record["full_accuracy"] - 0.2 - 1e-9
+    assert f"Early exit: {record['setting']} runs" in out
+    model = load_model(str(tmp_path / "run" / "model.keras"))
+    assert type(model).__name__ == "EarlyExitClassifier" and model.exit_layers == [1]
+    texts = [row[0] for row in sentences(12, 2)]
+    tokenizer = kbert.convert.load_tokenizer(str(tmp_path / "run"))
+    pipe = kbert.pipeline("text-classification", model=model, tokenizer=tokenizer)
+    answers = pipe(texts, early_exit=record["setting"])
+    served = tf.saved_model.load(str(tmp_path / "export")).signatures["serving_default"](
+        tf.constant(texts))
+    assert [label.decode() for label in served["label"].numpy()[:, 0]] == \
+        [a["label"] for a in answers]
+    np.testing.assert_allclose(served["score"].numpy()[:, 0], [a["score"] for a in answers],
+                               atol=1e-5)
+    # kbert.load of the run gives the model with its exits; a checkpoint of it, the classifier
+    assert type(kbert.load(str(tmp_path / "run")).model).__name__ == "EarlyExitClassifier"
+    again = kbert.pipeline("text-classification", model=str(tmp_path / "run"))
+    assert again(texts, early_exit=record["setting"]) == answers
+    assert type(kbert.convert.load(str(tmp_path / "run"))).__name__ == "TextClassifier"
