@@ -37,6 +37,10 @@ class TextClassificationPipeline(Pipeline):
     OPTIONS = {"top_k": 1, "function_to_apply": None, "return_all_scores": None,
                "truncation": None, "max_length": None, "padding": None, "early_exit": None}
 
+    def __init__(self, source, **options):
+        super().__init__(source, **options)
+        self._exit_runners = {}  # early_exit setting -> its runner, made once
+
     def __call__(self, inputs, **options):
         wrap = isinstance(inputs, str) and "top_k" not in options
         opts, given = self.options(options)
@@ -72,10 +76,10 @@ class TextClassificationPipeline(Pipeline):
             raise ValueError(f"early_exit runs the exit heads of a kbert EarlyExitClassifier "
                              f"(kbert.training.early_exit.add_exits, train_exits); "
                              f"{self.source.name} has none. Pass early_exit=None.")
-        cache = self.__dict__.setdefault("_exit_runners", {})
-        if (mode, value) not in cache:
-            cache[mode, value] = ExitingRunner(runner.model, runner.max_length, {mode: value})
-        return cache[mode, value]
+        if (mode, value) not in self._exit_runners:
+            self._exit_runners[mode, value] = ExitingRunner(runner.model, runner.max_length,
+                                                            {mode: value})
+        return self._exit_runners[mode, value]
 
     def function(self, opts):
         """The function `opts` name, else the one of the model's problem type."""

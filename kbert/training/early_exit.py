@@ -16,7 +16,7 @@ import dataclasses
 import numpy as np
 
 from kbert._keras_private import flatten_layers
-from kbert.models.optimizers import NO_DECAY_NAMES
+from kbert.models.optimizers import create_optimizer
 from kbert.tasks.datasets import check_int
 from kbert.tasks.fitting import DEFAULT_BATCH_SIZE, model_inputs
 from kbert.tasks.text_classification.early_exit import (EXIT_MODES, EarlyExitClassifier,
@@ -56,14 +56,17 @@ def train_exits(model, x, y=None, epochs=1, batch_size=None, learning_rate=1e-4,
     """Trains `model`'s exit heads on labelled data, AdamW at `learning_rate`. `x`, `y`: the
     task's raw inputs and labels, read through the model's preprocessor in shuffled batches
     grouped by length as `fit` reads them; or a `tf.data` dataset of `(inputs, labels)`
-    batches. `validation_data`: `(x, y)` or such a dataset.
+    batches. `validation_data`: `(x, y)` or such a dataset. The optimizer is BERT's fine-tuning
+    AdamW (weight decay 0.01 but on LayerNorm weights and biases, the gradient norm clipped at
+    1) at a constant learning rate.
 
     joint: False (DeeBERT's second stage): the backbone and the classifier frozen, so the
         full model's answers stay as they are; the loss is the mean of the exits'
         cross-entropies. True (PABEE's): the backbone, the exits and the classifier trained
         together on the exits' and the classifier's cross-entropies weighted by their layer
         (a later layer weighs more), which makes the early layers' exits surer at some
-        change of the full model's answers (fine-tuning's learning rate, e.g. 5e-5).
+        change of the full model's answers (a rate near fine-tuning's: 1e-4 in
+        `tools/benchmark.py sparse`).
 
     Returns the Keras `History` (loss, and accuracy over the exits)."""
     import keras
@@ -110,9 +113,9 @@ def train_exits(model, x, y=None, epochs=1, batch_size=None, learning_rate=1e-4,
     if validation_data is not None:
         validation_data, _ = batches(validation_data, False)
     with contextlib.nullcontext() if joint else _frozen(model.backbone):
-        optimizer = keras.optimizers.AdamW(learning_rate, weight_decay=0.01, epsilon=1e-6,
-                                           global_clipnorm=1.0)
-        optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
+        # BERT's fine-tuning AdamW (kbert's: the gradient norm clipped after the replicas'
+        # sum), constant: a stream's length may be unknown here.
+        optimizer = create_optimizer("adamw", learning_rate, decay="constant")
         trainer.compile(
             optimizer=optimizer, loss=loss,
             metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
