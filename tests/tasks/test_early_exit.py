@@ -251,6 +251,8 @@ def test_bad_settings_name_the_value():
                           ("12", "a list of layers 1 .. 2")):
         with pytest.raises(ValueError, match=match):
             EarlyExitClassifier(backbone, num_classes=2, exit_layers=layers)
+    with pytest.raises(ValueError, match="needs a backbone of 2 or more layers.*has 1"):
+        EarlyExitClassifier(tiny_backbone("bert", num_layers=1), num_classes=2)
     with pytest.raises(ValueError, match="single-label classifier.*'regression'"):
         EarlyExitClassifier(backbone, problem_type="regression")
     model = EarlyExitClassifier(backbone, num_classes=2)

@@ -120,6 +120,10 @@ class EarlyExitClassifier(TextClassifier):
                              f"when its softmax is sure); got problem_type="
                              f"{self.problem_type!r}.")
         count = backbone.config.num_layers
+        if count < 2:
+            raise ValueError(f"Early exit needs a backbone of 2 or more layers (an exit after "
+                             f"each but the last, whose answer is the classifier's); this one "
+                             f"has {count}.")
         allowed = f"layers 1 .. {count - 1} of a {count}-layer backbone"
         if exit_layers is None:
             exit_layers = list(range(1, count))
