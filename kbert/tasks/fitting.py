@@ -92,17 +92,23 @@ class TextInputs:
                              "(model.preprocessor.encode) and fit on token ids.")
         for name in ("validation_split", "shuffle"):
             kwargs.pop(name, None)
+        train, steps = self.training_batches(x, y, batch_size, epochs)
+        if validation_data is not None:
+            validation_data = self._validation(validation_data, batch_size or DEFAULT_BATCH_SIZE)
+        return super().fit(train, epochs=epochs, steps_per_epoch=steps,
+                           validation_data=validation_data, shuffle=False, **kwargs)
+
+    def training_batches(self, x, y=None, batch_size=None, epochs=1, what="fit"):
+        """What `fit` trains on from raw inputs and labels (or a dataset of both), through the
+        preprocessor: `(dataset, steps per epoch)`, the shuffled stream of `epochs` epochs in
+        batches grouped by length, each epoch every row but the last `rows % batch_size`.
+        `what` names the caller in errors."""
         encoded = self._encode(x, y)
         if encoded.targets is None:
-            raise ValueError("fit needs labels: give y (or a dataset of (x, y)).")
+            raise ValueError(f"{what} needs labels: give y (or a dataset of (x, y)).")
         rows = len(encoded.features["token_ids"])
-        batch_size = batch_size or DEFAULT_BATCH_SIZE
-        train_batch = min(batch_size, rows)  # fewer rows than a batch: one batch of them
-        train = self._batches(encoded, train_batch, True, epochs)
-        if validation_data is not None:
-            validation_data = self._validation(validation_data, batch_size)
-        return super().fit(train, epochs=epochs, steps_per_epoch=rows // train_batch,
-                           validation_data=validation_data, shuffle=False, **kwargs)
+        size = min(batch_size or DEFAULT_BATCH_SIZE, rows)  # fewer rows: one batch of them
+        return self._batches(encoded, size, True, epochs), rows // size
 
     def _validation(self, data, batch_size):
         if base.is_token_ids(data[0] if isinstance(data, tuple) else data):

@@ -6,8 +6,8 @@ stage: the full model's answers do not change), and `choose` picks the exit sett
 layers while losing at most `max_drop` of the full model's accuracy.
 
 `all_exits` and `simulate` are the numbers behind `choose`: every exit's logits, computed
-once, and the exit each setting takes, in NumPy by the rules of
-`EarlyExitClassifier.exit_early`.
+once, and the exit each setting takes by the rules of `EarlyExitClassifier.exit_early` (its
+entropy, `entropy_of`; its patience counter, in NumPy).
 """
 
 import contextlib
@@ -19,8 +19,10 @@ from kbert._keras_private import flatten_layers
 from kbert.models.optimizers import create_optimizer
 from kbert.tasks.datasets import check_int
 from kbert.tasks.fitting import DEFAULT_BATCH_SIZE, model_inputs
+from kbert.tasks.preprocessor import label_ids
 from kbert.tasks.text_classification.early_exit import (EXIT_MODES, EarlyExitClassifier,
-                                                        TextClassifier, check_exit, copy_head)
+                                                        TextClassifier, check_exit, copy_head,
+                                                        entropy_of)
 
 
 def add_exits(classifier, exit_layers=None, exit_pooling=None, exit_dropout=None):
@@ -93,25 +95,23 @@ def train_exits(model, x, y=None, epochs=1, batch_size=None, learning_rate=1e-4,
     def tiled(inputs, labels):  # one label per exit
         return inputs, tf.tile(tf.reshape(labels, [-1, 1]), [1, count])
 
-    def batches(data, training):
-        if hasattr(data, "element_spec"):
-            return data.map(tiled), None
+    def raw(data):
         if model.preprocessor is None:
             raise ValueError("train_exits reads raw inputs through the model's preprocessor, "
                              "and this model has none: give a tf.data dataset of (inputs, "
                              "labels) batches.")
-        xs, ys = data
-        encoded = model._encode(xs, ys)
-        if encoded.targets is None:
-            raise ValueError("train_exits needs labels: give y.")
-        rows = len(encoded.features["token_ids"])
-        size = min(batch_size or DEFAULT_BATCH_SIZE, rows)
-        return (model._batches(encoded, size, training, epochs if training else 1).map(tiled),
-                rows // size if training else None)
+        return data
 
-    train, steps = batches(x if y is None else (x, y), True)
+    if hasattr(x, "element_spec"):
+        train, steps = x, None
+    else:
+        train, steps = model.training_batches(raw(x), y, batch_size, epochs, "train_exits")
+    if validation_data is not None and not hasattr(validation_data, "element_spec"):
+        validation_data = model._validation(raw(validation_data),
+                                            batch_size or DEFAULT_BATCH_SIZE)
+    train = train.map(tiled)
     if validation_data is not None:
-        validation_data, _ = batches(validation_data, False)
+        validation_data = validation_data.map(tiled)
     with contextlib.nullcontext() if joint else _frozen(model.backbone):
         # BERT's fine-tuning AdamW (kbert's: the gradient norm clipped after the replicas'
         # sum), constant: a stream's length may be unknown here.
@@ -158,18 +158,11 @@ def _encoded(model, x, y=None):
         length, labels = np.asarray(features["token_ids"]).shape[1], y
     if labels is None:
         return features, length, None
-    labels = np.asarray(labels)
+    labels = np.asarray(labels).ravel().tolist()
     rows = len(features["token_ids"])
-    if labels.dtype.kind in "USO":
-        names = list(model.label_names or [])
-        unknown = [label for label in labels.ravel().tolist() if label not in names]
-        if unknown:
-            raise ValueError(f"Unknown label {unknown[0]!r}: the model's labels are "
-                             f"{', '.join(map(repr, names)) or 'unnamed (give class ids)'}.")
-        labels = np.asarray([names.index(label) for label in labels.ravel().tolist()])
-    if labels.size != rows:
-        raise ValueError(f"{labels.size} labels for {rows} inputs: give one class per input.")
-    return features, length, labels.reshape(rows).astype(np.int64)
+    if len(labels) != rows:
+        raise ValueError(f"{len(labels)} labels for {rows} inputs: give one class per input.")
+    return features, length, label_ids(labels, model.label_names, model.num_classes)
 
 
 def _predict_exits(model, features, length, batch_size):
@@ -187,9 +180,10 @@ def all_exits(model, x, batch_size=None):
 
 
 def _entropy(logits):
-    shifted = logits - logits.max(-1, keepdims=True)
-    log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
-    return -(np.exp(log_p) * log_p).sum(-1)
+    """`entropy_of`, the rule `exit_early` exits by, on NumPy logits."""
+    import keras
+
+    return keras.ops.convert_to_numpy(entropy_of(logits))
 
 
 def simulate(logits, exit_layers, num_layers, entropy=None, patience=None):

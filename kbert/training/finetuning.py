@@ -17,7 +17,6 @@ import keras
 import tensorflow as tf
 
 from kbert.tasks import registry
-from kbert.tasks.fitting import model_inputs
 from kbert.training import callbacks as kbert_callbacks
 from kbert.training import layer_wise, multi_worker
 from kbert.training.finetuning_config import FinetuningConfig  # noqa: F401 - public name
@@ -143,8 +142,8 @@ def _with_exits(config, task, model, train, validation, tokenizer, steps_per_epo
     early_exit.train_exits(exits, stream.take(steps_per_epoch * config.exit_epochs),
                            learning_rate=config.exit_learning_rate, joint=config.exit_joint,
                            verbose=config.verbose)
-    features = model_inputs(exits, validation.encoded.features)
-    choice = early_exit.choose(exits, features, validation.encoded.labels["labels"],
+    choice = early_exit.choose(exits, validation.encoded.features,
+                               validation.encoded.labels["labels"],
                                max_drop=config.exit_max_drop,
                                batch_size=config.global_batch_size)
     print(f"Early exit: {choice.setting} runs {choice.mean_layers:.2f} of "

@@ -125,8 +125,10 @@ def test_trained_exits_the_pipeline_and_the_saved_model_answer_alike(tmp_path):
     frozen = [w.numpy().copy() for w in classifier.weights]
     before = [w.numpy().copy() for head in model.exit_heads for w in head.weights]
     history = early_exit.train_exits(model, TEXTS, LABELS, epochs=2, batch_size=4,
-                                     learning_rate=1e-2, verbose=0)
+                                     learning_rate=1e-2, validation_data=(TEXTS, LABELS),
+                                     verbose=0)
     assert history.history["loss"][-1] < history.history["loss"][0]
+    assert len(history.history["val_accuracy"]) == 2
     for want, got in zip(frozen, classifier.weights):  # backbone and classifier untouched
         np.testing.assert_array_equal(want, got.numpy())
     after = [w.numpy() for head in model.exit_heads for w in head.weights]
@@ -215,7 +217,8 @@ def test_choose_takes_label_names_with_token_ids():
     assert by_name == by_id
     full = np.mean(keras.ops.convert_to_numpy(model(x)).argmax(-1) == [0, 2, 1, 0])
     assert by_name.full_accuracy == full and by_name.accuracy >= full
-    with pytest.raises(ValueError, match="Unknown label 'd': the model's labels are 'a'"):
+    with pytest.raises(ValueError, match=r"label 1: unknown label 'd'; expected one of "
+                                         r"\['a', 'b', 'c'\]"):
         early_exit.choose(model, x, ["a", "d", "b", "a"])
     with pytest.raises(ValueError, match="3 labels for 4 inputs"):
         early_exit.choose(model, x, [0, 1, 2])

@@ -10,7 +10,6 @@ import tensorflow as tf
 from kbert.tasks.graph import packing as graph
 from kbert.tasks.graph.signatures import STRINGS, run_model
 from kbert.tasks.text_classification import decode
-from kbert.tasks.text_classification.early_exit import check_exit
 
 
 def ranked(pipe, opts, given):
@@ -35,11 +34,6 @@ def ranked(pipe, opts, given):
     return answer
 
 
-def _exiting(model, setting, features):
-    return model.exit_early({name: features[name] for name in model.input},
-                            **setting)["logits"]
-
-
 def text_classification(pipe, model, opts, given):
     """`pipeline.export`'s endpoints of a text-classification pipeline `pipe` (its options
     `opts`, `given` the ones the call named): {name: (function, input specs)}."""
@@ -47,9 +41,8 @@ def text_classification(pipe, model, opts, given):
     truncation, max_length = pipe.tokenization(opts)
     tokenizer = pipe.tokenizer
     forward = functools.partial(run_model, model)
-    if opts.get("early_exit") is not None:  # the layer-by-layer forward, in the graph
-        pipe.exit_runner(opts["early_exit"])  # refuses a model without exit heads
-        forward = functools.partial(_exiting, model, dict([check_exit(opts["early_exit"])]))
+    if opts.get("early_exit") is not None:  # the pipeline's layer-by-layer forward, in the graph
+        forward = pipe.exit_runner(opts["early_exit"]).forward
 
     def classify(first, second):
         first, second, checks = graph.fit_call(pipe, first, second, truncation, max_length)
