@@ -224,6 +224,14 @@ class Tokenizer(tf.Module):
         raise NotImplementedError(f"{type(self).__name__} does not say how it splits text "
                                   "into words; it needs an `offset_words(texts)` method.")
 
+    def whole_text_risks(self):
+        """The characters after which tokenizing a whole text may give other ids than its
+        `offset_words` one by one (a rule that looks across a word's edge): a tuple, so that
+        `Encoder.ids` tokenizes the texts without them whole; None where the two are not
+        known to agree (every text then goes word by word). A kind that checks it says so
+        (tests/tokenizers/test_encoding_fast_path.py)."""
+        return None
+
     def word_offsets(self, word, ids, start, text):
         """int32 [tokens, 2]: the (start, end) characters in `text` of the tokens `ids` of
         `word`, which starts at `start` (`kbert.tokenizers.offsets.word_offsets`: a token

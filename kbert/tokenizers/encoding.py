@@ -17,6 +17,9 @@ So the ids equal those of the whole text, and each token's characters come from 
 `byte_pair_offsets`: a token covers the characters its bytes came from, as transformers' fast
 RobertaTokenizer reports them).
 
+`Encoder.ids`, which needs no offsets, tokenizes whole texts in one call instead where that
+gives the very same ids (`Encoder._whole_texts`: WordPiece and cased byte-level BPE).
+
 Special-token literals ("[MASK]" in a fill-mask prompt) are tokens of their own when the
 caller asks, as transformers' tokenizers match their special tokens in the raw text; a
 left-stripped one (RoBERTa's "<mask>") takes the whitespace before it along.
@@ -93,11 +96,59 @@ class Encoder:
     def ids(self, texts, specials=None):
         """Only the ids of `encode`'s encodings (`specials` as there), without the work of
         the offsets: for what no answer points into (a question, a hypothesis, a text to
-        classify)."""
-        layouts, pieces = self._layouts(texts, specials)
-        return [np.concatenate([np.array([special], np.int32) if word is None else pieces[word]
-                                for word, _, _, special in layout] + [np.zeros([0], np.int32)])
-                .astype(np.int32) for layout in layouts]
+        classify).
+
+        The texts whose whole-text tokenization is known to give those very ids
+        (`_whole_texts`) are tokenized whole, in one tokenizer call for all of them; the
+        others go word by word as `encode` does. In the input order."""
+        texts = list(texts)
+        whole = self._whole_texts(texts, specials)
+        out = [None] * len(texts)
+        if whole:
+            ids = tokenize_words(self.tokenizer, [texts[i] for i in whole], texts=True)
+            for i in whole:
+                out[i] = ids[texts[i]].copy()  # (its own array, as the other path gives)
+        rest = [i for i, done in enumerate(out) if done is None]
+        if rest:
+            layouts, pieces = self._layouts([texts[i] for i in rest], specials)
+            for i, layout in zip(rest, layouts):
+                out[i] = np.concatenate(
+                    [np.array([special], np.int32) if word is None else pieces[word]
+                     for word, _, _, special in layout] + [np.zeros([0], np.int32)]
+                ).astype(np.int32)
+        return out
+
+    def _whole_texts(self, texts, specials):
+        """The indices of the texts that `ids` tokenizes whole (`Tokenizer.tokenize`), where
+        that gives exactly the ids of `encode` (its words tokenized one by one).
+
+        Only for the kinds whose `whole_text_risks` says they agree, and only texts
+        without those characters (WordPiece, cased byte-level BPE; SentencePiece goes word
+        by word: tensorflow-text's Viterbi breaks the ties of equal scores, "000" as "0" "00"
+        or "00" "0", by the text around them).
+
+        A text that holds a special literal (one of `specials`, or one the tokenizer keeps
+        whole with `split_special_tokens=False`; compared case-folded, a superset of what
+        either path matches) goes word by word, where the literal is cut as `encode` cuts it.
+        """
+        tokenizer = self.tokenizer
+        risky = tokenizer.whole_text_risks()
+        if risky is None:
+            return []
+        literals = list(specials or ())
+        if not tokenizer.split_special_tokens:
+            literals += tokenizer.special_tokens
+        literals = tuple({literal.casefold() for literal in literals})
+        whole = []
+        for i, text in enumerate(texts):
+            if not isinstance(text, str) or any(r in text for r in risky):
+                continue
+            if literals:
+                folded = text.casefold()
+                if any(literal in folded for literal in literals):
+                    continue
+            whole.append(i)
+        return whole
 
     def _layouts(self, texts, specials):
         """Per text, [(word or None, start, end, special id or None)] in order; and the

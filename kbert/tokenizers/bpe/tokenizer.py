@@ -158,6 +158,15 @@ class BytePairTokenizer(Tokenizer):
         self._merges = MergeTable(index, merges, size)
         self._symbol_bytes = tf.constant(self._token_bytes(vocabulary))
 
+    def whole_text_risks(self):
+        """`Tokenizer.whole_text_risks`: GPT-2's pieces are where the whole text is split,
+        with the same prefix space. A lower-casing one is not: its contractions are matched
+        after lower-casing in a whole text ("IT'S": "'s") but before it word by word ("'",
+        "s"). Subclasses are not checked."""
+        if type(self) is not BytePairTokenizer or self.lowercase:
+            return None
+        return ()
+
     @staticmethod
     def _token_bytes(vocabulary):
         """Each token's bytes (its symbols mapped back); special tokens are their literal."""

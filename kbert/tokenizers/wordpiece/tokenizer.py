@@ -127,6 +127,17 @@ class WordPieceTokenizer(PieceTokenizer):
     tflite_offsets = True
     continuation_prefix = "##"
 
+    def whole_text_risks(self):
+        """`Tokenizer.whole_text_risks`: BERT's words are where FastBertTokenizer splits too,
+        and the long-word rule cuts the same words; two rules look across a word's edge.
+        Lower-casing gives a capital sigma its final form by the letters around it, through
+        case-ignorable punctuation ("ΟΔΟΣ.Α": "σ" whole, "ς" as the word "ΟΔΟΣ"); a cased
+        model's NFC composes "<", "=", ">" with a following U+0338 into "≮", "≠", "≯" (a word
+        of its own for BERT's split). Subclasses (tokenizer.json kinds) are not checked."""
+        if type(self) is not WordPieceTokenizer:
+            return None
+        return ("\u03a3",) if self.lowercase else ("\u0338",)
+
     def write_files(self, directory):
         from kbert.tokenizers.files import write_vocabulary
 
