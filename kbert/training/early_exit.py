@@ -15,8 +15,8 @@ import dataclasses
 
 import numpy as np
 
-from kbert._keras_private import flatten_layers
 from kbert.models.optimizers import create_optimizer
+from kbert.training import layer_wise
 from kbert.tasks.datasets import check_int
 from kbert.tasks.fitting import DEFAULT_BATCH_SIZE, model_inputs
 from kbert.tasks.preprocessor import label_ids
@@ -112,7 +112,7 @@ def train_exits(model, x, y=None, epochs=1, batch_size=None, learning_rate=1e-4,
     train = train.map(tiled)
     if validation_data is not None:
         validation_data = validation_data.map(tiled)
-    with contextlib.nullcontext() if joint else _frozen(model.backbone):
+    with contextlib.nullcontext() if joint else layer_wise.frozen(model.backbone):
         # BERT's fine-tuning AdamW (kbert's: the gradient norm clipped after the replicas'
         # sum), constant: a stream's length may be unknown here.
         optimizer = create_optimizer("adamw", learning_rate, decay="constant")
@@ -121,27 +121,6 @@ def train_exits(model, x, y=None, epochs=1, batch_size=None, learning_rate=1e-4,
             metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
         return trainer.fit(train, epochs=epochs, steps_per_epoch=steps,
                            validation_data=validation_data, shuffle=False, verbose=verbose)
-
-
-@contextlib.contextmanager
-def _frozen(backbone):
-    """`backbone` frozen for the block, then every layer's and variable's own `trainable`
-    back as it was (setting `trainable` on a layer sets it on all it holds: a LoRA
-    backbone's frozen kernels, a partly frozen model). Each variable is frozen itself: on a
-    LoRA backbone, `trainable = False` on a block already frozen left the adapters it holds
-    trainable (Keras 3.15)."""
-    layers = [(layer, layer.trainable) for layer in [backbone, *flatten_layers(backbone)]]
-    variables = [(v, v.trainable) for v in backbone.variables]
-    backbone.trainable = False
-    for variable, _ in variables:
-        variable.trainable = False
-    try:
-        yield
-    finally:
-        for layer, trainable in layers:  # parents first, then what they hold
-            layer.trainable = trainable
-        for variable, trainable in variables:
-            variable.trainable = trainable
 
 
 def _encoded(model, x, y=None):

@@ -69,8 +69,10 @@ def run_finetuning(config):
 
     with strategy.scope():
         model = task.build(config, encoder.backbone(config.dtype()), train)
+        fitted = model  # what fit trains: the model, or a distiller of it (--prune_distil)
         if config.pruning:
-            model = _pruned(config, task, model, train, tokenizer, work_dir)
+            model, unpruned = _pruned(config, task, model, train, tokenizer, work_dir)
+            fitted = _distiller(config, model, unpruned) if config.prune_distil else model
         if config.lora_rank:
             trainable = model.backbone.enable_lora(config.lora_rank)
             print(f"LoRA of rank {config.lora_rank}: {trainable:,} trainable parameters in "
@@ -78,15 +80,15 @@ def run_finetuning(config):
         multipliers = None
         if config.layer_decay < 1:
             multipliers = layer_wise.learning_rate_multipliers(model, config.layer_decay)
-        model.compile(optimizer=config.create_optimizer(total_steps, warmup_steps, multipliers),
-                      jit_compile=config.jit_compile,
-                      steps_per_execution=config.steps_per_execution)
+        fitted.compile(
+            optimizer=config.create_optimizer(total_steps, warmup_steps, multipliers),
+            jit_compile=config.jit_compile, steps_per_execution=config.steps_per_execution)
         # Every variable gets its optimizer slots now, so that unfreezing needs no rebuild.
-        model.optimizer.build(model.trainable_variables)
+        fitted.optimizer.build(model.trainable_variables)
         if config.freeze_backbone:
             layer_wise.set_trainable_layers(model, 0)
         checkpoints = kbert_callbacks.Checkpoints(
-            model, os.path.join(work_dir, "checkpoints"), steps_per_epoch,
+            fitted, os.path.join(work_dir, "checkpoints"), steps_per_epoch,
             max_to_keep=2 if work_dir == config.model_dir else 1,
             restore_from=os.path.join(config.model_dir, "checkpoints"))
         start_step = checkpoints.restore()
@@ -112,13 +114,13 @@ def run_finetuning(config):
         # The stream is the same from every iterator: skipping the steps done restores its
         # position after a restart.
         stream = task.training_stream(config, model, train, tokenizer).skip(start_step)
-        multi_worker.patch_keras(model, strategy)
-        history = model.fit(multi_worker.shard_by_data(stream), epochs=config.epochs,
+        multi_worker.patch_keras(fitted, strategy)
+        history = fitted.fit(multi_worker.shard_by_data(stream), epochs=config.epochs,
                             initial_epoch=start_step // steps_per_epoch,
                             steps_per_epoch=steps_per_epoch, verbose=config.verbose,
                             callbacks=callbacks)
         logs = {k: v[-1] for k, v in history.history.items()}
-    best = evaluation and evaluation.finish(model, restore=config.keep_best)
+    best = evaluation and evaluation.finish(fitted, restore=config.keep_best)
     exits = None
     if config.exit_heads:
         with strategy.scope():
@@ -212,7 +214,22 @@ def _pruned(config, task, fresh, train, tokenizer, work_dir):
     print(f"Pruned: heads per layer {heads_before} -> {heads_after}, feed-forward units "
           f"{units_before} -> {units_after}; {fresh.count_params():,} -> "
           f"{smaller.count_params():,} parameters.")
-    return smaller
+    return smaller, fresh
+
+
+def _distiller(config, model, unpruned):
+    """--prune_distil: a `TaskDistiller` that trains the pruned `model` on the labels and on
+    the unpruned model's answers."""
+    from kbert.training.task_distillation import TaskDistiller
+
+    print(f"Recovering by distillation from the unpruned model: its answers weigh "
+          f"{config.prune_distil}, the labels {1 - config.prune_distil:g}, temperature "
+          f"{config.prune_temperature}.")
+    try:
+        return TaskDistiller(model, unpruned, temperature=config.prune_temperature,
+                             alpha=1.0 - config.prune_distil)
+    except ValueError as e:
+        raise ConfigError(f"--prune_distil: {e}") from None
 
 
 def _save(model, tokenizer, config, train, exits=None):

@@ -99,6 +99,14 @@ class _RunFields(RunConfig):
     prune_batches: int = setting(
         200, "Structured pruning: training batches read to rank the heads and units (an "
              "integer >= 1).", group="Model", minimum=1)
+    prune_distil: float = setting(
+        0.0, "Structured pruning: recover the smaller model by distilling it from the "
+             "unpruned one (kbert.training.task_distillation): the weight of the unpruned "
+             "model's answers in the loss, in [0, 1] (0: fine-tuning on the labels alone; "
+             "0.5: half each). A single-label text_classifier.", group="Model")
+    prune_temperature: float = setting(
+        2.0, "--prune_distil: the softmax temperature of both models' answers (> 0).",
+        group="Model")
     # === Early exit (kbert.training.early_exit) ===
     exit_heads: bool = setting(
         False, "Early exit: after fine-tuning a single-label text classifier, put an exit head "
@@ -165,6 +173,23 @@ class _RunFields(RunConfig):
             raise ConfigError(f"--exit_learning_rate={self.exit_learning_rate!r}: a positive "
                               "number.")
 
+    def _check_prune_distil(self):
+        if not 0 <= self.prune_distil <= 1:
+            raise ConfigError(f"--prune_distil={self.prune_distil!r}: the weight of the "
+                              "unpruned model's answers, in [0, 1].")
+        if not self.prune_temperature > 0:
+            raise ConfigError(f"--prune_temperature={self.prune_temperature!r}: a positive "
+                              "number.")
+        if not self.prune_distil:
+            return
+        problems = [problem for problem, wrong in (
+            ("no --prune_heads or --prune_units (it recovers a pruned model)",
+             not self.pruning),
+            (f"--task={self.task!r} (distillation matches a text_classifier's classes)",
+             self.task != "text_classifier")) if wrong]
+        if problems:
+            raise ConfigError(f"--prune_distil does not work with {'; '.join(problems)}.")
+
     def validate(self):
         """Fails fast, naming the flag, before any work starts."""
         super().validate()
@@ -209,6 +234,7 @@ class _RunFields(RunConfig):
             raise ConfigError(f"--prune_heads / --prune_units prune the fine-tuned model of "
                               f"one task in --checkpoint (a tools/finetune.py run); they do "
                               f"not combine with {', '.join(clashing)} (given).")
+        self._check_prune_distil()
         if self.exit_heads:
             self._check_exit_heads()
         if self.freeze_backbone and self.unfreeze_every:

@@ -5,7 +5,11 @@ is i + 1, and the pooler and everything outside the backbone (the task head) are
 `num_layers + 1`. ALBERT's shared blocks take the depth of the highest layer they serve.
 """
 
+import contextlib
+
 import keras
+
+from kbert._keras_private import flatten_layers
 
 
 def _backbone(model):
@@ -53,6 +57,27 @@ def set_trainable_layers(model, count):
     for layer, depth in layers:
         layer.trainable = depth in trainable
     return len(trainable)
+
+
+@contextlib.contextmanager
+def frozen(layer):
+    """`layer` (a backbone, a model) frozen for the block, then every layer's and variable's
+    own `trainable` back as it was (setting `trainable` on a layer sets it on all it holds: a
+    LoRA backbone's frozen kernels, a partly frozen model). Each variable is frozen itself:
+    on a LoRA backbone, `trainable = False` on a block already frozen left the adapters it
+    holds trainable (Keras 3.15)."""
+    layers = [(each, each.trainable) for each in [layer, *flatten_layers(layer)]]
+    variables = [(v, v.trainable) for v in layer.variables]
+    layer.trainable = False
+    for variable, _ in variables:
+        variable.trainable = False
+    try:
+        yield
+    finally:
+        for each, trainable in layers:  # parents first, then what they hold
+            each.trainable = trainable
+        for variable, trainable in variables:
+            variable.trainable = trainable
 
 
 class GradualUnfreezing(keras.callbacks.Callback):

@@ -13,9 +13,9 @@ nn_pruning's and Molchanov et al.'s). Each layer's scores are then divided by th
 as Michel et al. do so that one threshold ranks heads across layers.
 
 Recovery after pruning is fine-tuning the smaller model on the same task (`fit`, or
-`tools/finetune.py --prune_heads=... --prune_units=...`, which ranks, prunes and fine-tunes).
-Distilling a task model from the unpruned one is not offered: kbert's distillers
-(`kbert.models.distillation`) distil masked-LM pretrainers.
+`tools/finetune.py --prune_heads=... --prune_units=...`, which ranks, prunes and fine-tunes),
+or distilling it from the unpruned one (`kbert.training.task_distillation.TaskDistiller`;
+`--prune_distil`).
 """
 
 import dataclasses

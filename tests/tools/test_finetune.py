@@ -464,7 +464,9 @@ def test_a_pruning_run_ranks_removes_and_fine_tunes_the_smaller_model(tmp_path, 
     """--prune_heads / --prune_units on a fine-tuned run: the heads and units ranked on the
     training data, removed, the smaller model fine-tuned and saved (its per-layer sizes in its
     config); the removal is written down, and a run resumed reads it; a checkpoint without
-    the task's fine-tuned model is refused by name. (docs/pruning.md's command.)"""
+    the task's fine-tuned model is refused by name. With --prune_distil the smaller model
+    learns from the unpruned one's answers too, and its best epoch is kept (validation data).
+    (docs/pruning.md's command.)"""
     from kbert.training.config_fields import ConfigError
     from kbert.untrusted import load_model
 
@@ -472,9 +474,11 @@ def test_a_pruning_run_ranks_removes_and_fine_tunes_the_smaller_model(tmp_path, 
     run(tmp_path / "first", train_data=train, epochs=1)
     pruned_dir = tmp_path / "pruned"
     run(pruned_dir, train_data=train, epochs=1, checkpoint=str(tmp_path / "first" / "run"),
-        prune_heads=0.5, prune_units=0.5, prune_batches=2, export_dir=str(tmp_path / "export"))
+        prune_heads=0.5, prune_units=0.5, prune_batches=2, prune_distil=0.5,
+        validation_data=train, export_dir=str(tmp_path / "export"))
     out = capsys.readouterr().out
     assert "Ranking the heads and feed-forward units" in out
+    assert "Recovering by distillation from the unpruned model: its answers weigh 0.5" in out
     assert "Pruned: heads per layer [2, 2] -> " in out, out
     removal = json.loads((pruned_dir / "run" / "pruning.json").read_text())
     model = load_model(str(pruned_dir / "run" / "model.keras"))
@@ -493,6 +497,12 @@ def test_a_pruning_run_ranks_removes_and_fine_tunes_the_smaller_model(tmp_path, 
         run(tmp_path / "other", train_data=train, epochs=1, prune_heads=0.5)
     with pytest.raises(ConfigError, match=r"--prune_units=1.0: a fraction in \[0, 1\)"):
         run(tmp_path / "other", train_data=train, prune_units=1.0)
+    with pytest.raises(ConfigError, match=r"--prune_distil=1.5: the weight of the unpruned "
+                                          r"model's answers, in \[0, 1\]"):
+        run(tmp_path / "other", train_data=train, prune_heads=0.5, prune_distil=1.5)
+    with pytest.raises(ConfigError, match="--prune_distil does not work with no --prune_heads "
+                                          "or --prune_units"):
+        run(tmp_path / "other", train_data=train, prune_distil=0.5)
 
 
 @pytest.mark.slow
