@@ -160,11 +160,12 @@ TASKS = """
 
 # Long inputs in blocks of queries (kbert.layers.query_blocks; blocks of 4 from 8 tokens here):
 # the static length picks the blocks (lax.scan), eagerly and under jax.jit, equal to the whole
-# matrix; ModernBERT's packed documents included.
+# matrix; ModernBERT's packed documents included, and BERT's feed-forward in blocks of
+# positions (Dense layers inside lax.scan under jax.jit).
 QUERY_BLOCKS = """
     import jax
     from kbert.layers import query_blocks
-    from kbert.models import ModernBertBackbone
+    from kbert.models import BertBackbone, ModernBertBackbone
     backbone = ModernBertBackbone(**dict(TINY, local_attention=6, global_attn_every_n_layers=2,
                                          max_sequence_length=32))
     rng = np.random.default_rng(0)
@@ -172,11 +173,15 @@ QUERY_BLOCKS = """
          "padding_mask": np.ones((2, 19), "int32")}
     x["padding_mask"][1, 13:] = 0
     packed = dict(x, document_ids=np.repeat([[1, 2]], 2, 0).repeat([11, 8], 1).astype("int32"))
+    bert = BertBackbone(**dict(TINY, max_sequence_length=32))  # feed-forward blocks too
+    bert_x = dict(x, segment_ids=np.zeros((2, 19), "int32"))
     def outputs():
         plain = backbone(x)["sequence_output"]
         jitted = jax.jit(lambda x: backbone(x)["sequence_output"])(x)
         documents = backbone.features(packed)["sequence_output"]
-        return [keras.ops.convert_to_numpy(t) for t in (plain, jitted, documents)]
+        bert_jitted = jax.jit(lambda x: bert(x)["sequence_output"])(bert_x)
+        return [keras.ops.convert_to_numpy(t) for t in (plain, jitted, documents,
+                                                        bert_jitted)]
     query_blocks.LONG = 10 ** 9
     whole = outputs()
     query_blocks.LONG, query_blocks.BLOCK = 8, 4

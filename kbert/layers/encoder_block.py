@@ -150,10 +150,15 @@ class EncoderBlock(_utils.SettingsConfig, keras.layers.Layer):
 
     def _feed_forward(self, inputs, attention, training):
         """BERT's post-LN ending (`TransformerEncoder`, DeBERTa-v3's block): dropout, residual
-        and LayerNorm on `attention` [B, S, H], then the feed-forward network and the same."""
+        and LayerNorm on `attention` [B, S, H], then the feed-forward network and the same.
+        Outside training, a batch long enough for attention in blocks of queries runs the
+        feed-forward network in the same blocks of positions (`query_blocks.by_length`: the
+        [B, S, intermediate_size] activations a block at a time; it is position-wise, so the
+        numbers are the same)."""
         x = self.attention_output_dropout(attention, training=training)
         x = self.attention_layer_norm(x + inputs)
         residual = x
-        x = self.output_dense(self.intermediate_dense(x))
+        network = lambda rows: self.output_dense(self.intermediate_dense(rows))  # noqa: E731
+        x = network(x) if training else query_blocks.by_length(network, x)
         x = self.output_dropout(x, training=training)
         return self.output_layer_norm(x + residual)

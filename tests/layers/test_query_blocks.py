@@ -1,5 +1,6 @@
-"""Long sequences in blocks of queries (`kbert.layers.query_blocks`): the same outputs and
-gradients as the whole score matrix (within 1e-5) with padding, a last block cut short,
+"""Long sequences in blocks of queries (`kbert.layers.query_blocks`), and BERT's feed-forward
+network in the same blocks of positions: the same outputs and gradients as the whole score
+matrix and activations (within 1e-5) with padding, a last block cut short,
 ModernBERT's windows and packed documents, eagerly and in a graph of open shapes; no step
 sees more than a block of queries."""
 
@@ -59,14 +60,15 @@ def test_an_encoder_block_gives_the_whole_matrix_outputs_and_gradients(blocked, 
             loss = tf.reduce_sum(out * out)
         grads = tape.gradient(loss, [x, *block.trainable_variables])
         results[on] = (np.asarray(out), [np.asarray(g) for g in grads])
-    assert spied == [(2, 19, 2, 8)]  # the blocked call ran the blocks
+    # The blocked call ran the blocks: of queries, then of positions (the feed-forward).
+    assert spied == [(2, 19, 2, 8), (2, 19, 16)]
     real = mask.astype(bool)
     np.testing.assert_allclose(results[True][0][real], results[False][0][real], atol=1e-5,
                                rtol=0)
     for got, want in zip(results[True][1], results[False][1]):
         np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-5)
     block(x, padding_mask=mask, training=True)
-    assert len(spied) == 1
+    assert len(spied) == 2
 
 
 def _loops(function):
@@ -95,7 +97,8 @@ def test_in_a_graph_of_open_shapes_the_length_chooses_at_run_time(blocked, monke
         return tf.function(run, input_signature=[spec])
 
     exported = tf.function(lambda x: backbone(x)["sequence_output"], input_signature=[spec])
-    assert _loops(exported) == [] and len(_loops(graph())) == 2  # a loop per layer
+    # A loop per layer for the attention and one for the feed-forward.
+    assert _loops(exported) == [] and len(_loops(graph())) == 4
 
     plain = graph()
     plain.get_concrete_function()
@@ -135,7 +138,7 @@ def test_the_pipelines_runner_runs_long_batches_in_blocks(blocked, spied):
     backbone, inputs = _one_layer_backbone_and_long_ids()
     runner = KerasRunner(backbone)
     got = runner(inputs)["sequence_output"]
-    assert spied == [(None, None, 2, 8)]  # traced once, batch and length open
+    assert spied == [(None, None, 2, 8), (None, None, 16)]  # traced once, shapes open
     blocked(False)
     np.testing.assert_allclose(got, np.asarray(backbone(inputs)["sequence_output"]),
                                atol=1e-5, rtol=0)
@@ -202,7 +205,7 @@ def test_a_task_models_inference_graph_holds_the_blocks(blocked):
     backbone, inputs = _one_layer_backbone_and_long_ids()
     got = length_groups._inference(backbone)(inputs)["sequence_output"]
     (graph,) = length_groups._GRAPHS[backbone].values()
-    assert len(_loops(graph)) == 1
+    assert len(_loops(graph)) == 2  # the attention's and the feed-forward's
     blocked(False)
     np.testing.assert_allclose(got, np.asarray(backbone(inputs)["sequence_output"]),
                                atol=1e-5, rtol=0)
@@ -236,13 +239,14 @@ def test_a_batch_of_shorter_sequences_as_large_runs_in_smaller_blocks(monkeypatc
               "padding_mask": np.ones_like(ids)}
     one_row = {k: v[:1] for k, v in inputs.items()}
     blocked = np.asarray(backbone(inputs)["sequence_output"])
-    assert steps == [((2, 7, 2, 8), 2)]
+    assert steps == [((2, 7, 2, 8), 2), ((2, 7, 16), 2)]
     backbone(one_row)  # 49 pairs: whole
-    assert len(steps) == 1
+    assert len(steps) == 2
     mark[0] = 100.0
     runner = KerasRunner(backbone)
     marked = {"two": runner(inputs)["sequence_output"], "one": runner(one_row)["sequence_output"]}
-    assert steps[1:] == [((None, None, 2, 8), "traced")]  # one graph for both
+    assert steps[2:] == [((None, None, 2, 8), "traced"),
+                         ((None, None, 16), "traced")]  # one graph for both
     monkeypatch.setattr(query_blocks, "LONG", 10**9)
     whole = np.asarray(backbone(inputs)["sequence_output"])
     np.testing.assert_allclose(blocked, whole, atol=1e-5, rtol=0)
@@ -259,7 +263,7 @@ def test_a_known_long_length_with_an_open_batch_runs_in_blocks(blocked, spied):
     graph = tf.function(lambda a, m: block(a, padding_mask=m), input_signature=[
         tf.TensorSpec([None, 19, 16]), tf.TensorSpec([None, 19], tf.int32)])
     got = np.asarray(graph(x, mask))
-    assert set(spied) == {(None, 19, 2, 8)}  # traced (the layer builds on a first trace)
+    assert set(spied) == {(None, 19, 2, 8), (None, 19, 16)}  # traced (the layer builds on a first trace)
     blocked(False)
     real = mask.astype(bool)
     np.testing.assert_allclose(got[real], np.asarray(block(x, padding_mask=mask))[real],
