@@ -151,10 +151,11 @@ class EncoderBlock(_utils.SettingsConfig, keras.layers.Layer):
     def _feed_forward(self, inputs, attention, training):
         """BERT's post-LN ending (`TransformerEncoder`, DeBERTa-v3's block): dropout, residual
         and LayerNorm on `attention` [B, S, H], then the feed-forward network and the same.
-        Outside training, a batch long enough for attention in blocks of queries runs the
-        feed-forward network in the same blocks of positions (`query_blocks.by_length`: the
-        [B, S, intermediate_size] activations a block at a time; it is position-wise, so the
-        numbers are the same)."""
+        Outside training, a batch whose B x S x S reaches `query_blocks.LONG` squared runs
+        the feed-forward network in blocks of positions (`query_blocks.by_length`: the [B, S,
+        intermediate_size] activations a block at a time; it is position-wise, so the numbers
+        are the same), as BERT's attention runs in blocks of queries there (DeBERTa-v3's, with
+        its position bias, keeps the whole matrix)."""
         x = self.attention_output_dropout(attention, training=training)
         x = self.attention_layer_norm(x + inputs)
         residual = x

@@ -1,8 +1,9 @@
 """Attention over long sequences in bounded memory: the queries in blocks, one block after
 another, each over every key. BERT's feed-forward network (`TransformerEncoder`, DeBERTa-v3)
-runs in the same blocks of positions where its attention does: its [B, S, intermediate_size]
-activations (4 x hidden_size: the largest after the scores) a block at a time, the same
-numbers, as it is position-wise (transformers' `chunk_size_feed_forward`).
+runs in blocks of positions by the same rule (`by_length`, the function position-wise): its
+[B, S, intermediate_size] activations (4 x hidden_size: the largest after the scores) a block
+at a time, the same numbers (transformers' `chunk_size_feed_forward`). (A batch of many
+short rows over the size runs in blocks of few positions: more steps, for little memory.)
 
 Full attention holds the scores and the probabilities of every query against every key:
 [B, N, S, S] floats each (at 8,192 tokens and 12 heads, 3 GiB apiece in float32). Cut into

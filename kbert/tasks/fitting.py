@@ -80,18 +80,7 @@ class TextInputs:
         if not self._takes_raw(x):
             return super().fit(x, y, batch_size=batch_size, epochs=epochs,
                                validation_data=validation_data, **kwargs)
-        given = [name for name in ("validation_split", "sample_weight", "steps_per_epoch",
-                                   "shuffle", "class_weight")
-                 if kwargs.get(name) is not None and not (
-                     name == "validation_split" and kwargs[name] == 0.0) and not (
-                     name == "shuffle" and kwargs[name] is True)]
-        if given:
-            raise ValueError(f"fit on raw inputs shuffles and batches them itself: "
-                             f"{given[0]}={kwargs[given[0]]!r} is not taken; give "
-                             "validation_data, or encode the inputs yourself "
-                             "(model.preprocessor.encode) and fit on token ids.")
-        for name in ("validation_split", "shuffle"):
-            kwargs.pop(name, None)
+        kwargs = raw_fit_arguments(kwargs)
         train, steps = self.training_batches(x, y, batch_size, epochs)
         if validation_data is not None:
             validation_data = self._validation(validation_data, batch_size or DEFAULT_BATCH_SIZE)
@@ -170,3 +159,20 @@ class TextInputs:
                                      batch_size or DEFAULT_BATCH_SIZE,
                                      self.preprocessor.sequence_length,
                                      token_outputs=self.preprocessor.per_token)
+
+
+def raw_fit_arguments(kwargs, what="fit"):
+    """`kwargs` of a `fit` on raw inputs, less those given at the values it keeps anyway
+    (`shuffle=True`, `validation_split=0.0`); one it cannot take (it shuffles and batches the
+    inputs itself) is a ValueError naming it. `what` names the caller."""
+    given = [name for name in ("validation_split", "sample_weight", "steps_per_epoch",
+                               "shuffle", "class_weight")
+             if kwargs.get(name) is not None and not (
+                 name == "validation_split" and kwargs[name] == 0.0) and not (
+                 name == "shuffle" and kwargs[name] is True)]
+    if given:
+        raise ValueError(f"{what} on raw inputs shuffles and batches them itself: "
+                         f"{given[0]}={kwargs[given[0]]!r} is not taken; give "
+                         "validation_data, or encode the inputs yourself "
+                         "(model.preprocessor.encode) and fit on token ids.")
+    return {k: v for k, v in kwargs.items() if k not in ("validation_split", "shuffle")}

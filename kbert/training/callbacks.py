@@ -60,11 +60,14 @@ class Checkpoints(keras.callbacks.Callback):
     restores from the chief's.
     """
 
-    def __init__(self, model, directory, steps_per_loop, max_to_keep=3, restore_from=None):
+    def __init__(self, model, directory, steps_per_loop, max_to_keep=3, restore_from=None,
+                 kept=None):
         super().__init__()
         self.steps_per_loop = steps_per_loop
+        # `kept`: the model whose weights are saved, where `model` (what fit trains, its
+        # optimizer's) holds more (a distiller's frozen teacher).
         self.checkpoint = tf.train.Checkpoint(
-            model=list(model.variables), optimizer=list(model.optimizer.variables)
+            model=list((kept or model).variables), optimizer=list(model.optimizer.variables)
         )
         self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep)
         self.restore_manager = self.manager
@@ -108,9 +111,10 @@ class Evaluation(keras.callbacks.Callback):
     Place it before `Checkpoints` so that a checkpoint's logs hold the scores.
     """
 
-    def __init__(self, score, metric, best_dir=None, higher_is_better=True):
+    def __init__(self, score, metric, best_dir=None, higher_is_better=True, kept=None):
         super().__init__()
         self.score, self.metric, self.best_dir = score, metric, best_dir
+        self.kept = kept  # the model whose weights are kept (default: the one fit trains)
         self.sign = 1.0 if higher_is_better else -1.0
         self.best = None
         if best_dir and tf.io.gfile.exists(os.path.join(best_dir, "best.json")):
@@ -129,7 +133,7 @@ class Evaluation(keras.callbacks.Callback):
                                  > self.sign * self.best["scores"][self.metric]):
             self.best = {"epoch": epoch + 1, "scores": scores}
             if self.best_dir:
-                tf.train.Checkpoint(model=list(self.model.variables)).write(
+                tf.train.Checkpoint(model=list((self.kept or self.model).variables)).write(
                     os.path.join(self.best_dir, "weights"))
                 with tf.io.gfile.GFile(os.path.join(self.best_dir, "best.json"), "w") as f:
                     json.dump(self.best, f, indent=2)

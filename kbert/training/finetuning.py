@@ -71,8 +71,14 @@ def run_finetuning(config):
         model = task.build(config, encoder.backbone(config.dtype()), train)
         fitted = model  # what fit trains: the model, or a distiller of it (--prune_distil)
         if config.pruning:
+            if config.prune_distil and getattr(model, "problem_type", None) != "single_label":
+                raise ConfigError(f"--prune_distil matches a single-label classifier's "
+                                  f"classes; this run's model is a "
+                                  f"{getattr(model, 'problem_type', type(model).__name__)} "
+                                  f"one (regression data).")
             model, unpruned = _pruned(config, task, model, train, tokenizer, work_dir)
             fitted = _distiller(config, model, unpruned) if config.prune_distil else model
+            del unpruned  # held by the distiller only, when there is one
         if config.lora_rank:
             trainable = model.backbone.enable_lora(config.lora_rank)
             print(f"LoRA of rank {config.lora_rank}: {trainable:,} trainable parameters in "
@@ -90,7 +96,7 @@ def run_finetuning(config):
         checkpoints = kbert_callbacks.Checkpoints(
             fitted, os.path.join(work_dir, "checkpoints"), steps_per_epoch,
             max_to_keep=2 if work_dir == config.model_dir else 1,
-            restore_from=os.path.join(config.model_dir, "checkpoints"))
+            restore_from=os.path.join(config.model_dir, "checkpoints"), kept=model)
         start_step = checkpoints.restore()
 
     evaluation = None
@@ -100,7 +106,7 @@ def run_finetuning(config):
         evaluation = kbert_callbacks.Evaluation(
             lambda: task.scores(config, model, validation, tokenizer),
             task.metric(config, train),
-            os.path.join(work_dir, "best") if config.keep_best else None)
+            os.path.join(work_dir, "best") if config.keep_best else None, kept=model)
         callbacks.append(evaluation)
     if config.unfreeze_every:
         callbacks.append(layer_wise.GradualUnfreezing(config.unfreeze_every,
@@ -120,7 +126,8 @@ def run_finetuning(config):
                             steps_per_epoch=steps_per_epoch, verbose=config.verbose,
                             callbacks=callbacks)
         logs = {k: v[-1] for k, v in history.history.items()}
-    best = evaluation and evaluation.finish(fitted, restore=config.keep_best)
+    best = evaluation and evaluation.finish(model, restore=config.keep_best)
+    del fitted  # (a distiller holds the unpruned model)
     exits = None
     if config.exit_heads:
         with strategy.scope():
@@ -222,14 +229,15 @@ def _distiller(config, model, unpruned):
     the unpruned model's answers."""
     from kbert.training.task_distillation import TaskDistiller
 
+    try:
+        distiller = TaskDistiller(model, unpruned, temperature=config.prune_temperature,
+                                  alpha=1.0 - config.prune_distil)
+    except ValueError as e:
+        raise ConfigError(f"--prune_distil: {e}") from None
     print(f"Recovering by distillation from the unpruned model: its answers weigh "
           f"{config.prune_distil}, the labels {1 - config.prune_distil:g}, temperature "
           f"{config.prune_temperature}.")
-    try:
-        return TaskDistiller(model, unpruned, temperature=config.prune_temperature,
-                             alpha=1.0 - config.prune_distil)
-    except ValueError as e:
-        raise ConfigError(f"--prune_distil: {e}") from None
+    return distiller
 
 
 def _save(model, tokenizer, config, train, exits=None):

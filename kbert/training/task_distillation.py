@@ -18,12 +18,14 @@ unpruned one, whose answers on the training data carry more than the labels do
 (`tools/finetune.py --prune_distil`).
 """
 
+import math
+import numbers
+
 import keras
 from keras import ops
 
 from kbert import _replicas
-from kbert.layers._utils import check_positive_float
-from kbert.tasks.fitting import DEFAULT_BATCH_SIZE
+from kbert.tasks.fitting import DEFAULT_BATCH_SIZE, raw_fit_arguments
 from kbert.tasks.text_classification.model import TextClassifier
 from kbert.training import layer_wise
 
@@ -44,6 +46,24 @@ def _check_pair(student, teacher):
                          f"({teacher.num_classes}: {teacher.label_names}).")
     if student is teacher:
         raise ValueError("The student and the teacher are the same model.")
+    inputs = [sorted(model.input) for model in (student, teacher)]
+    sizes = [model.backbone.config.vocabulary_size for model in (student, teacher)]
+    if inputs[0] != inputs[1] or sizes[0] != sizes[1]:
+        raise ValueError(f"The teacher reads the student's token ids: the student takes "
+                         f"{inputs[0]} over {sizes[0]} tokens, the teacher {inputs[1]} over "
+                         f"{sizes[1]}.")
+    teachers = {id(v) for v in teacher.variables}
+    shared = [v.path for v in student.trainable_variables if id(v) in teachers]
+    if shared:
+        raise ValueError(f"The student trains variables of the teacher ({shared[0]}, ...), "
+                         f"which stays frozen: give a teacher of its own weights.")
+
+
+def _number(name, value, allowed, holds):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+            not math.isfinite(value) or not holds(value):
+        raise ValueError(f"{name}={value!r}: {allowed}.")
+    return float(value)
 
 
 class TaskDistiller(keras.Model):
@@ -51,17 +71,19 @@ class TaskDistiller(keras.Model):
     module). `temperature` > 0 (2 by default, DistilBERT's); `alpha` in [0, 1]: the weight
     of the labels' cross-entropy (0.5 by default; 0: the teacher alone). Compile it with an
     optimizer (`compile(optimizer=...)`; the loss is its own) and `fit` it. `fit` reports
-    `loss` and `accuracy` (the student's, on the labels). The teacher is frozen while `fit`
-    runs; its layers' and variables' `trainable` are as they were after it."""
+    `loss` and `accuracy` (the student's, on the labels). The teacher reads the student's
+    token ids (the same inputs and vocabulary size, checked); it is frozen while `fit` runs,
+    its layers' and variables' `trainable` as they were after it."""
 
     def __init__(self, student, teacher, temperature=2.0, alpha=0.5, **kwargs):
         super().__init__(**kwargs)
         _check_pair(student, teacher)
-        self.temperature = check_positive_float("temperature", temperature)
-        alpha = check_positive_float("alpha", alpha, allow_zero=True)
-        if alpha > 1:
-            raise ValueError(f"alpha={alpha!r}: the labels' share of the loss, in [0, 1].")
-        self.alpha = alpha
+        self.temperature = _number("temperature", temperature, "a positive finite number",
+                                   lambda v: v > 0)
+        self.alpha = _number("alpha", alpha, "the labels' share of the loss, in [0, 1]",
+                             lambda v: 0 <= v <= 1)
+        # Keras decides on loss scaling (mixed_float16) from the compiled model's own policy.
+        self.dtype_policy = student.dtype_policy
         self.student, self.teacher = student, teacher
         self.backbone = student.backbone  # what layer-wise fine-tuning reads
         self.accuracy_metric = keras.metrics.SparseCategoricalAccuracy(name="accuracy")
@@ -95,10 +117,6 @@ class TaskDistiller(keras.Model):
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         return self.get_metrics_result()
 
-    @property
-    def metrics(self):
-        return [*super().metrics, self.accuracy_metric]
-
     def fit(self, x=None, y=None, batch_size=None, epochs=1, validation_data=None, **kwargs):
         """`keras.Model.fit`. Raw inputs and labels (`x`, `y`) are read as the student's `fit`
         reads them: through its preprocessor, shuffled, in batches grouped by length;
@@ -109,16 +127,11 @@ class TaskDistiller(keras.Model):
             with layer_wise.frozen(self.teacher):
                 return super().fit(x, y, batch_size=batch_size, epochs=epochs,
                                    validation_data=validation_data, **kwargs)
-        given = sorted(name for name in ("steps_per_epoch", "sample_weight", "class_weight",
-                                         "validation_split") if kwargs.get(name))
-        if given:
-            raise ValueError(f"fit on raw inputs batches them itself: {given[0]}= is not "
-                             "taken; give a tf.data dataset of batches for it.")
+        kwargs = raw_fit_arguments(kwargs, "TaskDistiller.fit")
         train, steps = student.training_batches(x, y, batch_size, epochs, "TaskDistiller.fit")
         if validation_data is not None:
             validation_data = student._validation(validation_data,
                                                    batch_size or DEFAULT_BATCH_SIZE)
-        kwargs.pop("shuffle", None)
         with layer_wise.frozen(self.teacher):
             return super().fit(train, epochs=epochs, steps_per_epoch=steps,
                                validation_data=validation_data, shuffle=False, **kwargs)

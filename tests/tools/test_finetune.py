@@ -465,8 +465,8 @@ def test_a_pruning_run_ranks_removes_and_fine_tunes_the_smaller_model(tmp_path, 
     training data, removed, the smaller model fine-tuned and saved (its per-layer sizes in its
     config); the removal is written down, and a run resumed reads it; a checkpoint without
     the task's fine-tuned model is refused by name. With --prune_distil the smaller model
-    learns from the unpruned one's answers too, and its best epoch is kept (validation data).
-    (docs/pruning.md's command.)"""
+    learns from the unpruned one's answers too, its best epoch is kept and a resumed run reads
+    its checkpoint back. (docs/pruning.md's command.)"""
     from kbert.training.config_fields import ConfigError
     from kbert.untrusted import load_model
 
@@ -474,11 +474,10 @@ def test_a_pruning_run_ranks_removes_and_fine_tunes_the_smaller_model(tmp_path, 
     run(tmp_path / "first", train_data=train, epochs=1)
     pruned_dir = tmp_path / "pruned"
     run(pruned_dir, train_data=train, epochs=1, checkpoint=str(tmp_path / "first" / "run"),
-        prune_heads=0.5, prune_units=0.5, prune_batches=2, prune_distil=0.5,
-        validation_data=train, export_dir=str(tmp_path / "export"))
+        prune_heads=0.5, prune_units=0.5, prune_batches=2, export_dir=str(tmp_path / "export"))
     out = capsys.readouterr().out
     assert "Ranking the heads and feed-forward units" in out
-    assert "Recovering by distillation from the unpruned model: its answers weigh 0.5" in out
+    assert "Recovering by distillation" not in out
     assert "Pruned: heads per layer [2, 2] -> " in out, out
     removal = json.loads((pruned_dir / "run" / "pruning.json").read_text())
     model = load_model(str(pruned_dir / "run" / "model.keras"))
@@ -489,6 +488,20 @@ def test_a_pruning_run_ranks_removes_and_fine_tunes_the_smaller_model(tmp_path, 
     run(pruned_dir, train_data=train, epochs=1, checkpoint=str(tmp_path / "first" / "run"),
         prune_heads=0.5, prune_units=0.5, prune_batches=2)
     assert "Pruning as " in capsys.readouterr().out
+    # Recovered by distillation, its best epoch kept; then resumed for one epoch more: the
+    # checkpoint (the student's weights, the optimizer's) read back.
+    distilled = dict(train_data=train, checkpoint=str(tmp_path / "first" / "run"),
+                     prune_heads=0.5, prune_units=0.5, prune_batches=2, prune_distil=0.5,
+                     validation_data=train)
+    run(tmp_path / "distilled", epochs=1, **distilled)
+    out = capsys.readouterr().out
+    assert "Recovering by distillation from the unpruned model: its answers weigh 0.5" in out
+    assert "Best epoch 1" in out, out
+    run(tmp_path / "distilled", epochs=2, **distilled)
+    out = capsys.readouterr().out
+    assert "Resuming from" in out and "(step 4)" in out, out
+    small = load_model(str(tmp_path / "distilled" / "run" / "model.keras"))
+    assert sum(small.backbone.config.layer_heads) == 2
     with pytest.raises(ConfigError, match="is the removal of another pruning"):
         run(pruned_dir, train_data=train, epochs=1, prune_heads=0.25,
             checkpoint=str(tmp_path / "first" / "run"))

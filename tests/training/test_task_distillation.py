@@ -89,7 +89,7 @@ def test_fit_on_raw_texts_moves_the_student_to_the_frozen_teacher():
 def test_settings_that_cannot_hold_are_refused_by_name():
     teacher = _teacher()
     student = _student(teacher)
-    with pytest.raises(ValueError, match="temperature"):
+    with pytest.raises(ValueError, match="temperature=0.0: a positive finite number"):
         TaskDistiller(student, teacher, temperature=0.0)
     with pytest.raises(ValueError, match=r"alpha=1.5: the labels' share of the loss, in "
                                          r"\[0, 1\]"):
@@ -108,5 +108,35 @@ def test_settings_that_cannot_hold_are_refused_by_name():
         TaskDistiller(regression, teacher)
     distiller = TaskDistiller(student, teacher)
     distiller.compile(optimizer="adam")
-    with pytest.raises(ValueError, match="steps_per_epoch= is not taken"):
+    with pytest.raises(ValueError, match="TaskDistiller.fit on raw inputs shuffles and "
+                                         "batches them itself: steps_per_epoch=2 is not taken"):
         distiller.fit(TEXTS, LABELS, steps_per_epoch=2)
+    with pytest.raises(ValueError, match="sample_weight=array"):
+        distiller.fit(TEXTS, LABELS, sample_weight=np.ones(len(TEXTS)))
+    with pytest.raises(ValueError, match="temperature=inf: a positive finite number"):
+        TaskDistiller(student, teacher, temperature=float("inf"))
+    with pytest.raises(ValueError, match=r"alpha=-0.1: the labels' share of the loss, in "
+                                         r"\[0, 1\]"):
+        TaskDistiller(student, teacher, alpha=-0.1)
+    with pytest.raises(ValueError, match="The student trains variables of the teacher"):
+        TaskDistiller(kbert.tasks.TextClassifier(teacher.backbone,
+                                                 label_names=teacher.label_names), teacher)
+    small_vocabulary = kbert.tasks.TextClassifier(
+        kbert.models.BertBackbone(vocabulary_size=20, num_layers=1, hidden_size=8,
+                                  num_heads=2, intermediate_size=8, max_sequence_length=16),
+        label_names=teacher.label_names)
+    with pytest.raises(ValueError, match="The teacher reads the student's token ids: the "
+                                         "student takes .* over 20 tokens"):
+        TaskDistiller(small_vocabulary, teacher)
+
+
+def test_a_mixed_precision_student_trains_with_loss_scaling():
+    """Keras decides on loss scaling from the compiled model's own policy: the distiller's is
+    its student's."""
+    teacher = kbert.load(str(TASKS / "bert_seq_single"), task="text-classification",
+                         dtype="mixed_float16").model
+    student = _student(teacher)
+    distiller = TaskDistiller(student, teacher)
+    distiller.compile(optimizer="adam")
+    assert distiller.dtype_policy.name == "mixed_float16"
+    assert isinstance(distiller.optimizer, keras.optimizers.LossScaleOptimizer)
