@@ -37,6 +37,25 @@ def global_sum(x):
     return x if context is None else context.all_reduce("sum", x)
 
 
+def weighted_share(values, weights, floor):
+    """This replica's share of the global weighted mean of `values`: sum(values * weights)
+    over its own examples, divided by the global sum of `weights` (at least `floor`). Keras
+    sums the replicas' gradients, so the shares add up to the mean; one replica: the plain
+    weighted mean."""
+    weights = ops.cast(weights, "float32")
+    total = ops.maximum(global_sum(ops.sum(weights)), floor)
+    return ops.sum(values * weights) / total
+
+
+def with_regularization(loss, losses):
+    """`loss` plus the layers' regularization `losses`, which are the same on every replica:
+    each adds its share."""
+    if not losses:
+        return loss
+    _, replicas = replica_id_and_count()
+    return loss + ops.sum(ops.stack([ops.cast(l, "float32") for l in losses])) / replicas
+
+
 def clip_summed_gradients(context, grads, clipnorm):
     """Each replica's share of the replicas' summed gradient, clipped to global norm
     `clipnorm`: Keras then sums the shares into the clipped total (kbert's AdamW / Lamb)."""

@@ -104,9 +104,7 @@ class Pretrainer:
         the global value. One replica (default strategy, JAX): the plain weighted mean.
         """
         _, replicas = _replicas.replica_id_and_count()
-        weights = ops.cast(weights, "float32")
-        total = ops.maximum(_replicas.global_sum(ops.sum(weights)), floor)
-        mean = ops.sum(values * weights) / total
+        mean = _replicas.weighted_share(values, weights, floor)
         tracker.update_state(mean * replicas)
         return mean
 
@@ -131,11 +129,7 @@ class Pretrainer:
 
     def add_regularization(self, loss):
         """`loss` plus the layers' regularizers (identical on every replica, so shared)."""
-        if not self.losses:
-            return loss
-        _, replicas = _replicas.replica_id_and_count()
-        regularization = ops.sum(ops.stack([ops.cast(l, "float32") for l in self.losses]))
-        return loss + regularization / replicas
+        return _replicas.with_regularization(loss, self.losses)
 
     def get_config(self):
         config = {"name": self.name, "trainable": self.trainable}

@@ -80,12 +80,32 @@ class TextInputs:
         if not self._takes_raw(x):
             return super().fit(x, y, batch_size=batch_size, epochs=epochs,
                                validation_data=validation_data, **kwargs)
-        kwargs = raw_fit_arguments(kwargs)
-        train, steps = self.training_batches(x, y, batch_size, epochs)
+        return super().fit(**self.raw_fit_arguments(x, y, batch_size, epochs, validation_data,
+                                                    kwargs))
+
+    def raw_fit_arguments(self, x, y, batch_size, epochs, validation_data, kwargs, what="fit"):
+        """`keras.Model.fit`'s arguments for a fit on raw inputs `x` and labels `y` (or a
+        dataset of both): the shuffled stream of `training_batches`, its steps per epoch, raw
+        `validation_data` batched as `evaluate` batches it, and the other `kwargs`, less those
+        given at the values kept anyway (`shuffle=True`, `validation_split=0.0`). One it
+        cannot take (it shuffles and batches the inputs itself) is a ValueError naming it.
+        `what` names the caller in errors."""
+        given = [name for name in ("validation_split", "sample_weight", "steps_per_epoch",
+                                   "shuffle", "class_weight")
+                 if kwargs.get(name) is not None and not (
+                     name == "validation_split" and kwargs[name] == 0.0) and not (
+                     name == "shuffle" and kwargs[name] is True)]
+        if given:
+            raise ValueError(f"{what} on raw inputs shuffles and batches them itself: "
+                             f"{given[0]}={kwargs[given[0]]!r} is not taken; give "
+                             "validation_data, or encode the inputs yourself "
+                             "(model.preprocessor.encode) and fit on token ids.")
+        train, steps = self.training_batches(x, y, batch_size, epochs, what)
         if validation_data is not None:
             validation_data = self._validation(validation_data, batch_size or DEFAULT_BATCH_SIZE)
-        return super().fit(train, epochs=epochs, steps_per_epoch=steps,
-                           validation_data=validation_data, shuffle=False, **kwargs)
+        return {**{k: v for k, v in kwargs.items() if k not in ("validation_split", "shuffle")},
+                "x": train, "epochs": epochs, "steps_per_epoch": steps,
+                "validation_data": validation_data, "shuffle": False}
 
     def training_batches(self, x, y=None, batch_size=None, epochs=1, what="fit"):
         """What `fit` trains on from raw inputs and labels (or a dataset of both), through the
@@ -160,19 +180,3 @@ class TextInputs:
                                      self.preprocessor.sequence_length,
                                      token_outputs=self.preprocessor.per_token)
 
-
-def raw_fit_arguments(kwargs, what="fit"):
-    """`kwargs` of a `fit` on raw inputs, less those given at the values it keeps anyway
-    (`shuffle=True`, `validation_split=0.0`); one it cannot take (it shuffles and batches the
-    inputs itself) is a ValueError naming it. `what` names the caller."""
-    given = [name for name in ("validation_split", "sample_weight", "steps_per_epoch",
-                               "shuffle", "class_weight")
-             if kwargs.get(name) is not None and not (
-                 name == "validation_split" and kwargs[name] == 0.0) and not (
-                 name == "shuffle" and kwargs[name] is True)]
-    if given:
-        raise ValueError(f"{what} on raw inputs shuffles and batches them itself: "
-                         f"{given[0]}={kwargs[given[0]]!r} is not taken; give "
-                         "validation_data, or encode the inputs yourself "
-                         "(model.preprocessor.encode) and fit on token ids.")
-    return {k: v for k, v in kwargs.items() if k not in ("validation_split", "shuffle")}

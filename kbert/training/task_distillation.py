@@ -25,7 +25,6 @@ import keras
 from keras import ops
 
 from kbert import _replicas
-from kbert.tasks.fitting import DEFAULT_BATCH_SIZE, raw_fit_arguments
 from kbert.tasks.text_classification.model import TextClassifier
 from kbert.training import layer_wise
 
@@ -103,16 +102,11 @@ class TaskDistiller(keras.Model):
         ce = keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
         per_example = self.alpha * ce + (1.0 - self.alpha) * kl
         weights = ops.ones_like(per_example) if sample_weight is None else \
-            ops.cast(ops.reshape(sample_weight, [-1]), "float32")
-        # Each replica's share of the global weighted mean: Keras sums the replicas'
-        # gradients (one replica: the plain mean).
-        total = ops.maximum(_replicas.global_sum(ops.sum(weights)), 1e-9)
-        loss = ops.sum(per_example * weights) / total
+            ops.reshape(sample_weight, [-1])
+        # Each replica's share of the global weighted mean: Keras sums the replicas' gradients.
+        loss = _replicas.weighted_share(per_example, weights, floor=1e-9)
         self.accuracy_metric.update_state(labels, logits, sample_weight)
-        if self.losses:  # the layers' regularizers, the same on every replica
-            _, replicas = _replicas.replica_id_and_count()
-            loss += ops.sum(ops.stack([ops.cast(v, "float32") for v in self.losses])) / replicas
-        return loss
+        return _replicas.with_regularization(loss, self.losses)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         return self.get_metrics_result()
@@ -127,11 +121,7 @@ class TaskDistiller(keras.Model):
             with layer_wise.frozen(self.teacher):
                 return super().fit(x, y, batch_size=batch_size, epochs=epochs,
                                    validation_data=validation_data, **kwargs)
-        kwargs = raw_fit_arguments(kwargs, "TaskDistiller.fit")
-        train, steps = student.training_batches(x, y, batch_size, epochs, "TaskDistiller.fit")
-        if validation_data is not None:
-            validation_data = student._validation(validation_data,
-                                                   batch_size or DEFAULT_BATCH_SIZE)
+        arguments = student.raw_fit_arguments(x, y, batch_size, epochs, validation_data, kwargs,
+                                              "TaskDistiller.fit")
         with layer_wise.frozen(self.teacher):
-            return super().fit(train, epochs=epochs, steps_per_epoch=steps,
-                               validation_data=validation_data, shuffle=False, **kwargs)
+            return super().fit(**arguments)
