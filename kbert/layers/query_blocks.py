@@ -24,11 +24,15 @@ computation, unchanged).
 
 Where the length is known when the code is traced (eagerly, under JAX, a `tf.function`
 traced for one shape, as Keras' `predict` traces its first), the shape chooses. A
-TensorFlow graph of open shapes holds the blocks only when traced inside
-`chosen_at_run_time()` (as the pipelines' runner and a task model's `predict` on texts,
-`kbert.tasks.length_groups`, trace their one graph for every batch): then both ways are in
-the graph and the batch's shape picks one when it runs. Traced outside it, such a graph keeps the
-whole matrix: a SavedModel or TFLite export stays one path of constant-size ops, which
+TensorFlow graph of open shapes runs the blocks only when traced inside `traced_for(True)`:
+a caller that runs batches of every shape through graphs of open shapes (the pipelines'
+runner, a task model's `predict` on texts, `kbert.tasks.length_groups`) keeps two, traced
+when first needed, one inside `traced_for(True)` and one inside `traced_for(False)`, and
+gives each batch the one its shape asks for (`is_long`). (One graph holding both ways
+behind a `tf.cond` traced every layer's attention and feed-forward network twice for every
+model, used or not: a sixth more time in the pipelines' tests, on short texts that never
+run the blocks.) Traced outside `traced_for`, such a graph keeps the whole matrix: a
+SavedModel or TFLite export stays one path of constant-size ops, which
 `kbert.untrusted.check_saved_model` can bound (the blocks pad by an amount computed from the
 length, and loop); so does Keras' own `predict` on token ids once a second length relaxes
 its trace to an open length.
@@ -54,17 +58,23 @@ BATCH_ROWS = 16 * BLOCK
 _tracing = threading.local()
 
 
+def is_long(batch, length):
+    """Whether a batch of `batch` rows of `length` tokens runs in blocks: B x S x S from
+    `LONG` x `LONG` on (ints: a batch's shape, known outside the graph)."""
+    return batch * length * length >= LONG * LONG
+
+
 @contextlib.contextmanager
-def chosen_at_run_time():
-    """Within it, a TensorFlow graph of open shapes traced by this thread holds both the
-    blocks and the whole matrix, chosen by the batch's shape when it runs (`tf.cond`);
-    outside it, such a graph holds the whole matrix alone."""
-    before = getattr(_tracing, "at_run_time", False)
-    _tracing.at_run_time = True
+def traced_for(long):
+    """Within it, a TensorFlow graph of open shapes traced by this thread runs in blocks
+    (`long` true: for batches `is_long` says are long) or whole (false); outside it, such a
+    graph holds the whole matrix."""
+    before = getattr(_tracing, "long", None)
+    _tracing.long = bool(long)
     try:
         yield
     finally:
-        _tracing.at_run_time = before
+        _tracing.long = before
 
 
 def by_length(attend, query, per_query=(), long=None, block=None):
@@ -72,7 +82,9 @@ def by_length(attend, query, per_query=(), long=None, block=None):
     [B, S, ...], run on the whole sequence when B x S x S is under `long` x `long` (default
     `LONG`), else on blocks of queries one after another (`in_blocks`): `block` (default
     `BLOCK`) a row, fewer where B x `block` passes `BATCH_ROWS` (`rows_per_block`). A
-    known length of `long` or more with an open batch runs in blocks of `block`.
+    known length of `long` or more with an open batch runs in blocks of `block`; a graph of
+    open shapes, in blocks inside `traced_for(True)` (its caller chose by `is_long`), else
+    whole.
     `per_query`: tensors [B, S, ...] cut along with the queries (their document ids, ...)."""
     long = LONG if long is None else long
     block = BLOCK if block is None else block
@@ -87,14 +99,11 @@ def by_length(attend, query, per_query=(), long=None, block=None):
         # smaller one): blocks of `block` queries, as for one row, whatever the batch.
         return in_blocks(attend, query, per_query, block)
     if (keras.backend.backend() == "tensorflow" and length is not None and batch is not None
-            and getattr(_tracing, "at_run_time", False)):  # a graph of open shapes
-        pairs = ops.cast(batch, "float32") * ops.cast(length, "float32") ** 2
-        blocked = lambda: in_blocks(attend, query, per_query,  # noqa: E731
-                                    rows_per_block(batch, block))
-        return ops.cond(pairs >= float(long * long), blocked, whole)
-    # A shape-only trace (None), a graph of open shapes traced outside `chosen_at_run_time`
-    # (an export's), or another backend's symbolic length (a JAX export's): the whole
-    # matrix, whose shape is the same.
+            and getattr(_tracing, "long", None)):  # a graph of open shapes for long batches
+        return in_blocks(attend, query, per_query, rows_per_block(batch, block))
+    # A shape-only trace (None), a graph of open shapes for short batches or traced outside
+    # `traced_for` (an export's), or another backend's symbolic length (a JAX export's): the
+    # whole matrix, whose shape is the same.
     return whole()
 
 

@@ -67,17 +67,20 @@ def _numpy(x):
 class KerasRunner:
     """Calls a Keras model on the inputs it takes (DistilBERT has no `segment_ids`).
 
-    Under the TensorFlow backend the call is one `tf.function` whose batch and sequence
+    Under the TensorFlow backend the call is a `tf.function` whose batch and sequence
     dimensions are open (`input_signature`): the length-grouped batches, each of its own
     length, reuse one graph instead of running op by op (eagerly, a MiniLM classifier took
     twice as long over 30 batches of 8 to 40 tokens), and a row's numbers do not depend on
-    which batches ran before it. Other backends call the model."""
+    which batches ran before it. Two such graphs, each traced when a batch first needs it:
+    one for short batches (the whole attention matrix) and one for long ones, in blocks of
+    queries (`kbert.layers.query_blocks.is_long`, `traced_for`). Other backends call the
+    model."""
 
     def __init__(self, model, max_length=None):
         self.model = model
         self.input_names = list(model.input)
         self.max_length = max_length  # the model's positions: a compiled call pads up to it
-        self._graph = None
+        self._graphs = {}  # long batches? -> its graph
         self._compiled = None
 
     def compiled(self):
@@ -93,17 +96,18 @@ class KerasRunner:
             return self.forward(inputs)
         import tensorflow as tf
 
-        if self._graph is None:  # one graph for every shape: the same numbers whatever ran
-            spec = {name: tf.TensorSpec([None, None], tf.int32, name) for name in inputs}
-            self._graph = tf.function(self._traced, input_signature=[spec])
-        return self._graph({name: tf.convert_to_tensor(value, tf.int32)
-                            for name, value in inputs.items()})
-
-    def _traced(self, inputs):
         # Large batches (batch x length x length) run attention in blocks of queries (bounded
-        # memory), small ones the whole matrix: both in the one graph, the shape choosing
-        # when it runs.
-        with query_blocks.chosen_at_run_time():
+        # memory), small ones the whole matrix: a graph of open shapes for each.
+        long = query_blocks.is_long(*np.shape(next(iter(inputs.values())))[:2])
+        if long not in self._graphs:
+            spec = {name: tf.TensorSpec([None, None], tf.int32, name) for name in inputs}
+            self._graphs[long] = tf.function(functools.partial(self._traced, long),
+                                             input_signature=[spec])
+        return self._graphs[long]({name: tf.convert_to_tensor(value, tf.int32)
+                                   for name, value in inputs.items()})
+
+    def _traced(self, long, inputs):
+        with query_blocks.traced_for(long):
             return self.forward(inputs)
 
     def forward(self, inputs):

@@ -14,8 +14,8 @@ padding; when the train step is XLA-compiled, a bucket that few of the run's bat
 into is merged into the next longer one where its compile would cost more than the padding
 that adds (`merge_rare`). Evaluation and prediction sort the split by length the same way
 and put the outputs back in the split's order, padded back to the sequence length where they
-are per token; on one device they run one graph for every length (`_inference`), not an
-XLA compile each.
+are per token; on one device they run one graph for every length (`_inference`; a second
+for long batches, in blocks of queries), not an XLA compile each.
 
 The stream is a function of the seed and the run's settings (its epochs among them): a run
 resumed after a kill skips the batches it has done and reads the same data in the same
@@ -179,11 +179,11 @@ def inference_stream(features, labels, batch_size, sequence_length, token_labels
 _GRAPHS = weakref.WeakKeyDictionary()
 
 
-def _call_weakly(ref):
+def _call_weakly(ref, long):
     def call(inputs):  # kbert's layers use keras.ops control flow: nothing to autograph
-        # Long batches attend in blocks of queries, short ones the whole matrix: both in the
-        # one graph, the length choosing when it runs (never exported).
-        with query_blocks.chosen_at_run_time():
+        # Long batches attend in blocks of queries, short ones the whole matrix: a graph for
+        # each (never exported).
+        with query_blocks.traced_for(long):
             return ref()(inputs, training=False)
 
     return call
@@ -191,9 +191,10 @@ def _call_weakly(ref):
 
 def _inference(model):
     """inputs {name: array} -> `model`'s outputs. Under TensorFlow without a distribution
-    strategy: one `tf.function` whose batch and length dimensions are open, traced once and
-    not compiled by XLA, whatever the model's `jit_compile`: evaluation runs a few batches
-    of each bucket length, fewer than an XLA compile per length would repay. Elsewhere (JAX,
+    strategy: a `tf.function` whose batch and length dimensions are open, traced once (twice
+    where long batches come, which run in blocks: `query_blocks.traced_for`) and not
+    compiled by XLA, whatever the model's `jit_compile`: evaluation runs a few batches of
+    each bucket length, fewer than an XLA compile per length would repay. Elsewhere (JAX,
     Mirrored or TPU strategies): `predict_on_batch`."""
     import keras
 
@@ -206,11 +207,13 @@ def _inference(model):
 
     def run(inputs):
         inputs = {k: tf.convert_to_tensor(v) for k, v in inputs.items()}
-        key = tuple(sorted((k, v.shape.rank, v.dtype.name) for k, v in inputs.items()))
+        batch, length = next(v.shape for v in inputs.values() if v.shape.rank >= 2)[:2]
+        long = query_blocks.is_long(batch, length)
+        key = tuple(sorted((k, v.shape.rank, v.dtype.name) for k, v in inputs.items())), long
         if key not in graphs:
             spec = {k: tf.TensorSpec([None] * v.shape.rank, v.dtype, k)
                     for k, v in inputs.items()}
-            graphs[key] = tf.function(_call_weakly(ref), input_signature=[spec],
+            graphs[key] = tf.function(_call_weakly(ref, long), input_signature=[spec],
                                       autograph=False)
         return tf.nest.map_structure(lambda t: t.numpy(), graphs[key](inputs))
 

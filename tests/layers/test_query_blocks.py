@@ -78,36 +78,34 @@ def _loops(function):
     return [n.name for n in nodes if n.op in ("While", "StatelessWhile")]
 
 
-def test_in_a_graph_of_open_shapes_the_length_chooses_at_run_time(blocked, monkeypatch):
-    """A tf.function of open batch and length traced inside `chosen_at_run_time` (the
-    pipelines' runner): both ways are in the graph and the length picks one when it runs: a
-    long call runs the blocks, a short one the whole matrix, each equal to eager. (A graph
-    traced with blocks marked by +100 tells which way ran.) Traced outside it (an export's
-    graph), it holds the whole matrix alone: no loop."""
+def test_in_a_graph_of_open_shapes_the_caller_chooses_by_the_batch(blocked):
+    """A tf.function of open batch and length traced inside `traced_for(True)` runs the
+    blocks alone (a loop per layer for the attention and one for the feed-forward), inside
+    `traced_for(False)` or outside it (an export's graph) the whole matrix alone: no loop,
+    no `cond`. Each equals the whole matrix eagerly on a long and a short batch (LONG 8:
+    2 x 19 x 19 and 2 x 5 x 5 pairs a head, long and short by `is_long`)."""
     blocked(True)
+    assert query_blocks.is_long(2, 19) and not query_blocks.is_long(2, 5)
+    assert query_blocks.is_long(1, 8) and not query_blocks.is_long(1, 7)
     backbone = models.BertBackbone(vocabulary_size=50, num_layers=2, hidden_size=16,
                                    num_heads=2, intermediate_size=24, max_sequence_length=32)
     spec = {name: tf.TensorSpec([None, None], tf.int32) for name in backbone.input}
 
-    def run(x):
-        with query_blocks.chosen_at_run_time():
-            return backbone(x)["sequence_output"]
-
-    def graph():
+    def graph(long):
+        def run(x):
+            with query_blocks.traced_for(long):
+                return backbone(x)["sequence_output"]
         return tf.function(run, input_signature=[spec])
 
-    exported = tf.function(lambda x: backbone(x)["sequence_output"], input_signature=[spec])
-    # A loop per layer for the attention and one for the feed-forward.
-    assert _loops(exported) == [] and len(_loops(graph())) == 4
-
-    plain = graph()
-    plain.get_concrete_function()
-    real = query_blocks.in_blocks
-    monkeypatch.setattr(query_blocks, "in_blocks", lambda *a, **k: real(*a, **k) + 100.0)
-    marked = graph()
-    marked.get_concrete_function()
-    monkeypatch.setattr(query_blocks, "in_blocks", real)
-    for length, long in ((19, True), (5, False)):
+    graphs = {"long": graph(True), "short": graph(False), "exported": tf.function(
+        lambda x: backbone(x)["sequence_output"], input_signature=[spec])}
+    assert [len(_loops(graphs[name])) for name in graphs] == [4, 0, 0]
+    for name, function in graphs.items():
+        definition = function.get_concrete_function().graph.as_graph_def()
+        ops = {n.op for n in definition.node} | {
+            n.op for f in definition.library.function for n in f.node_def}
+        assert not ops & {"If", "StatelessIf"}, name
+    for length in (19, 5):
         rng = np.random.default_rng(length)
         ids = rng.integers(3, 50, (2, length)).astype("int32")
         inputs = {"token_ids": ids, "segment_ids": np.zeros_like(ids),
@@ -115,10 +113,8 @@ def test_in_a_graph_of_open_shapes_the_length_chooses_at_run_time(blocked, monke
         blocked(False)
         whole = np.asarray(backbone(inputs)["sequence_output"])
         blocked(True)
-        np.testing.assert_allclose(np.asarray(plain(inputs)), whole, atol=1e-5, rtol=0)
-        differs = np.abs(np.asarray(marked(inputs)) - whole).max() > 1e-3
-        assert differs == long, (length, long)
-        np.testing.assert_allclose(np.asarray(exported(inputs)), whole, atol=1e-5, rtol=0)
+        for function in graphs.values():
+            np.testing.assert_allclose(np.asarray(function(inputs)), whole, atol=1e-5, rtol=0)
 
 
 def _one_layer_backbone_and_long_ids():
@@ -131,16 +127,26 @@ def _one_layer_backbone_and_long_ids():
 
 
 def test_the_pipelines_runner_runs_long_batches_in_blocks(blocked, spied):
-    """`KerasRunner` traces its one graph of open shapes inside `chosen_at_run_time`."""
+    """`KerasRunner` traces a graph of open shapes for long batches, in blocks, when one
+    first comes, and another for short ones, whole; each batch runs the one its shape asks
+    for, and a second batch of either kind traces nothing."""
     from kbert.pipelines.model_source import KerasRunner
 
     blocked(True)
     backbone, inputs = _one_layer_backbone_and_long_ids()
+    short = {name: value[:, :5] for name, value in inputs.items()}
     runner = KerasRunner(backbone)
     got = runner(inputs)["sequence_output"]
     assert spied == [(None, None, 2, 8), (None, None, 16)]  # traced once, shapes open
+    got_short = runner(short)["sequence_output"]
+    assert len(spied) == 2 and sorted(runner._graphs) == [False, True]
+    runner({name: value[:, :17] for name, value in inputs.items()})
+    runner({name: value[:, :4] for name, value in inputs.items()})
+    assert [f.experimental_get_tracing_count() for f in runner._graphs.values()] == [1, 1]
     blocked(False)
     np.testing.assert_allclose(got, np.asarray(backbone(inputs)["sequence_output"]),
+                               atol=1e-5, rtol=0)
+    np.testing.assert_allclose(got_short, np.asarray(backbone(short)["sequence_output"]),
                                atol=1e-5, rtol=0)
 
 
@@ -196,18 +202,23 @@ def test_float16_packed_documents_give_finite_gradients(blocked):
     assert all(np.isfinite(np.asarray(g, np.float32)).all() for g in grads)
 
 
-def test_a_task_models_inference_graph_holds_the_blocks(blocked):
-    """`predict` on texts (`kbert.tasks.length_groups`): one graph of open shapes for every
-    batch, traced inside `chosen_at_run_time`."""
+def test_a_task_models_inference_graphs_hold_the_blocks_for_long_batches(blocked):
+    """`predict` on texts (`kbert.tasks.length_groups`): a graph of open shapes for long
+    batches, in blocks, and one for short batches, whole."""
     from kbert.tasks import length_groups
 
     blocked(True)
     backbone, inputs = _one_layer_backbone_and_long_ids()
-    got = length_groups._inference(backbone)(inputs)["sequence_output"]
-    (graph,) = length_groups._GRAPHS[backbone].values()
-    assert len(_loops(graph)) == 2  # the attention's and the feed-forward's
+    short = {name: value[:, :5] for name, value in inputs.items()}
+    infer = length_groups._inference(backbone)
+    got, got_short = (infer(x)["sequence_output"] for x in (inputs, short))
+    graphs = {long: graph for (_, long), graph in length_groups._GRAPHS[backbone].items()}
+    # The long graph: the attention's loop and the feed-forward's; the short one: none.
+    assert {long: len(_loops(graph)) for long, graph in graphs.items()} == {True: 2, False: 0}
     blocked(False)
     np.testing.assert_allclose(got, np.asarray(backbone(inputs)["sequence_output"]),
+                               atol=1e-5, rtol=0)
+    np.testing.assert_allclose(got_short, np.asarray(backbone(short)["sequence_output"]),
                                atol=1e-5, rtol=0)
 
 
@@ -215,8 +226,8 @@ def test_a_batch_of_shorter_sequences_as_large_runs_in_smaller_blocks(monkeypatc
     """The whole matrix's size chooses, B x S x S, not the length alone: 2 rows of 7 tokens
     (98 pairs a head, over LONG x LONG = 64) run in blocks, of 2 queries where 2 rows of 4
     would pass BATCH_ROWS = 4, eagerly (equal to the whole matrix) and in the runner's graph
-    of open shapes, whose blocks (marked by +100 there) ran for that batch and not for one
-    row of 7 (49 pairs)."""
+    of open shapes for long batches, whose blocks (marked by +100 there) ran for that batch,
+    not for one row of 7 (49 pairs: the short batches' graph)."""
     from kbert.pipelines.model_source import KerasRunner
 
     monkeypatch.setattr(query_blocks, "LONG", LONG)
@@ -246,7 +257,7 @@ def test_a_batch_of_shorter_sequences_as_large_runs_in_smaller_blocks(monkeypatc
     runner = KerasRunner(backbone)
     marked = {"two": runner(inputs)["sequence_output"], "one": runner(one_row)["sequence_output"]}
     assert steps[2:] == [((None, None, 2, 8), "traced"),
-                         ((None, None, 16), "traced")]  # one graph for both
+                         ((None, None, 16), "traced")]  # the long graph; one row's: whole
     monkeypatch.setattr(query_blocks, "LONG", 10**9)
     whole = np.asarray(backbone(inputs)["sequence_output"])
     np.testing.assert_allclose(blocked, whole, atol=1e-5, rtol=0)
@@ -256,7 +267,7 @@ def test_a_batch_of_shorter_sequences_as_large_runs_in_smaller_blocks(monkeypatc
 
 def test_a_known_long_length_with_an_open_batch_runs_in_blocks(blocked, spied):
     """A graph traced for [None, 19] (Keras' predict relaxes the batch of its last, smaller
-    batch): the known length alone chooses the blocks, outside `chosen_at_run_time` too."""
+    batch): the known length alone chooses the blocks, outside `traced_for` too."""
     blocked(True)
     block = layers.TransformerEncoder(num_heads=2, intermediate_size=24)
     x, mask = _inputs()
