@@ -4,14 +4,16 @@ run by ONNX Runtime; the tokenizer stays on the host (kbert's, in Python).
 The converter is tf2onnx (`tf2onnx.convert.from_function` on the model's call traced with
 open batch and length): it is what Keras' own `model.export(format="onnx")` runs under the
 TensorFlow backend, called here directly so that the graph is the one `serving_ids` traces
-(the same inputs and output names), with three additions through tf2onnx's own extension
+(the same inputs and output names), with additions through tf2onnx's own extension
 points: a handler for `Erfc`, which TensorFlow 2.21's exact GELU emits and tf2onnx 1.17 has
-none for (`1 - Erf(x)`), and two rewriters of the TensorFlow graph before conversion that
+none for (`1 - Erf(x)`), and rewriters of the TensorFlow graph before conversion that
 give ONNX Runtime the patterns it fuses into single kernels, as it does on a PyTorch export:
 Keras' LayerNormalization (moments, then `x * m + (beta - mean * m)`, or without a beta)
-as ONNX's `LayerNormalization` op, and the exact GELU as `0.5 * x * (1 + erf(x / sqrt(2)))` (ONNX
-Runtime's `Gelu`, `BiasGelu` with the dense layer's bias). A pattern that differs is left
-as it is (the same numbers, unfused). The attention is traced as transposes and 4-D matmuls
+as ONNX's `LayerNormalization` op, the exact GELU as `0.5 * x * (1 + erf(x / sqrt(2)))` (ONNX
+Runtime's `Gelu`, `BiasGelu` with the dense layer's bias), and a dense layer on [B, S, H]
+(`tf.tensordot`: a Reshape to 2-D, MatMul, and a Reshape back by a shape computed from the
+input's) as one MatMul of the 3-D input. A pattern that differs is left as it is (the same
+numbers, unfused). The attention is traced as transposes and 4-D matmuls
 (`kbert.layers.encoder_block.attention_as_matmuls`), and BERT's block
 (`TransformerEncoder`) writes its query, key, value and output projections as a MatMul each,
 not as a Gemm of the fused projection and Slices of its output. The graph is ONNX opset
@@ -62,12 +64,20 @@ def _erfc(ctx, node, name, args):
     ctx.make_node("Sub", [one.output[0], erf.output[0]], outputs=outputs, name=node.name)
 
 
+def _source(g, name):
+    """The tensor `name` of tf2onnx's graph `g` is a copy of, through Identity and
+    StopGradient (`name` itself where it is no copy)."""
+    node = g.get_node_by_output(name)
+    while node is not None and node.type in ("Identity", "StopGradient"):
+        name = node.input[0]
+        node = g.get_node_by_output(name)
+    return name
+
+
 def _producer(g, name, *types):
     """The node of tf2onnx's graph `g` that makes the tensor `name`, through Identity and
     StopGradient, if it is one of `types`; else None."""
-    node = g.get_node_by_output(name)
-    while node is not None and node.type in ("Identity", "StopGradient"):
-        node = g.get_node_by_output(node.input[0])
+    node = g.get_node_by_output(_source(g, name))
     return node if node is not None and node.type in types else None
 
 
@@ -194,13 +204,56 @@ def _fuse_gelu(g, erfc):
     return True
 
 
+def _values(g, name):
+    """The constant tensor `name`'s values as a list of ints (None where it is no constant)."""
+    value = _constant(g, name)
+    return None if value is None else [int(v) for v in np.ravel(value)]
+
+
+def _fold_tensordot(g, reshape):
+    """`tf.tensordot` of x [B, S, K] and a matrix [K, N] (Keras' matmul of the two under
+    TensorFlow), ending at the Reshape `reshape`: x reshaped to [B x S, K], a MatMul, and a
+    Reshape back to [B, S, N] by a shape gathered from x's at run time; as one MatMul of x
+    (ONNX's MatMul broadcasts the matrix over B), as a PyTorch export has it: the same
+    product, without the Shape, Gather, Concat, Cast and Reshape nodes of each dense layer
+    around it (ONNX Runtime runs each as a kernel of its own). False where the graph is not
+    that pattern."""
+    matmul = _producer(g, reshape.input[0], "MatMul")
+    flat = matmul and _producer(g, matmul.input[0], "Reshape")
+    if flat is None or len(g.find_output_consumers(matmul.output[0])) != 1 or \
+            matmul.get_attr_value("transpose_a", 0) or matmul.get_attr_value("transpose_b", 0):
+        return False
+    x, weight = _source(g, flat.input[0]), matmul.input[1]
+    shape, matrix = g.get_shape(x), g.get_shape(weight)
+    # x [B, S, K] to rank 2 with the matrix's K rows after it: [B x S, K], x's rows in order.
+    if not shape or len(shape) != 3 or not matrix or len(matrix) != 2 or \
+            g.get_rank(flat.output[0]) != 2 or not isinstance(matrix[0], int) or \
+            matrix[0] <= 0 or shape[-1] != matrix[0] or not isinstance(matrix[1], int):
+        return False
+    # Back to concat(shape(x)[[0, 1]], [N]): [B, S, N].
+    concat = _producer(g, reshape.input[1], "ConcatV2")
+    gather = concat and len(concat.input) == 3 and _producer(g, concat.input[0], "GatherV2")
+    dims = gather and _producer(g, gather.input[0], "Shape")
+    if not dims or _source(g, dims.input[0]) != x or gather.get_attr_value("batch_dims", 0) or \
+            _values(g, gather.input[1]) != [0, 1] or _values(g, gather.input[2]) != [0] or \
+            _values(g, concat.input[1]) != [matrix[1]] or _values(g, concat.input[2]) != [0]:
+        return False
+    _replace(g, reshape, "MatMul", [x, weight])
+    return True
+
+
 def _fusions(g, ops):
-    """tf2onnx rewriter: `_fuse_layer_norm` and `_fuse_gelu` wherever they apply."""
+    """tf2onnx rewriter: `_fuse_layer_norm`, `_fuse_gelu` and `_fold_tensordot` wherever
+    they apply."""
     for node in list(ops):
-        if node.type == "Rsqrt" and g.get_node_by_name(node.name) is not None:
+        if g.get_node_by_name(node.name) is None:  # removed by an earlier fusion
+            continue
+        if node.type == "Rsqrt":
             _fuse_layer_norm(g, node)
-        elif node.type == "Erfc" and g.get_node_by_name(node.name) is not None:
+        elif node.type == "Erfc":
             _fuse_gelu(g, node)
+        elif node.type == "Reshape":
+            _fold_tensordot(g, node)
     return g.get_nodes()
 
 

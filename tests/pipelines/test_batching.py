@@ -37,6 +37,17 @@ def test_batches_are_grouped_by_length_and_padded_per_batch():
     assert padded < len(lengths) * max(lengths) * 0.6  # not all padded to the longest
 
 
+def test_the_smaller_batch_goes_where_it_pads_fewer_tokens():
+    """A long tail: the smaller batch at the long end (256 + 2 x 30 + 2 x 28 padded tokens,
+    not 2 x 256 + 2 x 29 + 27); lengths bunched at the top: at the short end."""
+    groups = batching.length_groups([256, 30, 29, 28, 27], 2)
+    assert [g.tolist() for g in groups] == [[0], [1, 2], [3, 4]]
+    groups = batching.length_groups([10, 1, 2, 3, 9], 2)
+    assert [g.tolist() for g in groups] == [[0, 4], [3, 2], [1]]
+    assert batching.length_groups([], 3) == [] and \
+        [g.tolist() for g in batching.length_groups([5], 3)] == [[0]]
+
+
 def test_equal_lengths_keep_input_order_and_batch_size_is_checked():
     groups = batching.length_groups([2, 2, 3, 2], 2)
     assert [g.tolist() for g in groups] == [[2, 0], [1, 3]]

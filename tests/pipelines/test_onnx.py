@@ -135,6 +135,10 @@ def test_the_graph_holds_what_onnx_runtime_fuses():
     # MatMul each (not tf2onnx's Gemm of the fused projection and Slices of it), the pooler's
     # and the classifier's two more.
     assert ops.count("MatMul") == 8 * layers + 2 and "Gemm" not in ops, sorted(set(ops))
+    # Each dense layer on [B, S, H] one MatMul of the 3-D tensor (not tf.tensordot's Reshape
+    # to 2-D and back by a shape computed at run time): the Reshapes left are the query's,
+    # key's and value's to heads and the context's back.
+    assert ops.count("Reshape") == 4 * layers and ops.count("Shape") <= 3, sorted(ops)
     # ModernBERT's LayerNorms have no beta: fused all the same.
     modern = load_pipeline("text-classification", "hf_tasks/modern_bert_seq_single")
     ops = [node.op_type for node in
