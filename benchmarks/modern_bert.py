@@ -96,8 +96,7 @@ def long_forward(preset, overrides, length, rows=1):
     runner, config = kbert_runner(preset, overrides)
     specials = hf_config(config, family_of(preset))
     cls_id, sep_id = _specials(specials)
-    runner(_features(np.array([[cls_id] * 16], np.int32)))  # traces the graph (open
-    # shapes): the long call does not retrace
+    runner(_features(np.array(warm_up_shape(rows, length, cls_id), np.int32)))
     features = _features(np.array([peer.long_ids(length, cls_id, sep_id)] * rows, np.int32))
     before, _ = peer.memory_gib()
     peer.peak_reset()
@@ -106,6 +105,18 @@ def long_forward(preset, overrides, length, rows=1):
     seconds = time.perf_counter() - start
     _, peak = peer.memory_gib()
     return {"seconds": seconds, "rss_before_gib": before, "peak_gib": peak}
+
+
+def warm_up_shape(rows, length, cls_id):
+    """Ids of a batch as small as can be that runs the runner's graph of open shapes that
+    `rows` x `length` runs (for long batches, in blocks of queries, or for short ones), so
+    that the timed call does not trace it."""
+    from kbert.layers import query_blocks
+
+    if not query_blocks.is_long(rows, length):
+        return [[cls_id] * min(16, length)]
+    width = min(length, query_blocks.LONG)
+    return [[cls_id] * width] * -(-query_blocks.LONG ** 2 // width ** 2)
 
 
 def _features(ids):

@@ -1,4 +1,5 @@
-"""Callbacks of the pretraining loop: throughput, learning rate, NaN guard, checkpoints."""
+"""Callbacks of the training loops: throughput, learning rate, step times, NaN guard,
+checkpoints."""
 
 import json
 import math
@@ -31,6 +32,55 @@ class LoopLogs(keras.callbacks.Callback):
         iterations = self.model.optimizer.iterations
         rate = schedule(iterations) if callable(schedule) else schedule
         logs["learning_rate"] = float(keras.ops.convert_to_numpy(rate))
+
+
+class StepTimes(keras.callbacks.Callback):
+    """Where a fit's time goes: each call of the train function timed (a step, or
+    `steps_per_execution` of them), the calls over `SLOW` times the median counted apart as
+    those that trace or XLA-compile the step for a new batch shape (a compile takes seconds,
+    a step of a small model tenths: the threshold tells them apart, it does not watch the
+    compiler), the rest steady. Put it after the callbacks that read a step's loss, so that
+    a step's time includes its wait for the result. `summary()`: see there."""
+
+    SLOW = 5
+
+    def on_train_begin(self, logs=None):
+        self._times, self._fit_start = [], time.perf_counter()
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._start = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._times.append(time.perf_counter() - self._start)
+
+    def on_train_end(self, logs=None):
+        self._fit_seconds = time.perf_counter() - self._fit_start
+
+    def summary(self):
+        """{"fit_seconds": the whole fit, "calls": train-function calls, "slow_calls" and
+        "slow_seconds": those over SLOW x the median and their time, "steady_seconds" and
+        "steady_call_seconds": the rest's time and mean, "between_seconds": the fit's time
+        outside the calls (epoch ends: evaluation, checkpoints)}; None before a fit ends."""
+        if not getattr(self, "_fit_seconds", None) or not self._times:
+            return None
+        times = np.asarray(self._times)
+        slow = times > self.SLOW * np.median(times)
+        steady = times[~slow]
+        return {"fit_seconds": self._fit_seconds, "calls": int(times.size),
+                "slow_calls": int(slow.sum()), "slow_seconds": float(times[slow].sum()),
+                "steady_seconds": float(steady.sum()),
+                "steady_call_seconds": float(steady.mean()) if steady.size else 0.0,
+                "between_seconds": float(self._fit_seconds - times.sum())}
+
+    @staticmethod
+    def describe(summary):
+        """One line of `summary()`'s numbers."""
+        return (f"{summary['fit_seconds']:.1f} s in fit: {summary['calls']} train-function "
+                f"calls, {summary['slow_calls']} of them compiling or tracing for a new shape "
+                f"(over {StepTimes.SLOW}x the median call) {summary['slow_seconds']:.1f} s, "
+                f"the steady rest {summary['steady_seconds']:.1f} s "
+                f"({summary['steady_call_seconds'] * 1000:.0f} ms a call); between calls "
+                f"(evaluation, checkpoints) {summary['between_seconds']:.1f} s")
 
 
 class NanGuard(keras.callbacks.Callback):

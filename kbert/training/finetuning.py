@@ -34,7 +34,8 @@ def _rows(prepared):
 
 def run_finetuning(config):
     """Fine-tunes, checkpointing every epoch and resuming from `model_dir` when it has a
-    checkpoint. Returns {"best": {"epoch", "scores"} or None, "logs": the last epoch's logs}.
+    checkpoint. Returns {"best": {"epoch", "scores"} or None, "logs": the last epoch's logs,
+    "step_times": where fit's time went (`callbacks.StepTimes.summary`; None without a fit)}.
     With `config.multitask`: `kbert.training.multitask.run_multitask`'s run.
     """
     config.validate()
@@ -100,8 +101,9 @@ def run_finetuning(config):
         start_step = checkpoints.restore()
 
     evaluation = None
+    step_times = kbert_callbacks.StepTimes()  # after NanGuard, which waits for each loss
     callbacks = [kbert_callbacks.LoopLogs(config.global_batch_size, steps_per_epoch),
-                 kbert_callbacks.NanGuard(checkpoints)]
+                 kbert_callbacks.NanGuard(checkpoints), step_times]
     if validation:
         evaluation = kbert_callbacks.Evaluation(
             lambda: task.scores(config, model, validation, tokenizer),
@@ -126,6 +128,9 @@ def run_finetuning(config):
                             steps_per_epoch=steps_per_epoch, verbose=config.verbose,
                             callbacks=callbacks)
         logs = {k: v[-1] for k, v in history.history.items()}
+    times = step_times.summary()
+    if times:
+        print(f"Training: {kbert_callbacks.StepTimes.describe(times)}.")
     best = evaluation and evaluation.finish(model, restore=config.keep_best)
     del fitted  # (a distiller holds the unpruned model)
     exits = None
@@ -135,7 +140,8 @@ def run_finetuning(config):
                                        steps_per_epoch)
     if work_dir == config.model_dir:
         _save(model, tokenizer, config, train, exits)
-    return {"best": best, "logs": logs, **({"early_exit": exits} if exits else {})}
+    return {"best": best, "logs": logs, "step_times": times,
+            **({"early_exit": exits} if exits else {})}
 
 
 def _with_exits(config, task, model, train, validation, tokenizer, steps_per_epoch):

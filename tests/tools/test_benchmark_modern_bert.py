@@ -1,5 +1,6 @@
 """tools/benchmark.py modern_bert's inputs: the pipeline benchmark's texts as token ids, and the
-batch orders of both sides (the timings themselves are the benchmark's, not a test's)."""
+batch orders of both sides, the long forward's warm-up (the timings themselves are the
+benchmark's, not a test's)."""
 
 import itertools
 
@@ -29,3 +30,15 @@ def test_batch_orders():
     assert peer.batches(ids, 2, grouped=False) == [[0, 1], [2, 3], [4]]
     assert peer.batches(ids, 2, grouped=True) == [[1, 3], [4, 0], [2]]
     assert peer.long_ids(6, 1, 2) == [1, 1000, 1001, 1002, 1003, 2]
+
+
+def test_the_long_forward_warms_up_the_graph_it_runs_on_a_small_batch():
+    """The warm-up runs the runner's graph the timed call runs (long batches', in blocks of
+    queries, or short ones'), on a batch of few tokens."""
+    from kbert.layers import query_blocks
+
+    for rows, length in ((1, 8192), (32, 512), (1, 1024), (1, 300), (4, 100)):
+        warm = np.array(benchmark_modern_bert.warm_up_shape(rows, length, 7))
+        assert (warm == 7).all() and warm.shape[1] <= length
+        assert query_blocks.is_long(*warm.shape) == query_blocks.is_long(rows, length)
+        assert warm.size <= max(16, query_blocks.LONG ** 2 // min(length, query_blocks.LONG))

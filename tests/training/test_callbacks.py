@@ -1,5 +1,5 @@
 """The pretraining loop's callbacks on a tiny model: checkpoints (save, restore, fall back,
-keep, restore from another directory), the loop logs and the NaN guard."""
+keep, restore from another directory), the loop logs, the NaN guard and the step times."""
 
 import os
 import types
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kbert.training import WarmupSchedule
-from kbert.training.callbacks import Checkpoints, LoopLogs, NanGuard
+from kbert.training.callbacks import Checkpoints, LoopLogs, NanGuard, StepTimes
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(8, 4)).astype("float32")
@@ -141,6 +141,36 @@ def test_loop_logs_follow_the_schedule_in_fit():
     np.testing.assert_allclose(history["learning_rate"], [2e-3, 4e-3, 6e-3], rtol=1e-6)
     assert all(rate > 0 for rate in history["sequences_per_second"])
     assert len(history["loss"]) == 3
+
+
+def test_step_times_count_the_slow_calls_apart(monkeypatch):
+    """Calls over 5x the median are the compiles; what fit spends between calls is apart."""
+    # fit starts at 0; calls of 8 s (a compile), 0.2, 0.3, 0.2 s, 3 s (a second shape's
+    # compile); an epoch end of 1 s between the third and fourth; fit ends at 14 s.
+    clock = iter([0.0, 0.0, 8.0, 8.0, 8.2, 8.2, 8.5, 9.5, 9.7, 9.7, 12.7, 14.0])
+    monkeypatch.setattr("kbert.training.callbacks.time",
+                        types.SimpleNamespace(perf_counter=lambda: next(clock)))
+    times = StepTimes()
+    assert times.summary() is None
+    times.on_train_begin()
+    for step in range(5):
+        times.on_train_batch_begin(step)
+        times.on_train_batch_end(step)
+    times.on_train_end()
+    summary = times.summary()
+    assert summary == pytest.approx({
+        "fit_seconds": 14.0, "calls": 5, "slow_calls": 2, "slow_seconds": 11.0,
+        "steady_seconds": 0.7, "steady_call_seconds": 0.7 / 3, "between_seconds": 2.3})
+    assert "2 of them compiling or tracing" in StepTimes.describe(summary)
+
+
+def test_step_times_in_fit():
+    model = make_model()
+    times = StepTimes()
+    model.fit(X, Y, batch_size=4, epochs=2, verbose=0, callbacks=[times])
+    summary = times.summary()
+    assert summary["calls"] == 4  # 8 examples in batches of 4, 2 epochs
+    assert 0 < summary["slow_seconds"] + summary["steady_seconds"] <= summary["fit_seconds"]
 
 
 @pytest.mark.parametrize("loss", [float("nan"), float("inf"), np.float32("-inf")])
