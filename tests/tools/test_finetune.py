@@ -8,6 +8,7 @@ import re
 import string
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -128,6 +129,23 @@ def test_doc_stride_default(tmp_path):
     assert doc_stride(config(sequence_length=384)) == 128
     assert doc_stride(config(sequence_length=64, max_question_length=16)) == 32
     assert doc_stride(config(doc_stride=0)) == 0
+
+
+@pytest.mark.parametrize("kinds, xla", [(("CPU",), False), (("CPU", "GPU"), True),
+                                         (("CPU", "TPU"), True)])
+def test_xla_is_the_default_where_tensorflow_sees_an_accelerator(tmp_path, monkeypatch, kinds,
+                                                                  xla):
+    """Keras' jit_compile="auto" rule: XLA on a GPU or TPU, not on a CPU-only host; a given
+    --jit_compile wins."""
+    import tensorflow as tf
+
+    from kbert.training import FinetuningConfig
+
+    monkeypatch.setattr(tf.config, "list_physical_devices",
+                        lambda: [types.SimpleNamespace(device_type=kind) for kind in kinds])
+    settings = dict(model_dir=str(tmp_path / "run"), checkpoint=str(TINY), train_data="a.csv")
+    assert FinetuningConfig(**settings).jit_compile is xla
+    assert FinetuningConfig(**settings, jit_compile=not xla).jit_compile is (not xla)
 
 
 def test_a_task_flag_is_its_own(monkeypatch):
@@ -288,6 +306,8 @@ def test_a_classifier_run_keeps_the_best_epoch_and_saves_a_loadable_model(tmp_pa
     assert "val_accuracy" in result["logs"]
     out = capsys.readouterr().out
     assert "Validation: accuracy" in out and f"Best epoch {best['epoch']}" in out
+    # Where fit's time went (callbacks.StepTimes): 64 examples in batches of 16, 2 epochs.
+    assert result["step_times"]["calls"] == 8 and "8 train-function calls" in out
 
     # model.keras holds the best epoch's weights; it scores what best.json says.
     model = load_model(str(tmp_path / "run" / "model.keras"))
