@@ -111,9 +111,12 @@ def kbert_row(checkpoint, train, test, folder, epochs, seed, grouped, lora_rank=
 
 
 def _print_times(seconds, times):
-    """Where a kbert row's `seconds` went: `times` is run_finetuning's "step_times"."""
+    """Where a kbert row's `seconds` went: `times` is run_finetuning's "step_times" (None
+    where fit did not run)."""
     from kbert.training.callbacks import StepTimes
 
+    if times is None:
+        return
     print(f"    {StepTimes.describe(times)}; outside fit (reading and tokenizing the data, "
           f"building, the final evaluation, saving) {seconds - times['fit_seconds']:.1f} s",
           flush=True)
@@ -167,7 +170,11 @@ def run(wheel, held_out, cap, epochs, seed, reference_python, padded, keras_fit=
                                                         folder, epochs, seed, grouped)
             rows[label] = (seconds, accuracy)
             print(f"  {label}: {seconds:.1f} s, accuracy {accuracy:.3f}", flush=True)
-        if xla:
+        from kbert.training.finetuning_config import xla_by_default
+
+        if xla and xla_by_default():
+            print("  --real_xla: skipped: the defaults compile with XLA on this host")
+        elif xla:
             label = "kbert, grouped by length, --jit_compile=true"
             seconds, accuracy, times[label] = kbert_row(checkpoint, train_csv, test_csv,
                                                         folder, epochs, seed, True,

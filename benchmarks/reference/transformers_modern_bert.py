@@ -47,10 +47,20 @@ def long_ids(length, cls_id, sep_id):
 
 
 def batches(ids, batch_size, grouped):
-    """Index lists of the batches: input order, or sorted by length (longest first)."""
-    order = (sorted(range(len(ids)), key=lambda i: -len(ids[i])) if grouped
-             else list(range(len(ids))))
-    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    """Index lists of the batches: input order, or sorted by length (longest first) with the
+    one smaller batch at whichever end pads fewer tokens, as kbert's pipelines cut them
+    (`kbert.pipelines.batching.length_groups`, which this Python without kbert cannot
+    import)."""
+    if not grouped:
+        order = list(range(len(ids)))
+        return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+    options = []
+    for first in dict.fromkeys((len(order) % batch_size or batch_size, batch_size)):
+        cuts = [0] + list(range(min(first, len(order)), len(order), batch_size)) + [len(order)]
+        cut = [order[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
+        options.append((sum(len(b) * len(ids[b[0]]) for b in cut), cut))
+    return min(options, key=lambda option: option[0])[1]
 
 
 def main():

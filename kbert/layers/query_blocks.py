@@ -82,9 +82,9 @@ def by_length(attend, query, per_query=(), long=None, block=None):
     [B, S, ...], run on the whole sequence when B x S x S is under `long` x `long` (default
     `LONG`), else on blocks of queries one after another (`in_blocks`): `block` (default
     `BLOCK`) a row, fewer where B x `block` passes `BATCH_ROWS` (`rows_per_block`). A
-    known length of `long` or more with an open batch runs in blocks of `block`; a graph of
-    open shapes, in blocks inside `traced_for(True)` (its caller chose by `is_long`), else
-    whole.
+    known length of `long` or more with an open batch runs in blocks of `block`. A graph of
+    open shapes follows its caller's choice instead (`long` does not apply): in blocks
+    inside `traced_for(True)` (the caller chose by `is_long`, with `LONG`), else whole.
     `per_query`: tensors [B, S, ...] cut along with the queries (their document ids, ...)."""
     long = LONG if long is None else long
     block = BLOCK if block is None else block

@@ -77,7 +77,8 @@ def pipeline(task, model=None, tokenizer=None, *, trusted=False, runtime=None, q
                 multiple of 16 tokens (`model_source.CompiledRunner`); each new [batch,
                 length] shape compiles once (seconds), then runs faster (all-MiniLM-L6-v2
                 on short sentences: about 1.8x). For long-running or repeated calls on a
-                Keras model; False (default): one graph of open shapes, no compiling.
+                Keras model; False (default): graphs of open shapes (one for short
+                batches, one for long), no compiling.
 
     Returns:
         a `Pipeline`: call it on texts (see the task's class).

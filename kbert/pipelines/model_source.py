@@ -98,7 +98,7 @@ class KerasRunner:
 
         # Large batches (batch x length x length) run attention in blocks of queries (bounded
         # memory), small ones the whole matrix: a graph of open shapes for each.
-        long = query_blocks.is_long(*np.shape(next(iter(inputs.values())))[:2])
+        long = query_blocks.is_long(*np.shape(inputs["token_ids"])[:2])
         if long not in self._graphs:
             spec = {name: tf.TensorSpec([None, None], tf.int32, name) for name in inputs}
             self._graphs[long] = tf.function(functools.partial(self._traced, long),
@@ -159,7 +159,7 @@ class CompiledRunner(KerasRunner):
     lives (at most one per 16 tokens of length and batch size). Per-token output rows keep
     the padded length (`batching.run`'s rows: the pipelines cut them to their sequence). Each
     shape is its own program, so a row's floats may differ in the last bits with the batch it
-    ran in (unlike `KerasRunner`'s one graph)."""
+    ran in (unlike `KerasRunner`'s graphs of open shapes)."""
 
     def __init__(self, model, max_length=None):
         super().__init__(model, max_length)

@@ -207,8 +207,7 @@ def _inference(model):
 
     def run(inputs):
         inputs = {k: tf.convert_to_tensor(v) for k, v in inputs.items()}
-        batch, length = next(v.shape for v in inputs.values() if v.shape.rank >= 2)[:2]
-        long = query_blocks.is_long(batch, length)
+        long = query_blocks.is_long(*inputs["token_ids"].shape[:2])
         key = tuple(sorted((k, v.shape.rank, v.dtype.name) for k, v in inputs.items())), long
         if key not in graphs:
             spec = {k: tf.TensorSpec([None] * v.shape.rank, v.dtype, k)

@@ -76,11 +76,13 @@ class StepTimes(keras.callbacks.Callback):
     def describe(summary):
         """One line of `summary()`'s numbers."""
         return (f"{summary['fit_seconds']:.1f} s in fit: {summary['calls']} train-function "
-                f"calls, {summary['slow_calls']} of them compiling or tracing for a new shape "
-                f"(over {StepTimes.SLOW}x the median call) {summary['slow_seconds']:.1f} s, "
-                f"the steady rest {summary['steady_seconds']:.1f} s "
+                f"calls, {summary['slow_calls']} of them over {StepTimes.SLOW}x the median "
+                f"call (compiling or tracing for a new shape, most likely) "
+                f"{summary['slow_seconds']:.1f} s, the steady rest "
+                f"{summary['steady_seconds']:.1f} s "
                 f"({summary['steady_call_seconds'] * 1000:.0f} ms a call); between calls "
-                f"(evaluation, checkpoints) {summary['between_seconds']:.1f} s")
+                f"(evaluation, checkpoints, other callbacks) "
+                f"{summary['between_seconds']:.1f} s")
 
 
 class NanGuard(keras.callbacks.Callback):

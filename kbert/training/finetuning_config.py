@@ -26,12 +26,14 @@ DATA_HELP = ("'tfds:NAME' (" + ", ".join(hooks.DATA[0] for hooks in HOOKS.values
 
 def xla_by_default():
     """Whether fine-tuning compiles its train step with XLA when `--jit_compile` is not
-    given: where TensorFlow sees a GPU or TPU, not on a CPU-only host (Keras' own
-    `compile(jit_compile="auto")` rule). On 2 CPU cores XLA made all-MiniLM-L6-v2's steps
-    13% shorter but compiled each batch length for about 9 s: one epoch of 3,000 real
-    sentences (93 steps, 3 lengths) spent 76.5 s in fit with it and 61.1 s without
-    (`tools/benchmark.py finetune_real --real_xla`); XLA repays its compiles from about 140
-    steps a length."""
+    given: where TensorFlow sees a GPU or TPU on this host, not on a CPU-only one (the CPU
+    half of Keras' `compile(jit_compile="auto")` rule; a TPU reached over the network shows
+    no device here, and its strategy compiles the step anyway). Decided when the config (or
+    the program's flags) is made, before the run's strategy. On 2 CPU cores XLA made
+    all-MiniLM-L6-v2's steps 13% shorter but compiled each batch length for about 9 s: one
+    epoch of 3,000 real sentences (93 steps, 3 lengths) spent 77.4 s in fit with it and
+    64.8 s without (`tools/benchmark.py finetune_real --real_xla`); XLA repays its compiles
+    from about 140 steps a length."""
     import tensorflow as tf
 
     return any(d.device_type != "CPU" for d in tf.config.list_physical_devices())

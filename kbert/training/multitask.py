@@ -181,7 +181,7 @@ def run_multitask(config):
         logs = {k: v[-1] for k, v in history.history.items()}
     best = evaluation and evaluation.finish(model, restore=config.keep_best)
     _save(model, tokenizer, config, prepared)
-    return {"best": best, "logs": logs, "sequence": sequence}
+    return {"best": best, "logs": logs, "sequence": sequence, "step_times": None}
 
 
 def _save(model, tokenizer, config, prepared):

@@ -29,6 +29,14 @@ def test_batch_orders():
     ids = [[0] * n for n in (3, 9, 1, 9, 5)]
     assert peer.batches(ids, 2, grouped=False) == [[0, 1], [2, 3], [4]]
     assert peer.batches(ids, 2, grouped=True) == [[1, 3], [4, 0], [2]]
+    # Both sides cut the same batches (the reference's copy of kbert's rule).
+    from kbert.pipelines import batching
+
+    rng = np.random.default_rng(0)
+    for count, size in ((5, 2), (100, 32), (67, 8), (64, 8)):
+        ids = [[0] * n for n in rng.pareto(1.5, count).astype(int) * 10 + 3]
+        want = batching.length_groups([len(row) for row in ids], size)
+        assert peer.batches(ids, size, grouped=True) == [g.tolist() for g in want]
     assert peer.long_ids(6, 1, 2) == [1, 1000, 1001, 1002, 1003, 2]
 
 
