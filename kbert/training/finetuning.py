@@ -151,10 +151,15 @@ def _with_exits(config, task, model, train, validation, tokenizer, steps_per_epo
     from kbert.training import early_exit
 
     exits = early_exit.add_exits(model)
-    print(f"Training exit heads after layers {exits.exit_layers} for {config.exit_epochs} "
-          f"epoch(s){' with the model' if config.exit_joint else ', the model frozen'}.")
+    epochs = config.exit_epochs or early_exit.DEFAULTS[config.exit_joint]["epochs"]
+    print(f"Training exit heads after layers {exits.exit_layers} for {epochs} epoch(s)"
+          f"{' with the model' if config.exit_joint else ', the model frozen'}.")
     stream = task.training_stream(config, exits, train, tokenizer)
-    early_exit.train_exits(exits, stream.take(steps_per_epoch * config.exit_epochs),
+    # Joint: the shuffled stream's next `epochs` epochs; frozen: one pass of it computes what
+    # the heads read, and they train `epochs` times on that.
+    passes = epochs if config.exit_joint else 1
+    early_exit.train_exits(exits, stream.take(steps_per_epoch * passes),
+                           epochs=1 if config.exit_joint else epochs,
                            learning_rate=config.exit_learning_rate, joint=config.exit_joint,
                            verbose=config.verbose)
     choice = early_exit.choose(exits, validation.encoded.features,

@@ -136,14 +136,18 @@ class _RunFields(RunConfig):
                "--exit_max_drop of the full model's accuracy, and save the model with its "
                "exits (model.keras) and the threshold (early_exit.json); --export_dir's "
                "SavedModel exits early: true or false.", group="Model")
-    exit_epochs: int = setting(1, "--exit_heads: epochs of training the exit heads (an "
-                               "integer >= 1).", group="Model", minimum=1)
-    exit_learning_rate: float = setting(1e-4, "--exit_heads: the exit training's learning "
-                                        "rate (> 0).", group="Model")
+    exit_epochs: Optional[int] = setting(
+        None, "--exit_heads: epochs of training the exit heads (an integer >= 1; unset: 3 "
+              "with the model frozen, 1 with --exit_joint).", group="Model", minimum=1)
+    exit_learning_rate: Optional[float] = setting(
+        None, "--exit_heads: the exit training's learning rate (> 0; unset: 1e-3 with the "
+              "model frozen, 1e-4 with --exit_joint).", group="Model")
     exit_joint: bool = setting(
-        True, "--exit_heads: train the model with its exits (PABEE's depth-weighted loss: "
-              "more inputs exit early, the full model changes a little); false: only the "
-              "exit heads, the model frozen (DeeBERT's second stage).", group="Model")
+        False, "--exit_heads: false (the default): only the exit heads train, the model "
+               "frozen (DeeBERT's second stage), each learning the fine-tuned classifier's "
+               "answers (FastBERT's self-distillation): the full model answers as before; "
+               "true: the model trains with its exits (PABEE's depth-weighted loss on the "
+               "labels: the full model changes a little).", group="Model")
     exit_max_drop: float = setting(0.01, "--exit_heads: the validation accuracy the chosen "
                                    "threshold may lose against the full model (a fraction "
                                    "in [0, 1): 0.01 is one point).", group="Model")
@@ -190,7 +194,7 @@ class _RunFields(RunConfig):
             raise ConfigError(f"--exit_heads does not work with {'; '.join(problems)}.")
         if not 0 <= self.exit_max_drop < 1:
             raise ConfigError(f"--exit_max_drop={self.exit_max_drop!r}: a fraction in [0, 1).")
-        if not self.exit_learning_rate > 0:
+        if self.exit_learning_rate is not None and not self.exit_learning_rate > 0:
             raise ConfigError(f"--exit_learning_rate={self.exit_learning_rate!r}: a positive "
                               "number.")
 

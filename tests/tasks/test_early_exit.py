@@ -176,13 +176,68 @@ def test_joint_training_moves_the_backbone_and_reads_a_dataset():
     assert np.isfinite(history.history["loss"]).all()
     assert not np.allclose(before, table.numpy())
     with pytest.raises(ValueError, match="has none: give a tf.data dataset"):
-        early_exit.train_exits(model, x, np.array([0, 1, 2, 1]), verbose=0)
+        early_exit.train_exits(model, x, np.array([0, 1, 2, 1]), joint=True, verbose=0)
     with pytest.raises(ValueError, match="needs labels"):
-        early_exit.train_exits(model, x, verbose=0)
+        early_exit.train_exits(model, x, joint=True, verbose=0)
+    with pytest.raises(ValueError, match="needs labels with distill=0.5"):
+        early_exit.train_exits(model, x, distill=0.5, verbose=0)
+    with pytest.raises(ValueError, match=r"distill=0\.5 takes frozen training"):
+        early_exit.train_exits(model, data, joint=True, distill=0.5, verbose=0)
+    for value in (1.5, -0.1, True):
+        with pytest.raises(ValueError, match=rf"distill={value!r}: .* in \[0, 1\]"):
+            early_exit.train_exits(model, data, distill=value, verbose=0)
+    with pytest.raises(ValueError, match="temperature=0"):
+        early_exit.train_exits(model, data, temperature=0, verbose=0)
     with pytest.raises(ValueError, match="learning_rate=0"):
         early_exit.train_exits(model, data, learning_rate=0, verbose=0)
     with pytest.raises(ValueError, match="epochs"):
         early_exit.train_exits(model, data, epochs=0, verbose=0)
+
+
+@pytest.mark.parametrize("family", ["bert", "modern_bert"])
+def test_frozen_training_reads_what_the_exits_read_and_learns_the_classifier(family):
+    """What frozen training computes once (each exit's pooled input, the classifier's
+    logits) through the heads after their pooling is `exits_model`'s answer; distilled from
+    the classifier (no labels needed), the exits come to answer as it does; the loss is the
+    KL divergence by hand."""
+    from kbert.training import exit_training
+
+    keras.utils.set_random_seed(7)
+    model = EarlyExitClassifier(tiny_backbone(family, num_layers=3), num_classes=3,
+                                exit_dropout=0.0)  # (the loss by hand below has none)
+    _spread(model)  # a classifier the exits do not already agree with
+    model.classifier.kernel.assign(np.random.default_rng(1).normal(
+        0, 3.0, model.classifier.kernel.shape))
+    x = inputs_for(model)
+    pooled, final, labels = exit_training.exit_features(model, x)
+    assert labels is None and pooled.shape == (len(final), 2, model.backbone.config.hidden_size)
+    # Exits that start out answering another class than the classifier's most frequent one.
+    other = (np.bincount(final.argmax(-1), minlength=3).argmax() + 1) % 3
+    for head in model.exit_heads:
+        head.classifier.bias.assign(10.0 * np.eye(3)[other])
+    pooled, final, labels = exit_training.exit_features(model, x)
+    exits = keras.ops.convert_to_numpy(model.exits_model()(x))
+    assert (exits[:, :-1].argmax(-1) != final.argmax(-1)[:, None]).any()
+    np.testing.assert_allclose(final, exits[:, -1], atol=1e-5, rtol=0)
+    heads = exit_training.PooledExits(model.exit_heads)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(heads(pooled)), exits[:, :-1],
+                               atol=1e-5, rtol=0)
+
+    history = early_exit.train_exits(model, x, epochs=60, batch_size=4, learning_rate=1e-2,
+                                     temperature=2.0, verbose=0)
+    assert "accuracy" not in history.history  # no labels: agreement alone
+    assert history.history["agreement"][-1] == 1.0 > history.history["agreement"][0]
+    after = keras.ops.convert_to_numpy(model.exits_model()(x))
+    np.testing.assert_array_equal(after[:, :-1].argmax(-1),
+                                  np.repeat(final.argmax(-1)[:, None], 2, 1))
+    np.testing.assert_allclose(after[:, -1], final, atol=1e-5, rtol=0)  # the model as it was
+    # The loss by hand: the KL divergence at temperature 2, times 4, averaged.
+    p = np.exp(final / 2) / np.exp(final / 2).sum(-1, keepdims=True)
+    q = np.exp(after[:, :-1] / 2) / np.exp(after[:, :-1] / 2).sum(-1, keepdims=True)
+    by_hand = np.mean(4 * np.sum(p[:, None] * np.log(p[:, None] / q), -1))
+    trainer_loss = early_exit.train_exits(model, x, epochs=1, batch_size=4,
+                                          learning_rate=1e-12, temperature=2.0, verbose=0)
+    np.testing.assert_allclose(trainer_loss.history["loss"][0], by_hand, rtol=1e-3)
 
 
 def test_frozen_training_leaves_a_lora_backbone_as_it_was():

@@ -540,7 +540,7 @@ def test_a_pruning_run_ranks_removes_and_fine_tunes_the_smaller_model(tmp_path, 
 
 @pytest.mark.slow
 def test_an_exit_heads_run_trains_exits_chooses_a_threshold_and_exports_it(tmp_path, capsys):
-    """--exit_heads: after fine-tuning, exit heads trained with the model, the entropy
+    """--exit_heads: after fine-tuning, exit heads trained on the frozen model, the entropy
     threshold chosen on the validation data and written to early_exit.json, the model saved
     with its exits, and --export_dir's SavedModel exiting early as the pipeline does.
     (docs/early-exit.md's command.)"""
@@ -555,7 +555,7 @@ def test_an_exit_heads_run_trains_exits_chooses_a_threshold_and_exports_it(tmp_p
                  exit_learning_rate=1e-3, exit_max_drop=0.2,
                  export_dir=str(tmp_path / "export"))
     out = capsys.readouterr().out
-    assert "Training exit heads after layers [1] for 1 epoch(s) with the model." in out
+    assert "Training exit heads after layers [1] for 3 epoch(s), the model frozen." in out
     record = json.loads((tmp_path / "run" / "early_exit.json").read_text())
     assert record["setting"] == result["early_exit"]["setting"]
     assert set(record["setting"]) == {"entropy"} and record["num_layers"] == 2

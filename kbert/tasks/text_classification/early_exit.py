@@ -80,8 +80,12 @@ class ExitHead(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, padding_mask, training=None):
-        x = self.dense(self.pool(inputs, padding_mask))  # [B, H]
-        return self.classifier(self.dropout_layer(x, training=training))  # [B, N]
+        return self.from_pooled(self.pool(inputs, padding_mask), training=training)
+
+    def from_pooled(self, pooled, training=None):
+        """The head after its pooling: pooled states [B, H] -> logits [B, N]."""
+        x = self.dense(pooled)
+        return self.classifier(self.dropout_layer(x, training=training))
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
         return (inputs_shape[0], self.num_classes)
