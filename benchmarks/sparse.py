@@ -10,7 +10,8 @@ out of every training to choose early exit's thresholds on.
 
 Rows (each: held-out accuracy, its change from the full model's in points, and texts/s of
 `kbert.pipeline("text-classification")` on the held-out texts, batches of 32 in length
-order, tokenization included, best of `--sparse_passes` after one untimed pass):
+order, tokenization included, best of `--sparse_passes` after one untimed pass, taking turns
+with the full model's pipeline: a row's speed-up is over the full model's rate timed with it):
 
 - the full fine-tuned model;
 - pruned: heads and feed-forward units ranked by importance (`kbert.training.pruning`) on
@@ -73,17 +74,34 @@ def _fit(model, checkpoint, texts, labels, seed, teacher=None, distil=0.0, epoch
     return time.perf_counter() - start
 
 
-def _texts_per_second(model, texts, passes, early_exit=None):
+def _pipeline(model):
     import kbert
 
-    pipe = kbert.pipeline("text-classification", model=model, batch_size=32, progress=False)
-    pipe(texts, early_exit=early_exit)  # traces the graph
-    best = math.inf
+    return kbert.pipeline("text-classification", model=model, batch_size=32, progress=False)
+
+
+def _best_seconds(pipe, texts, early_exit=None):
+    start = time.perf_counter()
+    pipe(texts, early_exit=early_exit)
+    return time.perf_counter() - start
+
+
+def _texts_per_second(pipe, texts, passes, early_exit=None, full=None):
+    """texts/s of `pipe` (best of `passes` after an untimed pass that traces its graph); with
+    `full` (the full model's pipeline), also the full model's, timed in turns with it so that
+    both see the host as it is then: (rate, the full model's rate)."""
+    pipe(texts, early_exit=early_exit)
+    best, best_full = math.inf, math.inf
     for _ in range(passes):
-        start = time.perf_counter()
-        pipe(texts, early_exit=early_exit)
-        best = min(best, time.perf_counter() - start)
-    return len(texts) / best
+        best = min(best, _best_seconds(pipe, texts, early_exit))
+        if full is not None:
+            best_full = min(best_full, _best_seconds(full, texts))
+    return len(texts) / best, len(texts) / best_full
+
+
+def _rates(pipe, full, texts, passes, early_exit=None):
+    rate, full_rate = _texts_per_second(pipe, texts, passes, early_exit, full)
+    return {"texts_per_second": rate, "full_texts_per_second": full_rate}
 
 
 def _accuracy(model, texts, labels):
@@ -114,7 +132,8 @@ def run(wheel, held_out, validation, seed, sparsities, importance_texts, passes,
                        sequence_length=128).model
     seconds = _fit(model, checkpoint, texts, labels, seed)
     full_accuracy = _accuracy(model, test_texts, test_labels)
-    full_rate = _texts_per_second(model, test_texts, passes)
+    full_pipe = _pipeline(model)
+    full_rate, _ = _texts_per_second(full_pipe, test_texts, passes)
     rows = [{"run": "full model", "kind": "full", "accuracy": full_accuracy,
              "texts_per_second": full_rate, "mean_layers": 6.0,
              "parameters": int(model.backbone.count_params()), "training_seconds": seconds}]
@@ -138,7 +157,7 @@ def run(wheel, held_out, validation, seed, sparsities, importance_texts, passes,
         row = {"run": f"pruned {head_sparsity:.0%} heads, {unit_sparsity:.0%} units",
                "kind": "pruned", "accuracy": _accuracy(small, test_texts, test_labels),
                "accuracy_before_recovery": before,
-               "texts_per_second": _texts_per_second(small, test_texts, passes),
+               **_rates(_pipeline(small), full_pipe, test_texts, passes),
                "mean_layers": 6.0, "parameters": int(small.backbone.count_params()),
                "layer_heads": list(small.backbone.config.layer_heads),
                "layer_intermediate_sizes": list(small.backbone.config.layer_intermediate_sizes),
@@ -167,6 +186,7 @@ def run(wheel, held_out, validation, seed, sparsities, importance_texts, passes,
     exits_full = float(np.mean(test_logits[:, -1].argmax(-1) == test_ids))
     print(f"  exit heads trained on the frozen model: {seconds:.0f} s; its classifier's "
           f"accuracy: {exits_full:.4f} (the full model's)", flush=True)
+    tokens = np.asarray(exits.preprocessor.encode(test_texts).features["padding_mask"]).sum(1)
     measured = []
     for what, setting in settings:
         if setting in measured:  # the chosen threshold may be the one nearest a layer count
@@ -177,15 +197,20 @@ def run(wheel, held_out, validation, seed, sparsities, importance_texts, passes,
         (mode, value), = setting.items()
         row = {"run": f"early exit, {mode} {value:.3g} ({what})", "kind": "early exit",
                "setting": setting, "accuracy": float(np.mean(predicted == test_ids)),
-               "texts_per_second": _texts_per_second(exits, test_texts, passes, setting),
+               **_rates(_pipeline(exits), full_pipe, test_texts, passes, setting),
                "mean_layers": float(np.mean(exit_layers)),
+               # the layers run per token: what the time follows (long texts exit later)
+               "token_mean_layers": float(np.sum(exit_layers * tokens) / np.sum(tokens)),
                "parameters": int(exits.count_params())}
         rows.append(row)
         print(f"  {row['run']}: accuracy {row['accuracy']:.4f}, {row['mean_layers']:.2f} "
-              f"layers, {row['texts_per_second']:.1f} texts/s", flush=True)
+              f"layers ({row['token_mean_layers']:.2f} per token), "
+              f"{row['texts_per_second']:.1f} texts/s (full: {row['full_texts_per_second']:.1f})",
+              flush=True)
 
     for row in rows:
-        row["speedup"] = row["texts_per_second"] / full_rate
+        # against the full model's rate timed in turns with the row (the first: itself)
+        row["speedup"] = row["texts_per_second"] / row.get("full_texts_per_second", full_rate)
         row["accuracy_change_points"] = 100 * (row["accuracy"] - full_accuracy)
     print("\n| run | held-out accuracy | change (points) | texts/s | x full | mean layers |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
