@@ -176,9 +176,10 @@ def _with_exits(config, task, model, train, validation, tokenizer, steps_per_epo
 
 
 def _pruned(config, task, fresh, train, tokenizer, work_dir):
-    """--prune_heads / --prune_units: `fresh` (this run's model) with the weights of the
-    fine-tuned model of --checkpoint (of its class, head and labels), less the heads and units
-    whose removal changes its loss on the training data least (`kbert.training.pruning`).
+    """--prune_heads / --prune_units / --prune_layers: `fresh` (this run's model) with the
+    weights of the fine-tuned model of --checkpoint (of its class, head and labels), less the
+    heads, units and layers whose removal changes its loss on the training data least
+    (`kbert.training.pruning`).
     What is removed is written to work_dir/pruning.json, which a resumed run reads instead
     of ranking again."""
     from kbert import loading
@@ -205,7 +206,8 @@ def _pruned(config, task, fresh, train, tokenizer, work_dir):
     del held
     record = os.path.join(work_dir, "pruning.json")
     settings = {"checkpoint": config.checkpoint, "prune_heads": config.prune_heads,
-                "prune_units": config.prune_units}
+                "prune_units": config.prune_units,
+                **({"prune_layers": config.prune_layers} if config.prune_layers else {})}
     if tf.io.gfile.exists(record):
         with tf.io.gfile.GFile(record) as f:
             removal = json.load(f)
@@ -215,24 +217,51 @@ def _pruned(config, task, fresh, train, tokenizer, work_dir):
                               f"another --model_dir.")
         heads, units = ({int(k): v for k, v in removal[name].items()}
                         for name in ("heads", "units"))
+        layers = removal.get("layers", [])
         print(f"Pruning as {record} says (a resumed run).")
     else:
-        fresh.compile()
-        stream = task.training_stream(config, fresh, train, tokenizer)
-        print(f"Ranking the heads and feed-forward units of {config.checkpoint} on "
-              f"{config.prune_batches} training batches.")
-        scores = pruning.importance(fresh, stream, steps=config.prune_batches,
-                                    progress=config.verbose == 1)
-        heads, units = pruning.plan(scores, config.prune_heads, config.prune_units)
+        heads, units, layers = _ranked(config, task, fresh, train, tokenizer)
         with tf.io.gfile.GFile(record, "w") as f:
-            json.dump({"settings": settings, "heads": heads, "units": units}, f)
-    smaller = pruning.prune(fresh, heads=heads, units=units)
+            json.dump({"settings": settings, "heads": heads, "units": units,
+                       "layers": layers}, f)
+    smaller = pruning.prune(fresh, heads=heads, units=units, layers=layers)
     (heads_before, units_before), (heads_after, units_after) = (
         backbone_pruning.structure(m.backbone) for m in (fresh, smaller))
-    print(f"Pruned: heads per layer {heads_before} -> {heads_after}, feed-forward units "
-          f"{units_before} -> {units_after}; {fresh.count_params():,} -> "
-          f"{smaller.count_params():,} parameters.")
+    print(f"Pruned: {'layers ' + str(layers) + ' removed; ' if layers else ''}heads per "
+          f"layer {heads_before} -> {heads_after}, feed-forward units {units_before} -> "
+          f"{units_after}; {fresh.count_params():,} -> {smaller.count_params():,} parameters.")
     return smaller, fresh
+
+
+def _ranked(config, task, model, train, tokenizer):
+    """What --prune_heads / --prune_units / --prune_layers remove from `model`, ranked on
+    --prune_batches training batches: (heads, units, layers) as `pruning.prune` takes them
+    (the heads and units of a removed layer go with it)."""
+    from kbert.training import pruning
+
+    model.compile()
+    stream = task.training_stream(config, model, train, tokenizer)
+    heads, units, layers = {}, {}, []
+    progress = config.verbose == 1
+    if config.prune_layers:
+        count = model.backbone.config.num_layers
+        if config.prune_layers >= count:
+            raise ConfigError(f"--prune_layers={config.prune_layers}: {config.checkpoint} has "
+                              f"{count} layers; remove 1 to {count - 1} (one stays).")
+        print(f"Ranking the {count} layers of {config.checkpoint} on {config.prune_batches} "
+              f"training batches (the loss without each).")
+        scores = pruning.layer_importance(model, stream, steps=config.prune_batches,
+                                          progress=progress)
+        layers = pruning.plan_layers(scores, config.prune_layers)
+        print("The loss rises by " + ", ".join(f"{value:+.4f}" for value in scores)
+              + f" without each layer: removing {layers}.")
+    if config.prune_heads or config.prune_units:
+        print(f"Ranking the heads and feed-forward units of {config.checkpoint} on "
+              f"{config.prune_batches} training batches.")
+        scores = pruning.importance(model, stream, steps=config.prune_batches,
+                                    progress=progress)
+        heads, units = pruning.plan(scores, config.prune_heads, config.prune_units)
+    return heads, units, layers
 
 
 def _distiller(config, model, unpruned):

@@ -117,9 +117,13 @@ class _RunFields(RunConfig):
     prune_units: float = setting(
         0.0, "Structured pruning: the fraction of feed-forward units to remove, as "
              "--prune_heads (in [0, 1); 0: none).", group="Model")
+    prune_layers: int = setting(
+        0, "Structured pruning: the number of whole layers to remove, those whose removal "
+           "alone raises the loss on --train_data least (measured: each left out in turn; "
+           "0: none).", group="Model", minimum=0)
     prune_batches: int = setting(
-        200, "Structured pruning: training batches read to rank the heads and units (an "
-             "integer >= 1).", group="Model", minimum=1)
+        200, "Structured pruning: training batches read to rank the heads, units and layers "
+             "(an integer >= 1).", group="Model", minimum=1)
     prune_distil: float = setting(
         0.0, "Structured pruning: recover the smaller model by distilling it from the "
              "unpruned one (kbert.training.task_distillation): the weight of the unpruned "
@@ -178,8 +182,9 @@ class _RunFields(RunConfig):
 
     @property
     def pruning(self):
-        """Whether the run prunes its starting model (`--prune_heads`, `--prune_units`)."""
-        return bool(self.prune_heads or self.prune_units)
+        """Whether the run prunes its starting model (`--prune_heads`, `--prune_units`,
+        `--prune_layers`)."""
+        return bool(self.prune_heads or self.prune_units or self.prune_layers)
 
     def _check_exit_heads(self):
         problems = [problem for problem, wrong in (
@@ -208,7 +213,7 @@ class _RunFields(RunConfig):
         if not self.prune_distil:
             return
         problems = [problem for problem, wrong in (
-            ("no --prune_heads or --prune_units (it recovers a pruned model)",
+            ("no --prune_heads, --prune_units or --prune_layers (it recovers a pruned model)",
              not self.pruning),
             (f"--task={self.task!r} (distillation matches a text_classifier's classes)",
              self.task != "text_classifier")) if wrong]
@@ -256,9 +261,10 @@ class _RunFields(RunConfig):
                                              ("--lora_rank", self.lora_rank),
                                              ("--multitask", self.multitask)) if given]
         if self.pruning and clashing:
-            raise ConfigError(f"--prune_heads / --prune_units prune the fine-tuned model of "
-                              f"one task in --checkpoint (a tools/finetune.py run); they do "
-                              f"not combine with {', '.join(clashing)} (given).")
+            raise ConfigError(f"--prune_heads / --prune_units / --prune_layers prune the "
+                              f"fine-tuned model of one task in --checkpoint (a "
+                              f"tools/finetune.py run); they do not combine with "
+                              f"{', '.join(clashing)} (given).")
         self._check_prune_distil()
         if self.exit_heads:
             self._check_exit_heads()

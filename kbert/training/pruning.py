@@ -1,7 +1,8 @@
 """Pruning a fine-tuned task model on its task's data: how much each attention head and each
 feed-forward unit matters (`importance`), which of them to remove at a given sparsity
-(`plan`), and the task model rebuilt on the smaller backbone with its head (`prune`;
-`kbert.models.pruning` removes the parts).
+(`plan`), how much each whole layer matters (`layer_importance`, by ablation) and which to
+remove (`plan_layers`), and the task model rebuilt on the smaller backbone with its head
+(`prune`; `kbert.models.pruning` removes the parts).
 
 Importance is Michel et al.'s ("Are Sixteen Heads Really Better than One?", 2019): the loss's
 first-order change when a head is gated off, |dL/d xi_h| with a gate xi_h = 1 on the head's
@@ -104,6 +105,63 @@ def importance(model, x, y=None, batch_size=None, steps=None, progress=True):
         raise ValueError("importance read no batch: the data is empty.")
     return Importance([_normalized(s) for s in heads], [_normalized(s) for s in units],
                       batches)
+
+
+def layer_importance(model, x, y=None, batch_size=None, steps=None, progress=True):
+    """Each layer's importance by ablation: the rise of `model`'s loss on the data when that
+    layer alone is removed (`prune(model, layers=[i])`: its block skipped, the residual
+    stream passing on), each model on the same batches. (A layer's output is normalized
+    after its residual sum, so a first-order gate on a whole layer is not what removing it
+    does: the loss itself is measured.) `x`, `y`, `batch_size`, `steps`, `progress` as
+    `importance` takes them; the batches are read once and kept. Returns a numpy array
+    [num_layers]: the loss without each layer minus the full model's (below zero where a
+    layer's removal helps on this data)."""
+    import keras
+    import tensorflow as tf
+
+    backbone = _checked_model(model)
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or
+                              steps < 1):
+        raise ValueError(f"steps={steps!r}: a positive number of batches, or None (all).")
+    batches = []
+    for batch in model.labelled_batches(x, y, batch_size):
+        batches.append(keras.utils.unpack_x_y_sample_weight(batch))
+        if steps is not None and len(batches) >= steps:
+            break
+    if not batches:
+        raise ValueError("layer_importance read no batch: the data is empty.")
+    count = backbone.config.num_layers
+    bar = keras.utils.Progbar(count + 1, unit_name="model") if progress else None
+
+    def mean_loss(candidate):
+        @tf.function(reduce_retracing=True)  # a shape per length group
+        def loss(inputs, targets, weights):
+            return candidate.compute_loss(x=inputs, y=targets, sample_weight=weights,
+                                          y_pred=candidate(inputs, training=False))
+
+        total = sum(float(loss(*batch)) for batch in batches) / len(batches)
+        if bar is not None:
+            bar.add(1)
+        return total
+
+    full = mean_loss(model)
+    rises = []
+    for layer in range(count):
+        smaller = prune(model, layers=[layer])
+        smaller.compile(loss=model.loss)
+        rises.append(mean_loss(smaller) - full)
+    return np.asarray(rises)
+
+
+def plan_layers(scores, count):
+    """The `count` layers whose removal raises the loss least (`scores`: `layer_importance`'s
+    answer), as `prune(..., layers=...)` takes them: a sorted list."""
+    scores = np.asarray(scores)
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or \
+            not 0 <= count < len(scores):
+        raise ValueError(f"count={count!r}: the number of layers to remove, 0 to "
+                         f"{len(scores) - 1} of the {len(scores)} (one stays).")
+    return sorted(int(i) for i in np.argsort(scores, kind="stable")[:count])
 
 
 def _check_sparsity(name, value):

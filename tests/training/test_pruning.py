@@ -82,6 +82,38 @@ def test_importance_reads_raw_text_through_the_preprocessor():
                            [0, 1, 1, 0], progress=False)
 
 
+def _cross_entropy(logits, labels):
+    logits = np.asarray(logits, np.float64)
+    log_p = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    return -np.mean(log_p[np.arange(len(labels)), labels])
+
+
+def test_layer_importance_is_the_loss_without_each_layer():
+    """A layer's score is the cross-entropy (by hand, in NumPy) of the model without it
+    minus the full model's, on two batches; the plan takes the lowest."""
+    model = _model()
+    x = _features()
+    scores = pruning.layer_importance(model, x, LABELS, batch_size=2, progress=False)
+    halves = [slice(0, 2), slice(2, 4)]
+
+    def by_hand(candidate):  # the mean of the two batches' mean losses, as Keras's
+        return np.mean([_cross_entropy(keras.ops.convert_to_numpy(candidate(
+            {k: v[part] for k, v in x.items()})), LABELS[part]) for part in halves])
+
+    full = by_hand(model)
+    want = [by_hand(pruning.prune(model, layers=[i])) - full for i in range(2)]
+    np.testing.assert_allclose(scores, want, atol=1e-5)
+    assert abs(want[0] - want[1]) > 1e-3  # the two layers differ: the order means something
+    assert pruning.plan_layers(scores, 1) == [int(np.argmin(want))]
+    assert pruning.plan_layers(scores, 0) == []
+    for bad in (2, -1, 0.5, True):
+        with pytest.raises(ValueError, match=rf"count={bad!r}: the number of layers to "
+                                             r"remove, 0 to 1 of the 2"):
+            pruning.plan_layers(scores, bad)
+    with pytest.raises(ValueError, match="steps=0"):
+        pruning.layer_importance(model, x, LABELS, steps=0, progress=False)
+
+
 def test_the_plan_removes_the_lowest_scores_across_layers():
     scores = pruning.Importance(heads=[np.array([0.9, 0.1, 0.2, 0.3]), np.array([0.05, 0.06,
                                                                                 0.04, 0.99])],
