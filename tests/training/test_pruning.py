@@ -2,7 +2,8 @@
 loss's first-order change when a head's or unit's output is gated (checked against finite
 differences of the loss), the plan removes the lowest-scored parts across layers, and the
 pruned task model answers as the full one with those parts masked, saved, reloaded and in a
-pipeline, on TensorFlow and on ONNX Runtime."""
+pipeline, on TensorFlow, on ONNX Runtime and in TFLite; a layer's importance is the loss
+without it."""
 
 from pathlib import Path
 
@@ -129,6 +130,7 @@ def test_the_plan_removes_the_lowest_scores_across_layers():
             pruning.plan(scores, head_sparsity=bad)
 
 
+@pytest.mark.slow
 def test_a_pruned_task_model_answers_as_the_masked_one(tmp_path):
     model = _model()
     heads, units = {1: [0]}, {0: list(range(0, 48, 2))}
@@ -162,3 +164,13 @@ def test_a_pruned_task_model_answers_as_the_masked_one(tmp_path):
     for g, r in zip(onnx, ref):
         assert [a["label"] for a in g] == [a["label"] for a in r]
         np.testing.assert_allclose([a["score"] for a in g], [a["score"] for a in r], atol=1e-4)
+    # TFLite runs it too: every label's score, as the masked model's pipeline gives them.
+    from tests.export.test_tflite_pipelines import run, strings
+
+    path = kbert.pipeline("text-classification", model=small, tokenizer=tokenizer).export(
+        str(tmp_path / "small.tflite"), format="tflite", top_k=None, truncation=True)
+    lite = run(path, text=strings(texts))
+    for row, r in zip(range(len(texts)), ref):
+        got = dict(zip((label.decode() for label in lite["label"][row]), lite["score"][row]))
+        np.testing.assert_allclose([got[a["label"]] for a in r], [a["score"] for a in r],
+                                   atol=1e-4)
