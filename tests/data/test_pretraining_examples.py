@@ -9,6 +9,7 @@ import pytest
 
 from kbert.data import corpora, pretraining_dataset, tfrecords
 from tests.helpers import as_dataset
+from tests.tools.one_process import run_commands
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -196,12 +197,14 @@ def test_create_pretraining_data_tool(tokenizer, tmp_path):
         "\n".join(f"Return the value {i} of the attribute {j}." for j in range(6)) for i in range(40)
     ))
     out = tmp_path / "out" / "train.tfrecord"
-    command = [sys.executable, str(ROOT / "tools" / "create_pretraining_data.py"),
-               f"--input={corpus}", f"--vocab={vocab}", f"--output={out}",
-               "--sequence_length=32", "--max_predictions=5", "--num_shards=2"]
-    one = subprocess.run(command + ["--dupe_factor=1"], capture_output=True, text=True, timeout=300)
+    flags = [f"--input={corpus}", f"--vocab={vocab}", f"--output={out}",
+             "--sequence_length=32", "--max_predictions=5", "--num_shards=2"]
+    # The three commands in one process (tests/tools/one_process.py: each as `python
+    # tools/create_pretraining_data.py FLAGS` runs, TensorFlow imported once).
+    one, two, bad = run_commands(ROOT / "tools" / "create_pretraining_data.py", [
+        flags + ["--dupe_factor=1"], flags + ["--dupe_factor=2"],
+        ["--input=/nowhere/*.txt", f"--vocab={vocab}", f"--output={out}"]], timeout=300)
     assert one.returncode == 0, one.stderr[-3000:]
-    two = subprocess.run(command + ["--dupe_factor=2"], capture_output=True, text=True, timeout=300)
     assert two.returncode == 0, two.stderr[-3000:]
     counts = [int(r.stdout.split("Wrote ")[1].split()[0]) for r in (one, two)]
     assert counts[0] > 20 and counts[1] == 2 * counts[0]
@@ -210,7 +213,4 @@ def test_create_pretraining_data_tool(tokenizer, tmp_path):
     read_back = sum(int(f["token_ids"].shape[0]) for f, _ in
                     tfrecords.read(files, 32, 5, batch_size=4, drop_remainder=False))
     assert read_back == counts[1]
-    bad = subprocess.run(command[:2] + ["--input=/nowhere/*.txt", f"--vocab={vocab}",
-                                        f"--output={out}"], capture_output=True, text=True,
-                         timeout=300)
     assert bad.returncode != 0 and "No input file matches '/nowhere/*.txt'" in bad.stderr

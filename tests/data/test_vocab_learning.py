@@ -1,5 +1,3 @@
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -9,8 +7,47 @@ from kbert.tokenizers import tokenizer_types
 from kbert.tokenizers.sentencepiece.tokenizer import SPECIAL_PIECES
 from kbert.tokenizers.vocab_learning import learn_sentence_piece_model, learn_vocabulary
 from tests.helpers import as_dataset
+from tests.tools.one_process import run_commands
 
 ROOT = Path(__file__).resolve().parents[2]
+TOOL = ROOT / "tools" / "build_vocab.py"
+
+
+@pytest.fixture(scope="module")
+def tool_runs(tmp_path_factory):
+    """The commands of the tool tests below, all in ONE process (tests/tools/one_process.py:
+    each as `python tools/build_vocab.py FLAGS` runs it, TensorFlow imported once, not ~5 s
+    per command): {kind: (its folder, [CompletedProcess of each of its commands])}."""
+    from tests.tokenizers.test_byte_pair_tokenizer import hostile_strings
+
+    base = tmp_path_factory.mktemp("build_vocab")
+    wp, sp, bpe = (base / kind for kind in ("wordpiece", "sentencepiece", "bpe"))
+    for folder in (wp, sp, bpe):
+        folder.mkdir()
+    for folder in (wp, sp):
+        (folder / "corpus.txt").write_text(
+            "\n".join(f"the cat number {i} sat on the mat." for i in range(200)))
+    (bpe / "corpus.txt").write_text(
+        "\n".join(f"The cat number {i} sat on the Mat, again." for i in range(200))
+        + "\n\n" + "\n".join(s for s in hostile_strings(300, seed=2)
+                              if isinstance(s, str) and "\n" not in s))
+    bpe_flags = ["--type=bpe", f"--input={bpe / 'corpus.txt'}",
+                 "--learned_vocabulary_size=500"]  # cased by default
+    commands = {
+        "wordpiece": [[f"--input={wp / 'corpus.txt'}", "--vocab_size=100",
+                       f"--output={wp / 'out' / 'vocab.txt'}"],
+                      ["--input=/no/such/*.txt", f"--output={wp / 'out' / 'vocab.txt'}"]],
+        "sentencepiece": [["--type=sentencepiece", f"--input={sp / 'corpus.txt'}",
+                           "--learned_vocabulary_size=60",
+                           f"--output={sp / 'out' / 'spiece.model'}"],
+                          ["--type=unigram", f"--input={sp / 'corpus.txt'}",
+                           f"--output={sp / 'out' / 'spiece.model'}"]],
+        # The bad --output first: a usage error before any learning.
+        "bpe": [bpe_flags + [f"--output={bpe / 'bpe.txt'}"],
+                bpe_flags + [f"--output={bpe / 'out' / 'vocab.json'}"]],
+    }
+    done = iter(run_commands(TOOL, [c for cs in commands.values() for c in cs], timeout=600))
+    return {kind: (base / kind, [next(done) for _ in cs]) for kind, cs in commands.items()}
 
 
 @pytest.mark.slow
@@ -29,25 +66,15 @@ def test_bad_vocab_size():
 
 
 @pytest.mark.slow
-def test_build_vocab_tool(tmp_path):
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n".join(f"the cat number {i} sat on the mat." for i in range(200)))
+def test_build_vocab_tool(tool_runs):
+    tmp_path, (result, missing) = tool_runs["wordpiece"]
     out = tmp_path / "out" / "vocab.txt"
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "build_vocab.py"), f"--input={corpus}",
-         "--vocab_size=100", f"--output={out}"],
-        capture_output=True, text=True, timeout=300,
-    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Wrote" in result.stdout
     tokenizer = WordPieceTokenizer(str(out))
     assert tokenizer.tokenize(["the cat sat"]).to_list()[0] == [
         tokenizer.token_to_id(w) for w in ("the", "cat", "sat")
     ]
-    missing = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "build_vocab.py"), "--input=/no/such/*.txt",
-         f"--output={out}"], capture_output=True, text=True, timeout=300,
-    )
     assert missing.returncode != 0 and "No input file matches '/no/such/*.txt'" in missing.stderr
 
 
@@ -129,15 +156,9 @@ def test_the_byte_pair_kind_learns_what_it_loads(tmp_path):
 
 
 @pytest.mark.slow
-def test_build_vocab_tool_sentencepiece(tmp_path):
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n".join(f"the cat number {i} sat on the mat." for i in range(200)))
+def test_build_vocab_tool_sentencepiece(tool_runs):
+    tmp_path, (result, bad) = tool_runs["sentencepiece"]
     out = tmp_path / "out" / "spiece.model"
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "build_vocab.py"), "--type=sentencepiece",
-         f"--input={corpus}", "--learned_vocabulary_size=60", f"--output={out}"],
-        capture_output=True, text=True, timeout=300,
-    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Wrote a sentencepiece vocabulary of" in result.stdout
     tokenizer = SentencePieceTokenizer(str(out))
@@ -145,16 +166,12 @@ def test_build_vocab_tool_sentencepiece(tmp_path):
     ids = tokenizer.tokenize(["the cat sat"]).to_list()[0]
     assert tokenizer.unk_id not in ids
     assert "".join(tokenizer.id_to_token(i) for i in ids) == "\u2581the\u2581cat\u2581sat"
-    bad = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "build_vocab.py"), "--type=unigram",
-         f"--input={corpus}", f"--output={out}"], capture_output=True, text=True, timeout=300,
-    )
     assert bad.returncode != 0
     assert "--type=unigram: value should be one of <wordpiece|sentencepiece|bpe>" in bad.stderr
 
 
 @pytest.mark.slow
-def test_build_vocab_tool_bpe(tmp_path):
+def test_build_vocab_tool_bpe(tool_runs):
     """build_vocab.py --type=bpe writes vocab.json and merges.txt beside it; BytePairTokenizer
     loads them and gives the `tokenizers` package's ids; an --output not ending in .json is
     a usage error before any learning."""
@@ -163,19 +180,10 @@ def test_build_vocab_tool_bpe(tmp_path):
     from kbert.tokenizers import BytePairTokenizer
     from tests.tokenizers.test_byte_pair_tokenizer import hostile_strings
 
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n".join(f"The cat number {i} sat on the Mat, again." for i in range(200))
-                      + "\n\n" + "\n".join(s for s in hostile_strings(300, seed=2)
-                                           if isinstance(s, str) and "\n" not in s))
-    tool = [sys.executable, str(ROOT / "tools" / "build_vocab.py"), "--type=bpe",
-            f"--input={corpus}", "--learned_vocabulary_size=500"]  # cased by default
-    bad = subprocess.run(tool + [f"--output={tmp_path / 'bpe.txt'}"], capture_output=True,
-                         text=True, timeout=300)
+    tmp_path, (bad, result) = tool_runs["bpe"]
+    out = tmp_path / "out" / "vocab.json"
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     assert "the path must end in .json, got " in bad.stderr
-    out = tmp_path / "out" / "vocab.json"
-    result = subprocess.run(tool + [f"--output={out}"], capture_output=True, text=True,
-                            timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     merges = out.parent / "merges.txt"
     assert (f"Wrote a bpe vocabulary of 500 tokens to {out} and {merges}") in result.stdout

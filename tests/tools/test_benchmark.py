@@ -17,6 +17,25 @@ ROOT = Path(__file__).resolve().parents[2]
 TOOL = str(ROOT / "tools" / "benchmark.py")
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
+# The usage errors the tests below check, each the tool's command as `python
+# tools/benchmark.py ...` runs it, all in one process (tests/tools/one_process.py: TensorFlow
+# imported once, not ~5 s per command). small's FlagError first: it sets TensorFlow's
+# threads before it checks the models, which a fresh process allows.
+USAGE_ERRORS = {
+    "small_models": ["small", "--small_models=bert_base,distil_bert"],
+    "small_runs": ["small", "--small_runs=0"],
+    "batch_size": ["pipeline", "--batch_size=0"],
+}
+
+
+@pytest.fixture(scope="module")
+def usage_errors():
+    """{name in USAGE_ERRORS: its CompletedProcess}."""
+    from tests.tools.one_process import run_commands
+
+    return dict(zip(USAGE_ERRORS, run_commands(TOOL, list(USAGE_ERRORS.values()), env=ENV,
+                                               timeout=300)))
+
 
 def _module():
     from benchmarks import pipeline
@@ -112,9 +131,8 @@ def test_the_pipeline_benchmark_prints_both_timings_and_the_ratios(tmp_path):
     assert (figures["skipped"] is None) == _has_torch_and_transformers()
 
 
-def test_a_bad_batch_size_is_a_usage_error():
-    result = subprocess.run([sys.executable, TOOL, "pipeline", "--batch_size=0"],
-                            capture_output=True, text=True, env=ENV, timeout=300)
+def test_a_bad_batch_size_is_a_usage_error(usage_errors):
+    result = usage_errors["batch_size"]
     assert result.returncode != 0
     assert "--batch_size must be at least 1, got 0" in result.stderr
 
@@ -223,17 +241,15 @@ def test_the_small_tables_print_every_number_and_its_ratio_to_the_first_model(ca
     _check_ratios(tables, "bert_base")
 
 
-# The tool's two paths to a usage error, a process each (~5 s: TensorFlow's import): a
-# bound checked in benchmarks/cli.py (--small_threads and --small_warmup go through the same
-# loop) and a FlagError of benchmarks/small.py (whose messages the tests above check one by one).
-@pytest.mark.parametrize("flags, message", [
-    (["--small_runs=0"], "--small_runs must be at least 1, got 0"),
-    (["--small_models=bert_base,distil_bert"],
-     "--small_models: unknown preset(s) 'distil_bert'; allowed: albert_base"),
+# The tool's two paths to a usage error (USAGE_ERRORS' commands): a bound checked in
+# benchmarks/cli.py (--small_threads and --small_warmup go through the same loop) and a
+# FlagError of benchmarks/small.py (whose messages the tests above check one by one).
+@pytest.mark.parametrize("name, message", [
+    ("small_runs", "--small_runs must be at least 1, got 0"),
+    ("small_models", "--small_models: unknown preset(s) 'distil_bert'; allowed: albert_base"),
 ])
-def test_bad_small_flags_are_usage_errors_naming_the_value(flags, message):
-    result = subprocess.run([sys.executable, TOOL, "small", *flags],
-                            capture_output=True, text=True, env=ENV, timeout=300)
+def test_bad_small_flags_are_usage_errors_naming_the_value(usage_errors, name, message):
+    result = usage_errors[name]
     assert result.returncode != 0
     assert message in result.stderr, result.stderr[-3000:]
     assert "Measured" not in result.stdout

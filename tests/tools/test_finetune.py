@@ -6,7 +6,6 @@ import json
 import os
 import re
 import string
-import subprocess
 import sys
 import types
 from pathlib import Path
@@ -69,8 +68,9 @@ def write_csv(path, rows):
      "--lora_rank trains adapters on a frozen backbone; it does not combine with"),
     ([f"--checkpoint={TINY}", "--lora_rank=-1"], "--lora_rank must be an integer >= 0, got -1"),
     ([f"--checkpoint={TINY}", "--prune_heads=0.5", "--lora_rank=2"],
-     "--prune_heads / --prune_units prune the fine-tuned model of one task in --checkpoint (a "
-     "tools/finetune.py run); they do not combine with --lora_rank (given)."),
+     "--prune_heads / --prune_units / --prune_layers prune the fine-tuned model of one task "
+     "in --checkpoint (a tools/finetune.py run); they do not combine with --lora_rank "
+     "(given)."),
     ([f"--checkpoint={TINY}", "--task=parser"], "--task='parser' is not one of"),
     ([f"--checkpoint={TINY}", "--exit_heads", "--task=token_classifier"],
      "--exit_heads does not work with --task='token_classifier' (early exit is "
@@ -413,27 +413,52 @@ def final_weights(model_dir):
             if n.startswith("model/")}
 
 
+def run_here(args):
+    """tools/finetune.py's `main` (`config_fields.run_program` on its flags) in this process,
+    as tests/tools/test_pretrain.py's `run_here` runs tools/pretrain.py's, without the
+    several seconds of a TensorFlow start-up: what the run printed."""
+    import contextlib
+    import io
+
+    from absl import flags, logging
+
+    from kbert.training import config_fields, run_finetuning
+    from kbert.training.finetuning_config import FinetuningConfig
+
+    flag_values = flags.FlagValues()
+    config_fields.define_program(FinetuningConfig, flag_values)
+    argv = ["finetune.py", *(str(arg) for arg in args)]
+    flag_values(argv)
+    verbosity, out = logging.get_verbosity(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            config_fields.run_program(FinetuningConfig, run_finetuning, argv[:1],
+                                      flag_values=flag_values)
+    finally:
+        logging.set_verbosity(verbosity)
+        sys.stdout.write(out.getvalue())  # shown with pytest -s, or on a failure
+    return out.getvalue()
+
+
 @pytest.mark.slow
 def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path):
     """kill -9 after the first epoch's checkpoint, run the same command again: the weights
-    equal an uninterrupted run's (the stream and the dropout seeds resume where they were)."""
+    equal an uninterrupted run's (the stream and the dropout seeds resume where they were).
+    The killed run is the tool's own process; the uninterrupted run and the resumed one run
+    its main in this process (`run_here`, as tests/tools/test_pretrain.py's kill-and-resume
+    test does)."""
     train = write_csv(tmp_path / "train.csv", sentences(96, 0))
     args = lambda model_dir: [  # noqa: E731
         f"--checkpoint={TINY}", f"--train_data={train}", f"--model_dir={model_dir}",
         "--global_batch_size=16", "--epochs=3", "--learning_rate=1e-3", "--verbose=2",
         "--nojit_compile", "--seed=5", "--layer_decay=0.8", "--sequence_length=24"]
     whole = tmp_path / "whole"
-    result = subprocess.run([sys.executable, FINETUNE, *args(whole)], capture_output=True,
-                            text=True, timeout=600, env=ENV, cwd=ROOT)
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_here(args(whole))
 
     broken = tmp_path / "broken"
     run_killed_after_checkpoint(FINETUNE, args(broken), 6, ENV, ROOT)
     assert not (broken / "model.keras").exists()
-    resumed = subprocess.run([sys.executable, FINETUNE, *args(broken)], capture_output=True,
-                             text=True, timeout=600, env=ENV, cwd=ROOT)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "Resuming from" in resumed.stdout
+    assert "Resuming from" in run_here(args(broken))
     a, b = final_weights(str(whole)), final_weights(str(broken))
     assert a.keys() == b.keys() and len(a) > 10
     for name in a:
@@ -480,13 +505,15 @@ def test_a_lora_run_trains_adapters_and_saves_a_plain_model(tmp_path, capsys):
     assert changed  # the merged update moved them
 
 
+@pytest.mark.slow
 def test_a_pruning_run_ranks_removes_and_fine_tunes_the_smaller_model(tmp_path, capsys):
-    """--prune_heads / --prune_units on a fine-tuned run: the heads and units ranked on the
-    training data, removed, the smaller model fine-tuned and saved (its per-layer sizes in its
-    config); the removal is written down, and a run resumed reads it; a checkpoint without
-    the task's fine-tuned model is refused by name. With --prune_distil the smaller model
-    learns from the unpruned one's answers too, its best epoch is kept and a resumed run reads
-    its checkpoint back. (docs/pruning.md's command.)"""
+    """--prune_heads / --prune_units / --prune_layers on a fine-tuned run: the heads, units
+    and layers ranked on the training data, removed, the smaller model fine-tuned and saved
+    (its per-layer sizes in its config); the removal is written down, and a run resumed reads
+    it; a checkpoint without the task's fine-tuned model is refused by name. With
+    --prune_distil the smaller model learns from the unpruned one's answers too, its best
+    epoch is kept and a resumed run reads its checkpoint back. (docs/pruning.md's
+    command.)"""
     from kbert.training.config_fields import ConfigError
     from kbert.untrusted import load_model
 
@@ -533,9 +560,23 @@ def test_a_pruning_run_ranks_removes_and_fine_tunes_the_smaller_model(tmp_path, 
     with pytest.raises(ConfigError, match=r"--prune_distil=1.5: the weight of the unpruned "
                                           r"model's answers, in \[0, 1\]"):
         run(tmp_path / "other", train_data=train, prune_heads=0.5, prune_distil=1.5)
-    with pytest.raises(ConfigError, match="--prune_distil does not work with no --prune_heads "
-                                          "or --prune_units"):
+    with pytest.raises(ConfigError, match="--prune_distil does not work with no --prune_heads, "
+                                          "--prune_units or --prune_layers"):
         run(tmp_path / "other", train_data=train, prune_distil=0.5)
+    # --prune_layers: the layer whose removal raises the loss least goes (alone here); the
+    # record names it; every layer is refused by name.
+    run(tmp_path / "layers", train_data=train, epochs=1, prune_layers=1, prune_batches=2,
+        checkpoint=str(tmp_path / "first" / "run"))
+    out = capsys.readouterr().out
+    assert "Ranking the 2 layers of" in out and "without each layer: removing [" in out, out
+    removal = json.loads((tmp_path / "layers" / "run" / "pruning.json").read_text())
+    assert len(removal["layers"]) == 1 and removal["settings"]["prune_layers"] == 1
+    assert f"Pruned: layers {removal['layers']} removed; heads per layer [2, 2] -> [2]" in out
+    one = load_model(str(tmp_path / "layers" / "run" / "model.keras"))
+    assert one.backbone.config.num_layers == 1
+    with pytest.raises(ConfigError, match=r"--prune_layers=2: .* has 2 layers; remove 1 to 1"):
+        run(tmp_path / "all_layers", train_data=train, epochs=1, prune_layers=2,
+            prune_batches=2, checkpoint=str(tmp_path / "first" / "run"))
 
 
 @pytest.mark.slow

@@ -41,13 +41,6 @@ def small_run_flags(model_dir, vocab, steps=30, loop=10, **extra):
     return [f"--{k}={v}" for k, v in flags.items()]
 
 
-def run_tool(args, timeout=600):
-    """tools/pretrain.py in a process of its own: for what only a process shows (its exit
-    code and messages, a kill, a cluster of workers)."""
-    return subprocess.run([sys.executable, PRETRAIN, *args], capture_output=True, text=True,
-                          timeout=timeout, env=ENV, cwd=ROOT)
-
-
 def run_here(args):
     """tools/pretrain.py's `main` (`config_fields.run_program` on its flags) in this process,
     without the several seconds of a TensorFlow start-up: a `CompletedProcess` of what the
@@ -249,18 +242,30 @@ def test_the_tokenizer_type_follows_the_vocab_file_then_the_preset(tmp_path):
                     "--teacher=albert_base") == "sentencepiece"
 
 
+@pytest.fixture(scope="module")
+def bad_flag_and_help(tmp_path_factory):
+    """tools/pretrain.py with a bad flag, then with --help: both commands in one process, each
+    as `python tools/pretrain.py FLAGS` runs it (tests/tools/one_process.py: TensorFlow
+    imported once): (the bad flag's --model_dir, its CompletedProcess, --help's)."""
+    from tests.tools.one_process import run_commands
+
+    model_dir = tmp_path_factory.mktemp("bad_flag") / "run"
+    bad, help_ = run_commands(PRETRAIN, [[f"--model_dir={model_dir}", "--preset=bert_huge"],
+                                         ["--help"]], timeout=120, env=ENV, cwd=ROOT)
+    return model_dir, bad, help_
+
+
 @pytest.mark.slow
-def test_the_tool_reports_a_bad_flag_without_a_traceback(tmp_path):
-    result = run_tool([f"--model_dir={tmp_path}/run", "--preset=bert_huge"], timeout=120)
+def test_the_tool_reports_a_bad_flag_without_a_traceback(bad_flag_and_help):
+    model_dir, result, _ = bad_flag_and_help
     assert result.returncode != 0
     assert "--preset: Unknown preset 'bert_huge'" in result.stderr
-    assert "Traceback" not in result.stderr and not (tmp_path / "run").exists()
+    assert "Traceback" not in result.stderr and not model_dir.exists()
 
 
 @pytest.mark.slow
-def test_help_groups_the_flags():
-    result = subprocess.run([sys.executable, PRETRAIN, "--help"], capture_output=True,
-                            text=True, timeout=120, env=ENV, cwd=ROOT)
+def test_help_groups_the_flags(bad_flag_and_help):
+    result = bad_flag_and_help[2]
     assert "Traceback" not in result.stderr, result.stderr[-2000:]  # absl's --help exits 1
     groups = [line for line in result.stdout.splitlines() if line in (
         "Model:", "Data:", "Schedule:", "Hardware:", "Output:")]
@@ -282,19 +287,37 @@ def run_on_two_cpus(body, timeout=300):
                           capture_output=True, text=True, timeout=timeout, env=ENV, cwd=ROOT)
 
 
-@pytest.mark.slow
-def test_what_two_replicas_cannot_run_fails_fast(tmp_path, vocab_file):
+@pytest.fixture(scope="module")
+def two_replica_runs(tmp_path_factory, vocab_file):
+    """The two tests below in ONE process with two logical CPUs (TensorFlow's start-up paid
+    once): the settings two replicas cannot run, each printed as an ERROR line, then the same
+    run under "mirrored" and "default" into folder/mirrored and folder/default. Returns
+    (folder, the process's CompletedProcess)."""
+    folder = tmp_path_factory.mktemp("two_replicas")
+    flags = dict(sequence_length=32, max_predictions=5, global_batch_size=8, train_steps=20,
+                 steps_per_loop=10, learning_rate=1e-3, warmup_steps=2, clipnorm=0.05,
+                 verbose=2, seed=7, jit_compile=False)
     result = run_on_two_cpus(f"""
         for extra in [dict(global_batch_size=3), dict(gradient_accumulation_steps=2),
                       dict(jit_compile=True)]:
-            args = dict(model_dir={str(tmp_path)!r}, vocab_file={vocab_file!r}, strategy="mirrored",
-                        global_batch_size=4, train_steps=10, steps_per_loop=10,
-                        jit_compile=False)
+            args = dict(model_dir={str(folder / "refused")!r}, vocab_file={vocab_file!r},
+                        strategy="mirrored", global_batch_size=4, train_steps=10,
+                        steps_per_loop=10, jit_compile=False)
             try:
                 run_pretraining(PretrainingConfig(**{{**args, **extra}}))
             except ValueError as e:
                 print("ERROR:", e)
-    """)
+        for strategy in ("mirrored", "default"):
+            run_pretraining(PretrainingConfig(model_dir={str(folder)!r} + "/" + strategy,
+                                              vocab_file={vocab_file!r}, strategy=strategy,
+                                              **{flags!r}))
+    """, timeout=420)
+    return folder, result
+
+
+@pytest.mark.slow
+def test_what_two_replicas_cannot_run_fails_fast(two_replica_runs):
+    result = two_replica_runs[1]
     errors = [line for line in result.stdout.splitlines() if line.startswith("ERROR: ")]
     assert len(errors) == 3, result.stderr[-2000:]
     assert ("--global_batch_size=3 is not divisible by the 2 replicas of "
@@ -305,28 +328,20 @@ def test_what_two_replicas_cannot_run_fails_fast(tmp_path, vocab_file):
 
 
 @pytest.mark.slow
-def test_mirrored_two_replicas_match_the_default_strategy(tmp_path, vocab_file):
+def test_mirrored_two_replicas_match_the_default_strategy(two_replica_runs):
     """Same global batch and seed: 2 Mirrored replicas reach the default strategy's weights.
 
     Dropout stays on (replicas mask their rows of the global batch as one device would) and
     global-norm clipping binds (0.05). Tolerance 1e-5; seen: 1.2e-7 (float32 summation order).
     """
-    flags = dict(sequence_length=32, max_predictions=5, global_batch_size=8, train_steps=20,
-                 steps_per_loop=10, learning_rate=1e-3, warmup_steps=2, clipnorm=0.05,
-                 verbose=2, seed=7, jit_compile=False)
-    result = run_on_two_cpus(f"""
-        for strategy in ("mirrored", "default"):
-            run_pretraining(PretrainingConfig(model_dir={str(tmp_path)!r} + "/" + strategy,
-                                              vocab_file={vocab_file!r}, strategy=strategy,
-                                              **{flags!r}))
-    """)
+    folder, result = two_replica_runs
     assert result.returncode == 0, result.stderr[-3000:]
-    a, b = final_weights(str(tmp_path / "mirrored")), final_weights(str(tmp_path / "default"))
+    a, b = final_weights(str(folder / "mirrored")), final_weights(str(folder / "default"))
     assert a.keys() == b.keys() and len(a) > 20
     for name in a:
         np.testing.assert_allclose(a[name], b[name], atol=1e-5, err_msg=name)
     # The runs did train: the weights moved from their initial values.
-    first = tf.train.load_checkpoint(str(tmp_path / "default" / "checkpoints" / "ckpt-10"))
+    first = tf.train.load_checkpoint(str(folder / "default" / "checkpoints" / "ckpt-10"))
     moved = [name for name in a if not np.allclose(first.get_tensor(name), a[name])]
     assert len(moved) > 20
 
