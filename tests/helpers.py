@@ -101,3 +101,30 @@ def decayed_paths(optimizer, variables):
     for v, value in zip(list(variables) + list(optimizer.variables), saved + state):
         v.assign(value)
     return changed
+
+
+def run_program_here(config_class, run, tool, args):
+    """A program's `main` (`config_fields.run_program` of `config_class` and `run` on its
+    flags) in this process, as `python tools/<tool> ARGS` runs it, without the several seconds
+    of a TensorFlow start-up: what the run printed. Where the tool would exit with a message,
+    the `SystemExit` or absl `UsageError` that `app.run` prints propagates."""
+    import contextlib
+    import io
+    import sys
+
+    from absl import flags, logging
+
+    from kbert.training import config_fields
+
+    flag_values = flags.FlagValues()
+    config_fields.define_program(config_class, flag_values)
+    argv = [tool, *(str(arg) for arg in args)]
+    flag_values(argv)
+    verbosity, out = logging.get_verbosity(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            config_fields.run_program(config_class, run, argv[:1], flag_values=flag_values)
+    finally:
+        logging.set_verbosity(verbosity)
+        sys.stdout.write(out.getvalue())  # shown with pytest -s, or on a failure
+    return out.getvalue()

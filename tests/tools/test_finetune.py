@@ -6,7 +6,6 @@ import json
 import os
 import re
 import string
-import sys
 import types
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.helpers import run_program_here
 from tests.tools.killing import run_killed_after_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -414,30 +414,13 @@ def final_weights(model_dir):
 
 
 def run_here(args):
-    """tools/finetune.py's `main` (`config_fields.run_program` on its flags) in this process,
-    as tests/tools/test_pretrain.py's `run_here` runs tools/pretrain.py's, without the
-    several seconds of a TensorFlow start-up: what the run printed."""
-    import contextlib
-    import io
-
-    from absl import flags, logging
-
-    from kbert.training import config_fields, run_finetuning
+    """tools/finetune.py's `main` in this process (`tests.helpers.run_program_here`), as
+    tests/tools/test_pretrain.py's `run_here` runs tools/pretrain.py's: what the run
+    printed."""
+    from kbert.training import run_finetuning
     from kbert.training.finetuning_config import FinetuningConfig
 
-    flag_values = flags.FlagValues()
-    config_fields.define_program(FinetuningConfig, flag_values)
-    argv = ["finetune.py", *(str(arg) for arg in args)]
-    flag_values(argv)
-    verbosity, out = logging.get_verbosity(), io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out):
-            config_fields.run_program(FinetuningConfig, run_finetuning, argv[:1],
-                                      flag_values=flag_values)
-    finally:
-        logging.set_verbosity(verbosity)
-        sys.stdout.write(out.getvalue())  # shown with pytest -s, or on a failure
-    return out.getvalue()
+    return run_program_here(FinetuningConfig, run_finetuning, "finetune.py", args)
 
 
 @pytest.mark.slow

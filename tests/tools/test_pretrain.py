@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.helpers import run_program_here
 from tests.tools.killing import run_killed_after_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,31 +43,15 @@ def small_run_flags(model_dir, vocab, steps=30, loop=10, **extra):
 
 
 def run_here(args):
-    """tools/pretrain.py's `main` (`config_fields.run_program` on its flags) in this process,
-    without the several seconds of a TensorFlow start-up: a `CompletedProcess` of what the
-    run printed (returncode 0). Where the tool would exit with a message, the `SystemExit`
-    or absl `UsageError` that `app.run` prints propagates."""
-    import contextlib
-    import io
-
-    from absl import flags, logging
-
-    from kbert.training import config_fields, run_pretraining
+    """tools/pretrain.py's `main` in this process (`tests.helpers.run_program_here`): a
+    `CompletedProcess` of what the run printed (returncode 0). Where the tool would exit with
+    a message, the `SystemExit` or absl `UsageError` that `app.run` prints propagates."""
+    from kbert.training import run_pretraining
     from kbert.training.pretraining_config import PretrainingConfig
 
-    flag_values = flags.FlagValues()
-    config_fields.define_program(PretrainingConfig, flag_values)
     argv = ["pretrain.py", *(str(arg) for arg in args)]
-    flag_values(argv)
-    verbosity, out = logging.get_verbosity(), io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out):
-            config_fields.run_program(PretrainingConfig, run_pretraining, argv[:1],
-                                      flag_values=flag_values)
-    finally:
-        logging.set_verbosity(verbosity)
-        sys.stdout.write(out.getvalue())  # shown with pytest -s, or on a failure
-    return subprocess.CompletedProcess(argv, 0, out.getvalue(), "")
+    out = run_program_here(PretrainingConfig, run_pretraining, argv[0], argv[1:])
+    return subprocess.CompletedProcess(argv, 0, out, "")
 
 
 def final_weights(model_dir):
