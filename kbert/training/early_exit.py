@@ -16,11 +16,11 @@ import numpy as np
 
 from kbert.tasks.datasets import check_int
 from kbert.tasks.fitting import DEFAULT_BATCH_SIZE
-from kbert.training import exit_training
-from kbert.training.exit_training import encoded
 from kbert.tasks.text_classification.early_exit import (EXIT_MODES, EarlyExitClassifier,
                                                         TextClassifier, check_exit, copy_head,
                                                         entropy_of)
+from kbert.training import exit_training
+from kbert.training.exit_training import encoded
 
 
 def add_exits(classifier, exit_layers=None, exit_pooling=None, exit_dropout=None):
@@ -59,20 +59,21 @@ DEFAULTS = {False: {"epochs": 3, "learning_rate": 1e-3},
 
 
 def train_exits(model, x, y=None, epochs=None, batch_size=None, learning_rate=None,
-                joint=False, distill=None, temperature=1.0, validation_data=None,
-                verbose="auto"):
+                joint=False, validation_data=None, verbose="auto", *, distill=None,
+                temperature=1.0):
     """Trains `model`'s exit heads, AdamW at `learning_rate` (BERT's fine-tuning AdamW: weight
     decay 0.01 but on LayerNorm weights and biases, the gradient norm clipped at 1; constant).
     `x`, `y`: the task's raw inputs and labels, read through the model's preprocessor (in
-    batches grouped by length); or token-id features and labels; or a `tf.data` dataset of
-    `(inputs, labels)` batches. `validation_data`: `(x, y)` or such a dataset.
+    batches grouped by length); or a `tf.data` dataset of `(inputs, labels)` batches (class
+    ids or label names); in frozen training also token-id features and labels.
+    `validation_data`: `(x, y)` or such a dataset.
 
     joint: False (the default; DeeBERT's second stage): the backbone and the classifier are
         frozen, so the full model's answers stay as they are. One pass over `x` computes
         each exit's input (its layer's states, pooled) and the classifier's logits, in
         inference mode; the heads then train on those for `epochs` (3 by default; learning
         rate 1e-3), which costs little beside that pass. (The pass keeps n x exits x
-        hidden_size floats in memory: 77 KB a row for 5 exits of 384 wide.)
+        hidden_size floats in memory: 7.7 KB a row for 5 exits of 384 wide.)
         True (PABEE's): the backbone, the exits and the classifier trained together on the
         exits' and the classifier's cross-entropies weighted by their layer (a later layer
         weighs more), which makes the early layers' exits surer at some change of the full
@@ -82,14 +83,15 @@ def train_exits(model, x, y=None, epochs=None, batch_size=None, learning_rate=No
         the classifier's softmax at `temperature` to the exit's, times temperature squared;
         the labels' cross-entropy weighs 1 - distill). 1 by default: an exit learns what the
         full model will answer, which is what exiting early must not change, and `y` may be
-        left out (unlabelled text). On all-MiniLM-L6-v2 fine-tuned for sentiment, distilled
-        exits ran 2 of 6 layers on average within one point of the full model's held-out
-        accuracy where exits trained on the labels needed 2.5.
+        left out (unlabelled text; the History then has no accuracy). docs/early-exit.md
+        has the measurements.
+    temperature: the distillation's softmax temperature (> 0; frozen training).
 
     Returns the Keras `History` (loss; accuracy over the exits where there are labels;
     agreement: how often an exit answers as the classifier, frozen training)."""
     model = _checked(model)
-    joint = bool(joint)
+    if not isinstance(joint, bool):
+        raise ValueError(f"joint={joint!r}: True or False.")
     epochs = check_int("epochs", DEFAULTS[joint]["epochs"] if epochs is None else epochs, 1)
     if learning_rate is None:
         learning_rate = DEFAULTS[joint]["learning_rate"]
@@ -108,6 +110,9 @@ def train_exits(model, x, y=None, epochs=None, batch_size=None, learning_rate=No
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or \
             not temperature > 0:
         raise ValueError(f"temperature={temperature!r}: a positive number.")
+    if joint and temperature != 1.0:
+        raise ValueError(f"temperature={temperature!r} is the distillation's, which takes "
+                         "frozen training (joint=False).")
     if joint:
         return exit_training.train_joint(model, x, y, epochs, batch_size, learning_rate,
                                          validation_data, verbose)

@@ -19,6 +19,8 @@ def encoded(model, x, y=None):
     """(features the model takes, their length, the labels as class ids [n] or None) of `x`
     (raw inputs through the model's preprocessor, or token-id features) and `y` (ids or
     names)."""
+    if model.preprocessor is None and not isinstance(x, dict):
+        _raw(model, x)  # raw inputs and no preprocessor: refused by name
     if model._takes_raw(x):
         data = model._encode(x, y)
         features, length = (model_inputs(model, data.features),
@@ -88,13 +90,14 @@ def _raw(model, data):
 
 def train_frozen(model, x, y, epochs, batch_size, learning_rate, distill, temperature,
                  validation_data, verbose):
-    if distill < 1 and y is None and not hasattr(x, "element_spec"):
-        raise ValueError(f"train_exits needs labels with distill={distill!r} (the labels "
-                         "weigh 1 - distill): give y, or distill=1.")
+    def check_labels(given):
+        if not given and distill < 1:
+            raise ValueError(f"train_exits needs labels with distill={distill!r} (the labels "
+                             "weigh 1 - distill): give y, or distill=1.")
+
+    check_labels(y is not None or hasattr(x, "element_spec"))  # before the pass, where known
     pooled, final, labels = exit_features(model, x, y, batch_size)
-    if labels is None and distill < 1:  # a dataset without labels
-        raise ValueError(f"train_exits needs labels with distill={distill!r} (the labels "
-                         "weigh 1 - distill): give y, or distill=1.")
+    check_labels(labels is not None)  # a dataset's
     count = len(model.exit_layers)
 
     def targets(final, labels):  # [n, exits, 1 + N]: the label, then the classifier's logits
@@ -124,8 +127,11 @@ def train_frozen(model, x, y, epochs, batch_size, learning_rate, distill, temper
 
     validation = None
     if validation_data is not None:
-        vx, vy = validation_data if isinstance(validation_data, tuple) and \
-            len(validation_data) == 2 else (validation_data, None)
+        if isinstance(validation_data, tuple) and len(validation_data) != 2:
+            raise ValueError(f"validation_data on raw inputs is (x, y); got a tuple of "
+                             f"{len(validation_data)} (sample weights are not taken).")
+        vx, vy = validation_data if isinstance(validation_data, tuple) else \
+            (validation_data, None)
         v_pooled, v_final, v_labels = exit_features(model, vx, vy, batch_size)
         if v_labels is None:
             raise ValueError("validation_data needs labels: give (x, y) or a dataset of "
@@ -161,12 +167,21 @@ def exit_features(model, x, y=None, batch_size=None):
                           reduce_retracing=True)
     pooled, final, labels = [], [], []
     for batch in x:
-        inputs, batch_labels = batch if isinstance(batch, tuple) else (batch, None)
+        inputs, batch_labels, weights = keras.utils.unpack_x_y_sample_weight(batch)
+        if weights is not None:
+            raise ValueError("train_exits takes (inputs, labels) batches; this dataset's "
+                             "have sample weights too.")
         out = forward({name: inputs[name] for name in model.input})
         pooled.append(out["pooled"].numpy())
         final.append(out["final"].numpy())
         if batch_labels is not None:
-            labels.append(np.asarray(batch_labels).ravel())
+            batch_labels = np.asarray(batch_labels).ravel().tolist()
+            if len(batch_labels) != len(pooled[-1]):
+                raise ValueError(f"A batch of {len(pooled[-1])} inputs has "
+                                 f"{len(batch_labels)} labels: give one class per input.")
+            labels.append(label_ids([v.decode() if isinstance(v, bytes) else v
+                                     for v in batch_labels],
+                                    model.label_names, model.num_classes))
     if not pooled:
         raise ValueError("train_exits got an empty dataset.")
     if labels and len(labels) != len(pooled):

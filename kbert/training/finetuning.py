@@ -160,6 +160,7 @@ def _with_exits(config, task, model, train, validation, tokenizer, steps_per_epo
     passes = epochs if config.exit_joint else 1
     early_exit.train_exits(exits, stream.take(steps_per_epoch * passes),
                            epochs=1 if config.exit_joint else epochs,
+                           batch_size=config.global_batch_size,
                            learning_rate=config.exit_learning_rate, joint=config.exit_joint,
                            verbose=config.verbose)
     choice = early_exit.choose(exits, validation.encoded.features,
@@ -189,7 +190,8 @@ def _pruned(config, task, fresh, train, tokenizer, work_dir):
     held = loading.source(config.checkpoint).build(dtype=config.dtype())
     labels = [getattr(m, "label_names", None) for m in (held, fresh)]
     if type(held) is not type(fresh) or labels[0] != labels[1]:
-        raise ConfigError(f"--prune_heads / --prune_units prune a fine-tuned {config.task} "
+        raise ConfigError(f"--prune_heads / --prune_units / --prune_layers prune a "
+                          f"fine-tuned {config.task} "
                           f"of this data's labels; --checkpoint={config.checkpoint} holds a "
                           f"{type(held).__name__}"
                           + (f" of other labels ({labels[0]}; the data's: {labels[1]})"
@@ -260,7 +262,13 @@ def _ranked(config, task, model, train, tokenizer):
               f"{config.prune_batches} training batches.")
         scores = pruning.importance(model, stream, steps=config.prune_batches,
                                     progress=progress)
-        heads, units = pruning.plan(scores, config.prune_heads, config.prune_units)
+        # The fractions are of the kept layers' heads and units.
+        kept = [i for i in range(len(scores.heads)) if i not in layers]
+        heads, units = pruning.plan(
+            pruning.Importance([scores.heads[i] for i in kept],
+                               [scores.units[i] for i in kept], scores.batches),
+            config.prune_heads, config.prune_units)
+        heads, units = ({kept[i]: v for i, v in part.items()} for part in (heads, units))
     return heads, units, layers
 
 

@@ -120,7 +120,8 @@ class _RunFields(RunConfig):
     prune_layers: int = setting(
         0, "Structured pruning: the number of whole layers to remove, those whose removal "
            "alone raises the loss on --train_data least (measured: each left out in turn; "
-           "0: none).", group="Model", minimum=0)
+           "0: none); --prune_heads and --prune_units are then fractions of the kept "
+           "layers' heads and units.", group="Model", minimum=0)
     prune_batches: int = setting(
         200, "Structured pruning: training batches read to rank the heads, units and layers "
              "(an integer >= 1).", group="Model", minimum=1)

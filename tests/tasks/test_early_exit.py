@@ -240,6 +240,40 @@ def test_frozen_training_reads_what_the_exits_read_and_learns_the_classifier(fam
     np.testing.assert_allclose(trainer_loss.history["loss"][0], by_hand, rtol=1e-3)
 
 
+def test_frozen_training_reads_a_labelled_dataset_and_refuses_what_it_cannot():
+    """A dataset of (inputs, label names) batches half distilled, half on the labels; sample
+    weights, a batch with the wrong number of labels, raw texts with no preprocessor and an
+    odd validation tuple are refused by name."""
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(8)
+    model = EarlyExitClassifier(tiny_backbone("bert", num_layers=3),
+                                label_names=["a", "b", "c"])
+    x = inputs_for(model)
+    names = np.array(["a", "c", "b", "a"])
+    data = tf.data.Dataset.from_tensor_slices((x, names)).batch(2)
+    history = early_exit.train_exits(model, data, epochs=2, learning_rate=1e-2, distill=0.5,
+                                     validation_data=data, verbose=0)
+    assert {"loss", "accuracy", "agreement", "val_accuracy"} <= set(history.history)
+    from kbert.training import exit_training
+
+    assert exit_training.exit_features(model, data)[2].tolist() == [0, 2, 1, 0]
+    weighted = tf.data.Dataset.from_tensor_slices((x, names, np.ones(4))).batch(2)
+    with pytest.raises(ValueError, match="have sample weights too"):
+        early_exit.train_exits(model, weighted, verbose=0)
+    one_hot = tf.data.Dataset.from_tensor_slices((x, np.eye(3)[[0, 2, 1, 0]])).batch(2)
+    with pytest.raises(ValueError, match="A batch of 2 inputs has 6 labels"):
+        early_exit.train_exits(model, one_hot, verbose=0)
+    with pytest.raises(ValueError, match="has none: give a tf.data dataset"):
+        early_exit.train_exits(model, ["a text", "another"], verbose=0)
+    with pytest.raises(ValueError, match="got a tuple of 3"):
+        early_exit.train_exits(model, data, validation_data=(x, names, names), verbose=0)
+    with pytest.raises(ValueError, match="joint='yes': True or False"):
+        early_exit.train_exits(model, data, joint="yes", verbose=0)
+    with pytest.raises(ValueError, match="temperature=2.0 is the distillation's"):
+        early_exit.train_exits(model, data, joint=True, temperature=2.0, verbose=0)
+
+
 def test_frozen_training_leaves_a_lora_backbone_as_it_was():
     import tensorflow as tf
 
