@@ -4,21 +4,21 @@ run by ONNX Runtime; the tokenizer stays on the host (kbert's, in Python).
 The converter is tf2onnx (`tf2onnx.convert.from_function` on the model's call traced with
 open batch and length): it is what Keras' own `model.export(format="onnx")` runs under the
 TensorFlow backend, called here directly so that the graph is the one `serving_ids` traces
-(the same inputs and output names), with additions through tf2onnx's own extension
-points (`kbert.serving.onnx_rewrites`): a handler for `Erfc`, which TensorFlow 2.21's exact GELU emits and tf2onnx 1.17 has
-none for (`1 - Erf(x)`), and rewriters of the TensorFlow graph before conversion that
-give ONNX Runtime the patterns it fuses into single kernels, as it does on a PyTorch export:
-Keras' LayerNormalization (moments, then `x * m + (beta - mean * m)`, or without a beta)
-as ONNX's `LayerNormalization` op, the exact GELU as `0.5 * x * (1 + erf(x / sqrt(2)))` (ONNX
-Runtime's `Gelu`, `BiasGelu` with the dense layer's bias), and a dense layer on [B, S, H]
-(`tf.tensordot`: a Reshape to 2-D, MatMul, and a Reshape back by a shape computed from the
-input's) as one MatMul of the 3-D input. A pattern that differs is left as it is (the same
-numbers, unfused). The attention is traced as transposes and 4-D matmuls
-(`kbert.layers.encoder_block.attention_as_matmuls`), and BERT's block
+(the same inputs and output names), with additions through tf2onnx's own extension points
+(`kbert.serving.onnx_rewrites`): a handler for `Erfc`, which TensorFlow 2.21's exact GELU
+emits and tf2onnx 1.17 has none for (`1 - Erf(x)`), and rewriters of the TensorFlow graph
+before conversion that give ONNX Runtime the patterns it fuses into single kernels, as it
+does on a PyTorch export: Keras' LayerNormalization (moments, then `x * m + (beta - mean *
+m)`, or without a beta) as ONNX's `LayerNormalization` op, the exact GELU as `0.5 * x * (1 +
+erf(x / sqrt(2)))` (ONNX Runtime's `Gelu`, `BiasGelu` with the dense layer's bias), and a
+dense layer on [B, S, H] (`tf.tensordot`: a Reshape to 2-D, MatMul, and a Reshape back by a
+shape computed from the input's) as one MatMul of the 3-D input. A pattern that differs is
+left as it is (the same numbers, unfused). The attention is traced as transposes and 4-D
+matmuls (`kbert.layers.encoder_block.attention_as_matmuls`), and BERT's block
 (`TransformerEncoder`) writes its query, key, value and output projections as a MatMul each,
 not as a Gemm of the fused projection and Slices of its output. The graph is ONNX opset
-`OPSET`, inputs int32 [batch, length] (`token_ids`, `segment_ids` where the model takes them,
-`padding_mask`), outputs float32 named as `serving_ids`' (`RAW_OUTPUTS`).
+`OPSET`, inputs int32 [batch, length] (`token_ids`, `segment_ids` where the model takes
+them, `padding_mask`), outputs float32 named as `serving_ids`' (`RAW_OUTPUTS`).
 
 `quantize="int8"` is ONNX Runtime's dynamic quantization (`quantize_dynamic`): the weights of
 every dense layer in int8 (after ONNX Runtime's pre-processing, tf2onnx's Gemms written as

@@ -53,6 +53,20 @@ def _normalized(scores):
     return scores / norm if norm > 0 else scores
 
 
+def _batches(model, x, y, batch_size, steps):
+    """The first `steps` batches (all: None) of `model.labelled_batches(x, y, batch_size)`,
+    each as (inputs, targets, sample weights)."""
+    import itertools
+
+    import keras
+
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or
+                              steps < 1):
+        raise ValueError(f"steps={steps!r}: a positive number of batches, or None (all).")
+    return itertools.islice((keras.utils.unpack_x_y_sample_weight(batch)
+                             for batch in model.labelled_batches(x, y, batch_size)), steps)
+
+
 def importance(model, x, y=None, batch_size=None, steps=None, progress=True):
     """Each head's and feed-forward unit's importance (see the module) on the labelled data
     `x`, `y` of `model` (a compiled kbert task model of a prunable family: the loss it was
@@ -64,10 +78,7 @@ def importance(model, x, y=None, batch_size=None, steps=None, progress=True):
     import tensorflow as tf
 
     backbone = _checked_model(model)
-    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or
-                              steps < 1):
-        raise ValueError(f"steps={steps!r}: a positive number of batches, or None (all).")
-    data = model.labelled_batches(x, y, batch_size)
+    data = _batches(model, x, y, batch_size, steps)
     blocks = backbone.transformer_layers
     kernels = [block.attention_output_dense.kernel for block in blocks] + \
               [block.output_dense.kernel for block in blocks]
@@ -91,16 +102,13 @@ def importance(model, x, y=None, batch_size=None, steps=None, progress=True):
     units = [np.zeros(block.intermediate_size) for block in blocks]
     bar = keras.utils.Progbar(steps, unit_name="batch") if progress else None
     batches = 0
-    for batch in data:
-        inputs, targets, weights = keras.utils.unpack_x_y_sample_weight(batch)
+    for inputs, targets, weights in data:
         head_scores, unit_scores = scores(inputs, targets, weights)
         for total, value in zip(heads + units, head_scores + unit_scores):
             total += value.numpy()
         batches += 1
         if bar is not None:
             bar.update(batches)
-        if steps is not None and batches >= steps:
-            break
     if not batches:
         raise ValueError("importance read no batch: the data is empty.")
     return Importance([_normalized(s) for s in heads], [_normalized(s) for s in units],
@@ -120,14 +128,7 @@ def layer_importance(model, x, y=None, batch_size=None, steps=None, progress=Tru
     import tensorflow as tf
 
     backbone = _checked_model(model)
-    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or
-                              steps < 1):
-        raise ValueError(f"steps={steps!r}: a positive number of batches, or None (all).")
-    batches = []
-    for batch in model.labelled_batches(x, y, batch_size):
-        batches.append(keras.utils.unpack_x_y_sample_weight(batch))
-        if steps is not None and len(batches) >= steps:
-            break
+    batches = list(_batches(model, x, y, batch_size, steps))
     if not batches:
         raise ValueError("layer_importance read no batch: the data is empty.")
     count = backbone.config.num_layers
