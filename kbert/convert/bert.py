@@ -67,14 +67,14 @@ def config_kwargs(values, fields, activations, source, activation_key="hidden_ac
 
 def config_values(config, fields, model_type, activation_key="hidden_act"):
     """The config dict of `config` for `fields` (the inverse of `config_kwargs`)."""
-    per_layer = {name: getattr(config, name, None) for name in ("layer_heads",
-                                                                 "layer_intermediate_sizes")}
-    if any(value is not None for value in per_layer.values()):
-        given = ", ".join(f"{k}={v}" for k, v in per_layer.items() if v is not None)
+    pruned = config.pruned_fields()
+    if pruned:
+        given = ", ".join(f"{k}={v}" for k, v in pruned.items())
         raise ValueError(f"A pruned model ({given}) has no Hugging Face checkpoint in kbert: "
                          f"transformers' config has one head count and one feed-forward "
-                         f"width for every layer. Save it with model.save('model.keras') "
-                         f"(kbert.load reads it).")
+                         f"width for every layer (and ModernBERT's layers their kinds by "
+                         f"their index). Save it with model.save('model.keras') (kbert.load "
+                         f"reads it).")
     values = {theirs: getattr(config, ours) for theirs, ours in fields.items()}
     values[activation_key] = _mapping.KBERT_TO_HF_ACTIVATIONS[config.activation]
     values.update(model_type=model_type, pad_token_id=0)

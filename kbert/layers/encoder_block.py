@@ -4,6 +4,7 @@ import contextlib
 import threading
 
 import keras
+import numpy as np
 from keras import ops
 
 from kbert.layers import _utils, query_blocks
@@ -43,6 +44,51 @@ def _biased(scores, bias, padding_mask):
         padding = (1.0 - ops.cast(padding_mask, "float32")) * -1e9  # [B, S] over the keys
         scores = scores + padding[:, None, None, :]
     return scores
+
+
+class PruningLayout:
+    """Where each attention head and feed-forward unit sits in a block's weights, for
+    structured pruning (`kbert.models.pruning`; a block's `pruning_layout()`).
+
+    Args:
+        weights: {weight path inside the block: (part, axis, repeats, width[, run])}: `part`
+            is "heads" or "units"; along `axis` the weight holds `repeats` runs (ModernBERT's
+            fused query, key and value) of one `width`-wide slice per part of run `run` (0).
+        outputs: {part: [weight paths]}: the weights whose rows (axis 0) are each part's
+            share of the block's output: masking them to zero is removing the part.
+        runs: {part: [sizes]}: a part's index space, one run after another (MobileBERT's
+            feed-forward networks; one run elsewhere).
+    """
+
+    def __init__(self, weights, outputs, runs):
+        self.weights = {key: tuple(entry) + (0,) * (5 - len(entry))
+                        for key, entry in weights.items()}
+        self.outputs, self.runs = outputs, runs
+
+    def count(self, part):
+        """How many heads or units (`part`) the block has."""
+        return sum(self.runs[part])
+
+    def _in_run(self, part, run, parts):
+        start = sum(self.runs[part][:run])
+        parts = np.asarray(parts, np.int64)
+        return parts[(parts >= start) & (parts < start + self.runs[part][run])] - start
+
+    def positions(self, key, parts):
+        """The positions along weight `key`'s axis of the parts `parts` (indices of the
+        block's), as an int array."""
+        part, _, repeats, width, run = self.weights[key]
+        count = self.runs[part][run]
+        parts = self._in_run(part, run, parts)
+        slices = (parts[:, None] * width + np.arange(width)[None]).reshape(-1)
+        return (np.arange(repeats)[:, None] * count * width + slices[None]).reshape(-1)
+
+    def sizes(self, part, kept):
+        """How many of `kept` (indices) fall in each run of `part`: an int where it has one
+        run, else a tuple."""
+        sizes = tuple(len(self._in_run(part, run, kept))
+                      for run in range(len(self.runs[part])))
+        return sizes[0] if len(sizes) == 1 else sizes
 
 
 class EncoderBlock(_utils.SettingsConfig, keras.layers.Layer):

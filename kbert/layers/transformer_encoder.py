@@ -151,5 +151,18 @@ class TransformerEncoder(EncoderBlock):
         return (x, *([scores] if return_attention_scores else []),
                 *([probs] if return_attention_probs else []))
 
+    def pruning_layout(self):
+        """Where each attention head and feed-forward unit sits in this block's weights
+        (`encoder_block.PruningLayout`, for `kbert.models.pruning`)."""
+        head, unit = ("heads", 0, 1, 1), ("units", 0, 1, 1)
+        return encoder_block.PruningLayout(
+            {"qkv_dense/kernel": ("heads", 2, 1, 1),  # [H, 3, N, D]
+             "qkv_dense/bias": ("heads", 1, 1, 1),  # [3, N, D]
+             "attention_output_dense/kernel": head,  # [N, D, H]
+             "intermediate_dense/kernel": ("units", 1, 1, 1),
+             "intermediate_dense/bias": unit, "output_dense/kernel": unit},
+            {"heads": ["attention_output_dense/kernel"], "units": ["output_dense/kernel"]},
+            {"heads": [self.num_heads], "units": [self.intermediate_size]})
+
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
         return tuple(inputs_shape)

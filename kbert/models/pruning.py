@@ -4,39 +4,39 @@ parts kept.
 
 What is removed is exactly what masking it to zero removes: a head's query, key and value
 columns and its rows of the attention output projection (its share of the output, which is
-a sum over heads), a feed-forward unit's column of the intermediate layer and its row of the
-output layer. So the pruned backbone gives the full one's outputs with those parts' output
-rows set to zero (`masked`), within float32 rounding; without a layer, what the full one
-gives when that block is skipped (the residual stream passes on). The pruned backbone's
-config keeps the heads and units each layer has left (`BertConfig.layer_heads`,
-`layer_intermediate_sizes`; the head size stays `hidden_size / num_heads`).
+a sum over heads), a feed-forward unit's column of the intermediate layer (ModernBERT's: its
+input and its gate) and its row of the output layer. So the pruned backbone gives the full
+one's outputs with those parts' output rows set to zero (`masked`), within float32 rounding;
+without a layer, what the full one gives when that block is skipped (the residual stream
+passes on). The pruned backbone's config keeps the heads and units each block has left
+(`BertConfig.layer_heads`, `layer_intermediate_sizes`; the head size stays `hidden_size /
+num_heads`) and what its family numbers by layer (ModernBERT's global layers).
 
-Which parts to remove is the caller's choice (`kbert.training.pruning` ranks them by their
-importance on a task's data). Families: BERT's block (`TransformerEncoder`): BERT, RoBERTa,
-ELECTRA, DistilBERT. ALBERT's layers share their weights (one block for several layers), and
-DeBERTa-v3's, MobileBERT's and ModernBERT's blocks are their own: their backbones are refused,
-naming the families that can be pruned.
+Where each part sits in a block's weights, its block says (`pruning_layout`). Which parts to
+remove is the caller's choice (`kbert.training.pruning` ranks them by their importance on a
+task's data). Families: BERT, RoBERTa, ELECTRA, DistilBERT, ALBERT, DeBERTa-v3 and ModernBERT.
+ALBERT's layers share blocks (`num_groups`): its heads and units are removed from a block, so
+from every layer that runs it, and a layer removed leaves the block to the others. MobileBERT's
+block (a stack of feed-forward networks between bottlenecks) has no layout: it is refused.
 """
 
 import numpy as np
 
 from kbert import _keras_private
 
-PRUNABLE = ("BertBackbone", "RobertaBackbone", "ElectraBackbone", "DistilBertBackbone")
+PRUNABLE = ("BERT", "RoBERTa", "ELECTRA", "DistilBERT", "ALBERT", "DeBERTa-v3", "ModernBERT")
 
 
 def check_prunable(backbone):
     """ValueError unless `backbone` is one whose structure `pruned` can change."""
-    from kbert.layers import TransformerEncoder
-
     name = type(backbone).__name__
     blocks = getattr(backbone, "transformer_layers", None) or []
-    shared = len(blocks) != getattr(getattr(backbone, "config", None), "num_layers", -1)
-    if name not in PRUNABLE or shared or \
-            not all(type(block) is TransformerEncoder for block in blocks):
-        raise ValueError(f"Structured pruning changes BERT's block (TransformerEncoder), one "
-                         f"per layer: a backbone of {', '.join(PRUNABLE)}; this is a {name}"
-                         + (" whose layers share blocks" if shared else "") + ".")
+    config = getattr(backbone, "config", None)
+    odd = [type(block).__name__ for block in blocks if not hasattr(block, "pruning_layout")]
+    if not blocks or odd or not hasattr(config, "kept_layers"):
+        raise ValueError(f"Structured pruning changes the blocks of {', '.join(PRUNABLE)}; "
+                         f"this is a {name}" + (f" whose {odd[0]} has no pruning layout "
+                                                f"(`pruning_layout`)" if odd else "") + ".")
     quantized = [layer.name for block in blocks for layer in
                  _keras_private.flatten_layers(block)
                  if getattr(layer, "quantization_mode", None) is not None]
@@ -50,58 +50,72 @@ def check_prunable(backbone):
 
 
 def structure(backbone):
-    """(heads, units): each layer's attention heads and feed-forward units, two lists of
-    ints."""
+    """(heads, units): each block's attention heads and feed-forward units, two lists of
+    ints (one block per layer, but ALBERT's `num_groups`; a MobileBERT block's units are
+    those of its feed-forward networks, one network after another)."""
     check_prunable(backbone)
-    return ([block.num_heads for block in backbone.transformer_layers],
-            [block.intermediate_size for block in backbone.transformer_layers])
+    layouts = [block.pruning_layout() for block in backbone.transformer_layers]
+    return ([layout.count("heads") for layout in layouts],
+            [layout.count("units") for layout in layouts])
 
 
-def _indices(what, given, count, layer):
+def _block_of(config, layer):
+    return config.block_of(layer) if hasattr(config, "block_of") else layer
+
+
+def _indices(what, given, count, block):
     given = list(given)
     odd = [i for i in given if isinstance(i, bool) or not isinstance(i, (int, np.integer))]
     if odd:
-        raise ValueError(f"{what} of layer {layer}: {odd[0]!r} is not an index (an int).")
+        raise ValueError(f"{what} of {block}: {odd[0]!r} is not an index (an int).")
     values = sorted(set(int(i) for i in given))
     bad = [i for i in values if not 0 <= i < count]
     if bad:
-        raise ValueError(f"{what} {bad} of layer {layer}: it has {count} "
+        raise ValueError(f"{what} {bad} of {block}: it has {count} "
                          f"(indices 0 to {count - 1}).")
     return values
 
 
 def check_removal(backbone, heads=None, units=None, layers=None):
     """The removal, validated against `backbone`'s structure: (heads, units, layers) as
-    {layer: sorted indices}, {layer: sorted indices}, sorted layer indices. A layer, head or
-    unit index the backbone does not have, every head or every unit of a kept layer (remove
-    the layer instead), or every layer are errors that name the value and what is allowed."""
+    {block: sorted indices}, {block: sorted indices}, sorted layer indices (a block is a
+    layer, but in ALBERT). A layer, block, head or unit index the backbone does not have,
+    every head or every unit of a kept block (remove the layer instead), or every layer are
+    errors that name the value and what is allowed."""
     head_counts, unit_counts = structure(backbone)
-    count = len(head_counts)
+    config = backbone.config
+    count, blocks = config.num_layers, len(head_counts)
+    word = "layer" if blocks == count else "block"
     heads, units, layers = dict(heads or {}), dict(units or {}), list(layers or [])
 
-    def layer_index(value, what):
+    def index(value, what, total, kind):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or \
-                not 0 <= value < count:
-            raise ValueError(f"{what} names layer {value!r}; the model has {count} layers "
-                             f"(0 to {count - 1}).")
+                not 0 <= value < total:
+            shared = " (its layers share blocks: num_groups)" if kind != "layer" else ""
+            raise ValueError(f"{what} names {kind} {value!r}; the model has {total} {kind}s "
+                             f"(0 to {total - 1}){shared}.")
         return int(value)
 
-    layers = sorted({layer_index(i, "layers") for i in layers})
+    layers = sorted({index(i, "layers", count, "layer") for i in layers})
     if len(layers) == count:
         raise ValueError(f"layers={layers} removes every layer of the {count}; keep one.")
+    kept = [i for i in range(count) if i not in layers]
+    config.kept_layers(kept)  # what the family cannot keep, by name
+    kept_blocks = {_block_of(config, i) for i in kept}
     removal = {}
     for name, given, counts in (("heads", heads, head_counts), ("units", units, unit_counts)):
         removal[name] = {}
-        for layer, indices in given.items():
-            layer = layer_index(layer, name)
-            values = _indices(name, indices, counts[layer], layer)
-            if layer in layers or not values:
+        for block, indices in given.items():
+            block = index(block, name, blocks, word)
+            values = _indices(name, indices, counts[block], f"{word} {block}")
+            if block not in kept_blocks or not values:
                 continue
-            if len(values) == counts[layer]:
-                raise ValueError(f"{name} removes all {counts[layer]} {name} of layer {layer}; "
-                                 f"a layer keeps one at least: remove the layer instead "
-                                 f"(layers=[{layer}]).")
-            removal[name][layer] = values
+            if len(values) == counts[block]:
+                instead = (f"remove the layer instead (layers=[{block}])" if word == "layer"
+                           else "remove its layers instead")
+                raise ValueError(f"{name} removes all {counts[block]} {name} of {word} "
+                                 f"{block}; a {word} keeps one at least: {instead}.")
+            removal[name][block] = values
     return removal["heads"], removal["units"], layers
 
 
@@ -109,52 +123,62 @@ def _kept(count, removed):
     return np.setdiff1d(np.arange(count), removed)
 
 
+def _weights(block):
+    """{weight path inside `block`: its variable}."""
+    prefix = block.name + "/"
+    return {w.path[w.path.find(prefix) + len(prefix):]: w for w in block.weights}
+
+
+def output_weights(block, part):
+    """The weights whose rows are each head's (`part` "heads") or feed-forward unit's
+    ("units") share of `block`'s output, as (variable, run size) pairs: the variables whose
+    gradients `kbert.training.pruning` scores, their first axis one part (or one
+    `head_size`-wide run of rows) after another, the runs in the order of the parts."""
+    weights = _weights(block)
+    layout = block.pruning_layout()
+    return [(weights[key], layout.runs[part][layout.weights[key][4]])
+            for key in layout.outputs[part]]
+
+
 def pruned(backbone, heads=None, units=None, layers=None):
-    """A new backbone of `backbone`'s class without the attention heads `heads` ({layer:
-    [head indices]}), the feed-forward units `units` ({layer: [unit indices]}) and the
-    layers `layers` ([layer indices]), all numbered as in `backbone`; its other weights
-    copied. The layers kept are numbered again from 0."""
+    """A new backbone of `backbone`'s class without the attention heads `heads` ({block:
+    [head indices]}: a block is a layer, but in ALBERT), the feed-forward units `units`
+    ({block: [unit indices]}) and the layers `layers` ([layer indices]), all numbered as in
+    `backbone`; its other weights copied. The layers kept are numbered again from 0."""
     heads, units, layers = check_removal(backbone, heads, units, layers)
     head_counts, unit_counts = structure(backbone)
-    kept_layers = [i for i in range(len(head_counts)) if i not in layers]
-    head_keep = {i: _kept(head_counts[i], heads.get(i, ())) for i in kept_layers}
-    unit_keep = {i: _kept(unit_counts[i], units.get(i, ())) for i in kept_layers}
     config = backbone.config
-    sizes = {name: tuple(len(keep[i]) for i in kept_layers) for name, keep in (
-        ("layer_heads", head_keep), ("layer_intermediate_sizes", unit_keep))}
-    uniform = {"layer_heads": config.num_heads,
-               "layer_intermediate_sizes": config.intermediate_size}
+    kept_layers = [i for i in range(config.num_layers) if i not in layers]
+    kept_blocks = sorted({_block_of(config, i) for i in kept_layers})
+    keep = {i: {"heads": _kept(head_counts[i], heads.get(i, ())),
+                "units": _kept(unit_counts[i], units.get(i, ()))} for i in kept_blocks}
+    layouts = {i: backbone.transformer_layers[i].pruning_layout() for i in kept_blocks}
     smaller = type(backbone).from_config({
-        **backbone.get_config(), "num_layers": len(kept_layers),
-        # `None` where every layer keeps the config's size, as an unpruned model has it.
-        **{name: None if set(value) == {uniform[name]} else value
-           for name, value in sizes.items()}})
-    old_blocks = backbone.transformer_layers
-    new_blocks = smaller.transformer_layers
+        **backbone.get_config(), **config.kept_layers(kept_layers),
+        **config.pruned_sizes([len(keep[i]["heads"]) for i in kept_blocks],
+                              [layouts[i].sizes("units", keep[i]["units"])
+                               for i in kept_blocks])})
     for name in backbone._layer_names:
         if name == "transformer_layers" or getattr(backbone, name) is None:
             continue
         getattr(smaller, name).set_weights(getattr(backbone, name).get_weights())
-    for new, old_index in zip(new_blocks, kept_layers):
-        _copy_block(old_blocks[old_index], new, head_keep[old_index], unit_keep[old_index])
+    old_blocks = backbone.transformer_layers
+    for new, old_index in zip(smaller.transformer_layers, kept_blocks, strict=True):
+        _copy_block(old_blocks[old_index], new, keep[old_index])
     return smaller
 
 
-def _copy_block(source, target, heads, units):
-    """`source`'s weights into `target`, a `TransformerEncoder` with the heads `heads` and the
-    units `units` of it (index arrays)."""
-    get = {w.path.split("/", 1)[1]: w.numpy() for w in source.weights}
-    values = {
-        "qkv_dense/kernel": get["qkv_dense/kernel"][:, :, heads],  # [H, 3, N, D]
-        "qkv_dense/bias": get["qkv_dense/bias"][:, heads],  # [3, N, D]
-        "attention_output_dense/kernel": get["attention_output_dense/kernel"][heads],
-        "intermediate_dense/kernel": get["intermediate_dense/kernel"][:, units],
-        "intermediate_dense/bias": get["intermediate_dense/bias"][units],
-        "output_dense/kernel": get["output_dense/kernel"][units],
-    }
-    for weight in target.weights:
-        key = weight.path.split("/", 1)[1]
-        weight.assign(values.get(key, get[key]))
+def _copy_block(source, target, keep):
+    """`source`'s weights into `target`, a block of the same kind with the heads
+    `keep["heads"]` and the units `keep["units"]` of it (index arrays)."""
+    layout = source.pruning_layout()
+    values = {key: weight.numpy() for key, weight in _weights(source).items()}
+    for key, weight in _weights(target).items():
+        value = values[key]
+        if key in layout.weights:
+            part, axis = layout.weights[key][:2]
+            value = np.take(value, layout.positions(key, keep[part]), axis=axis)
+        weight.assign(value)
 
 
 def masked(backbone, heads=None, units=None):
@@ -167,9 +191,11 @@ def masked(backbone, heads=None, units=None):
     copy = type(backbone).from_config(backbone.get_config())
     copy.set_weights(backbone.get_weights())
     for index, block in enumerate(copy.transformer_layers):
-        for weight, rows in ((block.attention_output_dense.kernel, heads.get(index, [])),
-                             (block.output_dense.kernel, units.get(index, []))):
-            values = weight.numpy()
-            values[rows] = 0.0
-            weight.assign(values)
+        layout = block.pruning_layout()
+        weights = _weights(block)
+        for part, removed in (("heads", heads.get(index, [])), ("units", units.get(index, []))):
+            for key in layout.outputs[part]:
+                values = weights[key].numpy()
+                values[layout.positions(key, removed)] = 0.0
+                weights[key].assign(values)
     return copy

@@ -28,8 +28,9 @@ from kbert.models import pruning as backbone_pruning
 
 @dataclasses.dataclass
 class Importance:
-    """Per layer, each attention head's (`heads`) and each feed-forward unit's (`units`)
-    score, numpy arrays, normalized per layer (L2); `batches`: how many batches were read."""
+    """Per block (a layer, but ALBERT's shared blocks), each attention head's (`heads`) and
+    each feed-forward unit's (`units`) score, numpy arrays, normalized per block (L2);
+    `batches`: how many batches were read."""
 
     heads: list
     units: list
@@ -80,8 +81,11 @@ def importance(model, x, y=None, batch_size=None, steps=None, progress=True):
     backbone = _checked_model(model)
     data = _batches(model, x, y, batch_size, steps)
     blocks = backbone.transformer_layers
-    kernels = [block.attention_output_dense.kernel for block in blocks] + \
-              [block.output_dense.kernel for block in blocks]
+    # Each block's heads' and units' output weights, with the parts in each, in order.
+    outputs = [backbone_pruning.output_weights(block, part) for part in ("heads", "units")
+               for block in blocks]
+    kernels = [weight for block in outputs for weight, _ in block]
+    counts = [count for block in outputs for _, count in block]
 
     @tf.function(reduce_retracing=True)  # a shape per length group
     def scores(inputs, targets, weights):
@@ -91,20 +95,17 @@ def importance(model, x, y=None, batch_size=None, steps=None, progress=True):
             loss = model.compute_loss(x=inputs, y=targets, y_pred=predictions,
                                       sample_weight=weights)
         grads = tape.gradient(loss, [k.value for k in kernels])
-        count = len(blocks)
-        heads = [tf.abs(tf.reduce_sum(k * g, axis=[1, 2]))  # [N, D, H] -> [N]
-                 for k, g in zip(kernels[:count], grads[:count])]
-        units = [tf.abs(tf.reduce_sum(k * g, axis=1))  # [I, H] -> [I]
-                 for k, g in zip(kernels[count:], grads[count:])]
-        return heads, units
+        # A part's rows (a head's [D, H] or D rows of [N x D, H]; a unit's row) -> its score.
+        scores = iter(tf.abs(tf.reduce_sum(tf.reshape(k * g, (n, -1)), axis=1))
+                      for k, g, n in zip(kernels, grads, counts))
+        return [tf.concat([next(scores) for _ in block], 0) for block in outputs]
 
-    heads = [np.zeros(block.num_heads) for block in blocks]
-    units = [np.zeros(block.intermediate_size) for block in blocks]
+    head_counts, unit_counts = backbone_pruning.structure(backbone)
+    heads, units = [np.zeros(n) for n in head_counts], [np.zeros(n) for n in unit_counts]
     bar = keras.utils.Progbar(steps, unit_name="batch") if progress else None
     batches = 0
     for inputs, targets, weights in data:
-        head_scores, unit_scores = scores(inputs, targets, weights)
-        for total, value in zip(heads + units, head_scores + unit_scores):
+        for total, value in zip(heads + units, scores(inputs, targets, weights)):
             total += value.numpy()
         batches += 1
         if bar is not None:

@@ -1,7 +1,8 @@
 """Structured pruning of a backbone (`kbert.models.pruning`): heads, feed-forward units and
 layers removed give what the full backbone gives with those parts masked to zero (a layer:
-skipped), for every family with BERT's block; the pruned backbone's config keeps each layer's
-sizes and it saves and reloads; what cannot be pruned, or cannot hold, is refused by name."""
+skipped), for every family that can be pruned; the pruned backbone's config keeps each
+block's sizes and it saves and reloads; what cannot be pruned, or cannot hold, is refused by
+name."""
 
 from pathlib import Path
 
@@ -12,9 +13,11 @@ import pytest
 import kbert
 import kbert.convert
 from kbert.models import BertBackbone, BertConfig, pruning
+from kbert.models.backbone import NO_INTERNALS
 
 TASKS = Path(__file__).parents[1] / "fixtures" / "hf_tasks"
-PRUNABLE = ("bert", "roberta", "electra", "distil_bert")
+PRUNABLE = ("bert", "roberta", "electra", "distil_bert", "albert", "deberta_v3",
+            "modern_bert")
 
 
 def _backbone(family):
@@ -36,29 +39,31 @@ def _close(got, want):
 
 
 def _skipping(backbone, x, skipped):
-    """The backbone's outputs with the blocks `skipped` left out of its stack."""
-    hidden = backbone.embeddings(x["token_ids"], x.get("segment_ids"),
-                                 **({"padding_mask": x["padding_mask"]}
-                                    if backbone.position_offset else {}))
-    for index, block in enumerate(backbone.transformer_layers):
-        if index not in skipped:
-            hidden = block(hidden, padding_mask=x["padding_mask"])
-    out = {"sequence_output": hidden}
-    if backbone.pooler is not None:
-        out["pooled_output"] = backbone.pooler(hidden)
-    return out
+    """The backbone's outputs through its own network with the layers `skipped` left out
+    (their blocks, where a block runs one layer; ALBERT's shared block runs fewer times)."""
+    config = backbone.config
+    kept = [i for i in range(config.num_layers) if i not in skipped]
+    layers = {name: getattr(backbone, name) for name in backbone._layer_names}
+    blocks = layers["transformer_layers"]
+    if len(blocks) == config.num_layers:
+        layers["transformer_layers"] = [blocks[i] for i in kept]
+    return backbone.network(config.replace(num_layers=len(kept)), layers, x, NO_INTERNALS)
 
 
 @pytest.mark.parametrize("family", PRUNABLE)
 def test_pruned_is_the_full_model_with_those_parts_masked(family, tmp_path):
     backbone = _backbone(family)
     x = _inputs(backbone)
-    heads, units = {0: [1]}, {0: [0, 3], 1: [5, 7, 40]}
+    head_counts, unit_counts = pruning.structure(backbone)
+    last = len(head_counts) - 1  # the last block (ALBERT's one shared block: 0)
+    heads, units = {0: [1]}, {0: [0, 3], last: [0, 3, 5, 7, 20]}
     small = pruning.pruned(backbone, heads=heads, units=units)
     assert type(small) is type(backbone)
-    assert pruning.structure(small) == ([1, 2], [46, 45])
-    assert (small.config.layer_heads, small.config.layer_intermediate_sizes) == ((1, 2),
-                                                                               (46, 45))
+    want_heads = [n - len(heads.get(i, [])) for i, n in enumerate(head_counts)]
+    want_units = [n - len(units.get(i, [])) for i, n in enumerate(unit_counts)]
+    assert pruning.structure(small) == (want_heads, want_units)
+    assert (small.config.layer_heads, small.config.layer_intermediate_sizes) == (
+        tuple(want_heads), tuple(want_units))
     assert small.count_params() < backbone.count_params()
     masked = pruning.masked(backbone, heads=heads, units=units)
     want = masked(x)
@@ -67,11 +72,13 @@ def test_pruned_is_the_full_model_with_those_parts_masked(family, tmp_path):
     # The pruned backbone saves and reloads as itself.
     small.save(tmp_path / "small.keras")
     _close(keras.saving.load_model(tmp_path / "small.keras")(x), want)
-    # A layer removed: the rest of the stack, renumbered.
-    fewer = pruning.pruned(backbone, layers=[0], units={1: [2]})
-    assert pruning.structure(fewer) == ([2], [47])
-    assert [b.name for b in fewer.transformer_layers] == ["transformer_layer_0"]
-    _close(fewer(x), _skipping(pruning.masked(backbone, units={1: [2]}), x, {0}))
+    # The first layer removed: the rest of the stack, renumbered.
+    fewer = pruning.pruned(backbone, layers=[0], units={last: [2]})
+    assert fewer.config.num_layers == backbone.config.num_layers - 1
+    assert [b.name for b in fewer.transformer_layers][0] == "transformer_layer_0"
+    _close(fewer(x), _skipping(pruning.masked(backbone, units={last: [2]}), x, {0}))
+    fewer.save(tmp_path / "fewer.keras")
+    _close(keras.saving.load_model(tmp_path / "fewer.keras")(x), fewer(x))
 
 
 def test_what_cannot_be_pruned_says_why():
@@ -92,9 +99,24 @@ def test_what_cannot_be_pruned_says_why():
     adapted.enable_lora(2)
     with pytest.raises(ValueError, match="LoRA adapters.*Save and reload"):
         pruning.pruned(adapted, heads={0: [0]})
-    for family in ("albert", "deberta_v3", "modern_bert"):
-        with pytest.raises(ValueError, match="BERT's block .*BertBackbone, RobertaBackbone"):
-            pruning.pruned(_backbone(family), heads={0: [0]})
+    with pytest.raises(ValueError, match="blocks of BERT, .*ModernBERT; this is a "
+                                         "MobileBertBackbone whose MobileBertEncoder has no"):
+        pruning.pruned(_backbone("mobile_bert"), heads={0: [0]})
+    # ALBERT's heads and units are its blocks' (num_groups), its layers its own.
+    albert = _backbone("albert")
+    with pytest.raises(ValueError, match=r"heads names block 1; the model has 1 blocks "
+                                         r"\(0 to 0\) \(its layers share blocks"):
+        pruning.pruned(albert, heads={1: [0]})
+    with pytest.raises(ValueError, match=r"removes all 2 heads of block 0.*remove its layers"):
+        pruning.pruned(albert, heads={0: [0, 1]})
+    from kbert.models import AlbertBackbone, AlbertConfig
+
+    grouped = AlbertBackbone.from_config(AlbertConfig(100, 4, 8, 2, 16, num_groups=2).to_dict())
+    with pytest.raises(ValueError, match=r"blocks serving 1 \(block 0\), 2 \(block 1\) "
+                                         r"layers; each of its num_groups=2 blocks"):
+        pruning.pruned(grouped, layers=[0])
+    assert pruning.pruned(grouped, layers=[0, 2]).config.num_groups == 2
+    assert pruning.pruned(grouped, layers=[0, 1]).config.num_groups == 1
 
 
 def test_per_layer_sizes_in_the_config():
@@ -104,15 +126,19 @@ def test_per_layer_sizes_in_the_config():
     backbone = BertBackbone.from_config(config.to_dict())
     assert [(b.num_heads, b.head_size, b.intermediate_size)
             for b in backbone.transformer_layers] == [(1, 4, 3), (2, 4, 16)]
-    with pytest.raises(ValueError, match=r"layer_heads=\[1\]: one int per layer, 2"):
+    with pytest.raises(ValueError, match=r"layer_heads=\[1\]: one int per block, 2 "
+                                         r"\(num_layers\)"):
         BertConfig(100, 2, 8, 2, 16, layer_heads=[1])
     with pytest.raises(ValueError, match=r"layer_intermediate_sizes\[0\]=0: each layer's "
                                          r"size is an integer > 0"):
         BertConfig(100, 2, 8, 2, 16, layer_intermediate_sizes=[0, 4])
     from kbert.models import AlbertConfig
 
-    with pytest.raises(ValueError, match="ALBERT's layers all have the same heads"):
+    with pytest.raises(ValueError, match=r"layer_heads=\[1, 2\]: one int per block, 1 "
+                                         r"\(num_groups\)"):
         AlbertConfig(100, 2, 8, 2, 16, layer_heads=[1, 2])
+    assert AlbertConfig(100, 4, 8, 2, 16, num_groups=2, layer_heads=[1, 2]).layer_sizes(1) == {
+        "num_heads": 2, "intermediate_size": 16}
 
 
 def test_a_pruned_backbone_has_no_hugging_face_checkpoint(tmp_path):
@@ -120,3 +146,9 @@ def test_a_pruned_backbone_has_no_hugging_face_checkpoint(tmp_path):
     with pytest.raises(ValueError, match=r"pruned model \(layer_heads=\(1, 2\)\) has no "
                                          r"Hugging Face checkpoint.*model.keras"):
         kbert.convert.save_hugging_face(small, tmp_path / "out")
+    # ModernBERT's layers keep their kinds where a layer goes: transformers numbers them.
+    modern = pruning.pruned(_backbone("modern_bert"), layers=[0])
+    assert modern.config.first_layer_norm and modern.config.num_layers == 2
+    with pytest.raises(ValueError, match=r"pruned model \(global_layers=\(False, True\), "
+                                         r"first_layer_norm=True\) has no Hugging Face"):
+        kbert.convert.save_hugging_face(modern, tmp_path / "modern")

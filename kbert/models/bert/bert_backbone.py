@@ -38,12 +38,9 @@ class BertBackbone(Backbone):
                                        dtype=dtype, name="embeddings")
         # ALBERT shares one block among num_layers / num_groups consecutive layers.
         num_blocks = getattr(config, "num_groups", config.num_layers)
-        if config.layer_heads is None and config.layer_intermediate_sizes is None:
-            blocks = encoder_blocks(TransformerEncoder, config, num_blocks, dtype)
-        else:  # a pruned model's layers (`kbert.models.pruning`), each its own size
-            blocks = encoder_blocks(TransformerEncoder, config, num_blocks, dtype,
-                                    per_layer=config.layer_sizes,
-                                    head_size=config.hidden_size // config.num_heads)
+        # A pruned model's blocks (`kbert.models.pruning`) each have their own sizes.
+        blocks = encoder_blocks(TransformerEncoder, config, num_blocks, dtype,
+                                per_layer=config.block_arguments)
         pooler = None
         if self.has_pooler:
             pooler = Pooler(initializer_range=config.initializer_range, dtype=dtype,

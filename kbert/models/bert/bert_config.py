@@ -30,11 +30,12 @@ class BertConfig:
         initializer_range: stddev of the truncated-normal initializer.
         layer_norm_epsilon: LayerNorm epsilon.
         embedding_size: embedding table width; `None` means `hidden_size`.
-        layer_heads: each layer's attention heads where they differ (a pruned model's:
-            `kbert.models.pruning`), a sequence of `num_layers` ints; `None`: `num_heads` in
-            every layer. Each head keeps the width `hidden_size / num_heads`.
-        layer_intermediate_sizes: each layer's feed-forward width where they differ (`None`:
-            `intermediate_size` in every layer).
+        layer_heads: each block's attention heads where they differ (a pruned model's:
+            `kbert.models.pruning`), a sequence of one int per block (`num_layers`; ALBERT's
+            `num_groups`); `None`: `num_heads` in every block. Each head keeps the width
+            `hidden_size / num_heads`.
+        layer_intermediate_sizes: each block's feed-forward width where they differ (`None`:
+            `intermediate_size` in every block).
     """
 
     vocabulary_size: int
@@ -54,9 +55,6 @@ class BertConfig:
     layer_intermediate_sizes: Optional[Tuple[int, ...]] = None
 
     FAMILY = "BERT"  # for messages
-    # Whether the family's blocks may differ per layer (`layer_heads`,
-    # `layer_intermediate_sizes`): BERT's block, one per layer.
-    PER_LAYER_SIZES = True
     # The original google-research/bert (and Hugging Face) names of the same fields.
     ORIGINAL_NAMES = {
         "vocab_size": "vocabulary_size",
@@ -94,14 +92,11 @@ class BertConfig:
         values = getattr(self, name)
         if values is None:
             return
-        if not self.PER_LAYER_SIZES:
-            raise ValueError(f"{name}={values!r}: {self.FAMILY}'s layers all have the same "
-                             f"heads and feed-forward width; per-layer sizes are for BERT's "
-                             f"block (BERT, RoBERTa, ELECTRA, DistilBERT).")
+        count, field = self.blocks
         if isinstance(values, (str, bytes)) or not hasattr(values, "__len__") or \
-                len(values) != self.num_layers:
-            raise ValueError(f"{name}={values!r}: one int per layer, {self.num_layers} "
-                             f"(num_layers), or None.")
+                len(values) != count:
+            raise ValueError(f"{name}={values!r}: one int per block, {count} ({field}), "
+                             f"or None.")
         for index, value in enumerate(values):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or \
                     value < 1:
@@ -109,11 +104,46 @@ class BertConfig:
                                  f"> 0.")
         object.__setattr__(self, name, tuple(int(v) for v in values))
 
+    @property
+    def blocks(self):
+        """(count, field): how many blocks of weights the model has, and the field that says
+        so (`num_layers`: one per layer)."""
+        return self.num_layers, "num_layers"
+
     def layer_sizes(self, index):
-        """Layer `index`'s `num_heads` and `intermediate_size` (a dict of those names)."""
-        return {"num_heads": (self.layer_heads or [self.num_heads] * self.num_layers)[index],
+        """Block `index`'s `num_heads` and `intermediate_size` (a dict of those names)."""
+        count = self.blocks[0]
+        return {"num_heads": (self.layer_heads or [self.num_heads] * count)[index],
                 "intermediate_size": (self.layer_intermediate_sizes or
-                                      [self.intermediate_size] * self.num_layers)[index]}
+                                      [self.intermediate_size] * count)[index]}
+
+    def kept_layers(self, layers):
+        """The config fields that change when only the layers `layers` (sorted indices) are
+        kept (`kbert.models.pruning`): `num_layers`, and what a family numbers by layer."""
+        return {"num_layers": len(layers)}
+
+    def pruned_sizes(self, heads, units):
+        """The fields that give the blocks `heads` heads and `units` feed-forward units each
+        (two lists, one entry per block; `kbert.models.pruning`): `None` where every block
+        has the config's, as an unpruned model has them."""
+        return {"layer_heads": None if set(heads) == {self.num_heads} else tuple(heads),
+                "layer_intermediate_sizes": None if set(units) == {self.intermediate_size}
+                else tuple(units)}
+
+    def pruned_fields(self):
+        """The fields in which a pruned model's structure differs from an unpruned one's,
+        by name (`{}`: none): what transformers' config cannot say."""
+        return {name: getattr(self, name) for name in ("layer_heads",
+                                                       "layer_intermediate_sizes")
+                if getattr(self, name) is not None}
+
+    def block_arguments(self, index):
+        """What block `index` takes beyond the config's fields: a pruned model's sizes
+        (`layer_sizes`, and the head width that `hidden_size / num_heads` keeps), `{}` where
+        every block has the config's."""
+        if self.layer_heads is None and self.layer_intermediate_sizes is None:
+            return {}
+        return {**self.layer_sizes(index), "head_size": self.hidden_size // self.num_heads}
 
     @classmethod
     def from_dict(cls, values):

@@ -37,6 +37,7 @@ class DebertaV3Backbone(Backbone):
         relative_embedding = layer_from_config(RelativeEmbedding, config, dtype=dtype,
                                                name="relative_embedding")
         blocks = encoder_blocks(DisentangledAttentionEncoder, config, config.num_layers, dtype,
+                                per_layer=config.block_arguments,
                                 max_relative_positions=config.max_relative_distance)
         return {"embeddings": embeddings, "relative_embedding": relative_embedding,
                 "transformer_layers": blocks, "pooler": None}

@@ -40,7 +40,6 @@ class DebertaV3Config(BertConfig):
     attention_types: tuple = ATTENTION_TYPES
 
     FAMILY = "DeBERTa-v3"
-    PER_LAYER_SIZES = False  # its own block, the same in every layer
     ORIGINAL_NAMES = {**BertConfig.ORIGINAL_NAMES, "pos_att_type": "attention_types"}
 
     def __post_init__(self):

@@ -7,7 +7,7 @@ import keras
 from keras import ops
 
 from kbert.layers import _utils
-from kbert.layers.encoder_block import EncoderBlock
+from kbert.layers.encoder_block import EncoderBlock, PruningLayout
 from kbert.layers.hash_dropout import HashDropout
 
 
@@ -50,6 +50,8 @@ class DisentangledAttentionEncoder(EncoderBlock):
         position_buckets: the relative table has 2 * position_buckets rows.
         max_relative_positions: the distance the log buckets reach.
         attention_types: the position terms, a subset of ("c2p", "p2c").
+        head_size: the width of each head; `None`: input width / `num_heads` (a pruned
+            block keeps its heads' width with fewer of them).
 
     Call args:
         inputs: float [B, S, H].
@@ -63,25 +65,28 @@ class DisentangledAttentionEncoder(EncoderBlock):
     def __init__(self, num_heads, intermediate_size, activation="gelu", dropout=0.1,
                  attention_dropout=0.1, layer_norm_epsilon=1e-7, initializer_range=0.02,
                  position_buckets=256, max_relative_positions=512,
-                 attention_types=("c2p", "p2c"), **kwargs):
+                 attention_types=("c2p", "p2c"), head_size=None, **kwargs):
         super().__init__(num_heads, intermediate_size, activation, dropout, attention_dropout,
                          layer_norm_epsilon, initializer_range, **kwargs)
         _utils.keep_settings(
             self, position_buckets=_utils.check_positive_int("position_buckets", position_buckets),
             max_relative_positions=_utils.check_positive_int("max_relative_positions",
                                                              max_relative_positions),
-            attention_types=tuple(attention_types))
+            attention_types=tuple(attention_types),
+            head_size=None if head_size is None else _utils.check_positive_int("head_size",
+                                                                               head_size))
 
     def build(self, inputs_shape, relative_embeddings_shape=None, padding_mask_shape=None):
         hidden_size = inputs_shape[-1]
-        self.head_size = self._head_size_of(hidden_size)
+        self._width = self.head_size or self._head_size_of(hidden_size)
         policy = self.dtype_policy
         dense = self._dense
+        heads = self.num_heads * self._width
 
         # === Layers ===
-        self.query_dense = dense(hidden_size, "query_dense")
-        self.key_dense = dense(hidden_size, "key_dense")
-        self.value_dense = dense(hidden_size, "value_dense")
+        self.query_dense = dense(heads, "query_dense")
+        self.key_dense = dense(heads, "key_dense")
+        self.value_dense = dense(heads, "value_dense")
         self.attention_output_dense = dense(hidden_size, "attention_output_dense")
         self.position_dropout = HashDropout(self.dropout, dtype=policy)
         self.attention_probs_dropout = HashDropout(self.attention_dropout, dtype=policy)
@@ -95,22 +100,23 @@ class DisentangledAttentionEncoder(EncoderBlock):
 
         shape = tuple(inputs_shape)
         for layer in (self.query_dense, self.key_dense, self.value_dense,
-                      self.attention_output_dense, self.attention_layer_norm,
-                      self.intermediate_dense, self.output_layer_norm):
+                      self.attention_layer_norm, self.intermediate_dense,
+                      self.output_layer_norm):
             layer.build(shape)
+        self.attention_output_dense.build(shape[:-1] + (heads,))
         self.output_dense.build(shape[:-1] + (self.intermediate_size,))
         self.built = True
 
     def _heads(self, x):
         """[..., H] -> [..., N, D]."""
         shape = ops.shape(x)
-        return ops.reshape(x, tuple(shape[:-1]) + (self.num_heads, self.head_size))
+        return ops.reshape(x, tuple(shape[:-1]) + (self.num_heads, self._width))
 
     def _attention(self, x, relative_embeddings, padding_mask, training, explicit):
         query = self._heads(self.query_dense(x))  # [B, S, N, D]
         key = self._heads(self.key_dense(x))
         value = self._heads(self.value_dense(x))
-        scale = ops.cast(1.0 / math.sqrt(self.head_size * (1 + len(self.attention_types))),
+        scale = ops.cast(1.0 / math.sqrt(self._width * (1 + len(self.attention_types))),
                          query.dtype)
         bias = None  # the c2p and p2c scores, added to the content's
         if self.attention_types:
@@ -119,7 +125,7 @@ class DisentangledAttentionEncoder(EncoderBlock):
                            explicit=explicit)
         context, probs = (out[0], out[1]) if explicit else (out, None)
         shape = ops.shape(context)
-        context = ops.reshape(context, (shape[0], shape[1], self.num_heads * self.head_size))
+        context = ops.reshape(context, (shape[0], shape[1], self.num_heads * self._width))
         return self.attention_output_dense(context), probs  # [B, S, H]
 
     def _relative_scores(self, query, key, relative_embeddings, scale, training):
@@ -152,6 +158,21 @@ class DisentangledAttentionEncoder(EncoderBlock):
                                    return_attention_probs)
         x = self._feed_forward(inputs, x, training)
         return (x, probs) if return_attention_probs else x
+
+    def pruning_layout(self):
+        """Where each head and feed-forward unit sits in this block's weights
+        (`encoder_block.PruningLayout`): a head's query, key and value are `head_size`
+        columns of their own dense layers, its output `head_size` rows."""
+        names = ("query_dense", "key_dense", "value_dense")
+        layout = {f"{name}/kernel": ("heads", 1, 1, self._width) for name in names}
+        layout.update({f"{name}/bias": ("heads", 0, 1, self._width) for name in names})
+        layout.update({"attention_output_dense/kernel": ("heads", 0, 1, self._width),
+                       "intermediate_dense/kernel": ("units", 1, 1, 1),
+                       "intermediate_dense/bias": ("units", 0, 1, 1),
+                       "output_dense/kernel": ("units", 0, 1, 1)})
+        return PruningLayout(layout, {"heads": ["attention_output_dense/kernel"],
+                                      "units": ["output_dense/kernel"]},
+                             {"heads": [self.num_heads], "units": [self.intermediate_size]})
 
     def compute_output_shape(self, inputs_shape, relative_embeddings_shape=None,
                              padding_mask_shape=None):

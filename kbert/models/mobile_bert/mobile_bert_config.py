@@ -38,7 +38,6 @@ class MobileBertConfig(BertConfig):
     classifier_activation: bool = False
 
     FAMILY = "MobileBERT"
-    PER_LAYER_SIZES = False  # its own block, the same in every layer
     ORIGINAL_NAMES = {**BertConfig.ORIGINAL_NAMES, "true_hidden_size": "intra_bottleneck_size"}
 
     def __post_init__(self):

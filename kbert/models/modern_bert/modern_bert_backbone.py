@@ -51,7 +51,8 @@ class ModernBertBackbone(Backbone):
                 ModernBertEncoder, config, dtype=dtype, name=f"transformer_layer_{i}",
                 rope_theta=config.global_rope_theta if is_global else config.local_rope_theta,
                 window_radius=None if is_global else config.window_radius,
-                attention_norm=i > 0))
+                attention_norm=i > 0 or config.first_layer_norm,
+                **config.block_arguments(i)))
         final_norm = keras.layers.LayerNormalization(
             epsilon=config.layer_norm_epsilon, center=config.norm_bias, dtype=dtype,
             name="final_layer_norm")

@@ -1,6 +1,7 @@
 """Every architecture field of a ModernBERT encoder."""
 
 import dataclasses
+from typing import Optional, Tuple
 
 from kbert.layers import _utils
 from kbert.models.bert.bert_config import BertConfig
@@ -38,6 +39,12 @@ class ModernBertConfig(BertConfig):
         classifier_pooling: how a sequence classifier reads the sequence, "cls" (the first
             token) or "mean" (over the real tokens).
         classifier_dropout: the task heads' dropout.
+        global_layers: which layers attend globally where they are not every
+            `global_attn_every_n_layers`-th (a pruned model's, `kbert.models.pruning`: the
+            kept layers keep their kinds), one bool per layer; `None`: by that rule.
+        first_layer_norm: whether the first layer normalizes its input before attention
+            (False: the embeddings' LayerNorm precedes it, as in every released model; a
+            pruned model whose first layer was removed has its second's).
 
     There is no table of absolute positions: `max_sequence_length` is the length the model
     was trained to (the tokenizer's limit), and the rotary positions reach any length.
@@ -62,9 +69,10 @@ class ModernBertConfig(BertConfig):
     decoder_bias: bool = True
     classifier_pooling: str = "cls"
     classifier_dropout: float = 0.0
+    global_layers: Optional[Tuple[bool, ...]] = None
+    first_layer_norm: bool = False
 
     FAMILY = "ModernBERT"
-    PER_LAYER_SIZES = False  # its own block, the same in every layer
     ORIGINAL_NAMES = {**BertConfig.ORIGINAL_NAMES, "hidden_activation": "activation",
                       "norm_eps": "layer_norm_epsilon", "mlp_dropout": "dropout"}
 
@@ -88,8 +96,16 @@ class ModernBertConfig(BertConfig):
                              "local_attention // 2 tokens each side, so it must be at least 2.")
         _utils.check_positive_int("global_attn_every_n_layers",
                                   self.global_attn_every_n_layers)
+        if self.global_layers is not None:
+            kinds = self.global_layers
+            if isinstance(kinds, (str, bytes)) or not hasattr(kinds, "__len__") or \
+                    len(kinds) != self.num_layers or \
+                    not all(isinstance(kind, bool) for kind in kinds):
+                raise ValueError(f"global_layers={kinds!r}: one bool per layer, "
+                                 f"{self.num_layers} (num_layers), or None.")
+            object.__setattr__(self, "global_layers", tuple(kinds))
         for name in ("norm_bias", "attention_bias", "mlp_bias", "classifier_bias",
-                     "decoder_bias"):
+                     "decoder_bias", "first_layer_norm"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"`{name}` must be True or False, got "
                                  f"{getattr(self, name)!r}.")
@@ -107,4 +123,23 @@ class ModernBertConfig(BertConfig):
 
     def is_global(self, layer):
         """Whether layer `layer` (0-based) attends to the whole sequence."""
+        if self.global_layers is not None:
+            return self.global_layers[layer]
         return layer % self.global_attn_every_n_layers == 0
+
+    def kept_layers(self, layers):
+        """As `BertConfig.kept_layers`; each kept layer keeps its kind (`global_layers`
+        where the every-N rule no longer gives it) and its LayerNorm before attention
+        (`first_layer_norm` where the first layer goes)."""
+        kinds = tuple(self.is_global(i) for i in layers)
+        every = tuple(i % self.global_attn_every_n_layers == 0 for i in range(len(layers)))
+        return {"num_layers": len(layers), "global_layers": None if kinds == every else kinds,
+                "first_layer_norm": self.first_layer_norm or layers[0] != 0}
+
+    def pruned_fields(self):
+        fields = super().pruned_fields()
+        if self.global_layers is not None:
+            fields["global_layers"] = self.global_layers
+        if self.first_layer_norm:
+            fields["first_layer_norm"] = True
+        return fields

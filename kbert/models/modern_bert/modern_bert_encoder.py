@@ -5,7 +5,7 @@ import keras
 from keras import ops
 
 from kbert.layers import _utils
-from kbert.layers.encoder_block import EncoderBlock
+from kbert.layers.encoder_block import EncoderBlock, PruningLayout
 from kbert.layers.hash_dropout import HashDropout
 from kbert.models.modern_bert import modern_bert_attention as attention
 
@@ -34,6 +34,8 @@ class ModernBertEncoder(EncoderBlock):
         rope_theta: the rotary base.
         window_radius: `None` (global attention) or how far the window reaches each side.
         attention_norm: whether the block normalizes its input before attention.
+        head_size: the width of each head; `None`: input width / `num_heads` (a pruned
+            block keeps its heads' width with fewer of them).
 
     Call args:
         inputs: float [B, S, H].
@@ -49,7 +51,8 @@ class ModernBertEncoder(EncoderBlock):
     def __init__(self, num_heads, intermediate_size, activation="gelu", dropout=0.0,
                  attention_dropout=0.0, layer_norm_epsilon=1e-5, initializer_range=0.02,
                  norm_bias=False, attention_bias=False, mlp_bias=False,
-                 rope_theta=160000.0, window_radius=None, attention_norm=True, **kwargs):
+                 rope_theta=160000.0, window_radius=None, attention_norm=True, head_size=None,
+                 **kwargs):
         super().__init__(num_heads, intermediate_size, activation, dropout, attention_dropout,
                          layer_norm_epsilon, initializer_range, **kwargs)
         if window_radius is not None:
@@ -57,7 +60,9 @@ class ModernBertEncoder(EncoderBlock):
         _utils.keep_settings(self, norm_bias=bool(norm_bias),
                              attention_bias=bool(attention_bias), mlp_bias=bool(mlp_bias),
                              rope_theta=_utils.check_positive_float("rope_theta", rope_theta),
-                             window_radius=window_radius, attention_norm=bool(attention_norm))
+                             window_radius=window_radius, attention_norm=bool(attention_norm),
+                             head_size=None if head_size is None else
+                             _utils.check_positive_int("head_size", head_size))
 
     def _linear(self, units, use_bias, name):
         return self._dense(units, name, use_bias=use_bias)
@@ -67,11 +72,12 @@ class ModernBertEncoder(EncoderBlock):
 
     def build(self, inputs_shape, padding_mask_shape=None, document_ids_shape=None):
         hidden_size = inputs_shape[-1]
-        self.head_size = self._head_size_of(hidden_size)
+        self._width = self.head_size or self._head_size_of(hidden_size)
+        heads = self.num_heads * self._width
         policy = self.dtype_policy
         self.attention_layer_norm = (self._norm("attention_layer_norm")
                                      if self.attention_norm else None)
-        self.qkv_dense = self._linear(3 * hidden_size, self.attention_bias, "qkv_dense")
+        self.qkv_dense = self._linear(3 * heads, self.attention_bias, "qkv_dense")
         self.attention_output_dense = self._linear(hidden_size, self.attention_bias,
                                                    "attention_output_dense")
         self.attention_probs_dropout = HashDropout(self.attention_dropout, dtype=policy)
@@ -83,10 +89,11 @@ class ModernBertEncoder(EncoderBlock):
         self.mlp_output_dense = self._linear(hidden_size, self.mlp_bias, "mlp_output_dense")
 
         shape = tuple(inputs_shape)
-        for layer in (self.attention_layer_norm, self.qkv_dense, self.attention_output_dense,
-                      self.mlp_layer_norm, self.mlp_input_dense):
+        for layer in (self.attention_layer_norm, self.qkv_dense, self.mlp_layer_norm,
+                      self.mlp_input_dense):
             if layer is not None:
                 layer.build(shape)
+        self.attention_output_dense.build(shape[:-1] + (heads,))
         self.mlp_output_dense.build(shape[:-1] + (self.intermediate_size,))
         self.built = True
 
@@ -95,13 +102,13 @@ class ModernBertEncoder(EncoderBlock):
             x = self.attention_layer_norm(x)
         qkv = self.qkv_dense(x)  # [B, S, 3H]
         shape = ops.shape(qkv)
-        qkv = ops.reshape(qkv, (shape[0], shape[1], 3, self.num_heads, self.head_size))
+        qkv = ops.reshape(qkv, (shape[0], shape[1], 3, self.num_heads, self._width))
         runs = positions = None
         if document_ids is not None:
             runs, positions = attention.document_runs(document_ids)  # [B, S] each
         query = attention.rotary(qkv[:, :, 0], self.rope_theta, positions)
         key = attention.rotary(qkv[:, :, 1], self.rope_theta, positions)
-        query = query * ops.cast(self.head_size ** -0.5, query.dtype)
+        query = query * ops.cast(self._width ** -0.5, query.dtype)
         value, probs = qkv[:, :, 2], None
         if (not explicit and not training and self.window_radius is None
                 and runs is not None):
@@ -124,7 +131,7 @@ class ModernBertEncoder(EncoderBlock):
             context = attention.windowed_attention(self._attend, query, key, value,
                                                    padding_mask, self.window_radius, training,
                                                    runs=runs)
-        context = ops.reshape(context, (shape[0], shape[1], self.num_heads * self.head_size))
+        context = ops.reshape(context, (shape[0], shape[1], self.num_heads * self._width))
         x = self.attention_output_dense(context)
         return self.attention_output_dropout(x, training=training), probs  # [B, S, H]
 
@@ -141,6 +148,23 @@ class ModernBertEncoder(EncoderBlock):
         x = inputs + x
         x = x + self._gated_feed_forward(x, training)
         return (x, probs) if return_attention_probs else x
+
+    def pruning_layout(self):
+        """Where each head and feed-forward unit sits in this block's weights
+        (`encoder_block.PruningLayout`): a head's query, key and value are three runs of
+        `head_size` columns of the fused projection, a unit's input and gate two columns of
+        `mlp_input_dense`."""
+        layout = {"qkv_dense/kernel": ("heads", 1, 3, self._width),
+                  "attention_output_dense/kernel": ("heads", 0, 1, self._width),
+                  "mlp_input_dense/kernel": ("units", 1, 2, 1),
+                  "mlp_output_dense/kernel": ("units", 0, 1, 1)}
+        if self.attention_bias:
+            layout["qkv_dense/bias"] = ("heads", 0, 3, self._width)
+        if self.mlp_bias:
+            layout["mlp_input_dense/bias"] = ("units", 0, 2, 1)
+        return PruningLayout(layout, {"heads": ["attention_output_dense/kernel"],
+                                      "units": ["mlp_output_dense/kernel"]},
+                             {"heads": [self.num_heads], "units": [self.intermediate_size]})
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None,
                              document_ids_shape=None):
