@@ -55,7 +55,8 @@ PRETRAINED = "pretrained"
 _SHAPE_FIELDS = ("vocabulary_size", "num_layers", "hidden_size", "num_heads",
                  "intermediate_size", "type_vocab_size", "embedding_size", "num_groups",
                  "intra_bottleneck_size", "num_feedforward_networks", "layer_heads",
-                 "layer_intermediate_sizes", "first_layer_norm")
+                 "layer_intermediate_sizes", "first_layer_norm",
+                 "layer_feedforward_sizes")
 
 
 def _check_pin(name, weights, sha256):

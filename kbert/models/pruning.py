@@ -14,17 +14,18 @@ num_heads`) and what its family numbers by layer (ModernBERT's global layers).
 
 Where each part sits in a block's weights, its block says (`pruning_layout`). Which parts to
 remove is the caller's choice (`kbert.training.pruning` ranks them by their importance on a
-task's data). Families: BERT, RoBERTa, ELECTRA, DistilBERT, ALBERT, DeBERTa-v3 and ModernBERT.
-ALBERT's layers share blocks (`num_groups`): its heads and units are removed from a block, so
-from every layer that runs it, and a layer removed leaves the block to the others. MobileBERT's
-block (a stack of feed-forward networks between bottlenecks) has no layout: it is refused.
+task's data), every family's: ALBERT's layers share blocks (`num_groups`), so its heads and
+units are removed from a block, from every layer that runs it, and a layer removed leaves the
+block to the others; a MobileBERT block's units are those of its stacked feed-forward
+networks, one network after another (each keeps one).
 """
 
 import numpy as np
 
 from kbert import _keras_private
 
-PRUNABLE = ("BERT", "RoBERTa", "ELECTRA", "DistilBERT", "ALBERT", "DeBERTa-v3", "ModernBERT")
+PRUNABLE = ("BERT", "RoBERTa", "ELECTRA", "DistilBERT", "ALBERT", "DeBERTa-v3", "MobileBERT",
+            "ModernBERT")
 
 
 def check_prunable(backbone):
@@ -110,6 +111,8 @@ def check_removal(backbone, heads=None, units=None, layers=None):
             values = _indices(name, indices, counts[block], f"{word} {block}")
             if block not in kept_blocks or not values:
                 continue
+            _check_runs(backbone.transformer_layers[block].pruning_layout(), name, values,
+                        f"{word} {block}")
             if len(values) == counts[block]:
                 instead = (f"remove the layer instead (layers=[{block}])" if word == "layer"
                            else "remove its layers instead")
@@ -117,6 +120,19 @@ def check_removal(backbone, heads=None, units=None, layers=None):
                                  f"{block}; a {word} keeps one at least: {instead}.")
             removal[name][block] = values
     return removal["heads"], removal["units"], layers
+
+
+def _check_runs(layout, part, removed, block):
+    """ValueError where removing `removed` leaves a run of `part` (a MobileBERT block's
+    feed-forward network) empty."""
+    runs = layout.runs[part]
+    left = layout.sizes(part, _kept(layout.count(part), removed))
+    for run, size in enumerate(left if len(runs) > 1 else ()):
+        if not size:
+            start = sum(runs[:run])
+            raise ValueError(f"{part} removes all {runs[run]} {part} of feed-forward network "
+                             f"{run} of {block} ({part} {start} to {start + runs[run] - 1}); "
+                             f"each network keeps one.")
 
 
 def _kept(count, removed):

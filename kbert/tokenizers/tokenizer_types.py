@@ -98,7 +98,8 @@ TOKENIZER_TYPES = {
         "sentencepiece", "SentencePiece unigram model (ALBERT), learned with the "
         "sentencepiece package", "spiece.model", (".model",),
         vocab_learning.learn_sentence_piece_model, vocab_learning.write_sentence_piece_model,
-        _load_sentence_piece),
+        _load_sentence_piece, settings=("special_pieces", "added_pieces", "albert_preprocess",
+                                        "keep_accents")),
     "bpe": TokenizerType(
         "bpe", "byte-level BPE vocab.json + merges.txt beside it (RoBERTa), learned with the "
         "tokenizers package", "vocab.json", (".json",), _learn_byte_pair, _write_byte_pair,

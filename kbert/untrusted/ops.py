@@ -18,6 +18,8 @@ ALLOWED_OPS = frozenset({
     "Tanh", "TopKV2", "Where",
     # DeBERTa-v3's log-bucketed relative positions.
     "Abs", "Ceil", "Log", "Sign",
+    # ModernBERT's rotary positions.
+    "Cos", "Sin",
     # Shapes, indexing, segments: packing, padding, word and answer spans.
     # (Pad: MobileBERT's three-token embedding window.)
     "BroadcastTo", "ConcatV2", "Const", "DenseBincount", "ExpandDims", "Fill", "GatherNd",

@@ -75,6 +75,9 @@ PIPELINE_EXPORTS = {
     "pipeline_deberta_v3_token_classification": ("token-classification",
                                                  "hf_tasks/deberta_v3_token",
                                                  {"aggregation_strategy": "first"}),
+    # ModernBERT's: rotary positions (Sin, Cos), windows in chunks padded by constants.
+    "pipeline_modern_bert_text_classification": ("text-classification",
+                                                 "hf_tasks/modern_bert_seq_single", {}),
     # The same family, task, options and graph code (kbert.export is the pipeline's export)
     # as EXPORTS' distil_bert_pretrainer, mobile_bert_pretrainer, multi_label and
     # token_classifier and CHECKPOINT_EXPORTS' roberta_text_classifier, with the same op
@@ -110,7 +113,8 @@ EACH = ("bert_pretrainer", "pipeline_fill_mask", "pipeline_distil_bert_fill_mask
         "pipeline_roberta_text_classification",
         "pipeline_text_classification", "pipeline_zero_shot", "pipeline_token_classification",
         "pipeline_question_answering",
-        "pipeline_roberta_question_answering", "pipeline_roberta_token_classification")
+        "pipeline_roberta_question_answering", "pipeline_roberta_token_classification",
+        "pipeline_modern_bert_text_classification")
 
 
 # Sizes a family needs beyond tests.helpers.TINY's.

@@ -17,7 +17,7 @@ from kbert.models.backbone import NO_INTERNALS
 
 TASKS = Path(__file__).parents[1] / "fixtures" / "hf_tasks"
 PRUNABLE = ("bert", "roberta", "electra", "distil_bert", "albert", "deberta_v3",
-            "modern_bert")
+            "mobile_bert", "modern_bert")
 
 
 def _backbone(family):
@@ -62,8 +62,15 @@ def test_pruned_is_the_full_model_with_those_parts_masked(family, tmp_path):
     want_heads = [n - len(heads.get(i, [])) for i, n in enumerate(head_counts)]
     want_units = [n - len(units.get(i, [])) for i, n in enumerate(unit_counts)]
     assert pruning.structure(small) == (want_heads, want_units)
-    assert (small.config.layer_heads, small.config.layer_intermediate_sizes) == (
-        tuple(want_heads), tuple(want_units))
+    assert small.config.layer_heads == tuple(want_heads)
+    if family == "mobile_bert":  # its feed-forward networks' widths, the first two pruned
+        width, count = (backbone.config.intermediate_size,
+                        backbone.config.num_feedforward_networks)
+        assert count > 1 and small.config.layer_feedforward_sizes[0] == (
+            (width - 2,) + (width,) * (count - 1))
+        assert [sum(sizes) for sizes in small.config.layer_feedforward_sizes] == want_units
+    else:
+        assert small.config.layer_intermediate_sizes == tuple(want_units)
     assert small.count_params() < backbone.count_params()
     masked = pruning.masked(backbone, heads=heads, units=units)
     want = masked(x)
@@ -99,9 +106,15 @@ def test_what_cannot_be_pruned_says_why():
     adapted.enable_lora(2)
     with pytest.raises(ValueError, match="LoRA adapters.*Save and reload"):
         pruning.pruned(adapted, heads={0: [0]})
-    with pytest.raises(ValueError, match="blocks of BERT, .*ModernBERT; this is a "
-                                         "MobileBertBackbone whose MobileBertEncoder has no"):
-        pruning.pruned(_backbone("mobile_bert"), heads={0: [0]})
+    inputs = keras.Input((None,), dtype="int32")
+    with pytest.raises(ValueError, match="blocks of BERT, .*ModernBERT; this is a Functional"):
+        pruning.pruned(keras.Model(inputs, keras.layers.Embedding(9, 4)(inputs)), heads={})
+    # A MobileBERT block's units: its feed-forward networks', each keeps one.
+    mobile = _backbone("mobile_bert")
+    width = mobile.config.intermediate_size
+    with pytest.raises(ValueError, match=rf"removes all {width} units of feed-forward network "
+                                         rf"1 of layer 0 \(units {width} to {2 * width - 1}"):
+        pruning.pruned(mobile, units={0: range(width, 2 * width)})
     # ALBERT's heads and units are its blocks' (num_groups), its layers its own.
     albert = _backbone("albert")
     with pytest.raises(ValueError, match=r"heads names block 1; the model has 1 blocks "

@@ -21,15 +21,17 @@ IDS = np.array([[2, 5, 9, 11, 14, 3, 0], [2, 7, 8, 21, 4, 6, 3], [2, 30, 31, 3, 
 LABELS = np.array([0, 1, 1, 0], np.int32)
 
 
-def _model():
-    model = kbert.load(str(TASKS / "bert_seq_single")).model
+def _model(family="bert"):
+    model = kbert.load(str(TASKS / f"{family}_seq_single")).model
     model.compile()
     return model
 
 
-def _features():
-    return {"token_ids": IDS, "segment_ids": np.zeros_like(IDS),
-            "padding_mask": (IDS > 0).astype(np.int32)}
+def _features(model=None):
+    x = {"token_ids": IDS, "padding_mask": (IDS > 0).astype(np.int32)}
+    if model is None or "segment_ids" in model.backbone.input:
+        x["segment_ids"] = np.zeros_like(IDS)
+    return x
 
 
 def _loss(model, x):
@@ -43,26 +45,34 @@ def _gated(model, kernel, row, gate):
     kernel.assign(values)
 
 
-def test_importance_is_the_loss_change_of_a_gate():
-    model = _model()
-    x = _features()
+@pytest.mark.parametrize("family", ["bert", pytest.param("albert", marks=pytest.mark.slow),
+                                    pytest.param("mobile_bert", marks=pytest.mark.slow),
+                                    pytest.param("modern_bert", marks=pytest.mark.slow)])
+def test_importance_is_the_loss_change_of_a_gate(family):
+    """Each head's and unit's score against finite differences of the loss with its output
+    rows scaled (ALBERT's: in the block every layer runs; MobileBERT's units: in each of its
+    feed-forward networks; ModernBERT's and MobileBERT's heads: runs of head_size rows)."""
+    model = _model(family)
+    x = _features(model)
     scores = pruning.importance(model, x, LABELS, batch_size=len(IDS), progress=False)
     assert scores.batches == 1
-    blocks = model.backbone.transformer_layers
     eps = 1e-2
-    for layer, block in enumerate(blocks):
-        for kind, kernel, count in (("heads", block.attention_output_dense.kernel, 2),
-                                    ("units", block.output_dense.kernel, 48)):
-            original = kernel.numpy().copy()
+    for layer, block in enumerate(model.backbone.transformer_layers):
+        layout = block.pruning_layout()
+        kernels = {key: w for key, w in backbone_pruning._weights(block).items()}
+        for kind in ("heads", "units"):
             derivative = []
-            for index in range(count):
-                _gated(model, kernel, index, 1 + eps)
-                up = _loss(model, x)
-                kernel.assign(original)
-                _gated(model, kernel, index, 1 - eps)
-                down = _loss(model, x)
-                kernel.assign(original)
-                derivative.append(abs(up - down) / (2 * eps))
+            for index in range(layout.count(kind)):
+                loss = {}
+                for gate in (1 + eps, 1 - eps):
+                    originals = {}
+                    for key in layout.outputs[kind]:
+                        originals[key] = kernels[key].numpy().copy()
+                        _gated(model, kernels[key], layout.positions(key, [index]), gate)
+                    loss[gate] = _loss(model, x)
+                    for key, value in originals.items():
+                        kernels[key].assign(value)
+                derivative.append(abs(loss[1 + eps] - loss[1 - eps]) / (2 * eps))
             want = np.array(derivative) / np.linalg.norm(derivative)
             got = getattr(scores, kind)[layer]
             np.testing.assert_allclose(got, want, atol=2e-3, err_msg=f"{kind} of {layer}")
@@ -174,3 +184,42 @@ def test_a_pruned_task_model_answers_as_the_masked_one(tmp_path):
         got = dict(zip((label.decode() for label in lite["label"][row]), lite["score"][row]))
         np.testing.assert_allclose([got[a["label"]] for a in r], [a["score"] for a in r],
                                    atol=1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["albert", "deberta_v3", "mobile_bert", "modern_bert"])
+def test_a_pruned_model_of_each_family_saves_and_exports(family, tmp_path):
+    """Beyond BERT's block (the test above): heads, units and a layer removed from a task
+    model of a family with its own block give the masked model's answers, saved and
+    reloaded, and in the exported SavedModel's pipeline as in the Keras pipeline's."""
+    from tests.pipelines import reference
+
+    loaded = kbert.load(str(TASKS / f"{family}_seq_single"))
+    model, tokenizer = loaded.model, loaded.tokenizer
+    heads, units = {0: [0]}, {0: [1, 2, 5]}
+    small = pruning.prune(model, heads=heads, units=units)
+    masked = pruning.prune(model)
+    copy = backbone_pruning.masked(model.backbone, heads=heads, units=units)
+    for target, source in zip(masked.backbone.weights, copy.weights, strict=True):
+        target.assign(source)
+    texts = ["a good day", "the worst film ever made"]
+    ref = kbert.pipeline("text-classification", model=masked, tokenizer=tokenizer)(
+        texts, top_k=None)
+    assert ref != kbert.pipeline("text-classification", model=model, tokenizer=tokenizer)(
+        texts, top_k=None)
+    small.save(tmp_path / "small.keras")
+    reloaded = keras.saving.load_model(tmp_path / "small.keras")
+    pipe = kbert.pipeline("text-classification", model=reloaded, tokenizer=tokenizer)
+    reference.assert_same(pipe(texts, top_k=None), ref)
+    pipe.export(str(tmp_path / "export"))
+    saved = kbert.pipeline("text-classification", model=str(tmp_path / "export"))
+    reference.assert_same(saved(texts, top_k=None), ref)
+    # Without a layer too (ALBERT's shared block runs once less).
+    fewer = pruning.prune(model, layers=[0])
+    assert fewer.backbone.config.num_layers == model.backbone.config.num_layers - 1
+    fewer.save(tmp_path / "fewer.keras")
+    x = {"token_ids": IDS, "padding_mask": (IDS > 0).astype(np.int32)}
+    if "segment_ids" in model.backbone.input:
+        x["segment_ids"] = np.zeros_like(IDS)
+    np.testing.assert_allclose(np.asarray(keras.saving.load_model(tmp_path / "fewer.keras")(x)),
+                               np.asarray(fewer(x)), atol=1e-5)

@@ -46,7 +46,8 @@ class MobileBertBackbone(Backbone):
     def make_layers(self, config, dtype):
         embeddings = layer_from_config(MobileBertEmbeddings, config, dtype=dtype,
                                        name="embeddings")
-        blocks = encoder_blocks(MobileBertEncoder, config, config.num_layers, dtype)
+        blocks = encoder_blocks(MobileBertEncoder, config, config.num_layers, dtype,
+                                per_layer=config.block_arguments)
         if config.classifier_activation:
             pooler = Pooler(initializer_range=config.initializer_range, dtype=dtype,
                             name="pooler")

@@ -1,6 +1,7 @@
 """Every architecture field of a MobileBERT model: BERT's plus the bottlenecks and stacking."""
 
 import dataclasses
+from typing import Optional, Tuple
 
 from kbert.layers import _utils
 from kbert.models.mobile_bert.no_norm import NORMALIZATION_TYPES
@@ -25,6 +26,9 @@ class MobileBertConfig(BertConfig):
         trigram_input: embed each token with its neighbours (a 3-token window).
         classifier_activation: the pooler's tanh dense layer; `False` (the release) pools the
             first token's vector as it is.
+        layer_feedforward_sizes: each block's feed-forward widths where they differ (a pruned
+            model's, `kbert.models.pruning`): per layer, one int per feed-forward network;
+            `None`: `intermediate_size` everywhere (`layer_intermediate_sizes` is not used).
     """
 
     activation: str = "relu"
@@ -36,6 +40,7 @@ class MobileBertConfig(BertConfig):
     normalization_type: str = "no_norm"
     trigram_input: bool = True
     classifier_activation: bool = False
+    layer_feedforward_sizes: Optional[Tuple[Tuple[int, ...], ...]] = None
 
     FAMILY = "MobileBERT"
     ORIGINAL_NAMES = {**BertConfig.ORIGINAL_NAMES, "true_hidden_size": "intra_bottleneck_size"}
@@ -58,7 +63,50 @@ class MobileBertConfig(BertConfig):
         if self.normalization_type not in NORMALIZATION_TYPES:
             raise ValueError(f"Unknown normalization_type {self.normalization_type!r}. "
                              f"Allowed: {', '.join(NORMALIZATION_TYPES)}.")
+        self._check_feedforward_sizes()
         for name in ("trigram_input", "classifier_activation"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"`{name}` must be True or False, got "
                                  f"{getattr(self, name)!r}.")
+
+    def _check_feedforward_sizes(self):
+        if self.layer_intermediate_sizes is not None:
+            raise ValueError(f"layer_intermediate_sizes={self.layer_intermediate_sizes!r}: a "
+                             f"MobileBERT block has several feed-forward networks; give "
+                             f"layer_feedforward_sizes (per layer, one int per network).")
+        sizes = self.layer_feedforward_sizes
+        if sizes is None:
+            return
+        count = self.num_feedforward_networks
+        good = not isinstance(sizes, (str, bytes)) and hasattr(sizes, "__len__") and \
+            len(sizes) == self.num_layers and all(
+                hasattr(layer, "__len__") and len(layer) == count and
+                all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in layer)
+                for layer in sizes)
+        if not good:
+            raise ValueError(f"layer_feedforward_sizes={sizes!r}: per layer ({self.num_layers}"
+                             f"), one width > 0 per feed-forward network ({count}), or None.")
+        object.__setattr__(self, "layer_feedforward_sizes",
+                           tuple(tuple(layer) for layer in sizes))
+
+    def block_arguments(self, index):
+        if self.layer_heads is None and self.layer_feedforward_sizes is None:
+            return {}
+        sizes = self.layer_feedforward_sizes
+        return {"num_heads": self.layer_sizes(index)["num_heads"],
+                "head_size": self.intra_bottleneck_size // self.num_heads,
+                "feedforward_sizes": None if sizes is None else list(sizes[index])}
+
+    def pruned_sizes(self, heads, units):
+        """As `BertConfig.pruned_sizes`; each block's `units` are its feed-forward networks'
+        widths (`layer_feedforward_sizes`)."""
+        units = tuple(tuple(u) if isinstance(u, tuple) else (u,) for u in units)
+        return {"layer_heads": None if set(heads) == {self.num_heads} else tuple(heads),
+                "layer_feedforward_sizes": None if {v for u in units for v in u} == {
+                    self.intermediate_size} else units}
+
+    def pruned_fields(self):
+        fields = super().pruned_fields()
+        if self.layer_feedforward_sizes is not None:
+            fields["layer_feedforward_sizes"] = self.layer_feedforward_sizes
+        return fields

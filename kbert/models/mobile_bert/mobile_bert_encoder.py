@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from kbert.layers import _utils
-from kbert.layers.encoder_block import EncoderBlock
+from kbert.layers.encoder_block import EncoderBlock, PruningLayout
 from kbert.layers.hash_dropout import HashDropout
 from kbert.models.mobile_bert.mobile_bert_embeddings import TORCH_LAYER_NORM_EPSILON
 from kbert.models.mobile_bert.no_norm import NORMALIZATION_TYPES, normalization
@@ -38,6 +38,10 @@ class MobileBertEncoder(EncoderBlock):
         layer_norm_epsilon: epsilon of the LayerNorms (with "layer_norm"; the last
             feed-forward's norm uses torch's default 1e-5, as transformers builds it).
         initializer_range: stddev of the truncated-normal kernel initializer.
+        head_size: the width of each head; `None`: `intra_bottleneck_size / num_heads` (a
+            pruned block keeps its heads' width with fewer of them).
+        feedforward_sizes: each feed-forward network's width where they differ (a pruned
+            block's), `num_feedforward_networks` ints; `None`: `intermediate_size` each.
 
     Call args:
         inputs: float tensor [B, S, H].
@@ -50,16 +54,25 @@ class MobileBertEncoder(EncoderBlock):
     def __init__(self, num_heads, intermediate_size, intra_bottleneck_size=128,
                  num_feedforward_networks=4, normalization_type="no_norm", activation="relu",
                  dropout=0.0, attention_dropout=0.1, layer_norm_epsilon=1e-12,
-                 initializer_range=0.02, **kwargs):
+                 initializer_range=0.02, head_size=None, feedforward_sizes=None, **kwargs):
         super().__init__(num_heads, intermediate_size, activation, dropout, attention_dropout,
                          layer_norm_epsilon, initializer_range, **kwargs)
+        if head_size is not None:
+            _utils.check_positive_int("head_size", head_size)
+        if feedforward_sizes is not None:
+            if len(feedforward_sizes) != num_feedforward_networks:
+                raise ValueError(f"feedforward_sizes={feedforward_sizes!r}: one width per "
+                                 f"feed-forward network, {num_feedforward_networks}.")
+            feedforward_sizes = [_utils.check_positive_int("feedforward_sizes", size)
+                                 for size in feedforward_sizes]
+        _utils.keep_settings(self, head_size=head_size, feedforward_sizes=feedforward_sizes)
         _utils.keep_settings(
             self, intra_bottleneck_size=_utils.check_positive_int("intra_bottleneck_size",
                                                                   intra_bottleneck_size),
             num_feedforward_networks=_utils.check_positive_int("num_feedforward_networks",
                                                                num_feedforward_networks),
             normalization_type=normalization_type)
-        if intra_bottleneck_size % num_heads:
+        if head_size is None and intra_bottleneck_size % num_heads:
             raise ValueError(f"intra_bottleneck_size={intra_bottleneck_size} is not divisible "
                              f"by num_heads={num_heads}.")
         if normalization_type not in NORMALIZATION_TYPES:
@@ -73,7 +86,9 @@ class MobileBertEncoder(EncoderBlock):
     def build(self, inputs_shape, padding_mask_shape=None):
         hidden = inputs_shape[-1]
         inner = self.intra_bottleneck_size
-        self._head_size = inner // self.num_heads
+        self._head_size = self.head_size or inner // self.num_heads
+        heads = self.num_heads * self._head_size
+        widths = self._widths()
 
         # === Layers === (each built on its input width)
         def built(layer, width):
@@ -84,26 +99,24 @@ class MobileBertEncoder(EncoderBlock):
         self.input_bottleneck_norm = built(self._norm("input_bottleneck_norm"), inner)
         self.attention_bottleneck = built(self._dense(inner, "attention_bottleneck"), hidden)
         self.attention_bottleneck_norm = built(self._norm("attention_bottleneck_norm"), inner)
-        self.query_dense = built(self._dense(inner, "query"), inner)
-        self.key_dense = built(self._dense(inner, "key"), inner)
-        self.value_dense = built(self._dense(inner, "value"), hidden)
+        self.query_dense = built(self._dense(heads, "query"), inner)
+        self.key_dense = built(self._dense(heads, "key"), inner)
+        self.value_dense = built(self._dense(heads, "value"), hidden)
         self.attention_probs_dropout = HashDropout(self.attention_dropout,
                                                    dtype=self.dtype_policy)
-        self.attention_output_dense = built(self._dense(inner, "attention_output_dense"), inner)
+        self.attention_output_dense = built(self._dense(inner, "attention_output_dense"), heads)
         self.attention_norm = built(self._norm("attention_norm"), inner)
         # The first num_feedforward_networks - 1 networks (flat lists: Keras tracks lists).
         stacked = range(self.num_feedforward_networks - 1)
         self.ffn_intermediate = [
-            built(self._dense(self.intermediate_size, f"ffn_{i}_intermediate",
-                              self._activation_fn), inner)
+            built(self._dense(widths[i], f"ffn_{i}_intermediate", self._activation_fn), inner)
             for i in stacked]
-        self.ffn_output = [built(self._dense(inner, f"ffn_{i}_output"), self.intermediate_size)
+        self.ffn_output = [built(self._dense(inner, f"ffn_{i}_output"), widths[i])
                            for i in stacked]
         self.ffn_norm = [built(self._norm(f"ffn_{i}_norm"), inner) for i in stacked]
         self.intermediate_dense = built(
-            self._dense(self.intermediate_size, "intermediate_dense", self._activation_fn),
-            inner)
-        self.output_dense = built(self._dense(inner, "output_dense"), self.intermediate_size)
+            self._dense(widths[-1], "intermediate_dense", self._activation_fn), inner)
+        self.output_dense = built(self._dense(inner, "output_dense"), widths[-1])
         self.output_norm = built(self._norm("output_norm", TORCH_LAYER_NORM_EPSILON), inner)
         self.output_bottleneck = built(self._dense(hidden, "output_bottleneck"), inner)
         self.output_dropout = HashDropout(self.dropout, dtype=self.dtype_policy)
@@ -122,7 +135,8 @@ class MobileBertEncoder(EncoderBlock):
         out = self._attend(query, key, value, padding_mask, training, explicit=explicit)
         context, probs = (out[0], out[1]) if explicit else (out, None)
         shape = ops.shape(context)
-        return ops.reshape(context, (shape[0], shape[1], self.intra_bottleneck_size)), probs
+        return ops.reshape(context, (shape[0], shape[1], self.num_heads * self._head_size)), \
+            probs
 
     def call(self, inputs, padding_mask=None, training=None, return_attention_probs=False):
         bottleneck = self.input_bottleneck_norm(self.input_bottleneck(inputs))  # [B, S, I]
@@ -137,6 +151,32 @@ class MobileBertEncoder(EncoderBlock):
         x = self.output_dropout(self.output_bottleneck(x), training=training)
         x = self.output_bottleneck_norm(x + inputs)  # [B, S, H]
         return (x, probs) if return_attention_probs else x
+
+    def _widths(self):
+        return self.feedforward_sizes or [self.intermediate_size] * \
+            self.num_feedforward_networks
+
+    def pruning_layout(self):
+        """Where each head and feed-forward unit sits in this block's weights
+        (`encoder_block.PruningLayout`): a head's query, key and value are `head_size`
+        columns of their dense layers, its output `head_size` rows; the units are those of
+        the feed-forward networks, one network (a run) after another."""
+        width = self._head_size
+        layout = {f"{name}/kernel": ("heads", 1, 1, width) for name in ("query", "key",
+                                                                         "value")}
+        layout.update({f"{name}/bias": ("heads", 0, 1, width) for name in ("query", "key",
+                                                                           "value")})
+        layout["attention_output_dense/kernel"] = ("heads", 0, 1, width)
+        names = [(f"ffn_{i}_intermediate", f"ffn_{i}_output")
+                 for i in range(self.num_feedforward_networks - 1)]
+        names.append(("intermediate_dense", "output_dense"))
+        for run, (intermediate, output) in enumerate(names):
+            layout.update({f"{intermediate}/kernel": ("units", 1, 1, 1, run),
+                           f"{intermediate}/bias": ("units", 0, 1, 1, run),
+                           f"{output}/kernel": ("units", 0, 1, 1, run)})
+        return PruningLayout(layout, {"heads": ["attention_output_dense/kernel"],
+                                      "units": [f"{output}/kernel" for _, output in names]},
+                             {"heads": [self.num_heads], "units": list(self._widths())})
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
         return tuple(inputs_shape)

@@ -101,21 +101,28 @@ def windowed_attention(attend, query, key, value, padding_mask, radius, training
     chunk = radius
     batch, length = ops.shape(query)[0], ops.shape(query)[1]
     count = (length + chunk - 1) // chunk
-    extra = count * chunk - length
     heads, size = query.shape[2], query.shape[3]
-    query = ops.pad(query, [[0, 0], [0, extra], [0, 0], [0, 0]])
-    query = ops.reshape(query, (-1, chunk, heads, size))  # [B * n, C, N, D]
-    around = [[0, 0], [chunk, chunk + extra], [0, 0], [0, 0]]
-    key = _neighbours(ops.pad(key, around), chunk, count)  # [B * n, 3C, N, D]
-    value = _neighbours(ops.pad(value, around), chunk, count)
+
+    def padded(x, before):
+        """`x` [B, S, ...] with `before` zeros in front and zeros after up to `before +
+        count * chunk + chunk` positions (`before` of them past the last chunk): padded by
+        constants and cut (a graph's Pad has constant amounts, as a checked SavedModel
+        needs: `kbert.untrusted`), never by the computed remainder."""
+        rest = [[0, 0]] * (len(x.shape) - 2)
+        x = ops.pad(x, [[0, 0], [before, chunk + before]] + rest)
+        return x[:, :before + count * chunk + before]
+
+    query = ops.reshape(padded(query, 0), (-1, chunk, heads, size))  # [B * n, C, N, D]
+    key = _neighbours(padded(key, chunk), chunk, count)  # [B * n, 3C, N, D]
+    value = _neighbours(padded(value, chunk), chunk, count)
     if padding_mask is None:
         padding_mask = ops.ones((batch, length), "int32")
-    valid = ops.pad(ops.cast(padding_mask, "int32"), around[:2])  # 0 past both ends
+    valid = padded(ops.cast(padding_mask, "int32"), chunk)  # 0 past both ends
     valid = _neighbours(valid, chunk, count)  # [B * n, 3C]
     bias = ops.convert_to_tensor(_chunk_bias(radius))[None, None]  # [1, 1, C, 3C]
     if runs is not None:
-        query_runs = ops.reshape(ops.pad(runs, [[0, 0], [0, extra]]), (-1, chunk))
-        key_runs = _neighbours(ops.pad(runs, around[:2]), chunk, count)  # [B * n, 3C]
+        query_runs = ops.reshape(padded(runs, 0), (-1, chunk))
+        key_runs = _neighbours(padded(runs, chunk), chunk, count)  # [B * n, 3C]
         same = ops.equal(query_runs[:, :, None], key_runs[:, None, :])  # [B * n, C, 3C]
         bias = ops.where(ops.logical_and(same, ops.equal(bias[0], 0.0)), 0.0, FAR)[:, None]
     context = attend(query, key, value, valid, training, bias=bias)  # [B * n, C, N, D]

@@ -152,9 +152,21 @@ class SentencePieceTokenizer(PieceTokenizer):
     def write_files(self, directory):
         import os
 
-        from kbert.tokenizers.files import write_sentence_piece_model
+        from kbert.tokenizers.files import write_sentence_piece_model, write_settings
 
         write_sentence_piece_model(self.model, os.path.join(directory, "spiece.model"))
+        if self.file_settings():
+            write_settings(self.file_settings(), directory)
+
+    def file_settings(self):
+        """The settings that differ from ALBERT's, which the spiece.model does not hold
+        (DeBERTa-v3's special pieces, its added "[MASK]", no ALBERT preprocessing), for the
+        tokenizer_config.json beside it: `kbert.tokenizers.tokenizer_types.load` passes them
+        back, so that an export's tokenizer is the model's."""
+        defaults = {"special_pieces": dict(SPECIAL_PIECES), "added_pieces": [],
+                    "albert_preprocess": True, "keep_accents": False}
+        return {key: getattr(self, key) for key, value in defaults.items()
+                if getattr(self, key) != value}
 
     def identity(self):
         return (tuple(self.vocabulary), self.model)
