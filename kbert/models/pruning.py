@@ -64,6 +64,14 @@ def _block_of(config, layer):
     return config.block_of(layer) if hasattr(config, "block_of") else layer
 
 
+def kept_blocks(backbone, layers):
+    """The blocks (indices, sorted) that some layer not in `layers` still runs: the others'
+    but the removed layers' (ALBERT: the shared blocks with a layer left)."""
+    config = backbone.config
+    return sorted({_block_of(config, i) for i in range(config.num_layers)
+                   if i not in set(layers)})
+
+
 def _indices(what, given, count, block):
     given = list(given)
     odd = [i for i in given if isinstance(i, bool) or not isinstance(i, (int, np.integer))]
@@ -100,16 +108,15 @@ def check_removal(backbone, heads=None, units=None, layers=None):
     layers = sorted({index(i, "layers", count, "layer") for i in layers})
     if len(layers) == count:
         raise ValueError(f"layers={layers} removes every layer of the {count}; keep one.")
-    kept = [i for i in range(count) if i not in layers]
-    config.kept_layers(kept)  # what the family cannot keep, by name
-    kept_blocks = {_block_of(config, i) for i in kept}
+    config.kept_layers([i for i in range(count) if i not in layers])  # refused by name
+    kept = kept_blocks(backbone, layers)
     removal = {}
     for name, given, counts in (("heads", heads, head_counts), ("units", units, unit_counts)):
         removal[name] = {}
         for block, indices in given.items():
             block = index(block, name, blocks, word)
             values = _indices(name, indices, counts[block], f"{word} {block}")
-            if block not in kept_blocks or not values:
+            if block not in kept or not values:
                 continue
             _check_runs(backbone.transformer_layers[block].pruning_layout(), name, values,
                         f"{word} {block}")
@@ -165,21 +172,20 @@ def pruned(backbone, heads=None, units=None, layers=None):
     head_counts, unit_counts = structure(backbone)
     config = backbone.config
     kept_layers = [i for i in range(config.num_layers) if i not in layers]
-    kept_blocks = sorted({_block_of(config, i) for i in kept_layers})
+    blocks = kept_blocks(backbone, layers)
     keep = {i: {"heads": _kept(head_counts[i], heads.get(i, ())),
-                "units": _kept(unit_counts[i], units.get(i, ()))} for i in kept_blocks}
-    layouts = {i: backbone.transformer_layers[i].pruning_layout() for i in kept_blocks}
+                "units": _kept(unit_counts[i], units.get(i, ()))} for i in blocks}
+    layouts = {i: backbone.transformer_layers[i].pruning_layout() for i in blocks}
     smaller = type(backbone).from_config({
         **backbone.get_config(), **config.kept_layers(kept_layers),
-        **config.pruned_sizes([len(keep[i]["heads"]) for i in kept_blocks],
-                              [layouts[i].sizes("units", keep[i]["units"])
-                               for i in kept_blocks])})
+        **config.pruned_sizes([len(keep[i]["heads"]) for i in blocks],
+                              [layouts[i].sizes("units", keep[i]["units"]) for i in blocks])})
     for name in backbone._layer_names:
         if name == "transformer_layers" or getattr(backbone, name) is None:
             continue
         getattr(smaller, name).set_weights(getattr(backbone, name).get_weights())
     old_blocks = backbone.transformer_layers
-    for new, old_index in zip(smaller.transformer_layers, kept_blocks, strict=True):
+    for new, old_index in zip(smaller.transformer_layers, blocks, strict=True):
         _copy_block(old_blocks[old_index], new, keep[old_index])
     return smaller
 

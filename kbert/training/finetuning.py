@@ -239,6 +239,7 @@ def _ranked(config, task, model, train, tokenizer):
     """What --prune_heads / --prune_units / --prune_layers remove from `model`, ranked on
     --prune_batches training batches: (heads, units, layers) as `pruning.prune` takes them
     (the heads and units of a removed layer go with it)."""
+    from kbert.models import pruning as backbone_pruning
     from kbert.training import pruning
 
     model.compile()
@@ -262,8 +263,9 @@ def _ranked(config, task, model, train, tokenizer):
               f"{config.prune_batches} training batches.")
         scores = pruning.importance(model, stream, steps=config.prune_batches,
                                     progress=progress)
-        # The fractions are of the kept layers' heads and units.
-        kept = [i for i in range(len(scores.heads)) if i not in layers]
+        # The fractions are of the kept blocks' heads and units (a block is a layer, but
+        # ALBERT's shared ones).
+        kept = backbone_pruning.kept_blocks(model.backbone, layers)
         heads, units = pruning.plan(
             pruning.Importance([scores.heads[i] for i in kept],
                                [scores.units[i] for i in kept], scores.batches),

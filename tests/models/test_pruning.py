@@ -130,6 +130,10 @@ def test_what_cannot_be_pruned_says_why():
         pruning.pruned(grouped, layers=[0])
     assert pruning.pruned(grouped, layers=[0, 2]).config.num_groups == 2
     assert pruning.pruned(grouped, layers=[0, 1]).config.num_groups == 1
+    # The blocks a removal leaves: ALBERT's shared block stays while a layer runs it.
+    assert pruning.kept_blocks(albert, [0]) == [0]
+    assert pruning.kept_blocks(grouped, [0, 1]) == [1]
+    assert pruning.kept_blocks(backbone, [0]) == [1]
 
 
 def test_per_layer_sizes_in_the_config():

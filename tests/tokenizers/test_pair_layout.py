@@ -88,8 +88,15 @@ def test_the_layout_is_saved_and_read_back_with_the_tokenizer(tmp_path):
                                  settings=json.loads((tmp_path / "files" / SETTINGS_FILE)
                                                      .read_text()))
     assert again.layout == ROBERTA
+    # Its special and added pieces come back with it (they are not ALBERT's); a kind's own
+    # layout is not written.
+    assert (again.special_pieces, again.added_pieces) == (XLMR_PIECES, ["<s>", "</s>",
+                                                                       "<mask>"])
     write_tokenizer_files(xlm_r_like(), str(tmp_path / "default"))
-    assert not (tmp_path / "default" / SETTINGS_FILE).exists()
+    assert "pair_layout" not in json.loads((tmp_path / "default" / SETTINGS_FILE).read_text())
+    write_tokenizer_files(SentencePieceTokenizer(ALBERT / "spiece.model"),
+                          str(tmp_path / "albert"))
+    assert not (tmp_path / "albert" / SETTINGS_FILE).exists()
 
 
 def test_a_tokenizer_json_keeps_its_templates_layout_unless_given():
