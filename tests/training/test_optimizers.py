@@ -215,3 +215,49 @@ def test_the_runs_adam_settings_reach_the_optimizer_and_bad_ones_fail_fast(tmp_p
         with pytest.raises(ConfigError) as error:
             PretrainingConfig(model_dir=str(tmp_path), **{field: value}).validate()
         assert str(error.value) == message
+
+
+@pytest.mark.parametrize("in_graph", [False, True])
+def test_adamw_on_tensorflow_steps_as_keras_adamw(in_graph):
+    """kbert's AdamW updates through TensorFlow's fused Adam kernel (`_FusedAdamStep`):
+    five steps (warm-up then decay, decay sparing the bias, a variable at half the rate)
+    give what `keras.optimizers.AdamW`'s own element-wise update gives, to float32 rounding
+    (1e-6). A table's gradient as IndexedSlices with a row twice (a token twice in a batch)
+    is the summed dense gradient, as Keras's update of that dense gradient (Keras's own
+    update of the slices squares each before summing them: not Adam's second moment)."""
+    import tensorflow as tf
+
+    from kbert.models.optimizers import _FusedAdamStep
+
+    rng = np.random.default_rng(5)
+    shapes = {"kernel": (6, 4), "bias": (4,), "embeddings": (9, 3)}
+    start = {n: rng.normal(size=s).astype("float32") for n, s in shapes.items()}
+    steps = [[rng.normal(scale=s, size=shapes[n]).astype("float32") for n in shapes]
+             for s in (0.3, 1.0, 0.05, 2.0, 0.5)]
+
+    def run(optimizer, dense):
+        variables = [keras.Variable(start[n], name=n) for n in shapes]
+
+        def apply(grads):
+            table = tf.IndexedSlices(tf.gather(grads[2], [1, 4, 4]), tf.constant([1, 4, 4]),
+                                     tf.constant(shapes["embeddings"]))
+            optimizer.apply([grads[0], grads[1],
+                             tf.convert_to_tensor(table) if dense else table], variables)
+
+        apply_ = tf.function(apply) if in_graph else apply
+        for grads in steps:
+            apply_([tf.constant(g) for g in grads])
+        return [keras.ops.convert_to_numpy(v) for v in variables]
+
+    kbert_adamw = create_optimizer("adamw", learning_rate=0.05, warmup_steps=2,
+                                   total_steps=8, weight_decay=0.1, clipnorm=None,
+                                   learning_rate_multipliers={"kernel": 0.5})
+    assert isinstance(kbert_adamw, _FusedAdamStep)
+    reference = create_optimizer("adamw", learning_rate=0.05, warmup_steps=2, total_steps=8,
+                                 weight_decay=0.1, clipnorm=None,
+                                 learning_rate_multipliers={"kernel": 0.5})
+    reference._fused = lambda variable: False  # Keras's own update
+    got, want = run(kbert_adamw, dense=False), run(reference, dense=True)
+    for g, w, name in zip(got, want, shapes):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6, err_msg=name)
+        assert not np.allclose(g, start[name]), name
