@@ -52,8 +52,9 @@ class PruningLayout:
 
     Args:
         weights: {weight path inside the block: (part, axis, repeats, width[, run])}: `part`
-            is "heads" or "units"; along `axis` the weight holds `repeats` runs (ModernBERT's
-            fused query, key and value) of one `width`-wide slice per part of run `run` (0).
+            is "heads" or "units"; along `axis` the weight holds `repeats` copies of the
+            layout (ModernBERT's fused query, key and value, one after another), each one
+            `width`-wide slice per part of run `run` (0).
         outputs: {part: [weight paths]}: the weights whose rows (axis 0) are each part's
             share of the block's output: masking them to zero is removing the part.
         runs: {part: [sizes]}: a part's index space, one run after another (MobileBERT's

@@ -9,8 +9,9 @@ input and its gate) and its row of the output layer. So the pruned backbone give
 one's outputs with those parts' output rows set to zero (`masked`), within float32 rounding;
 without a layer, what the full one gives when that block is skipped (the residual stream
 passes on). The pruned backbone's config keeps the heads and units each block has left
-(`BertConfig.layer_heads`, `layer_intermediate_sizes`; the head size stays `hidden_size /
-num_heads`) and what its family numbers by layer (ModernBERT's global layers).
+(`BertConfig.layer_heads`, `layer_intermediate_sizes`, MobileBERT's
+`layer_feedforward_sizes`; the head size stays what it was) and what its family numbers by
+layer (ModernBERT's global layers).
 
 Where each part sits in a block's weights, its block says (`pruning_layout`). Which parts to
 remove is the caller's choice (`kbert.training.pruning` ranks them by their importance on a
@@ -149,7 +150,14 @@ def _kept(count, removed):
 def _weights(block):
     """{weight path inside `block`: its variable}."""
     prefix = block.name + "/"
-    return {w.path[w.path.find(prefix) + len(prefix):]: w for w in block.weights}
+    weights = {}
+    for weight in block.weights:
+        at = weight.path.find(prefix)
+        if at < 0:
+            raise ValueError(f"The weight {weight.path!r} of block {block.name!r} is not "
+                             f"under its name: pruning reads a block's weights by path.")
+        weights[weight.path[at + len(prefix):]] = weight
+    return weights
 
 
 def output_weights(block, part):

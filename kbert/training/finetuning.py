@@ -266,9 +266,11 @@ def _ranked(config, task, model, train, tokenizer):
         # The fractions are of the kept blocks' heads and units (a block is a layer, but
         # ALBERT's shared ones).
         kept = backbone_pruning.kept_blocks(model.backbone, layers)
+        runs = scores.unit_runs
         heads, units = pruning.plan(
             pruning.Importance([scores.heads[i] for i in kept],
-                               [scores.units[i] for i in kept], scores.batches),
+                               [scores.units[i] for i in kept], scores.batches,
+                               runs and [runs[i] for i in kept]),
             config.prune_heads, config.prune_units)
         heads, units = ({kept[i]: v for i, v in part.items()} for part in (heads, units))
     return heads, units, layers

@@ -10,8 +10,9 @@ share of the attention output, summed over batches. That share is `context_h @ W
 dL/d xi_h = sum(W_o[h] * dL/dW_o[h]): the gradient of the attention output projection's
 kernel gives every head's score, with no gates put into the graph. A feed-forward unit's is
 the same with its row of the output layer (the Taylor score of the unit's activation, as
-nn_pruning's and Molchanov et al.'s). Each layer's scores are then divided by their L2 norm,
-as Michel et al. do so that one threshold ranks heads across layers.
+nn_pruning's and Molchanov et al.'s). Each block's scores are then divided by their L2 norm,
+as Michel et al. do so that one threshold ranks heads across layers. Where each part's rows
+are, each family's block says (`pruning_layout()`): every family is scored so.
 
 Recovery after pruning is fine-tuning the smaller model on the same task (`fit`, or
 `tools/finetune.py --prune_heads=... --prune_units=...`, which ranks, prunes and fine-tunes),
@@ -30,11 +31,14 @@ from kbert.models import pruning as backbone_pruning
 class Importance:
     """Per block (a layer, but ALBERT's shared blocks), each attention head's (`heads`) and
     each feed-forward unit's (`units`) score, numpy arrays, normalized per block (L2);
-    `batches`: how many batches were read."""
+    `batches`: how many batches were read; `unit_runs`: per block, the sizes of its
+    feed-forward networks, whose units follow one another in `units` (a MobileBERT block
+    has several; `None`: one network a block)."""
 
     heads: list
     units: list
     batches: int
+    unit_runs: list = None
 
 
 def _checked_model(model):
@@ -112,8 +116,9 @@ def importance(model, x, y=None, batch_size=None, steps=None, progress=True):
             bar.update(batches)
     if not batches:
         raise ValueError("importance read no batch: the data is empty.")
+    runs = [block.pruning_layout().runs["units"] for block in blocks]
     return Importance([_normalized(s) for s in heads], [_normalized(s) for s in units],
-                      batches)
+                      batches, runs if any(len(r) > 1 for r in runs) else None)
 
 
 def layer_importance(model, x, y=None, batch_size=None, steps=None, progress=True):
@@ -129,10 +134,15 @@ def layer_importance(model, x, y=None, batch_size=None, steps=None, progress=Tru
     import tensorflow as tf
 
     backbone = _checked_model(model)
+    count = backbone.config.num_layers
+    try:  # one layer removed: what the family can keep (ALBERT's groups may not)
+        backbone.config.kept_layers(list(range(1, count)))
+    except ValueError as e:
+        raise ValueError(f"layer_importance removes one layer at a time, which this model "
+                         f"cannot: {e}") from None
     batches = list(_batches(model, x, y, batch_size, steps))
     if not batches:
         raise ValueError("layer_importance read no batch: the data is empty.")
-    count = backbone.config.num_layers
     bar = keras.utils.Progbar(count + 1, unit_name="model") if progress else None
 
     def mean_loss(candidate):
@@ -174,22 +184,35 @@ def _check_sparsity(name, value):
     return float(value)
 
 
+def _best(values, runs):
+    """{(block, index)}: each block's best part, and each of its runs' (feed-forward
+    networks') best where it has several (`runs`: per block, the run sizes, or None)."""
+    best = set()
+    for block, scores in enumerate(values):
+        start = 0
+        for size in (runs[block] if runs else [len(scores)]):
+            best.add((block, start + int(np.argmax(scores[start:start + size]))))
+            start += size
+    return best
+
+
 def plan(scores, head_sparsity=None, unit_sparsity=None):
     """What to remove: the `head_sparsity` fraction of all heads and the `unit_sparsity`
     fraction of all feed-forward units with the lowest scores (`scores`: an `Importance`),
-    ranked across layers, each layer keeping its best head and its best unit (so a sparsity
-    near 1 removes all but those: fewer than asked). The count is the fraction of the total
-    to the nearest part. Returns `(heads, units)` as `kbert.models.pruning.pruned` takes
-    them ({layer: [indices]})."""
+    ranked across blocks, each block keeping its best head and its best unit (a MobileBERT
+    block: the best unit of each of its feed-forward networks), so that a sparsity near 1
+    removes all but those: fewer than asked. The count is the fraction of the total to the
+    nearest part. Returns `(heads, units)` as `kbert.models.pruning.pruned` takes them
+    ({block: [indices]}; a block is a layer, but ALBERT's shared ones)."""
     removal = []
-    for name, values, sparsity in (("head_sparsity", scores.heads, head_sparsity),
-                                   ("unit_sparsity", scores.units, unit_sparsity)):
+    for name, values, sparsity, runs in (
+            ("head_sparsity", scores.heads, head_sparsity, None),
+            ("unit_sparsity", scores.units, unit_sparsity, scores.unit_runs)):
         sparsity = _check_sparsity(name, sparsity)
         total = sum(len(v) for v in values)
         ranked = sorted((float(score), layer, index) for layer, layer_scores in
                         enumerate(values) for index, score in enumerate(layer_scores))
-        # Each layer's best part stays, whatever the sparsity.
-        best = {(layer, int(np.argmax(v))) for layer, v in enumerate(values)}
+        best = _best(values, runs)  # stays, whatever the sparsity
         count = int(sparsity * total + 0.5)  # to the nearest, halves up
         chosen = {}
         for _, layer, index in [part for part in ranked if part[1:] not in best][:count]:

@@ -97,6 +97,14 @@ def test_the_layout_is_saved_and_read_back_with_the_tokenizer(tmp_path):
     write_tokenizer_files(SentencePieceTokenizer(ALBERT / "spiece.model"),
                           str(tmp_path / "albert"))
     assert not (tmp_path / "albert" / SETTINGS_FILE).exists()
+    # Written over another's (a reused directory), none of the other's settings stays.
+    write_tokenizer_files(SentencePieceTokenizer(ALBERT / "spiece.model"),
+                          str(tmp_path / "default"))
+    settings = json.loads((tmp_path / "default" / SETTINGS_FILE).read_text())
+    back = tokenizer_types.load(tmp_path / "default" / "spiece.model", "sentencepiece",
+                                settings=settings)
+    assert back.special_pieces == SentencePieceTokenizer(ALBERT / "spiece.model").special_pieces
+    assert back.added_pieces == []
 
 
 def test_a_tokenizer_json_keeps_its_templates_layout_unless_given():

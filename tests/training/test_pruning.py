@@ -138,6 +138,24 @@ def test_the_plan_removes_the_lowest_scores_across_layers():
     for bad in (1.0, -0.1, "half", True):
         with pytest.raises(ValueError, match=r"head_sparsity=.*a fraction in \[0, 1\)"):
             pruning.plan(scores, head_sparsity=bad)
+    # A MobileBERT block's units are several feed-forward networks': each keeps its best.
+    stacked = pruning.Importance(heads=[np.array([0.5, 0.6])],
+                                 units=[np.array([0.9, 0.8, 0.7, 0.01, 0.03, 0.02])],
+                                 batches=1, unit_runs=[[3, 3]])
+    assert pruning.plan(stacked, unit_sparsity=0.99)[1] == {0: [1, 2, 3, 5]}
+
+
+def test_layer_importance_refuses_what_cannot_lose_one_layer():
+    """ALBERT with 2 groups of 2 layers: one layer removed leaves its blocks unequal."""
+    from kbert.models import AlbertBackbone, AlbertConfig
+    from kbert.tasks import TextClassifier
+
+    backbone = AlbertBackbone.from_config(AlbertConfig(40, 4, 8, 2, 16, num_groups=2).to_dict())
+    model = TextClassifier(backbone, num_classes=2)
+    model.compile()
+    with pytest.raises(ValueError, match=r"removes one layer at a time, which this model "
+                                         r"cannot: Keeping layers \[1, 2, 3\]"):
+        pruning.layer_importance(model, _features(model), LABELS, progress=False)
 
 
 @pytest.mark.slow

@@ -3,6 +3,8 @@
 import dataclasses
 from typing import Optional, Tuple
 
+import numpy as np
+
 from kbert.layers import _utils
 from kbert.models.mobile_bert.no_norm import NORMALIZATION_TYPES
 from kbert.models.bert.bert_config import BertConfig
@@ -81,13 +83,14 @@ class MobileBertConfig(BertConfig):
         good = not isinstance(sizes, (str, bytes)) and hasattr(sizes, "__len__") and \
             len(sizes) == self.num_layers and all(
                 hasattr(layer, "__len__") and len(layer) == count and
-                all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in layer)
+                all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 0
+                    for v in layer)
                 for layer in sizes)
         if not good:
             raise ValueError(f"layer_feedforward_sizes={sizes!r}: per layer ({self.num_layers}"
                              f"), one width > 0 per feed-forward network ({count}), or None.")
         object.__setattr__(self, "layer_feedforward_sizes",
-                           tuple(tuple(layer) for layer in sizes))
+                           tuple(tuple(int(v) for v in layer) for layer in sizes))
 
     def block_arguments(self, index):
         if self.layer_heads is None and self.layer_feedforward_sizes is None:

@@ -60,6 +60,7 @@ class MobileBertEncoder(EncoderBlock):
         if head_size is not None:
             _utils.check_positive_int("head_size", head_size)
         if feedforward_sizes is not None:
+            _utils.check_positive_int("num_feedforward_networks", num_feedforward_networks)
             if len(feedforward_sizes) != num_feedforward_networks:
                 raise ValueError(f"feedforward_sizes={feedforward_sizes!r}: one width per "
                                  f"feed-forward network, {num_feedforward_networks}.")

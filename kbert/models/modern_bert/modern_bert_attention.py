@@ -104,10 +104,10 @@ def windowed_attention(attend, query, key, value, padding_mask, radius, training
     heads, size = query.shape[2], query.shape[3]
 
     def padded(x, before):
-        """`x` [B, S, ...] with `before` zeros in front and zeros after up to `before +
-        count * chunk + chunk` positions (`before` of them past the last chunk): padded by
-        constants and cut (a graph's Pad has constant amounts, as a checked SavedModel
-        needs: `kbert.untrusted`), never by the computed remainder."""
+        """`x` [B, S, ...] with `before` zeros in front and zeros after it up to `before +
+        count * chunk + before` positions (the last chunk filled, then `before` more):
+        padded by constants and cut (a graph's Pad has constant amounts, as a checked
+        SavedModel needs: `kbert.untrusted`), never by the computed remainder."""
         rest = [[0, 0]] * (len(x.shape) - 2)
         x = ops.pad(x, [[0, 0], [before, chunk + before]] + rest)
         return x[:, :before + count * chunk + before]

@@ -152,21 +152,25 @@ class SentencePieceTokenizer(PieceTokenizer):
     def write_files(self, directory):
         import os
 
-        from kbert.tokenizers.files import write_sentence_piece_model, write_settings
+        from kbert.tokenizers.files import (SETTINGS_FILE, write_sentence_piece_model,
+                                            write_settings)
 
         write_sentence_piece_model(self.model, os.path.join(directory, "spiece.model"))
-        if self.file_settings():
+        # All of them where one differs from ALBERT's, or where a tokenizer_config.json is
+        # there already (a reused directory: none of another tokenizer's stays).
+        if self.file_settings(every=False) or \
+                os.path.isfile(os.path.join(directory, SETTINGS_FILE)):
             write_settings(self.file_settings(), directory)
 
-    def file_settings(self):
-        """The settings that differ from ALBERT's, which the spiece.model does not hold
-        (DeBERTa-v3's special pieces, its added "[MASK]", no ALBERT preprocessing), for the
-        tokenizer_config.json beside it: `kbert.tokenizers.tokenizer_types.load` passes them
-        back, so that an export's tokenizer is the model's."""
+    def file_settings(self, every=True):
+        """The settings the spiece.model does not hold (DeBERTa-v3's special pieces, its
+        added "[MASK]", no ALBERT preprocessing), for the tokenizer_config.json beside it:
+        `kbert.tokenizers.tokenizer_types.load` passes them back, so that an export's
+        tokenizer is the model's. `every=False`: only those that differ from ALBERT's."""
         defaults = {"special_pieces": dict(SPECIAL_PIECES), "added_pieces": [],
                     "albert_preprocess": True, "keep_accents": False}
         return {key: getattr(self, key) for key, value in defaults.items()
-                if getattr(self, key) != value}
+                if every or getattr(self, key) != value}
 
     def identity(self):
         return (tuple(self.vocabulary), self.model)
