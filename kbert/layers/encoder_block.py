@@ -103,16 +103,19 @@ class EncoderBlock(_utils.SettingsConfig, keras.layers.Layer):
 
     Args:
         num_heads, intermediate_size, activation, dropout, attention_dropout,
-            layer_norm_epsilon, initializer_range: as `TransformerEncoder`.
+            layer_norm_epsilon, initializer_range, head_size: as `TransformerEncoder`.
     """
 
     def __init__(self, num_heads, intermediate_size, activation, dropout, attention_dropout,
-                 layer_norm_epsilon, initializer_range, **kwargs):
+                 layer_norm_epsilon, initializer_range, head_size=None, **kwargs):
         super().__init__(**kwargs)
+        if head_size is not None:
+            _utils.check_positive_int("head_size", head_size)
         _utils.keep_settings(
             self, num_heads=num_heads, intermediate_size=intermediate_size,
             activation=activation, dropout=dropout, attention_dropout=attention_dropout,
-            layer_norm_epsilon=layer_norm_epsilon, initializer_range=initializer_range)
+            layer_norm_epsilon=layer_norm_epsilon, initializer_range=initializer_range,
+            head_size=head_size)
 
     def compute_output_spec(self, inputs, *args, return_attention_scores=False,
                             return_attention_probs=False, **kwargs):
@@ -138,7 +141,10 @@ class EncoderBlock(_utils.SettingsConfig, keras.layers.Layer):
                                                dtype=self.dtype_policy, name=name)
 
     def _head_size_of(self, hidden_size):
-        """`hidden_size / num_heads`: the width of each head."""
+        """The width of each head: `head_size` where given (a pruned block keeps its heads'
+        width with fewer of them), else `hidden_size / num_heads`."""
+        if self.head_size is not None:
+            return self.head_size
         if hidden_size % self.num_heads:
             raise ValueError(
                 f"The hidden size {hidden_size} is not divisible by num_heads={self.num_heads}."

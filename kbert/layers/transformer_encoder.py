@@ -55,14 +55,11 @@ class TransformerEncoder(EncoderBlock):
         **kwargs,
     ):
         super().__init__(num_heads, intermediate_size, activation, dropout, attention_dropout,
-                         layer_norm_epsilon, initializer_range, **kwargs)
-        if head_size is not None:
-            _utils.check_positive_int("head_size", head_size)
-        _utils.keep_settings(self, head_size=head_size)
+                         layer_norm_epsilon, initializer_range, head_size, **kwargs)
 
     def build(self, inputs_shape, padding_mask_shape=None):
         hidden_size = inputs_shape[-1]
-        head_size = self.head_size or self._head_size_of(hidden_size)
+        head_size = self._head_size_of(hidden_size)
         self._scale = 1.0 / head_size**0.5
         policy = self.dtype_policy
 

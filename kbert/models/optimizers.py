@@ -8,7 +8,7 @@ importing the training loop: `kbert.untrusted.keras_archive.load_model` needs on
 import keras
 from keras import ops
 
-from kbert import _keras_private, _replicas
+from kbert import _fused_adam, _keras_private, _replicas
 
 DECAYS = ("linear", "polynomial", "constant", "warmup_stable_decay")
 # BERT decays every weight but LayerNorm's (gamma, beta) and the biases.
@@ -147,54 +147,29 @@ class _PerVariableRates:
 
 
 class _FusedAdamStep:
-    """Adam's update of one variable as TensorFlow's fused kernel (`ResourceApplyAdam`: the
-    moments and the variable in one pass, as transformers' AdamW runs PyTorch's fused
-    kernels) where that is Keras's arithmetic: the TensorFlow backend, no tf.distribute
-    strategy (each replica's copies are Keras's to update), no AMSGrad, float32 variables.
-    Keras's own update is a dozen element-wise ops, each a pass over the variable: on a CPU
-    without XLA (fine-tuning's default there) all-MiniLM-L6-v2's 30,522 x 384 token table
-    alone took tens of milliseconds a step. The same arithmetic: m += (g - m)(1 - beta_1),
-    v += (g^2 - v)(1 - beta_2), x -= lr sqrt(1 - beta_2^t) / (1 - beta_1^t) m / (sqrt(v) +
-    epsilon); the decoupled weight decay Keras's, in fewer passes. One difference, on
-    purpose: a gradient of IndexedSlices (an embedding table's) is summed into the dense
-    gradient first, so that a row gathered twice in a batch gets Adam's (g1 + g2)^2, where
-    Keras's update of the slices takes g1^2 + g2^2."""
+    """Adam's update of each variable as TensorFlow's fused kernel where that is Keras's
+    arithmetic (`kbert._fused_adam`, which says where and the one difference), and the
+    decoupled weight decay in fewer passes; Keras's own update elsewhere."""
 
     def _fused(self, variable):
-        if keras.backend.backend() != "tensorflow":
-            return False
-        import tensorflow as tf
-
-        return not self.amsgrad and not tf.distribute.has_strategy() and \
-            variable.dtype == tf.float32
+        return _fused_adam.applies(self, variable)
 
     def _apply_weight_decay(self, variables):
         """Keras's decoupled decay, x -= lr wd x, with lr wd one number first (two passes over
         each variable, not three)."""
-        fused = [v for v in variables if self._fused(v)]
-        if self.weight_decay is None or not fused:
+        fused = [self._fused(v) for v in variables]
+        if self.weight_decay is None or not any(fused):
             return super()._apply_weight_decay(variables)
-        super()._apply_weight_decay([v for v in variables if not self._fused(v)])
+        super()._apply_weight_decay([v for v, f in zip(variables, fused) if not f])
         rate = ops.cast(self.learning_rate, "float32") * ops.cast(self.weight_decay, "float32")
-        for variable in fused:
+        for variable in (v for v, f in zip(variables, fused) if f):
             if self._use_weight_decay(variable):
                 variable.assign_sub(variable * rate)
 
     def update_step(self, gradient, variable, learning_rate):
-        import tensorflow as tf
-
         if not self._fused(variable):
             return super().update_step(gradient, variable, learning_rate)
-        index = self._get_variable_index(variable)
-        m, v = self._momentums[index].value, self._velocities[index].value
-        step = tf.cast(self.iterations + 1, tf.float32)
-        beta_1, beta_2 = tf.cast(self.beta_1, tf.float32), tf.cast(self.beta_2, tf.float32)
-        tf.raw_ops.ResourceApplyAdam(
-            var=variable.handle, m=m.handle, v=v.handle,
-            beta1_power=tf.pow(beta_1, step), beta2_power=tf.pow(beta_2, step),
-            lr=tf.cast(learning_rate, tf.float32), beta1=beta_1, beta2=beta_2,
-            epsilon=tf.cast(self.epsilon, tf.float32),
-            grad=tf.cast(tf.convert_to_tensor(gradient), tf.float32))
+        _fused_adam.adam_step(self, gradient, variable, learning_rate)
 
 
 @keras.saving.register_keras_serializable(package="kbert")

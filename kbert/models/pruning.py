@@ -61,16 +61,11 @@ def structure(backbone):
             [layout.count("units") for layout in layouts])
 
 
-def _block_of(config, layer):
-    return config.block_of(layer) if hasattr(config, "block_of") else layer
-
-
 def kept_blocks(backbone, layers):
     """The blocks (indices, sorted) that some layer not in `layers` still runs: the others'
     but the removed layers' (ALBERT: the shared blocks with a layer left)."""
-    config = backbone.config
-    return sorted({_block_of(config, i) for i in range(config.num_layers)
-                   if i not in set(layers)})
+    config, removed = backbone.config, set(layers)
+    return sorted({config.block_of(i) for i in range(config.num_layers) if i not in removed})
 
 
 def _indices(what, given, count, block):

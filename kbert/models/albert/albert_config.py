@@ -41,10 +41,6 @@ class AlbertConfig(BertConfig):
     def blocks(self):
         return self.num_groups, "num_groups"
 
-    def block_of(self, layer):
-        """The block (group) whose weights layer `layer` runs."""
-        return layer * self.num_groups // self.num_layers
-
     def kept_layers(self, layers):
         """As `BertConfig.kept_layers`, and `num_groups`: the blocks some kept layer runs,
         each serving as many of them (else a ValueError naming the counts)."""

@@ -36,10 +36,10 @@ class BertBackbone(Backbone):
     def make_layers(self, config, dtype):
         embeddings = layer_from_config(Embeddings, config, position_offset=self.position_offset,
                                        dtype=dtype, name="embeddings")
-        # ALBERT shares one block among num_layers / num_groups consecutive layers.
-        num_blocks = getattr(config, "num_groups", config.num_layers)
-        # A pruned model's blocks (`kbert.models.pruning`) each have their own sizes.
-        blocks = encoder_blocks(TransformerEncoder, config, num_blocks, dtype,
+        # ALBERT shares one block among num_layers / num_groups consecutive layers
+        # (`config.blocks`); a pruned model's blocks (`kbert.models.pruning`) each have their
+        # own sizes.
+        blocks = encoder_blocks(TransformerEncoder, config, config.blocks[0], dtype,
                                 per_layer=config.block_arguments)
         pooler = None
         if self.has_pooler:
@@ -59,7 +59,7 @@ class BertBackbone(Backbone):
                                  **positions)  # [B, S, H]
         x = internals.embedded(x)
         for i in range(config.num_layers):
-            block = blocks[i * len(blocks) // config.num_layers]
+            block = blocks[config.block_of(i)]
             x = internals.block(block, x, padding_mask=inputs["padding_mask"])  # [B, S, H]
         outputs = {"sequence_output": x}  # [B, S, H]
         if layers["pooler"] is not None:

@@ -110,6 +110,11 @@ class BertConfig:
         so (`num_layers`: one per layer)."""
         return self.num_layers, "num_layers"
 
+    def block_of(self, layer):
+        """The block whose weights layer `layer` runs (itself, but where consecutive layers
+        share blocks: ALBERT's `num_groups`)."""
+        return layer * self.blocks[0] // self.num_layers
+
     def layer_sizes(self, index):
         """Block `index`'s `num_heads` and `intermediate_size` (a dict of those names)."""
         count = self.blocks[0]

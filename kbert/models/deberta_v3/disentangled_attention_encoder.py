@@ -67,18 +67,16 @@ class DisentangledAttentionEncoder(EncoderBlock):
                  position_buckets=256, max_relative_positions=512,
                  attention_types=("c2p", "p2c"), head_size=None, **kwargs):
         super().__init__(num_heads, intermediate_size, activation, dropout, attention_dropout,
-                         layer_norm_epsilon, initializer_range, **kwargs)
+                         layer_norm_epsilon, initializer_range, head_size, **kwargs)
         _utils.keep_settings(
             self, position_buckets=_utils.check_positive_int("position_buckets", position_buckets),
             max_relative_positions=_utils.check_positive_int("max_relative_positions",
                                                              max_relative_positions),
-            attention_types=tuple(attention_types),
-            head_size=None if head_size is None else _utils.check_positive_int("head_size",
-                                                                               head_size))
+            attention_types=tuple(attention_types))
 
     def build(self, inputs_shape, relative_embeddings_shape=None, padding_mask_shape=None):
         hidden_size = inputs_shape[-1]
-        self._width = self.head_size or self._head_size_of(hidden_size)
+        self._width = self._head_size_of(hidden_size)
         policy = self.dtype_policy
         dense = self._dense
         heads = self.num_heads * self._width

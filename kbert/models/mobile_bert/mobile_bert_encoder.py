@@ -56,9 +56,7 @@ class MobileBertEncoder(EncoderBlock):
                  dropout=0.0, attention_dropout=0.1, layer_norm_epsilon=1e-12,
                  initializer_range=0.02, head_size=None, feedforward_sizes=None, **kwargs):
         super().__init__(num_heads, intermediate_size, activation, dropout, attention_dropout,
-                         layer_norm_epsilon, initializer_range, **kwargs)
-        if head_size is not None:
-            _utils.check_positive_int("head_size", head_size)
+                         layer_norm_epsilon, initializer_range, head_size, **kwargs)
         if feedforward_sizes is not None:
             _utils.check_positive_int("num_feedforward_networks", num_feedforward_networks)
             if len(feedforward_sizes) != num_feedforward_networks:
@@ -66,7 +64,7 @@ class MobileBertEncoder(EncoderBlock):
                                  f"feed-forward network, {num_feedforward_networks}.")
             feedforward_sizes = [_utils.check_positive_int("feedforward_sizes", size)
                                  for size in feedforward_sizes]
-        _utils.keep_settings(self, head_size=head_size, feedforward_sizes=feedforward_sizes)
+        _utils.keep_settings(self, feedforward_sizes=feedforward_sizes)
         _utils.keep_settings(
             self, intra_bottleneck_size=_utils.check_positive_int("intra_bottleneck_size",
                                                                   intra_bottleneck_size),
@@ -87,7 +85,7 @@ class MobileBertEncoder(EncoderBlock):
     def build(self, inputs_shape, padding_mask_shape=None):
         hidden = inputs_shape[-1]
         inner = self.intra_bottleneck_size
-        self._head_size = self.head_size or inner // self.num_heads
+        self._head_size = self._head_size_of(inner)
         heads = self.num_heads * self._head_size
         widths = self._widths()
 

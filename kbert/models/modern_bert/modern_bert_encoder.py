@@ -54,15 +54,13 @@ class ModernBertEncoder(EncoderBlock):
                  rope_theta=160000.0, window_radius=None, attention_norm=True, head_size=None,
                  **kwargs):
         super().__init__(num_heads, intermediate_size, activation, dropout, attention_dropout,
-                         layer_norm_epsilon, initializer_range, **kwargs)
+                         layer_norm_epsilon, initializer_range, head_size, **kwargs)
         if window_radius is not None:
             _utils.check_positive_int("window_radius", window_radius)
         _utils.keep_settings(self, norm_bias=bool(norm_bias),
                              attention_bias=bool(attention_bias), mlp_bias=bool(mlp_bias),
                              rope_theta=_utils.check_positive_float("rope_theta", rope_theta),
-                             window_radius=window_radius, attention_norm=bool(attention_norm),
-                             head_size=None if head_size is None else
-                             _utils.check_positive_int("head_size", head_size))
+                             window_radius=window_radius, attention_norm=bool(attention_norm))
 
     def _linear(self, units, use_bias, name):
         return self._dense(units, name, use_bias=use_bias)
@@ -72,7 +70,7 @@ class ModernBertEncoder(EncoderBlock):
 
     def build(self, inputs_shape, padding_mask_shape=None, document_ids_shape=None):
         hidden_size = inputs_shape[-1]
-        self._width = self.head_size or self._head_size_of(hidden_size)
+        self._width = self._head_size_of(hidden_size)
         heads = self.num_heads * self._width
         policy = self.dtype_policy
         self.attention_layer_norm = (self._norm("attention_layer_norm")
