@@ -29,7 +29,9 @@ Runs (`--pr_runs`, any of):
                        sentence pairs padded to the length (short ones 10% of the time),
                        linear decay: BERT's recipe (tools/flags/bert_base_phase1.flags).
     kbert_run_mlm      BERT: the recipe of transformers' run_mlm.py: masked LM alone, 15%
-                       masked, documents packed one after the other into full rows, the
+                       masked, the rows of its `group_texts` (each line of the text file
+                       [CLS] line [SEP], one after the other, cut into full rows: kbert's
+                       packed rows of a corpus with each line its own document), the
                        Trainer's AdamW epsilon 1e-8 (kbert's other runs: BERT's 1e-6).
     kbert_modern       BERT: masked LM alone, 30% masked, packed full rows, warmup-stable-
                        decay (the last 20% of the steps decay).
@@ -87,6 +89,16 @@ def write_corpus(path, documents):
     """A sentence a line, a blank line between documents (kbert's text-file corpus)."""
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n\n".join("\n".join(s.replace("\n", " ") for s in d) for d in documents))
+        f.write("\n")
+    return path
+
+
+def write_lines_as_documents(path, documents):
+    """The same sentences, each its own document (a blank line after every line): what
+    run_mlm.py makes of a text file, each line [CLS] line [SEP], for kbert's packing
+    (`fill_rows`), which wraps each document so."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n\n".join(s.replace("\n", " ") for d in documents for s in d))
         f.write("\n")
     return path
 
@@ -354,6 +366,7 @@ def run(runs, size, steps, eval_every, held_out_documents, vocabulary_size, batc
     curves, versions, problem = {}, None, None
     with tempfile.TemporaryDirectory() as folder:
         corpus = write_corpus(os.path.join(folder, "train.txt"), train)
+        lines = write_lines_as_documents(os.path.join(folder, "train_lines.txt"), train)
         vocab = os.path.join(folder, "vocab.txt")
         write_vocabulary(learn_vocabulary(corpora.text_files(corpus), vocabulary_size), vocab)
         tokenizer = WordPieceTokenizer(vocab)
@@ -374,7 +387,9 @@ def run(runs, size, steps, eval_every, held_out_documents, vocabulary_size, batc
         for name in runs:
             print(f"  {name}:", flush=True)
             if name.startswith("kbert_"):
-                config = kbert_config(name, folder, corpus, vocab, size, steps, eval_every,
+                config = kbert_config(name, folder,
+                                      lines if name == "kbert_run_mlm" else corpus, vocab,
+                                      size, steps, eval_every,
                                       batch_size, sequence_length, predictions_per_row,
                                       learning_rate, seed)
                 curves[name] = kbert_run(config, held_out)
