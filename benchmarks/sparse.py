@@ -86,23 +86,22 @@ def _seconds(pipe, texts, early_exit=None):
     return time.perf_counter() - start
 
 
-def _texts_per_second(pipe, texts, passes, early_exit=None, full=None):
-    """texts/s of `pipe` (best of `passes` after an untimed pass that traces its graph); with
-    `full` (the full model's pipeline), also the full model's, timed in turns with it so that
-    both see the host as it is then: (rate, the full model's rate); without, the rate."""
-    pipe(texts, early_exit=early_exit)
-    best, best_full = math.inf, math.inf
+def _texts_per_second(texts, passes, *runs):
+    """texts/s of each run ((pipeline, early_exit)), a list: the best of `passes` after an
+    untimed pass of each (which traces its graph), the runs timed in turns so that all see
+    the host as it is then."""
+    for pipe, early_exit in runs:
+        pipe(texts, early_exit=early_exit)
+    best = [math.inf] * len(runs)
     for _ in range(passes):
-        best = min(best, _seconds(pipe, texts, early_exit))
-        if full is not None:
-            best_full = min(best_full, _seconds(full, texts))
-    if full is None:
-        return len(texts) / best
-    return len(texts) / best, len(texts) / best_full
+        for i, (pipe, early_exit) in enumerate(runs):
+            best[i] = min(best[i], _seconds(pipe, texts, early_exit))
+    return [len(texts) / seconds for seconds in best]
 
 
 def _rates(pipe, full, texts, passes, early_exit=None):
-    rate, full_rate = _texts_per_second(pipe, texts, passes, early_exit, full)
+    """The texts/s of `pipe` and of `full` (the full model's pipeline), timed in turns."""
+    rate, full_rate = _texts_per_second(texts, passes, (pipe, early_exit), (full, None))
     return {"texts_per_second": rate, "full_texts_per_second": full_rate}
 
 
@@ -135,7 +134,7 @@ def run(wheel, held_out, validation, seed, sparsities, importance_texts, passes,
     seconds = _fit(model, checkpoint, texts, labels, seed)
     full_accuracy = _accuracy(model, test_texts, test_labels)
     full_pipe = _pipeline(model)
-    full_rate = _texts_per_second(full_pipe, test_texts, passes)
+    [full_rate] = _texts_per_second(test_texts, passes, (full_pipe, None))
     rows = [{"run": "full model", "kind": "full", "accuracy": full_accuracy,
              "texts_per_second": full_rate, "mean_layers": 6.0,
              "parameters": int(model.backbone.count_params()), "training_seconds": seconds}]

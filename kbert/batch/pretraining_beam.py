@@ -72,7 +72,7 @@ class MakeBlock(beam.DoFn):
     def setup(self):  # once per worker process: the tokenizer and the traced masker
         from kbert.tokenizers import tokenizer_types
 
-        tokenizer = tokenizer_types.load(self.vocab_file, lowercase=self.lowercase)
+        tokenizer = tokenizer_types.load_written(self.vocab_file, lowercase=self.lowercase)
         self.maker = static_masking.BlockMaker(tokenizer, **self.maker_args)
 
     def process(self, element):

@@ -162,7 +162,8 @@ class PretrainingRun:
         if not tf.io.gfile.exists(path):
             raise RunError(f"{self.path} is a run without its vocabulary: {path} does not "
                            "exist.")
-        return tokenizer_types.load(path, kind.name, lowercase=self.config.resolved_lowercase)
+        return tokenizer_types.load_written(path, kind.name,
+                                            lowercase=self.config.resolved_lowercase)
 
     @property
     def vocabulary(self):

@@ -272,11 +272,9 @@ def exported_tokenizer(path, description):
     (vocab.txt, spiece.model, or vocab.json + merges.txt) with the settings of its
     tokenizer_config.json, if any (a byte-level BPE's `add_prefix_space`); cased when that
     file says so or, without one, when a vocabulary token holds an upper-case letter."""
-    import json
-
     from kbert.convert.checkpoint import uppercase_free
     from kbert.tokenizers import tokenizer_types
-    from kbert.tokenizers.files import SETTINGS_FILE
+    from kbert.tokenizers.files import read_settings
 
     kind = tokenizer_types.get(tokenizer_types.type_of_folder(path))
     file = os.path.join(path, kind.file_name)
@@ -288,10 +286,7 @@ def exported_tokenizer(path, description):
         raise ValueError(f"The {description} has no tokenizer files beside it "
                          "(vocab.txt, spiece.model or vocab.json + merges.txt): export it "
                          "with its tokenizer, or pass your own.")
-    settings = {}
-    if os.path.isfile(os.path.join(path, SETTINGS_FILE)):
-        with open(os.path.join(path, SETTINGS_FILE), encoding="utf-8") as f:
-            settings = json.load(f)
+    settings = read_settings(path)
     lowercase = settings.get("do_lower_case")
     if lowercase is None:
         tokenizer = tokenizer_types.load(file, kind.name, lowercase=False,

@@ -103,7 +103,7 @@ def main(argv):
     try:
         kind = tokenizer_types.get(tokenizer_types.type_of_file(FLAGS.vocab_file))
         lowercase = kind.lowercase if FLAGS.lowercase is None else FLAGS.lowercase
-        tokenizer = tokenizer_types.load(FLAGS.vocab_file, lowercase=lowercase)
+        tokenizer = tokenizer_types.load_written(FLAGS.vocab_file, lowercase=lowercase)
     except (FileNotFoundError, ValueError) as e:
         raise app.UsageError(f"--vocab_file: {e}")
     maker_args = dict(

@@ -26,6 +26,22 @@ def write_settings(settings, folder):
     return path
 
 
+def read_settings(folder):
+    """`folder`'s tokenizer_config.json as a dict ({} when it has none)."""
+    path = os.path.join(folder, SETTINGS_FILE)
+    if not tf.io.gfile.exists(path):
+        return {}
+    with tf.io.gfile.GFile(path, "r") as f:
+        try:
+            settings = json.load(f)
+        except ValueError as e:
+            raise ValueError(f"{path} is not JSON: {e}") from None
+    if not isinstance(settings, dict):
+        raise ValueError(f"{path} holds a {type(settings).__name__}, not a JSON object of "
+                         "settings.")
+    return settings
+
+
 def write_sentence_piece_model(model, path):
     """Writes a serialized SentencePiece model (bytes) as a .model file."""
     folder = os.path.dirname(path)

@@ -36,6 +36,7 @@ from kbert.tokenizers.normalization import (
     python_strip_accents,
     python_strip_combining_marks,
 )
+from kbert.tokenizers.words import read_bytes
 
 # Longer words are mapped by prefixes only up to here (the cost grows with the square).
 PREFIX_LIMIT = 64
@@ -251,7 +252,7 @@ def byte_pair_offsets(word, tokens, token_bytes, start, lowercase=False):
     less its leading and trailing "Ġ" (space) symbols; a token of spaces only is an empty
     span at its end."""
     owner = [k for k, char in enumerate(word)
-             for _ in (char.lower() if lowercase else char).encode("utf-8", "replace")]
+             for _ in read_bytes(char.lower() if lowercase else char)]
     spans = []
     if sum(len(b) for b in token_bytes) != len(owner):  # (a lower-casing that changed bytes)
         return np.array([(start, start + len(word))] * len(tokens), np.int32).reshape(-1, 2)

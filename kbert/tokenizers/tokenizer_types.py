@@ -189,3 +189,16 @@ def load(path, name=None, lowercase=True, settings=None, pair_layout=None):
         settings["pair_layout"] = pair_layout
     given = {key: settings[key] for key in (*kind.settings, "pair_layout") if key in settings}
     return kind.load(os.fspath(path), lowercase, **given)
+
+
+def load_written(path, name=None, lowercase=True):
+    """The tokenizer whose files are at `path` (a run's vocabulary, learned or a teacher's
+    written there by `kbert.tokenizers.files.write_tokenizer_files`, or a --vocab_file), with
+    the settings of the tokenizer_config.json beside it: a SentencePiece model's special and
+    added pieces and normalisation (DeBERTa-v3's are not ALBERT's), a pair layout. Not a
+    byte-level BPE's `add_prefix_space`: a pretraining run's is always True (see above)."""
+    from kbert.tokenizers.files import read_settings
+
+    settings = read_settings(os.path.dirname(os.fspath(path)) or ".")
+    settings.pop("add_prefix_space", None)
+    return load(path, name, lowercase=lowercase, settings=settings)

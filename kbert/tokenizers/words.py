@@ -129,23 +129,52 @@ def offset_words(tokenizer, segments, split=None):
             for (_, start, _), a, words in zip(segments, added, split)]
 
 
+def as_read(text):
+    """(the characters TensorFlow's tokenizers read for `text`, for each of them the index of
+    its character in `text`, or None where they are `text`'s own): `utf8` gives a lone
+    surrogate as its three bytes, which a UTF-8 repair (`unicode_transcode(errors="replace")`,
+    as Python's decoder) reads as three U+FFFD; every other character is itself."""
+    if not _SURROGATE.search(text):
+        return text, None
+    read = [char.encode("utf-8", "surrogatepass").decode("utf-8", "replace") for char in text]
+    return "".join(read), [i for i, chars in enumerate(read) for _ in chars]
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def read_bytes(char):
+    """The UTF-8 bytes TensorFlow's tokenizers read for the character `char` (`as_read`):
+    its own, or a lone surrogate's nine (three U+FFFD)."""
+    try:
+        return char.encode("utf-8")
+    except UnicodeEncodeError:
+        return as_read(char)[0].encode("utf-8")
+
+
 def byte_pair_words(texts):
     """[(piece, start)] of each text: GPT-2's split (the `BytePairTokenizer`'s own, in one
-    TensorFlow call for all texts) with each piece's first character in the text."""
+    TensorFlow call for all texts) with each piece's first character in the text (a lone
+    surrogate, which the split reads as three U+FFFD, is one character of its piece)."""
     import tensorflow as tf
 
     from kbert.tokenizers.byte_level import pre_tokenize
 
     if not texts:
         return []
+    read = [as_read(text) for text in texts]
     text = tf.strings.unicode_transcode(tf.constant(utf8(texts), tf.string),
                                         "UTF-8", "UTF-8", errors="replace")
     result = []
-    for row in pre_tokenize(text).to_list():
+    for original, (_, origin), row in zip(texts, read, pre_tokenize(text).to_list()):
         words, position = [], 0
         for piece in row:
             word = piece.decode("utf-8")
-            words.append((word, position))
+            if origin is None:
+                words.append((word, position))
+            else:  # back to the text's characters
+                first, last = origin[position], origin[position + len(word) - 1] + 1
+                words.append((original[first:last], first))
             position += len(word)
         result.append(words)
     return result

@@ -74,6 +74,8 @@ def train_joint(model, x, y, epochs, batch_size, learning_rate, validation_data,
     train = train.map(tiled)
     if validation_data is not None:
         validation_data = validation_data.map(tiled)
+    # Keras decides on loss scaling (mixed_float16) from the compiled model's own policy.
+    trainer.dtype_policy = model.backbone.dtype_policy
     trainer.compile(optimizer=optimizer(learning_rate), loss=loss,
                     metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
     return trainer.fit(train, epochs=epochs, steps_per_epoch=steps,
@@ -139,6 +141,7 @@ def train_frozen(model, x, y, epochs, batch_size, learning_rate, distill, temper
         validation = (v_pooled, targets(v_final, v_labels))
     inputs = keras.Input((count, pooled.shape[-1]))
     trainer = keras.Model(inputs, PooledExits(model.exit_heads)(inputs))
+    trainer.dtype_policy = model.backbone.dtype_policy  # loss scaling, as above
     trainer.compile(optimizer=optimizer(learning_rate), loss=loss,
                     metrics=([accuracy] if labels is not None else []) + [agreement])
     return trainer.fit(pooled, targets(final, labels), batch_size=batch_size or

@@ -26,7 +26,8 @@ def tokenizer(config, model_dir, teacher=None):
         tokenizer_types.learn(kind.name, inputs.documents(config.input), path,
                               config.learned_vocabulary_size, lowercase=config.resolved_lowercase)
     try:
-        return tokenizer_types.load(path, kind.name, lowercase=config.resolved_lowercase)
+        return tokenizer_types.load_written(path, kind.name,
+                                            lowercase=config.resolved_lowercase)
     except ValueError as e:  # e.g. a vocabulary without the special tokens
         raise ConfigError(f"--vocab_file={path!r}: {e}") from None
 
@@ -43,7 +44,7 @@ def _teacher_tokenizer(config, model_dir, teacher):
             tf.io.gfile.exists(p) for p in tokenizer_types.files(path, kind.name)):
         write_tokenizer_files(teacher.tokenizer, model_dir)
     try:
-        tokenizer = tokenizer_types.load(path, kind.name, lowercase=teacher.lowercase)
+        tokenizer = tokenizer_types.load_written(path, kind.name, lowercase=teacher.lowercase)
     except ValueError as e:
         raise ConfigError(f"--vocab_file={path!r}: {e}") from None
     if _contents(tokenizer) != _contents(teacher.tokenizer):
@@ -53,8 +54,10 @@ def _teacher_tokenizer(config, model_dir, teacher):
 
 
 def _contents(tokenizer):
-    """What makes a tokenizer's vocabulary: its tokens, merges and SentencePiece model."""
-    return tokenizer.identity()
+    """What makes a tokenizer's vocabulary (its tokens, merges and SentencePiece model) and
+    the ids of its special tokens (a DeBERTa-v3 model's [PAD] and [UNK] are not ALBERT's)."""
+    return tokenizer.identity(), tuple(getattr(tokenizer, f"{name}_id", None)
+                                       for name in ("cls", "sep", "pad", "unk", "mask"))
 
 
 def dataset(config, tokenizer, repeat):

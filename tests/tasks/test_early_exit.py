@@ -240,6 +240,23 @@ def test_frozen_training_reads_what_the_exits_read_and_learns_the_classifier(fam
     np.testing.assert_allclose(trainer_loss.history["loss"][0], by_hand, rtol=1e-3)
 
 
+@pytest.mark.parametrize("joint", [False, True])
+def test_a_mixed_float16_model_trains_its_exits_with_loss_scaling(joint):
+    """The trainer takes the backbone's policy (the global one here is float32), so that
+    Keras scales the loss (float16 gradients underflow without it)."""
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(5)
+    model = EarlyExitClassifier(tiny_backbone("bert", dtype="mixed_float16", num_layers=3),
+                                num_classes=3)
+    assert keras.config.dtype_policy().name == "float32"
+    data = tf.data.Dataset.from_tensor_slices((inputs_for(model),
+                                               np.array([0, 1, 2, 1]))).batch(2)
+    history = early_exit.train_exits(model, data, epochs=1, joint=joint, verbose=0)
+    assert isinstance(history.model.optimizer, keras.optimizers.LossScaleOptimizer)
+    assert np.isfinite(history.history["loss"]).all()
+
+
 def test_frozen_training_reads_a_labelled_dataset_and_refuses_what_it_cannot():
     """A dataset of (inputs, label names) batches half distilled, half on the labels; sample
     weights, a batch with the wrong number of labels, raw texts with no preprocessor and an

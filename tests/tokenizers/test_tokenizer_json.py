@@ -92,6 +92,33 @@ def test_graph_ids_and_offsets_are_the_tokenizers_packages(texts, name):
     assert ids == [expected[i].ids for i in literals] and len(literals) > 20
 
 
+@pytest.mark.parametrize("name", ["modern_bert", "mm_bert", "roberta"])
+def test_a_lone_surrogate_is_read_as_the_graph_reads_it(name):
+    """A Python string may hold a lone surrogate (`json.loads('"\\ud800"')`): its UTF-8
+    bytes are invalid, and the graph reads them as three U+FFFD. The pipelines' path gives
+    the ids of those, in the graph's order, each token's characters mapped back onto the
+    surrogate's one character (ModernBERT's raised an IndexError; RoBERTa's byte-level BPE
+    put every later token two characters a surrogate too far)."""
+    tokenizer = kbert.convert.load_tokenizer(str(FIXTURES / "hf_tasks" / "roberta_token")) \
+        if name == "roberta" else load_tokenizer_json(FOLDER / name, split_special_tokens=False)
+    texts = ["new\ud800york \ud800 city", "\ud800", "a \udfff\ud800b [MASK]\ud800"]
+    read = [t.encode("utf-8", "surrogatepass").decode("utf-8", "replace") for t in texts]
+    graph = tokenizer.tokenize(tf.constant([t.encode("utf-8", "surrogatepass")
+                                            for t in texts])).to_list()
+    for text, seen, ids, got, expected in zip(texts, read, graph,
+                                              tokenizer.tokenize_with_offsets(texts),
+                                              tokenizer.tokenize_with_offsets(read)):
+        assert got.ids.tolist() == expected.ids.tolist() == ids, ascii(text)
+        # The character of `text` that each character of `seen` comes from.
+        origin = [i for i, c in enumerate(text)
+                  for _ in range(3 if "\ud800" <= c <= "\udfff" else 1)]
+        assert len(origin) == len(seen)
+        back = [(origin[a], origin[b - 1] + 1) if b > a else
+                ((origin[a] if a < len(origin) else len(text)),) * 2
+                for a, b in expected.offsets.tolist()]
+        assert [tuple(o) for o in got.offsets.tolist()] == back, ascii(text)
+
+
 def test_a_prepended_mark_and_normalised_added_tokens(texts):
     """Llama's normaliser (Prepend("▁") before Replace) prepends to the text between added
     tokens; an added token matched in the normalised text is matched as normalised."""

@@ -203,6 +203,40 @@ def test_a_sentencepiece_checkpoint_gives_its_model():
     assert source.tokenizer.model == convert.read(HF_TINY / "albert").sentencepiece_model
 
 
+def test_a_deberta_v3_teacher_gives_the_student_its_special_tokens(tmp_path):
+    """DeBERTa-v3's special pieces ([PAD], [UNK], an added [MASK]) are not ALBERT's, which
+    its spm.model alone gives (and lacks): the tokenizer a distillation run writes into its
+    model_dir and reads back (on the first start, on a resume, and `kbert.loading.runs`
+    reading the run) has the teacher's special ids (it failed to load: ALBERT's <pad>), and
+    a model_dir whose settings name other special pieces is refused on a resume."""
+    from kbert.loading import runs
+    from kbert.tokenizers import SentencePieceTokenizer
+    from kbert.tokenizers.files import SETTINGS_FILE
+    from kbert.training import pretraining_inputs
+
+    def ids(tokenizer):
+        return [tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id, tokenizer.unk_id,
+                tokenizer.mask_id]
+
+    source = teacher_source(str(HF_TINY / "deberta_v3_mlm"))
+    expected = ids(source.tokenizer)
+    with pytest.raises(ValueError, match="lacks"):  # with ALBERT's special pieces
+        SentencePieceTokenizer(source.tokenizer.model)
+    config = PretrainingConfig(model_dir=str(tmp_path), preset="deberta_v3_base",
+                               objective="mlm")
+    assert ids(pretraining_inputs.tokenizer(config, str(tmp_path), teacher=source)) == expected
+    assert ids(pretraining_inputs.tokenizer(config, str(tmp_path), teacher=source)) == expected
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "config.json").write_text(json.dumps(dataclasses.asdict(config)))
+    assert ids(runs.read_run(str(tmp_path)).tokenizer()) == expected
+    settings = json.loads((tmp_path / SETTINGS_FILE).read_text())
+    pieces = settings["special_pieces"]
+    pieces["pad"], pieces["unk"] = pieces["unk"], pieces["pad"]  # the same pieces, other ids
+    (tmp_path / SETTINGS_FILE).write_text(json.dumps(settings))
+    with pytest.raises(ConfigError, match="is not the vocabulary of the teacher"):
+        pretraining_inputs.tokenizer(config, str(tmp_path), teacher=source)
+
+
 def test_a_checkpoint_without_vocab_txt_is_refused(tmp_path):
     for name in ("config.json", "model.safetensors"):
         shutil.copy(HF_TINY / "distil_bert" / name, tmp_path)

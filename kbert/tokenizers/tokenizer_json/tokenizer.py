@@ -22,6 +22,7 @@ from kbert.tokenizers.bpe.tokenizer import BytePairTokenizer
 from kbert.tokenizers.offsets import trimmed
 from kbert.tokenizers.tokenizer_json.added_tokens import AddedTokens
 from kbert.tokenizers.tokenizer_json.normalizers import MARK, graph_normalize, normalize
+from kbert.tokenizers.words import read_bytes
 
 _BYTE_TOKENS = [f"<0x{b:02X}>" for b in range(256)]
 
@@ -145,7 +146,7 @@ class JsonTokenizer:
                 position += 1
                 continue
             normalized, origin = normal
-            owner = [k for k, char in enumerate(normalized) for _ in char.encode("utf-8")]
+            owner = [k for k, char in enumerate(normalized) for _ in read_bytes(char)]
             byte = 0
             while byte < len(owner) and position < len(ids):
                 size = self.token_sizes[ids[position]]
