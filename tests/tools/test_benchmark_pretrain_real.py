@@ -81,6 +81,31 @@ def test_thresholds_and_targets_come_from_the_first_evaluation_that_reaches_them
     assert not slow["targets"]["kbert_modern to kbert classic's final accuracy"]["met"]
 
 
+def test_kbert_run_mlms_rows_are_group_texts_rows(tmp_path, stdlib_vocab_file):
+    """Each line its own document, kbert's packed rows (`fill_rows`) are run_mlm.py's
+    `group_texts` rows: every line [CLS] line [SEP], one after the other, cut into rows (the
+    last, shorter one padded by kbert, dropped by transformers)."""
+    from kbert.data import corpora
+    from kbert.data.pretraining_examples import examples
+    from kbert.tokenizers import WordPieceTokenizer
+
+    tokenizer = WordPieceTokenizer(stdlib_vocab_file)
+    documents = [["The value of the attribute is returned.", "Open the file in binary mode."],
+                 ["Return a new list of the items.", "Close it.", "Raise an error."]]
+    path = pretrain_real.write_lines_as_documents(str(tmp_path / "lines.txt"), documents)
+    read = [[s.decode() for s in d] for d in corpora.text_files(path).as_numpy_iterator()]
+    assert read == [[s] for d in documents for s in d]
+    stream = [t for d in documents for s in d
+              for t in [tokenizer.cls_id, *tokenizer.tokenize(s).numpy(), tokenizer.sep_id]]
+    length = 8
+    expected = [stream[i:i + length] for i in range(0, len(stream) // length * length, length)]
+    rows = [r["token_ids"].tolist() for r in examples(
+        corpora.text_files(path), tokenizer, length, "none", 0.0, pack_across_documents=True,
+        fill_rows=True).as_numpy_iterator()]
+    assert len(expected) > 3 and rows[:len(expected)] == expected
+    assert rows[-1][:len(stream) % length] == stream[len(stream) // length * length:]
+
+
 def test_flags_that_cannot_run_are_refused_naming_them():
     with pytest.raises(ValueError, match="--pr_runs=kbert_classic,bert: bert: each must be "
                                          "one of kbert_classic, kbert_run_mlm"):
