@@ -103,6 +103,12 @@ def write_lines_as_documents(path, documents):
     return path
 
 
+def corpus_of(run, corpus, lines):
+    """The text file that run `run` trains on: `lines` (`write_lines_as_documents`) for
+    kbert_run_mlm, run_mlm.py's rows; `corpus` for every other run."""
+    return lines if run == "kbert_run_mlm" else corpus
+
+
 def held_out_rows(documents, sequence_length, cls_id, sep_id):
     """Rows of token ids: each document's sentences (lists of ids) packed into
     `[CLS] ... [SEP]` rows of at most `sequence_length` tokens, a row never spanning two
@@ -234,8 +240,8 @@ class HeldOut:
         return Callback()
 
 
-# kbert_run_mlm's shuffle buffer: more rows than a pass over the training documents makes at
-# 64 tokens (about 6,300), so that each batch is drawn from the whole corpus as the Trainer's
+# kbert_run_mlm's shuffle buffer: more rows than a pass over the training lines makes at 64
+# tokens (about 6,800), so that each batch is drawn from the whole corpus as the Trainer's
 # random sampler draws it (kbert's default, 1,000, draws from a window of the corpus's order).
 ROWS_SHUFFLED = 10000
 
@@ -387,11 +393,9 @@ def run(runs, size, steps, eval_every, held_out_documents, vocabulary_size, batc
         for name in runs:
             print(f"  {name}:", flush=True)
             if name.startswith("kbert_"):
-                config = kbert_config(name, folder,
-                                      lines if name == "kbert_run_mlm" else corpus, vocab,
-                                      size, steps, eval_every,
-                                      batch_size, sequence_length, predictions_per_row,
-                                      learning_rate, seed)
+                config = kbert_config(name, folder, corpus_of(name, corpus, lines), vocab,
+                                      size, steps, eval_every, batch_size, sequence_length,
+                                      predictions_per_row, learning_rate, seed)
                 curves[name] = kbert_run(config, held_out)
                 continue
             problem = problem or benchmark_pipeline.reference_python_problem(python)

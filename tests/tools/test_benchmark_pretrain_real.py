@@ -104,6 +104,9 @@ def test_kbert_run_mlms_rows_are_group_texts_rows(tmp_path, stdlib_vocab_file):
         fill_rows=True).as_numpy_iterator()]
     assert len(expected) > 3 and rows[:len(expected)] == expected
     assert rows[-1][:len(stream) % length] == stream[len(stream) // length * length:]
+    # kbert_run_mlm, and it alone, trains on that file.
+    assert [pretrain_real.corpus_of(run, "train.txt", path) for run in pretrain_real.RUNS
+            if run.startswith("kbert_")] == ["train.txt", path, "train.txt", "train.txt"]
 
 
 def test_flags_that_cannot_run_are_refused_naming_them():
