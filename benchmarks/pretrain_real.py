@@ -97,10 +97,7 @@ def write_lines_as_documents(path, documents):
     """The same sentences, each its own document (a blank line after every line): what
     run_mlm.py makes of a text file, each line [CLS] line [SEP], for kbert's packing
     (`fill_rows`), which wraps each document so."""
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("\n\n".join(s.replace("\n", " ") for d in documents for s in d))
-        f.write("\n")
-    return path
+    return write_corpus(path, [[sentence] for document in documents for sentence in document])
 
 
 def corpus_of(run, corpus, lines):

@@ -162,9 +162,8 @@ def byte_pair_words(texts):
 
     if not texts:
         return []
-    read = [as_read(text) for text in texts]
-    text = tf.strings.unicode_transcode(tf.constant(utf8(texts), tf.string),
-                                        "UTF-8", "UTF-8", errors="replace")
+    read = [as_read(text) for text in texts]  # valid UTF-8 once encoded
+    text = tf.constant([seen.encode("utf-8") for seen, _ in read], tf.string)
     result = []
     for original, (_, origin), row in zip(texts, read, pre_tokenize(text).to_list()):
         words, position = [], 0
